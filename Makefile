@@ -1,0 +1,36 @@
+# The two commands of the README: `make run` starts Clarion on the embedded default,
+# `make test` runs the whole suite (lint, types, layer rules, tests). Both install
+# what they need from uv.lock into .venv first.
+PYTHON ?= python3
+UV_VERSION := 0.13.9
+UV := .tools/bin/uv
+VENV := .venv
+BIN := $(VENV)/bin
+
+.PHONY: run test lint install bench browser
+
+$(UV):
+	$(PYTHON) -m venv .tools
+	.tools/bin/pip install --quiet uv==$(UV_VERSION)
+
+$(BIN)/clarion: $(UV) uv.lock pyproject.toml
+	UV_PYTHON=$(PYTHON) $(UV) sync --frozen --quiet
+	@touch $@
+
+install: $(BIN)/clarion
+
+run: install
+	$(BIN)/clarion serve
+
+lint: install
+	$(BIN)/ruff check src tests bench
+	$(BIN)/ruff format --check src tests bench
+	$(BIN)/mypy
+	$(BIN)/lint-imports
+
+test: lint
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+bench: install
+	UV_PYTHON=$(PYTHON) $(UV) sync --frozen --quiet --extra bench
+	$(BIN)/python -m bench.run

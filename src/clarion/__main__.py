@@ -1,0 +1,3 @@
+from clarion.cli import main
+
+main()

@@ -1,0 +1,159 @@
+"""Settings, read once from flags, environment and the TOML config file. Imports nothing internal."""
+
+from __future__ import annotations
+
+import os
+import sys
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class AgentProfile:
+    name: str
+    command: tuple[str, ...]
+    env: Mapping[str, str] = field(default_factory=dict)
+    cwd: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Timeouts:
+    """All in seconds; every one overridable by its env var."""
+
+    clarification_wait: float = 7200.0
+    keepalive: float = 20.0
+    resume_accept: float = 30.0
+    live_confirm: float = 35.0
+    watchdog: float = 15.0
+    persist: float = 30.0
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> Timeouts:
+        def read(name: str, default: float) -> float:
+            raw = env.get(name)
+            if raw is None or raw == "":
+                return default
+            try:
+                value = float(raw)
+            except ValueError as exc:
+                raise ValueError(f"{name} must be a number of seconds, got {raw!r}") from exc
+            if value <= 0:
+                raise ValueError(f"{name} must be positive, got {raw!r}")
+            return value
+
+        return cls(
+            clarification_wait=read("CLARION_CLARIFICATION_WAIT_S", cls.clarification_wait),
+            keepalive=read("CLARION_KEEPALIVE_S", cls.keepalive),
+            resume_accept=read("CLARION_RESUME_ACCEPT_S", cls.resume_accept),
+            live_confirm=read("CLARION_LIVE_CONFIRM_S", cls.live_confirm),
+            watchdog=read("CLARION_WATCHDOG_S", cls.watchdog),
+            persist=read("CLARION_PERSIST_S", cls.persist),
+        )
+
+
+def clarion_home(env: Mapping[str, str]) -> Path:
+    return Path(env.get("CLARION_HOME") or Path.home() / ".clarion")
+
+
+def default_database_url(env: Mapping[str, str]) -> str:
+    return f"sqlite:///{clarion_home(env) / 'clarion.db'}"
+
+
+BUILTIN_PROFILE = "builtin"
+
+
+def builtin_profile() -> AgentProfile:
+    return AgentProfile(
+        name=BUILTIN_PROFILE, command=(sys.executable, "-m", "clarion.agents.builtin")
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    host: str = "127.0.0.1"
+    port: int = 8787
+    database_url: str = ""
+    bus_url: str = "memory"
+    config_file: str | None = None
+    auth: bool = False
+    insecure_no_auth: bool = False
+    timeouts: Timeouts = field(default_factory=Timeouts)
+    agents: Mapping[str, AgentProfile] = field(default_factory=dict)
+    failpoints: str = ""
+
+    @classmethod
+    def load(
+        cls,
+        *,
+        host: str | None = None,
+        port: int | None = None,
+        database_url: str | None = None,
+        bus_url: str | None = None,
+        config_file: str | None = None,
+        auth: bool | None = None,
+        insecure_no_auth: bool = False,
+        env: Mapping[str, str] | None = None,
+    ) -> Settings:
+        """Flags win over env vars, which win over defaults. Raises ValueError on bad values."""
+        env = os.environ if env is None else env
+        config_file = config_file or env.get("CLARION_CONFIG") or None
+        raw_port = port if port is not None else env.get("CLARION_PORT", "8787")
+        try:
+            port_value = int(raw_port)
+        except ValueError as exc:
+            raise ValueError(f"port must be an integer, got {raw_port!r}") from exc
+        auth_env = env.get("CLARION_AUTH", "").lower() in {"1", "true", "yes", "on"}
+        return cls(
+            host=host or env.get("CLARION_HOST") or "127.0.0.1",
+            port=port_value,
+            database_url=database_url
+            or env.get("CLARION_DATABASE_URL")
+            or default_database_url(env),
+            bus_url=bus_url or env.get("CLARION_BUS_URL") or "memory",
+            config_file=config_file,
+            auth=auth if auth is not None else auth_env,
+            insecure_no_auth=insecure_no_auth,
+            timeouts=Timeouts.from_env(env),
+            agents=load_agent_profiles(config_file),
+            failpoints=env.get("CLARION_FAILPOINTS", ""),
+        )
+
+
+def load_agent_profiles(config_file: str | None) -> dict[str, AgentProfile]:
+    """`[agents.NAME] command = [...]`, optional `env` and `cwd`; `builtin` always exists."""
+    profiles: dict[str, AgentProfile] = {BUILTIN_PROFILE: builtin_profile()}
+    if not config_file:
+        return profiles
+    path = Path(config_file)
+    try:
+        data: dict[str, Any] = tomllib.loads(path.read_text())
+    except FileNotFoundError as exc:
+        raise ValueError(f"config file not found: {path}") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise ValueError(f"config file {path} is not valid TOML: {exc}") from exc
+    agents = data.get("agents", {})
+    if not isinstance(agents, dict):
+        raise ValueError(f"{path}: [agents] must be a table")
+    for name, spec in agents.items():
+        if not isinstance(spec, dict):
+            raise ValueError(f"{path}: [agents.{name}] must be a table")
+        command = spec.get("command")
+        if (
+            not isinstance(command, list)
+            or not command
+            or not all(isinstance(c, str) and c for c in command)
+        ):
+            raise ValueError(f"{path}: agents.{name}.command must be a non-empty list of strings")
+        env = spec.get("env", {})
+        if not isinstance(env, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in env.items()
+        ):
+            raise ValueError(f"{path}: agents.{name}.env must be a table of strings")
+        cwd = spec.get("cwd")
+        if cwd is not None and not isinstance(cwd, str):
+            raise ValueError(f"{path}: agents.{name}.cwd must be a string")
+        profiles[name] = AgentProfile(name=name, command=tuple(command), env=env, cwd=cwd)
+    return profiles

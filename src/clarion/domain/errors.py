@@ -1,0 +1,90 @@
+"""The one error tree of Clarion. Edges map it to the wire in one table (api/errors.py).
+
+    ClarionError
+     +-- NotFound                  the thing does not exist or is not visible to the caller (404)
+     +-- InvalidInput              a request or tool input is malformed; nothing was written (400)
+     +-- Conflict                  the request is well formed but the state forbids it (409)
+     |    +-- NotActive            a clarification bundle is not answerable (carries its state)
+     |    +-- PendingInput         a workflow move refused while a clarification is active
+     +-- Unauthenticated           missing or wrong credentials (401)
+     +-- ServiceStarting           startup recovery has not finished (503)
+     +-- RetryableFailure          failed, durable state rolled back: the same request may be sent again (500)
+     +-- AcceptedButUnfinalized    accepted; must not be sent again though finalization failed (500)
+     +-- InjectedFailure           a fault point fired with action `error`
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class ClarionError(Exception):
+    """Base of every error Clarion raises on purpose. `code` is the wire code."""
+
+    code = "internal"
+
+    def __init__(self, message: str, **ids: Any) -> None:
+        super().__init__(message)
+        self.message = message
+        self.ids = {k: v for k, v in ids.items() if v is not None}
+
+
+class NotFound(ClarionError):
+    code = "not_found"
+
+
+class InvalidInput(ClarionError):
+    """`field` names the first bad field as a path such as `answers[1].question_id`."""
+
+    code = "invalid_request"
+
+    def __init__(self, message: str, *, field: str | None = None, code: str | None = None,
+                 **ids: Any) -> None:
+        super().__init__(message, **ids)
+        self.field = field
+        if code is not None:
+            self.code = code
+
+
+class Conflict(ClarionError):
+    code = "conflict"
+
+
+class NotActive(Conflict):
+    """The bundle is superseded, terminal, or already claimed. `response` is the winner, if any."""
+
+    code = "not_active"
+
+    def __init__(self, message: str, *, state: str, response: dict[str, Any] | None = None,
+                 **ids: Any) -> None:
+        super().__init__(message, **ids)
+        self.state = state
+        self.response = response
+
+
+class PendingInput(Conflict):
+    code = "pending_input"
+
+
+class Unauthenticated(ClarionError):
+    code = "unauthenticated"
+
+
+class ServiceStarting(ClarionError):
+    code = "starting"
+
+
+class RetryableFailure(ClarionError):
+    """The bundle is pending again; `code` is `resume_not_accepted` or `delivery_failed`."""
+
+    def __init__(self, message: str, *, code: str, **ids: Any) -> None:
+        super().__init__(message, **ids)
+        self.code = code
+
+
+class AcceptedButUnfinalized(ClarionError):
+    code = "dispatch_not_finalized"
+
+
+class InjectedFailure(ClarionError):
+    code = "injected_failure"

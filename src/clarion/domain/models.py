@@ -1,0 +1,242 @@
+"""Frozen records of the durable model and the enums of its states.
+
+Field and metadata key names follow kandev so a kandev-shaped client works unchanged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+JsonObject = Mapping[str, Any]
+
+
+class SessionState(StrEnum):
+    CREATED = "CREATED"
+    STARTING = "STARTING"
+    RUNNING = "RUNNING"
+    IDLE = "IDLE"
+    WAITING_FOR_INPUT = "WAITING_FOR_INPUT"
+    COMPLETED = "COMPLETED"
+    FAILED = "FAILED"
+    CANCELLED = "CANCELLED"
+
+    @property
+    def is_terminal(self) -> bool:
+        return self in TERMINAL_SESSION_STATES
+
+
+TERMINAL_SESSION_STATES = frozenset(
+    {SessionState.COMPLETED, SessionState.FAILED, SessionState.CANCELLED}
+)
+
+
+class WorkflowStep(StrEnum):
+    BACKLOG = "backlog"
+    IN_PROGRESS = "in_progress"
+    REVIEW = "review"
+    DONE = "done"
+
+
+class AuthorType(StrEnum):
+    USER = "user"
+    AGENT = "agent"
+    SYSTEM = "system"
+
+
+class MessageType(StrEnum):
+    MESSAGE = "message"
+    THOUGHT = "thought"
+    TOOL_CALL = "tool_call"
+    CLARIFICATION_REQUEST = "clarification_request"
+    PERMISSION_REQUEST = "permission_request"
+
+
+class ClarificationStatus(StrEnum):
+    """`metadata.status` of a clarification row. A missing or empty status reads as PENDING."""
+
+    PENDING = "pending"
+    ANSWERED = "answered"
+    REJECTED = "rejected"
+    EXPIRED = "expired"
+    CANCELLED = "cancelled"
+
+
+class BundleState(StrEnum):
+    """The five operational states of one clarification bundle."""
+
+    ACTIVE_LIVE = "active_live"
+    ACTIVE_DETACHED = "active_detached"
+    DELIVERY_CLAIMED = "delivery_claimed"
+    TERMINAL = "terminal"
+    SUPERSEDED_HISTORY = "superseded_history"
+
+
+class PendingAction(StrEnum):
+    CLARIFICATION = "clarification"
+    PERMISSION = "permission"
+
+
+class MetaKey:
+    """Metadata keys, kept as kandev spells them."""
+
+    # clarification rows
+    PENDING_ID = "pending_id"
+    QUESTION_ID = "question_id"
+    QUESTION = "question"
+    QUESTION_INDEX = "question_index"
+    QUESTION_TOTAL = "question_total"
+    CONTEXT = "context"
+    STATUS = "status"
+    RESPONSE = "response"
+    REJECT_REASON = "reject_reason"
+    AGENT_DISCONNECTED = "agent_disconnected"
+    RESPONSE_DELIVERY_PENDING = "response_delivery_pending"
+    PARENT_QUESTION = "parent_question"
+    # turns
+    LIFECYCLE_ONLY = "lifecycle_only"
+    INTERRUPTED = "interrupted"
+    PROMPT_DISPATCH_PENDING = "prompt_dispatch_pending"
+    PROMPT_DISPATCH_ATTEMPTED = "prompt_dispatch_attempted"
+    PROMPT_DISPATCH_PENDING_ID = "prompt_dispatch_clarification_pending_id"
+    PROMPT_DISPATCH_TURN_ID = "prompt_dispatch_clarification_turn_id"
+    PROMPT_DISPATCH_MESSAGE_IDS = "prompt_dispatch_clarification_message_ids"
+    PROMPT_DISPATCH_START_EVENT_PENDING = "prompt_dispatch_start_event_pending"
+
+
+# Private dispatch keys: cleared together, never shown in public turn events or history.
+DISPATCH_KEYS: tuple[str, ...] = (
+    MetaKey.PROMPT_DISPATCH_PENDING,
+    MetaKey.PROMPT_DISPATCH_ATTEMPTED,
+    MetaKey.PROMPT_DISPATCH_PENDING_ID,
+    MetaKey.PROMPT_DISPATCH_TURN_ID,
+    MetaKey.PROMPT_DISPATCH_MESSAGE_IDS,
+    MetaKey.PROMPT_DISPATCH_START_EVENT_PENDING,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Workspace:
+    id: str
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class Task:
+    id: str
+    title: str
+    description: str
+    workspace_id: str
+    workflow_step: WorkflowStep
+    created_at: datetime
+    updated_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class Session:
+    id: str
+    task_id: str
+    agent: str
+    state: SessionState
+    is_primary: bool
+    created_at: datetime
+    updated_at: datetime
+    metadata: JsonObject = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    id: str
+    session_id: str
+    task_id: str
+    started_at: datetime
+    completed_at: datetime | None
+    metadata: JsonObject
+    created_at: datetime
+    updated_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    id: str
+    session_id: str
+    task_id: str
+    turn_id: str | None
+    author_type: AuthorType
+    type: MessageType
+    content: str
+    metadata: JsonObject
+    created_at: datetime
+    updated_at: datetime
+    requests_input: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Revision:
+    """Orders pending projections: compare the epoch numerically, then the sequence."""
+
+    epoch: int
+    sequence: int
+
+    def as_wire(self) -> dict[str, Any]:
+        return {"epoch": str(self.epoch), "sequence": self.sequence}
+
+
+@dataclass(frozen=True, slots=True)
+class StatusSummary:
+    """A task's cached status summary. `data` holds every key, including ones we do not own."""
+
+    task_id: str
+    revision: int
+    data: JsonObject
+    updated_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class QuestionOption:
+    option_id: str
+    label: str
+    description: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Question:
+    id: str
+    title: str
+    prompt: str
+    options: tuple[QuestionOption, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    question_id: str
+    selected_options: tuple[str, ...] = ()
+    custom_text: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ClarificationResponse:
+    """A normalized response to one bundle: answers in question order, or a rejection."""
+
+    pending_id: str
+    answers: tuple[Answer, ...]
+    rejected: bool
+    reject_reason: str = ""
+    responded_at: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Bundle:
+    """A bundle's durable rows with what decides its state, read in one transaction.
+
+    `rows` are ordered by question_index, created_at, id. `current_turn_id` is the session's
+    current turn (None when the session has no authoritative turn).
+    """
+
+    pending_id: str
+    session: Session
+    rows: tuple[Message, ...]
+    current_turn_id: str | None

@@ -1,0 +1,68 @@
+"""Named fault points at the durable boundaries (contract section 8).
+
+`CLARION_FAILPOINTS="name=action,..."` with action `crash` (exit 137 at once, no cleanup),
+`error` (raise InjectedFailure) or `delay_ms:N`. Unset, `hit` is one dict lookup.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from collections.abc import Mapping
+
+from clarion.domain.errors import InjectedFailure
+
+log = logging.getLogger(__name__)
+
+KNOWN_POINTS = frozenset(
+    {
+        "respond.after_claim",
+        "live.before_confirm",
+        "resume.after_reserve",
+        "resume.after_attempt",
+        "resume.dispatch",
+        "resume.after_accept",
+        "resume.publish",
+        "summary.cas",
+        "projection.read",
+        "startup.reservations",
+        "startup.intents",
+    }
+)
+
+_actions: dict[str, str] = {}
+
+
+def parse(spec: str) -> dict[str, str]:
+    """Parse `name=action,...`; raises ValueError naming the bad entry."""
+    actions: dict[str, str] = {}
+    for entry in filter(None, (part.strip() for part in spec.split(","))):
+        name, sep, action = entry.partition("=")
+        name, action = name.strip(), action.strip()
+        if not sep or name not in KNOWN_POINTS:
+            raise ValueError(f"unknown fault point in CLARION_FAILPOINTS: {entry!r}")
+        if action not in {"crash", "error"} and not (
+            action.startswith("delay_ms:") and action[len("delay_ms:") :].isdigit()
+        ):
+            raise ValueError(f"bad action for fault point {name}: {action!r}")
+        actions[name] = action
+    return actions
+
+
+def configure(spec: str | Mapping[str, str]) -> None:
+    _actions.clear()
+    _actions.update(parse(spec) if isinstance(spec, str) else spec)
+
+
+async def hit(name: str) -> None:
+    """Fire the fault point `name` if it is set."""
+    action = _actions.get(name)
+    if action is None:
+        return
+    log.warning("fault point fired", extra={"failpoint": name, "action": action})
+    if action == "crash":
+        os._exit(137)
+    if action == "error":
+        raise InjectedFailure(f"injected failure at {name}", failpoint=name)
+    await asyncio.sleep(int(action[len("delay_ms:") :]) / 1000)

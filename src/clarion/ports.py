@@ -1,0 +1,322 @@
+"""The seams between services and I/O. Services import these Protocols, never an implementation.
+
+Each method's docstring is its contract; the contract suites under tests/ run every
+implementation against it. Conventions: `get_x` raises NotFound, `find_x` returns None,
+guarded transitions return whether (or which rows) they applied. A lost race is a False or an
+empty tuple, never an exception.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Protocol
+
+from clarion.domain.models import (
+    Bundle,
+    ClarificationResponse,
+    Message,
+    PendingAction,
+    Session,
+    SessionState,
+    StatusSummary,
+    Task,
+    Turn,
+    WorkflowStep,
+    Workspace,
+)
+
+
+class Clock(Protocol):
+    def now(self) -> datetime:
+        """Current time, timezone-aware UTC."""
+        ...
+
+
+# --------------------------------------------------------------------------- store results
+
+
+@dataclass(frozen=True, slots=True)
+class MessagePage:
+    messages: tuple[Message, ...]
+    total: int
+    next_after: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class NewMessage:
+    """A row to insert. `turn_id` None means: the session's current turn (error if none)."""
+
+    session_id: str
+    author_type: str
+    type: str
+    content: str
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    turn_id: str | None = None
+    requests_input: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimResult:
+    """What a response claim did. `claimed` empty means nothing applied (lost race, stale)."""
+
+    claimed: tuple[Message, ...]
+    bundle: Bundle
+
+
+@dataclass(frozen=True, slots=True)
+class ReservationRecovery:
+    """One startup decision about an unpublished successor reservation."""
+
+    turn_id: str
+    session_id: str
+    pending_id: str | None
+    kept: bool  # True: attempted or referenced, kept as authoritative; False: deleted
+    message_ids: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class IntentRecovery:
+    """One startup decision about a response-delivery intent no reservation owns."""
+
+    pending_id: str
+    session_id: str
+    restored: bool  # True: rows pending again; False: intent cleared, terminal history kept
+    message_ids: tuple[str, ...]
+
+
+# --------------------------------------------------------------------------- store
+
+
+class Store(Protocol):
+    """Durable state. Every method is one transaction; writes are guarded updates."""
+
+    # workspaces and tasks
+    async def ensure_workspace(self, name: str) -> Workspace: ...
+    async def create_task(
+        self, *, title: str, description: str, workspace_id: str
+    ) -> Task: ...
+    async def get_task(self, task_id: str) -> Task: ...
+    async def list_tasks(self, workspace_ids: Sequence[str] | None = None) -> list[Task]: ...
+    async def set_task_step(self, task_id: str, step: WorkflowStep) -> Task: ...
+
+    # sessions
+    async def create_session(
+        self, *, task_id: str, agent: str, is_primary: bool
+    ) -> Session: ...
+    async def get_session(self, session_id: str) -> Session: ...
+    async def list_sessions(self, task_id: str) -> list[Session]: ...
+    async def list_sessions_in_states(self, states: Sequence[SessionState]) -> list[Session]: ...
+    async def transition_session(
+        self, session_id: str, to: SessionState, *, allowed_from: Sequence[SessionState] | None = None
+    ) -> bool:
+        """Set the state if the current one is in `allowed_from` (any non-terminal when None)."""
+        ...
+
+    # turns
+    async def create_turn(
+        self, session_id: str, *, lifecycle_only: bool = False, metadata: Mapping[str, Any] | None = None
+    ) -> Turn: ...
+    async def complete_turn(
+        self, turn_id: str, *, metadata_patch: Mapping[str, Any] | None = None
+    ) -> bool:
+        """Set completed_at if still open. Returns whether it applied."""
+        ...
+    async def get_turn(self, turn_id: str) -> Turn: ...
+    async def find_current_turn(self, session_id: str) -> Turn | None:
+        """The seed's current turn: authoritative, not lifecycle_only, open first, then newest."""
+        ...
+    async def list_visible_turns(self, session_id: str) -> list[Turn]:
+        """History ascending by started_at, created_at, id; unpublished reservations hidden
+        unless a message references them. Private dispatch keys are stripped."""
+        ...
+    async def list_open_turns(self) -> list[Turn]:
+        """Authoritative turns with completed_at NULL, across sessions (startup)."""
+        ...
+
+    # messages
+    async def add_message(self, new: NewMessage) -> Message: ...
+    async def append_message_content(self, message_id: str, text: str) -> Message: ...
+    async def get_message(self, message_id: str) -> Message: ...
+    async def list_messages(
+        self, session_id: str, *, after: str | None = None, limit: int = 100
+    ) -> MessagePage: ...
+    async def delete_message(self, session_id: str, message_id: str) -> Message | None:
+        """Delete one message; returns it, or None if it did not exist. Never touches turns."""
+        ...
+
+    # clarification bundles
+    async def create_bundle(
+        self, session_id: str, rows: Sequence[NewMessage], *, turn_id: str | None = None
+    ) -> tuple[Message, ...]:
+        """Insert all rows of one bundle in the given (default: current) turn, or none."""
+        ...
+    async def find_bundle(self, pending_id: str) -> Bundle | None: ...
+    async def list_active_bundle_ids(self, session_id: str) -> list[str]:
+        """pending_ids with at least one pending row in the session's current turn."""
+        ...
+    async def claim_response(
+        self, response: ClarificationResponse, *, now: datetime
+    ) -> ClaimResult:
+        """Claim the bundle's pending rows in the current turn of a non-terminal session:
+        write the provisional status (answered/rejected), the per-row response, and
+        `response_delivery_pending=true`. Terminal siblings are untouched."""
+        ...
+    async def confirm_delivery(self, pending_id: str, message_ids: Sequence[str]) -> bool:
+        """Retire the delivery intent on exactly these rows; False if any lacks it."""
+        ...
+    async def restore_claim(self, pending_id: str, message_ids: Sequence[str]) -> bool:
+        """Put exactly these claimed rows back to pending, only while each still carries the
+        intent, its turn is current and the session is not terminal."""
+        ...
+    async def detach_bundles(
+        self, session_id: str, *, pending_id: str | None = None
+    ) -> tuple[Message, ...]:
+        """Mark current-turn pending, not-yet-detached rows `agent_disconnected`. Returns only
+        the rows it changed, so a repeat returns ()."""
+        ...
+    async def expire_bundles(self, session_id: str) -> tuple[Message, ...]:
+        """Current-turn pending rows -> status expired (+ agent_disconnected). Changed rows only.
+        Applies whatever the session's state, since it runs as the session terminates."""
+        ...
+    async def cancel_bundle(self, pending_id: str) -> tuple[Message, ...]:
+        """Pending rows of the bundle -> cancelled. Changed rows only."""
+        ...
+
+    # detached-answer successor reservations
+    async def reserve_successor(
+        self, session_id: str, *, source_turn_id: str, pending_id: str, message_ids: Sequence[str]
+    ) -> Turn: ...
+    async def mark_attempted(self, turn_id: str) -> bool: ...
+    async def publish_successor(
+        self, turn_id: str, *, pending_id: str, message_ids: Sequence[str]
+    ) -> bool:
+        """Clear the dispatch keys on the turn and the intents on exactly the claimed rows."""
+        ...
+    async def rollback_successor(self, turn_id: str) -> bool:
+        """Delete the reservation if no message references it. True if deleted."""
+        ...
+    async def find_live_reservation(self, session_id: str) -> Turn | None:
+        """A reservation still carrying prompt_dispatch_pending, if any."""
+        ...
+
+    # projections
+    async def pending_actions(
+        self, session_ids: Sequence[str]
+    ) -> dict[str, PendingAction | None]:
+        """Per session: clarification if a current-turn pending row exists, else permission if
+        the newest current-turn permission request is pending; None when the session is
+        terminal or clean."""
+        ...
+    async def sessions_with_active_clarification(self, task_id: str) -> list[str]: ...
+
+    # summaries and meta
+    async def find_summary(self, task_id: str) -> StatusSummary | None: ...
+    async def cas_summary(
+        self, task_id: str, *, expected_revision: int | None, data: Mapping[str, Any]
+    ) -> StatusSummary | None:
+        """Write `data` with revision expected+1 (1 when expected is None and no row exists).
+        Returns the new summary, or None if the stored revision was not `expected_revision`."""
+        ...
+    async def next_epoch(self) -> int:
+        """Allocate the next projection epoch (starts at 1, only grows)."""
+        ...
+
+    # startup
+    async def reconcile_reservations(self) -> list[ReservationRecovery]: ...
+    async def reconcile_intents(self) -> list[IntentRecovery]: ...
+    async def list_outbox_turns(self) -> list[Turn]: ...
+    async def clear_outbox(self, turn_id: str) -> bool: ...
+    async def list_detachable_bundles(self) -> list[tuple[str, str]]:
+        """(session_id, pending_id) of current-turn pending bundles not yet detached."""
+        ...
+
+
+# --------------------------------------------------------------------------- bus
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """A fact that happened, published after it is durable.
+
+    `type` is the wire action (`session.message.added`, ...). `payload` is JSON-ready.
+    `inline_handled` tells local subscribers that the publisher already ran the local
+    reaction synchronously (the watchdog), so they must not repeat it.
+    """
+
+    type: str
+    task_id: str
+    session_id: str | None
+    payload: Mapping[str, Any]
+    inline_handled: bool = False
+
+
+class Bus(Protocol):
+    async def publish(self, event: Event) -> None:
+        """Returns once the bus accepted the event; raises if it could not."""
+        ...
+
+    def subscribe(self) -> AsyncIterator[Event]:
+        """Every event published after the call, in publication order."""
+        ...
+
+
+# --------------------------------------------------------------------------- agents
+
+
+@dataclass(frozen=True, slots=True)
+class AgentOutput:
+    """One streamed frame from an agent, tagged with the prompt generation that caused it."""
+
+    session_id: str
+    generation: int
+    kind: str  # "message" | "thought" | "tool_call" | "tool_call_update" | "cancel_ack"
+    text: str = ""
+    data: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class PromptFinished:
+    session_id: str
+    generation: int
+    stop_reason: str  # end_turn | cancelled | error | ...
+    error: str | None = None
+
+
+class AgentSink(Protocol):
+    """Where a runtime reports what its agents do. Called in arrival order per session."""
+
+    async def on_output(self, output: AgentOutput) -> None: ...
+    async def on_prompt_finished(self, finished: PromptFinished) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class AgentLaunch:
+    session_id: str
+    profile: str
+    mcp_url: str
+    mcp_token: str
+
+
+class AgentRuntime(Protocol):
+    """The only way services reach agent processes."""
+
+    async def ensure_started(self, launch: AgentLaunch) -> bool:
+        """Start the agent process and ACP session if not running. True if it started now."""
+        ...
+
+    async def prompt(self, session_id: str, text: str, *, generation: int) -> None:
+        """Hand a prompt to the running agent. Returns once the agent accepted it (the request
+        is on its way to a live process); the turn's end arrives via on_prompt_finished.
+        Raises if the agent is not running or refuses."""
+        ...
+
+    async def cancel(self, session_id: str) -> None: ...
+
+    async def stop(self, session_id: str) -> None: ...
+
+    def is_running(self, session_id: str) -> bool: ...
+
+
+ProfileResolver = Callable[[str], Awaitable[bool]]
