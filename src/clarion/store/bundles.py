@@ -1,0 +1,117 @@
+"""Reading bundles and rewriting clarification rows' metadata. Store-internal helpers."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import select, update
+from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy.sql.elements import ColumnElement
+
+from clarion.domain.models import Bundle, Message, MetaKey
+from clarion.store.predicates import not_parent_question
+from clarion.store.rows import to_message
+from clarion.store.schema import task_session_messages as messages
+from clarion.store.tasks import read_session
+from clarion.store.turns import read_current_turn_id
+
+MetaChange = Callable[[dict[str, Any]], dict[str, Any]]
+
+
+def bundle_order(message: Message) -> tuple[int, datetime, str]:
+    index = message.metadata.get(MetaKey.QUESTION_INDEX)
+    rank = index if isinstance(index, int) and not isinstance(index, bool) else 1 << 30
+    return rank, message.created_at, message.id
+
+
+async def select_rows(conn: AsyncConnection, *where: ColumnElement[bool]) -> list[Message]:
+    rows = [to_message(row) for row in await conn.execute(select(messages).where(*where))]
+    return sorted(rows, key=bundle_order)
+
+
+async def bundle_rows(conn: AsyncConnection, pending_id: str) -> list[Message]:
+    """Every row carrying the pending id (any type, so malformed bundles are visible), except
+    parent questions, which are ignored everywhere."""
+    return await select_rows(conn, messages.c.pending_id == pending_id, not_parent_question())
+
+
+async def bundle_session_id(conn: AsyncConnection, pending_id: str) -> str | None:
+    value = (
+        await conn.execute(
+            select(messages.c.task_session_id).where(messages.c.pending_id == pending_id).limit(1)
+        )
+    ).scalar()
+    return None if value is None else str(value)
+
+
+async def read_bundle(conn: AsyncConnection, pending_id: str) -> Bundle | None:
+    rows = await bundle_rows(conn, pending_id)
+    if not rows:
+        return None
+    session = await read_session(conn, rows[0].session_id)
+    return Bundle(
+        pending_id=pending_id,
+        session=session,
+        rows=tuple(rows),
+        current_turn_id=await read_current_turn_id(conn, session.id),
+    )
+
+
+def is_well_formed(rows: Sequence[Message]) -> bool:
+    """One session, one turn, one type: a bundle a claim may act on."""
+    return len({(row.session_id, row.turn_id, row.type) for row in rows}) == 1
+
+
+async def rewrite(
+    conn: AsyncConnection,
+    rows: Iterable[Message],
+    change: MetaChange,
+    *,
+    now: datetime | None,
+) -> tuple[Message, ...]:
+    """Replace each row's metadata with change(metadata). Runs under the session lock, so the
+    read-modify-write cannot interleave with another writer of the same rows. `now` None keeps
+    updated_at (finalizing a claim keeps the claim time as the response time)."""
+    changed: list[Message] = []
+    for message in rows:
+        values: dict[str, Any] = {"metadata": change(dict(message.metadata))}
+        if now is not None:
+            values["updated_at"] = now
+        row = (
+            await conn.execute(
+                update(messages)
+                .where(messages.c.id == message.id)
+                .values(values)
+                .returning(*messages.c)
+            )
+        ).first()
+        if row is not None:
+            changed.append(to_message(row))
+    return tuple(sorted(changed, key=bundle_order))
+
+
+def drop_keys(*keys: str) -> MetaChange:
+    def change(meta: dict[str, Any]) -> dict[str, Any]:
+        return {k: v for k, v in meta.items() if k not in keys}
+
+    return change
+
+
+def set_keys(**values: Any) -> MetaChange:
+    def change(meta: dict[str, Any]) -> dict[str, Any]:
+        return {**meta, **values}
+
+    return change
+
+
+def restore_pending(meta: dict[str, Any]) -> dict[str, Any]:
+    """Undo a claim: pending again, without the provisional answer or the intent."""
+    kept = {
+        k: v
+        for k, v in meta.items()
+        if k not in (MetaKey.RESPONSE, MetaKey.REJECT_REASON, MetaKey.RESPONSE_DELIVERY_PENDING)
+    }
+    kept[MetaKey.STATUS] = "pending"
+    return kept

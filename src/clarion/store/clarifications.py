@@ -1,0 +1,272 @@
+"""Clarification bundles: create, read, claim, confirm, restore, detach, expire, cancel.
+
+Imported only by the SqlStore facade. Every write runs in one write transaction holding the
+session lock, so "pending in the current turn of a non-terminal session" is checked and acted
+on atomically and two concurrent claims cannot both apply.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import not_, select
+
+from clarion.domain.errors import Conflict, InvalidInput, NotFound
+from clarion.domain.models import (
+    Answer,
+    Bundle,
+    ClarificationResponse,
+    ClarificationStatus,
+    Message,
+    MessageType,
+    MetaKey,
+)
+from clarion.ports import ClaimResult, NewMessage
+from clarion.store.bundles import (
+    MetaChange,
+    bundle_rows,
+    bundle_session_id,
+    drop_keys,
+    is_well_formed,
+    read_bundle,
+    restore_pending,
+    rewrite,
+    select_rows,
+    set_keys,
+)
+from clarion.store.messages import insert_message, resolve_turn
+from clarion.store.predicates import (
+    clarification_rows,
+    in_current_turn,
+    pending_in_current_turn,
+    session_not_terminal,
+)
+from clarion.store.rows import StoreBase
+from clarion.store.schema import task_session_messages as messages
+from clarion.store.sql import flag
+
+log = logging.getLogger(__name__)
+INTENT = MetaKey.RESPONSE_DELIVERY_PENDING
+
+
+class ClarificationQueries(StoreBase):
+    async def create_bundle(
+        self, session_id: str, rows: Sequence[NewMessage], *, turn_id: str | None = None
+    ) -> tuple[Message, ...]:
+        pending_id = _bundle_identity(session_id, rows)
+        now = self._clock.now()
+        async with self._db.write() as conn:
+            await self._db.lock_session(conn, session_id)
+            if await bundle_session_id(conn, pending_id) is not None:
+                raise Conflict("bundle already exists", pending_id=pending_id)
+            task_id, target = await resolve_turn(conn, session_id, turn_id)
+            created = [
+                await insert_message(conn, row, task_id=task_id, turn_id=target, now=now)
+                for row in rows
+            ]
+        log.info(
+            "clarification bundle created",
+            extra={"session_id": session_id, "turn_id": target, "pending_id": pending_id},
+        )
+        return tuple(created)
+
+    async def find_bundle(self, pending_id: str) -> Bundle | None:
+        async with self._db.read() as conn:
+            return await read_bundle(conn, pending_id)
+
+    async def list_active_bundle_ids(self, session_id: str) -> list[str]:
+        query = (
+            select(messages.c.pending_id)
+            .distinct()
+            .where(messages.c.task_session_id == session_id, pending_in_current_turn())
+            .order_by(messages.c.pending_id)
+        )
+        async with self._db.read() as conn:
+            return [str(value) for value in (await conn.execute(query)).scalars()]
+
+    async def claim_response(
+        self, response: ClarificationResponse, *, now: datetime
+    ) -> ClaimResult:
+        pending_id = response.pending_id
+        async with self._db.write() as conn:
+            session_id = await bundle_session_id(conn, pending_id)
+            if session_id is None:
+                raise NotFound("clarification not found", pending_id=pending_id)
+            await self._db.lock_session(conn, session_id)
+            claimed: tuple[Message, ...] = ()
+            # A bundle spanning sessions, turns or types has no single owner: claim nothing.
+            if is_well_formed(await bundle_rows(conn, pending_id)):
+                pending = await select_rows(
+                    conn,
+                    messages.c.pending_id == pending_id,
+                    pending_in_current_turn(),
+                    session_not_terminal(messages.c.task_session_id),
+                )
+                answers = {a.question_id: a for a in response.answers}
+                taken: list[Message] = []
+                for row in pending:
+                    change = _claim_change(row, response, answers)
+                    taken.extend(await rewrite(conn, [row], change, now=now))
+                claimed = tuple(taken)
+            bundle = await read_bundle(conn, pending_id)
+        assert bundle is not None  # the rows cannot vanish inside the transaction
+        log.info(
+            "clarification response claimed" if claimed else "clarification claim did not apply",
+            extra={
+                "session_id": session_id,
+                "pending_id": pending_id,
+                "turn_id": bundle.rows[0].turn_id,
+                "claimed": len(claimed),
+                "rejected": response.rejected,
+            },
+        )
+        return ClaimResult(claimed=claimed, bundle=bundle)
+
+    async def confirm_delivery(self, pending_id: str, message_ids: Sequence[str]) -> bool:
+        wanted = set(message_ids)
+        async with self._db.write() as conn:
+            session_id = await bundle_session_id(conn, pending_id)
+            if session_id is None or not wanted:
+                return False
+            await self._db.lock_session(conn, session_id)
+            rows = await select_rows(
+                conn,
+                messages.c.id.in_(sorted(wanted)),
+                messages.c.pending_id == pending_id,
+                flag(messages.c.metadata, INTENT),
+            )
+            if len(rows) != len(wanted):
+                return False
+            await rewrite(conn, rows, drop_keys(INTENT), now=None)
+        log.info("clarification delivery confirmed", extra={"pending_id": pending_id})
+        return True
+
+    async def restore_claim(self, pending_id: str, message_ids: Sequence[str]) -> bool:
+        wanted = set(message_ids)
+        async with self._db.write() as conn:
+            session_id = await bundle_session_id(conn, pending_id)
+            if session_id is None or not wanted:
+                return False
+            await self._db.lock_session(conn, session_id)
+            rows = await select_rows(
+                conn,
+                messages.c.id.in_(sorted(wanted)),
+                messages.c.pending_id == pending_id,
+                clarification_rows(),
+                flag(messages.c.metadata, INTENT),
+                in_current_turn(),
+                session_not_terminal(messages.c.task_session_id),
+            )
+            if len(rows) != len(wanted):
+                return False
+            await rewrite(conn, rows, restore_pending, now=self._clock.now())
+        log.info("clarification claim restored", extra={"pending_id": pending_id})
+        return True
+
+    async def detach_bundles(
+        self, session_id: str, *, pending_id: str | None = None
+    ) -> tuple[Message, ...]:
+        where = [
+            messages.c.task_session_id == session_id,
+            pending_in_current_turn(),
+            not_(flag(messages.c.metadata, MetaKey.AGENT_DISCONNECTED)),
+        ]
+        if pending_id is not None:
+            where.append(messages.c.pending_id == pending_id)
+        async with self._db.write() as conn:
+            await self._db.lock_session(conn, session_id)
+            rows = await select_rows(conn, *where)
+            changed = await rewrite(
+                conn, rows, set_keys(**{MetaKey.AGENT_DISCONNECTED: True}), now=self._clock.now()
+            )
+        if changed:
+            log.info(
+                "clarification bundles detached",
+                extra={"session_id": session_id, "pending_ids": sorted({_pid(m) for m in changed})},
+            )
+        return changed
+
+    async def expire_bundles(self, session_id: str) -> tuple[Message, ...]:
+        change = set_keys(
+            **{MetaKey.STATUS: ClarificationStatus.EXPIRED.value, MetaKey.AGENT_DISCONNECTED: True}
+        )
+        async with self._db.write() as conn:
+            await self._db.lock_session(conn, session_id)
+            rows = await select_rows(
+                conn, messages.c.task_session_id == session_id, pending_in_current_turn()
+            )
+            changed = await rewrite(conn, rows, change, now=self._clock.now())
+        if changed:
+            log.info("clarification bundles expired", extra={"session_id": session_id})
+        return changed
+
+    async def cancel_bundle(self, pending_id: str) -> tuple[Message, ...]:
+        # Only operationally pending rows: superseded history is never rewritten.
+        change = set_keys(**{MetaKey.STATUS: ClarificationStatus.CANCELLED.value})
+        async with self._db.write() as conn:
+            session_id = await bundle_session_id(conn, pending_id)
+            if session_id is None:
+                return ()
+            await self._db.lock_session(conn, session_id)
+            rows = await select_rows(
+                conn, messages.c.pending_id == pending_id, pending_in_current_turn()
+            )
+            changed = await rewrite(conn, rows, change, now=self._clock.now())
+        if changed:
+            log.info("clarification bundle cancelled", extra={"pending_id": pending_id})
+        return changed
+
+
+def _pid(message: Message) -> str:
+    return str(message.metadata.get(MetaKey.PENDING_ID, ""))
+
+
+def _bundle_identity(session_id: str, rows: Sequence[NewMessage]) -> str:
+    if not rows:
+        raise InvalidInput("a bundle needs at least one row", field="questions")
+    ids = {row.metadata.get(MetaKey.PENDING_ID) for row in rows}
+    pending_id = ids.pop() if len(ids) == 1 else None
+    if not isinstance(pending_id, str) or not pending_id:
+        raise InvalidInput("bundle rows must share one non-empty pending_id", field="pending_id")
+    for row in rows:
+        if row.session_id != session_id or row.type != MessageType.CLARIFICATION_REQUEST:
+            raise InvalidInput(
+                "bundle rows must be clarification requests of the session", field="rows"
+            )
+    return pending_id
+
+
+def _claim_change(
+    row: Message, response: ClarificationResponse, answers: dict[str, Answer]
+) -> MetaChange:
+    question_id = _question_id(row)
+    if response.rejected:
+        values: dict[str, Any] = {
+            MetaKey.STATUS: ClarificationStatus.REJECTED.value,
+            MetaKey.REJECT_REASON: response.reject_reason,
+        }
+    else:
+        answer = answers.get(question_id, Answer(question_id=question_id))
+        values = {
+            MetaKey.STATUS: ClarificationStatus.ANSWERED.value,
+            MetaKey.RESPONSE: {
+                "question_id": question_id,
+                "selected_options": list(answer.selected_options),
+                "custom_text": answer.custom_text,
+            },
+        }
+    values[INTENT] = True
+    return set_keys(**values)
+
+
+def _question_id(row: Message) -> str:
+    value = row.metadata.get(MetaKey.QUESTION_ID)
+    if isinstance(value, str) and value:
+        return value
+    question = row.metadata.get(MetaKey.QUESTION)
+    if isinstance(question, dict) and isinstance(question.get("id"), str):
+        return str(question["id"])
+    return ""

@@ -1,0 +1,115 @@
+"""Opening the database: URL mapping, per-connection SQLite settings, and write serialization.
+
+Imported by the rest of `clarion.store` and by `clarion.wiring`; nothing else.
+
+SQLite: WAL so readers never wait on the writer, foreign keys on, a busy timeout, and every
+write transaction starts with `BEGIN IMMEDIATE` so two writers serialize at BEGIN instead of
+failing when a deferred read lock is upgraded. PostgreSQL: writes that touch one session's
+clarification state take a per-session advisory lock and lock the session row; reads run
+under REPEATABLE READ so a multi-statement read sees one snapshot.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import event, select, text
+from sqlalchemy.engine import Connection, make_url
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
+
+from clarion.store.schema import task_sessions
+
+log = logging.getLogger(__name__)
+
+# Execution option marking a connection whose transaction will write.
+_WRITE_OPTION = "clarion_write"
+SQLITE_BUSY_TIMEOUT_MS = 30_000
+
+
+def async_url(url: str) -> str:
+    """Map a user URL (`sqlite:///PATH`, `postgresql://...`) to its async driver form."""
+    parsed = make_url(url)
+    backend = parsed.get_backend_name()
+    if backend == "sqlite":
+        return parsed.set(drivername="sqlite+aiosqlite").render_as_string(hide_password=False)
+    if backend in ("postgresql", "postgres"):
+        return parsed.set(drivername="postgresql+asyncpg").render_as_string(hide_password=False)
+    raise ValueError(f"unsupported database URL {url!r}: use sqlite:///PATH or postgresql://...")
+
+
+def open_engine(url: str) -> AsyncEngine:
+    """An AsyncEngine for `url`, configured for Clarion's transaction discipline."""
+    target = make_url(async_url(url))
+    if target.get_backend_name() == "sqlite":
+        return _sqlite_engine(target.render_as_string(hide_password=False), target.database)
+    return create_async_engine(target, pool_pre_ping=True)
+
+
+def _sqlite_engine(url: str, database: str | None) -> AsyncEngine:
+    if database and database != ":memory:" and not database.startswith("file:"):
+        Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+    engine = create_async_engine(url, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000})
+
+    @event.listens_for(engine.sync_engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        # Take BEGIN out of the driver's hands so the "begin" hook below decides its mode.
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        try:
+            cursor.execute("PRAGMA journal_mode=WAL")
+            cursor.execute("PRAGMA foreign_keys=ON")
+            cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+            cursor.execute("PRAGMA synchronous=NORMAL")
+        finally:
+            cursor.close()
+
+    @event.listens_for(engine.sync_engine, "begin")
+    def _on_begin(conn: Connection) -> None:
+        writing = bool(conn.get_execution_options().get(_WRITE_OPTION))
+        conn.exec_driver_sql("BEGIN IMMEDIATE" if writing else "BEGIN")
+
+    return engine
+
+
+class Db:
+    """Transactions with the discipline above. One per store; shares the engine's pool."""
+
+    def __init__(self, engine: AsyncEngine) -> None:
+        self.engine = engine
+        self.is_postgres = engine.dialect.name == "postgresql"
+
+    @asynccontextmanager
+    async def read(self) -> AsyncIterator[AsyncConnection]:
+        """A read-only transaction over one consistent snapshot; never waits on a writer."""
+        async with self.engine.connect() as conn:
+            if self.is_postgres:
+                await conn.execution_options(isolation_level="REPEATABLE READ")
+            async with conn.begin():
+                yield conn
+
+    @asynccontextmanager
+    async def write(self) -> AsyncIterator[AsyncConnection]:
+        """A write transaction; on SQLite it holds the database write lock from its start."""
+        async with self.engine.connect() as conn:
+            await conn.execution_options(**{_WRITE_OPTION: True})
+            async with conn.begin():
+                yield conn
+
+    async def lock_key(self, conn: AsyncConnection, key: str) -> None:
+        """Serialize writers on `key` until the transaction ends (SQLite already is serial)."""
+        if self.is_postgres:
+            await conn.execute(
+                text("SELECT pg_advisory_xact_lock(hashtextextended(:key, 0))"), {"key": key}
+            )
+
+    async def lock_session(self, conn: AsyncConnection, session_id: str) -> None:
+        """Serialize every write to one session's turns and clarification rows."""
+        await self.lock_key(conn, "task-session-turn:" + session_id)
+        # FOR UPDATE is dropped by the SQLite compiler; there BEGIN IMMEDIATE already holds.
+        await conn.execute(
+            select(task_sessions.c.id).where(task_sessions.c.id == session_id).with_for_update()
+        )

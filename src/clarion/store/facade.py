@@ -1,0 +1,63 @@
+"""SqlStore: the Store port on SQLAlchemy Core, for SQLite and PostgreSQL alike.
+
+Imported by `clarion.wiring` (through `clarion.store`) and the store tests. The queries live
+in one mixin per concern; this class only joins them and owns the engine's lifetime.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from clarion.ports import Clock
+from clarion.store.clarifications import ClarificationQueries
+from clarion.store.engine import Db, open_engine
+from clarion.store.messages import MessageQueries
+from clarion.store.meta import MetaQueries
+from clarion.store.migrations import migrate
+from clarion.store.projections import ProjectionQueries
+from clarion.store.recovery import RecoveryQueries
+from clarion.store.reservations import ReservationQueries
+from clarion.store.summaries import SummaryQueries
+from clarion.store.tasks import TaskQueries
+from clarion.store.turns import TurnQueries
+
+
+class SqlStore(
+    TaskQueries,
+    TurnQueries,
+    MessageQueries,
+    ClarificationQueries,
+    ReservationQueries,
+    ProjectionQueries,
+    SummaryQueries,
+    MetaQueries,
+    RecoveryQueries,
+):
+    """Every method is one transaction. Writes that touch a session's turns or clarification
+    rows hold that session's write lock for the whole transaction."""
+
+    def __init__(self, engine: AsyncEngine, clock: Clock) -> None:
+        self._db = Db(engine)
+        self._clock = clock
+
+    @property
+    def engine(self) -> AsyncEngine:
+        return self._db.engine
+
+    @property
+    def dialect(self) -> str:
+        return self._db.engine.dialect.name
+
+
+@asynccontextmanager
+async def open_store(url: str, clock: Clock) -> AsyncIterator[SqlStore]:
+    """Open the database at `url`, migrate it to the latest schema, and dispose on exit."""
+    engine = open_engine(url)
+    try:
+        await migrate(engine)
+        yield SqlStore(engine, clock)
+    finally:
+        await engine.dispose()

@@ -1,0 +1,48 @@
+"""kandev_meta: the monotonically allocated pending-action projection epoch.
+
+Imported only by the SqlStore facade.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from sqlalchemy import insert, select, update
+
+from clarion.store.rows import StoreBase
+from clarion.store.schema import kandev_meta
+
+log = logging.getLogger(__name__)
+EPOCH_KEY = "pending_action_projection_epoch"
+
+
+class CorruptEpochError(RuntimeError):
+    """The stored projection epoch is not a positive integer; refusing to guess one."""
+
+
+class MetaQueries(StoreBase):
+    async def next_epoch(self) -> int:
+        async with self._db.write() as conn:
+            await self._db.lock_key(conn, "kandev-meta:" + EPOCH_KEY)
+            query = select(kandev_meta.c.value).where(kandev_meta.c.key == EPOCH_KEY)
+            raw = (await conn.execute(query)).scalar()
+            if raw is None:
+                epoch = 1
+                await conn.execute(insert(kandev_meta).values(key=EPOCH_KEY, value=str(epoch)))
+            else:
+                try:
+                    current = int(str(raw).strip())
+                except ValueError:
+                    current = 0
+                if current < 1:
+                    raise CorruptEpochError(
+                        f"stored {EPOCH_KEY} is not a positive integer: {raw!r}"
+                    )
+                epoch = current + 1
+                await conn.execute(
+                    update(kandev_meta)
+                    .where(kandev_meta.c.key == EPOCH_KEY)
+                    .values(value=str(epoch))
+                )
+        log.info("projection epoch allocated", extra={"epoch": epoch})
+        return epoch

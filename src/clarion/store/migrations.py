@@ -1,0 +1,71 @@
+"""Versioned schema migrations from an empty database. Imported by `clarion.store` only.
+
+Each migration is a function of a synchronous connection, applied in order inside one write
+transaction that first takes a migration lock (PostgreSQL advisory lock; SQLite's
+`BEGIN IMMEDIATE`), so two processes starting at once apply each step exactly once and the
+second sees the first one's result. Running it again on a current database changes nothing.
+Both databases have transactional DDL, so a failed step leaves the previous version intact.
+
+Adding a migration: append a function to MIGRATIONS; never edit one that has shipped.
+Migration 1 builds the tables from `schema.py`; later migrations alter them explicitly.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from datetime import UTC, datetime
+
+from sqlalchemy import Column, Connection, Integer, MetaData, Table, insert, select
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from clarion.store.engine import Db
+from clarion.store.schema import schema
+from clarion.store.sql import UtcDateTime
+
+log = logging.getLogger(__name__)
+
+_version_meta = MetaData()
+schema_version = Table(
+    "clarion_schema_version",
+    _version_meta,
+    Column("version", Integer, primary_key=True, autoincrement=False),
+    Column("applied_at", UtcDateTime, nullable=False),
+)
+
+
+def _v1_initial_tables(conn: Connection) -> None:
+    schema.create_all(conn, checkfirst=True)
+
+
+MIGRATIONS: tuple[Callable[[Connection], None], ...] = (_v1_initial_tables,)
+LATEST_VERSION = len(MIGRATIONS)
+
+
+def _apply(conn: Connection) -> list[int]:
+    _version_meta.create_all(conn, checkfirst=True)
+    current = conn.execute(
+        select(schema_version.c.version).order_by(schema_version.c.version.desc()).limit(1)
+    ).scalar()
+    current = current or 0
+    if current > LATEST_VERSION:
+        raise RuntimeError(
+            f"database schema version {current} is newer than this Clarion ({LATEST_VERSION})"
+        )
+    applied: list[int] = []
+    for version in range(current + 1, LATEST_VERSION + 1):
+        MIGRATIONS[version - 1](conn)
+        conn.execute(insert(schema_version).values(version=version, applied_at=datetime.now(UTC)))
+        applied.append(version)
+    return applied
+
+
+async def migrate(engine: AsyncEngine) -> int:
+    """Bring the database to LATEST_VERSION; returns the version it is at."""
+    db = Db(engine)
+    async with db.write() as conn:
+        await db.lock_key(conn, "clarion-schema-migration")
+        applied = await conn.run_sync(_apply)
+    if applied:
+        log.info("schema migrated", extra={"versions": applied})
+    return LATEST_VERSION

@@ -1,0 +1,237 @@
+"""Startup queries: reservations, delivery intents, the start-event outbox, detachable bundles.
+
+Imported only by the SqlStore facade. Each reconciliation is one write transaction and only
+acts on rows still carrying the markers it retires, so running it twice is harmless.
+Reservation metadata is validated for every reservation before the first write: a malformed
+one raises CorruptReservationError and leaves everything (that row included) as it was.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import delete, not_, select, update
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from clarion.domain.flags import is_truthy as truthy
+from clarion.domain.models import DISPATCH_KEYS, Message, MetaKey, Turn
+from clarion.ports import IntentRecovery, ReservationRecovery
+from clarion.store.bundles import drop_keys, restore_pending, rewrite, select_rows
+from clarion.store.predicates import (
+    clarification_rows,
+    in_current_turn,
+    pending_in_current_turn,
+    referenced,
+    session_not_terminal,
+)
+from clarion.store.rows import StoreBase, to_turn
+from clarion.store.schema import task_session_messages as messages
+from clarion.store.schema import task_session_turns as turns
+from clarion.store.sql import flag
+from clarion.store.turns import read_turn
+
+log = logging.getLogger(__name__)
+INTENT = MetaKey.RESPONSE_DELIVERY_PENDING
+
+
+class CorruptReservationError(RuntimeError):
+    """A reservation's recovery metadata is missing or malformed; nothing was changed."""
+
+    def __init__(self, turn_id: str, reason: str) -> None:
+        super().__init__(f"reservation {turn_id}: {reason}")
+        self.turn_id = turn_id
+
+
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    turn: Turn
+    pending_id: str
+    message_ids: tuple[str, ...]
+
+
+def _plan(turn: Turn) -> _Plan:
+    meta = turn.metadata
+    pending_id = meta.get(MetaKey.PROMPT_DISPATCH_PENDING_ID)
+    source = meta.get(MetaKey.PROMPT_DISPATCH_TURN_ID)
+    ids = meta.get(MetaKey.PROMPT_DISPATCH_MESSAGE_IDS)
+    if not isinstance(pending_id, str) or not pending_id:
+        raise CorruptReservationError(turn.id, "missing or empty pending id")
+    if not isinstance(source, str) or not source:
+        raise CorruptReservationError(turn.id, "missing or empty clarification turn id")
+    if not isinstance(ids, list) or not ids:
+        raise CorruptReservationError(turn.id, "claimed message ids are not a non-empty list")
+    if not all(isinstance(i, str) and i for i in ids):
+        raise CorruptReservationError(turn.id, "a claimed message id is not a non-empty string")
+    return _Plan(turn=turn, pending_id=pending_id, message_ids=tuple(ids))
+
+
+async def _reservations(conn: AsyncConnection) -> list[Turn]:
+    query = (
+        select(turns)
+        .where(flag(turns.c.metadata, MetaKey.PROMPT_DISPATCH_PENDING))
+        .order_by(turns.c.started_at, turns.c.created_at, turns.c.id)
+    )
+    return [to_turn(row) for row in await conn.execute(query)]
+
+
+async def _claimed_rows(conn: AsyncConnection, pending_id: str, ids: Any) -> list[Message]:
+    return await select_rows(
+        conn,
+        messages.c.id.in_(list(ids)),
+        messages.c.pending_id == pending_id,
+        flag(messages.c.metadata, INTENT),
+    )
+
+
+async def _restore_or_retire(conn: AsyncConnection, rows: list[Message], now: Any) -> bool:
+    """Restore the claim if every row is still current in a live session; otherwise retire
+    the intent and keep the terminal history. Returns whether it restored."""
+    ids = [m.id for m in rows]
+    current = await select_rows(
+        conn,
+        messages.c.id.in_(ids),
+        clarification_rows(),
+        in_current_turn(),
+        session_not_terminal(messages.c.task_session_id),
+    )
+    if rows and len(current) == len(rows):
+        await rewrite(conn, rows, restore_pending, now=now)
+        return True
+    await rewrite(conn, rows, drop_keys(INTENT), now=None)
+    return False
+
+
+class RecoveryQueries(StoreBase):
+    async def reconcile_reservations(self) -> list[ReservationRecovery]:
+        decisions: list[ReservationRecovery] = []
+        async with self._db.write() as conn:
+            await self._db.lock_key(conn, "clarion-startup-recovery")
+            plans = [_plan(turn) for turn in await _reservations(conn)]
+            for session_id in sorted({p.turn.session_id for p in plans}):
+                await self._db.lock_session(conn, session_id)
+            for plan in plans:
+                decisions.append(await self._reconcile_one(conn, plan))
+        for decision in decisions:
+            log.info(
+                "reservation reconciled",
+                extra={
+                    "session_id": decision.session_id,
+                    "turn_id": decision.turn_id,
+                    "pending_id": decision.pending_id,
+                    "kept": decision.kept,
+                },
+            )
+        return decisions
+
+    async def _reconcile_one(self, conn: AsyncConnection, plan: _Plan) -> ReservationRecovery:
+        turn = plan.turn
+        is_referenced = bool(
+            (
+                await conn.execute(select(referenced(turns.c.id)).where(turns.c.id == turn.id))
+            ).scalar()
+        )
+        kept = is_referenced or truthy(turn.metadata.get(MetaKey.PROMPT_DISPATCH_ATTEMPTED))
+        rows = await _claimed_rows(conn, plan.pending_id, plan.message_ids)
+        now = self._clock.now()
+        if kept:
+            # Dispatch may have happened: the successor stays authoritative, the answer stays
+            # terminal, and the start event is replayed from the outbox marker.
+            await rewrite(conn, rows, drop_keys(INTENT), now=None)
+            meta = drop_keys(*DISPATCH_KEYS)(dict(turn.metadata))
+            meta[MetaKey.PROMPT_DISPATCH_START_EVENT_PENDING] = True
+            await conn.execute(
+                update(turns).where(turns.c.id == turn.id).values(metadata=meta, updated_at=now)
+            )
+        else:
+            await conn.execute(delete(turns).where(turns.c.id == turn.id))
+            await _restore_or_retire(conn, rows, now)
+        return ReservationRecovery(
+            turn_id=turn.id,
+            session_id=turn.session_id,
+            pending_id=plan.pending_id,
+            kept=kept,
+            message_ids=plan.message_ids,
+        )
+
+    async def reconcile_intents(self) -> list[IntentRecovery]:
+        decisions: list[IntentRecovery] = []
+        async with self._db.write() as conn:
+            await self._db.lock_key(conn, "clarion-startup-recovery")
+            owned: set[str] = set()
+            for turn in await _reservations(conn):
+                ids = turn.metadata.get(MetaKey.PROMPT_DISPATCH_MESSAGE_IDS)
+                if isinstance(ids, list):
+                    owned.update(i for i in ids if isinstance(i, str))
+            bundles: dict[str, list[Message]] = defaultdict(list)
+            intents = await select_rows(
+                conn, clarification_rows(), flag(messages.c.metadata, INTENT)
+            )
+            for row in intents:
+                if row.id not in owned:
+                    bundles[str(row.metadata.get(MetaKey.PENDING_ID, ""))].append(row)
+            for session_id in sorted({r.session_id for rows in bundles.values() for r in rows}):
+                await self._db.lock_session(conn, session_id)
+            now = self._clock.now()
+            for pending_id, rows in sorted(bundles.items()):
+                restored = await _restore_or_retire(conn, rows, now)
+                decisions.append(
+                    IntentRecovery(
+                        pending_id=pending_id,
+                        session_id=rows[0].session_id,
+                        restored=restored,
+                        message_ids=tuple(r.id for r in rows),
+                    )
+                )
+        for decision in decisions:
+            log.info(
+                "delivery intent reconciled",
+                extra={
+                    "session_id": decision.session_id,
+                    "pending_id": decision.pending_id,
+                    "restored": decision.restored,
+                },
+            )
+        return decisions
+
+    async def list_outbox_turns(self) -> list[Turn]:
+        query = (
+            select(turns)
+            .where(flag(turns.c.metadata, MetaKey.PROMPT_DISPATCH_START_EVENT_PENDING))
+            .order_by(turns.c.started_at, turns.c.created_at, turns.c.id)
+        )
+        async with self._db.read() as conn:
+            return [to_turn(row) for row in await conn.execute(query)]
+
+    async def clear_outbox(self, turn_id: str) -> bool:
+        key = MetaKey.PROMPT_DISPATCH_START_EVENT_PENDING
+        async with self._db.write() as conn:
+            turn = await read_turn(conn, turn_id)
+            if turn is None:
+                return False
+            await self._db.lock_session(conn, turn.session_id)
+            turn = await read_turn(conn, turn_id)
+            if turn is None or key not in turn.metadata:
+                return False
+            await conn.execute(
+                update(turns)
+                .where(turns.c.id == turn_id)
+                .values(metadata=drop_keys(key)(dict(turn.metadata)), updated_at=self._clock.now())
+            )
+        return True
+
+    async def list_detachable_bundles(self) -> list[tuple[str, str]]:
+        query = (
+            select(messages.c.task_session_id, messages.c.pending_id)
+            .distinct()
+            .where(
+                pending_in_current_turn(),
+                not_(flag(messages.c.metadata, MetaKey.AGENT_DISCONNECTED)),
+                session_not_terminal(messages.c.task_session_id),
+            )
+            .order_by(messages.c.task_session_id, messages.c.pending_id)
+        )
+        async with self._db.read() as conn:
+            return [(str(s), str(p)) for s, p in await conn.execute(query)]

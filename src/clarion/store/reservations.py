@@ -1,0 +1,174 @@
+"""Detached-answer successor reservations: reserve, mark attempted, publish, roll back.
+
+Imported only by the SqlStore facade. A reservation is a turn row carrying kandev's dispatch
+keys; it becomes current-turn authority only once attempted or referenced by a message.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+from sqlalchemy import delete, insert, select, update
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from clarion.domain.errors import Conflict, InvalidInput
+from clarion.domain.flags import is_truthy as truthy
+from clarion.domain.ids import new_id
+from clarion.domain.models import DISPATCH_KEYS, MetaKey, Turn
+from clarion.store.bundles import drop_keys, rewrite, select_rows
+from clarion.store.predicates import referenced
+from clarion.store.rows import StoreBase, to_turn
+from clarion.store.schema import task_session_messages as messages
+from clarion.store.schema import task_session_turns as turns
+from clarion.store.sql import flag
+from clarion.store.tasks import read_session
+from clarion.store.turns import read_turn
+
+log = logging.getLogger(__name__)
+
+
+def claimed_ids(message_ids: Sequence[str]) -> list[str]:
+    ids = list(message_ids)
+    if not ids or not all(isinstance(i, str) and i for i in ids):
+        raise InvalidInput("claimed message ids must be non-empty strings", field="message_ids")
+    return ids
+
+
+async def live_reservation(conn: AsyncConnection, session_id: str) -> Turn | None:
+    row = (
+        await conn.execute(
+            select(turns)
+            .where(
+                turns.c.task_session_id == session_id,
+                flag(turns.c.metadata, MetaKey.PROMPT_DISPATCH_PENDING),
+            )
+            .order_by(turns.c.started_at.desc(), turns.c.created_at.desc(), turns.c.id.desc())
+            .limit(1)
+        )
+    ).first()
+    return None if row is None else to_turn(row)
+
+
+def is_reservation(turn: Turn | None) -> bool:
+    return turn is not None and truthy(turn.metadata.get(MetaKey.PROMPT_DISPATCH_PENDING))
+
+
+class ReservationQueries(StoreBase):
+    async def reserve_successor(
+        self, session_id: str, *, source_turn_id: str, pending_id: str, message_ids: Sequence[str]
+    ) -> Turn:
+        ids = claimed_ids(message_ids)
+        now = self._clock.now()
+        async with self._db.write() as conn:
+            await self._db.lock_session(conn, session_id)
+            session = await read_session(conn, session_id)
+            if await live_reservation(conn, session_id) is not None:
+                raise Conflict("a successor reservation is already live", session_id=session_id)
+            turn = Turn(
+                id=new_id(),
+                session_id=session_id,
+                task_id=session.task_id,
+                started_at=now,
+                completed_at=None,
+                metadata={
+                    MetaKey.PROMPT_DISPATCH_PENDING: True,
+                    MetaKey.PROMPT_DISPATCH_TURN_ID: source_turn_id,
+                    MetaKey.PROMPT_DISPATCH_PENDING_ID: pending_id,
+                    MetaKey.PROMPT_DISPATCH_MESSAGE_IDS: ids,
+                },
+                created_at=now,
+                updated_at=now,
+            )
+            await conn.execute(
+                insert(turns).values(
+                    id=turn.id,
+                    task_session_id=session_id,
+                    task_id=turn.task_id,
+                    started_at=now,
+                    completed_at=None,
+                    metadata=dict(turn.metadata),
+                    created_at=now,
+                    updated_at=now,
+                )
+            )
+        log.info(
+            "successor reserved",
+            extra={"session_id": session_id, "turn_id": turn.id, "pending_id": pending_id},
+        )
+        return turn
+
+    async def mark_attempted(self, turn_id: str) -> bool:
+        async with self._db.write() as conn:
+            turn = await self._locked_turn(conn, turn_id)
+            if turn is None or not is_reservation(turn):
+                return False
+            await conn.execute(
+                update(turns)
+                .where(turns.c.id == turn_id)
+                .values(
+                    metadata={**turn.metadata, MetaKey.PROMPT_DISPATCH_ATTEMPTED: True},
+                    updated_at=self._clock.now(),
+                )
+            )
+        log.info("successor dispatch attempted", extra={"turn_id": turn_id})
+        return True
+
+    async def publish_successor(
+        self, turn_id: str, *, pending_id: str, message_ids: Sequence[str]
+    ) -> bool:
+        async with self._db.write() as conn:
+            turn = await self._locked_turn(conn, turn_id)
+            if turn is None or not is_reservation(turn):
+                return False
+            if turn.metadata.get(MetaKey.PROMPT_DISPATCH_PENDING_ID) != pending_id:
+                return False
+            await conn.execute(
+                update(turns)
+                .where(turns.c.id == turn_id)
+                .values(
+                    metadata=drop_keys(*DISPATCH_KEYS)(dict(turn.metadata)),
+                    updated_at=self._clock.now(),
+                )
+            )
+            await _finalize_claim(conn, pending_id, message_ids)
+        log.info("successor published", extra={"turn_id": turn_id, "pending_id": pending_id})
+        return True
+
+    async def rollback_successor(self, turn_id: str) -> bool:
+        async with self._db.write() as conn:
+            turn = await self._locked_turn(conn, turn_id)
+            if turn is None or not is_reservation(turn):
+                return False
+            result = await conn.execute(
+                delete(turns).where(turns.c.id == turn_id, ~referenced(turns.c.id))
+            )
+            deleted = result.rowcount == 1
+        log.info("successor rollback", extra={"turn_id": turn_id, "deleted": deleted})
+        return deleted
+
+    async def find_live_reservation(self, session_id: str) -> Turn | None:
+        async with self._db.read() as conn:
+            return await live_reservation(conn, session_id)
+
+    async def _locked_turn(self, conn: AsyncConnection, turn_id: str) -> Turn | None:
+        turn = await read_turn(conn, turn_id)
+        if turn is None:
+            return None
+        await self._db.lock_session(conn, turn.session_id)
+        return await read_turn(conn, turn_id)
+
+
+async def _finalize_claim(
+    conn: AsyncConnection, pending_id: str, message_ids: Sequence[str]
+) -> None:
+    """Retire the delivery intent on exactly the claimed rows; updated_at keeps the claim time."""
+    if not message_ids:
+        return
+    rows = await select_rows(
+        conn,
+        messages.c.id.in_(list(message_ids)),
+        messages.c.pending_id == pending_id,
+        flag(messages.c.metadata, MetaKey.RESPONSE_DELIVERY_PENDING),
+    )
+    await rewrite(conn, rows, drop_keys(MetaKey.RESPONSE_DELIVERY_PENDING), now=None)

@@ -1,0 +1,89 @@
+"""Row -> domain record conversion, and the base every query mixin shares.
+
+Imported only inside `clarion.store`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import Row
+
+from clarion.domain.models import (
+    AuthorType,
+    Message,
+    MessageType,
+    Session,
+    SessionState,
+    Task,
+    Turn,
+    WorkflowStep,
+    Workspace,
+)
+from clarion.ports import Clock
+from clarion.store.engine import Db
+
+
+class StoreBase:
+    """What every query mixin of SqlStore needs: the transactions and the clock."""
+
+    _db: Db
+    _clock: Clock
+
+
+def to_workspace(row: Row[Any]) -> Workspace:
+    return Workspace(id=row.id, name=row.name)
+
+
+def to_task(row: Row[Any]) -> Task:
+    return Task(
+        id=row.id,
+        title=row.title,
+        description=row.description,
+        workspace_id=row.workspace_id,
+        workflow_step=WorkflowStep(row.workflow_step),
+        created_at=row.created_at,
+        updated_at=row.updated_at,
+    )
+
+
+def to_session(row: Row[Any]) -> Session:
+    return Session(
+        id=row.id,
+        task_id=row.task_id,
+        agent=row.agent,
+        state=SessionState(row.state),
+        is_primary=bool(row.is_primary),
+        created_at=row.created_at,
+        updated_at=row.updated_at,
+        metadata=row.metadata,
+    )
+
+
+def to_turn(row: Row[Any]) -> Turn:
+    return Turn(
+        id=row.id,
+        session_id=row.task_session_id,
+        task_id=row.task_id,
+        started_at=row.started_at,
+        completed_at=row.completed_at,
+        metadata=row.metadata,
+        created_at=row.created_at,
+        updated_at=row.updated_at,
+    )
+
+
+def to_message(row: Row[Any]) -> Message:
+    return Message(
+        id=row.id,
+        session_id=row.task_session_id,
+        task_id=row.task_id,
+        turn_id=row.turn_id,
+        author_type=AuthorType(row.author_type),
+        type=MessageType(row.type),
+        content=row.content,
+        metadata=row.metadata,
+        created_at=row.created_at,
+        updated_at=row.updated_at,
+        requests_input=bool(row.requests_input),
+    )

@@ -1,0 +1,119 @@
+"""The one schema, shared by SQLite and PostgreSQL. Table and column names follow kandev.
+
+Imported only inside `clarion.store`. `metadata` columns hold JSON objects as TEXT.
+
+`task_session_messages.pending_id` is a real, indexed column that mirrors `metadata.pending_id`.
+It is written once when the row is inserted (a bundle's identity never changes), and it makes
+"find the bundle" an index lookup on both databases without dialect-specific expression
+indexes. Every clarification scan also filters `pending_id IS NOT NULL`, so it walks that
+index instead of the whole transcript.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    Boolean,
+    Column,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+)
+
+from clarion.store.sql import JsonText, UtcDateTime
+
+ID = String(36)
+schema = MetaData()
+
+workspaces = Table(
+    "workspaces",
+    schema,
+    Column("id", ID, primary_key=True),
+    Column("name", String(200), nullable=False, unique=True),
+    Column("created_at", UtcDateTime, nullable=False),
+)
+
+tasks = Table(
+    "tasks",
+    schema,
+    Column("id", ID, primary_key=True),
+    Column("title", Text, nullable=False),
+    Column("description", Text, nullable=False, default=""),
+    Column("workspace_id", ID, ForeignKey("workspaces.id"), nullable=False),
+    Column("workflow_step", String(32), nullable=False),
+    Column("created_at", UtcDateTime, nullable=False),
+    Column("updated_at", UtcDateTime, nullable=False),
+    Index("ix_tasks_workspace_created", "workspace_id", "created_at", "id"),
+    Index("ix_tasks_created", "created_at", "id"),
+)
+
+task_sessions = Table(
+    "task_sessions",
+    schema,
+    Column("id", ID, primary_key=True),
+    Column("task_id", ID, ForeignKey("tasks.id"), nullable=False),
+    Column("agent", String(200), nullable=False),
+    Column("state", String(32), nullable=False),
+    Column("is_primary", Boolean, nullable=False, default=False),
+    Column("metadata", JsonText, nullable=False),
+    Column("created_at", UtcDateTime, nullable=False),
+    Column("updated_at", UtcDateTime, nullable=False),
+    Index("ix_task_sessions_task", "task_id", "created_at", "id"),
+    Index("ix_task_sessions_state", "state"),
+)
+
+task_session_turns = Table(
+    "task_session_turns",
+    schema,
+    Column("id", ID, primary_key=True),
+    Column("task_session_id", ID, ForeignKey("task_sessions.id"), nullable=False),
+    Column("task_id", ID, ForeignKey("tasks.id"), nullable=False),
+    Column("started_at", UtcDateTime, nullable=False),
+    Column("completed_at", UtcDateTime, nullable=True),
+    Column("metadata", JsonText, nullable=False),
+    Column("created_at", UtcDateTime, nullable=False),
+    Column("updated_at", UtcDateTime, nullable=False),
+    Index("ix_turns_session_order", "task_session_id", "started_at", "created_at", "id"),
+    Index("ix_turns_open", "completed_at"),
+)
+
+task_session_messages = Table(
+    "task_session_messages",
+    schema,
+    Column("id", ID, primary_key=True),
+    Column("task_session_id", ID, ForeignKey("task_sessions.id"), nullable=False),
+    Column("task_id", ID, ForeignKey("tasks.id"), nullable=False),
+    Column("turn_id", ID, ForeignKey("task_session_turns.id"), nullable=True),
+    Column("author_type", String(16), nullable=False),
+    Column("author_id", String(200), nullable=True),
+    Column("content", Text, nullable=False),
+    Column("requests_input", Boolean, nullable=False, default=False),
+    Column("type", String(40), nullable=False),
+    Column("pending_id", String(200), nullable=True),
+    Column("metadata", JsonText, nullable=False),
+    Column("created_at", UtcDateTime, nullable=False),
+    Column("updated_at", UtcDateTime, nullable=False),
+    Index("ix_messages_session_order", "task_session_id", "created_at", "id"),
+    Index("ix_messages_turn", "turn_id"),
+    Index("ix_messages_pending", "pending_id"),
+)
+
+task_status_summaries = Table(
+    "task_status_summaries",
+    schema,
+    Column("task_id", ID, ForeignKey("tasks.id"), primary_key=True),
+    Column("workspace_id", ID, nullable=False),
+    Column("revision", Integer, nullable=False),
+    Column("summary", JsonText, nullable=False),
+    Column("updated_at", UtcDateTime, nullable=False),
+)
+
+kandev_meta = Table(
+    "kandev_meta",
+    schema,
+    Column("key", String(200), primary_key=True),
+    Column("value", Text, nullable=False),
+)

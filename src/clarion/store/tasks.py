@@ -1,0 +1,169 @@
+"""Workspaces, tasks and sessions. Imported only by the SqlStore facade."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from sqlalchemy import insert, select, update
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from clarion.domain.errors import NotFound
+from clarion.domain.ids import new_id
+from clarion.domain.models import (
+    TERMINAL_SESSION_STATES,
+    Session,
+    SessionState,
+    Task,
+    WorkflowStep,
+    Workspace,
+)
+from clarion.store.rows import StoreBase, to_session, to_task, to_workspace
+from clarion.store.schema import task_sessions, tasks, workspaces
+
+NON_TERMINAL = tuple(s for s in SessionState if s not in TERMINAL_SESSION_STATES)
+
+
+async def read_session(conn: AsyncConnection, session_id: str) -> Session:
+    query = select(task_sessions).where(task_sessions.c.id == session_id)
+    row = (await conn.execute(query)).first()
+    if row is None:
+        raise NotFound("session not found", session_id=session_id)
+    return to_session(row)
+
+
+class TaskQueries(StoreBase):
+    async def ensure_workspace(self, name: str) -> Workspace:
+        async with self._db.write() as conn:
+            await self._db.lock_key(conn, "workspace:" + name)
+            row = (await conn.execute(select(workspaces).where(workspaces.c.name == name))).first()
+            if row is not None:
+                return to_workspace(row)
+            workspace = Workspace(id=new_id(), name=name)
+            await conn.execute(
+                insert(workspaces).values(id=workspace.id, name=name, created_at=self._clock.now())
+            )
+            return workspace
+
+    async def create_task(self, *, title: str, description: str, workspace_id: str) -> Task:
+        now = self._clock.now()
+        task = Task(
+            id=new_id(),
+            title=title,
+            description=description,
+            workspace_id=workspace_id,
+            workflow_step=WorkflowStep.BACKLOG,
+            created_at=now,
+            updated_at=now,
+        )
+        async with self._db.write() as conn:
+            await conn.execute(
+                insert(tasks).values(
+                    id=task.id,
+                    title=title,
+                    description=description,
+                    workspace_id=workspace_id,
+                    workflow_step=task.workflow_step.value,
+                    created_at=now,
+                    updated_at=now,
+                )
+            )
+        return task
+
+    async def get_task(self, task_id: str) -> Task:
+        async with self._db.read() as conn:
+            row = (await conn.execute(select(tasks).where(tasks.c.id == task_id))).first()
+        if row is None:
+            raise NotFound("task not found", task_id=task_id)
+        return to_task(row)
+
+    async def list_tasks(self, workspace_ids: Sequence[str] | None = None) -> list[Task]:
+        query = select(tasks).order_by(tasks.c.created_at, tasks.c.id)
+        if workspace_ids is not None:
+            query = query.where(tasks.c.workspace_id.in_(list(workspace_ids)))
+        async with self._db.read() as conn:
+            return [to_task(row) for row in await conn.execute(query)]
+
+    async def set_task_step(self, task_id: str, step: WorkflowStep) -> Task:
+        async with self._db.write() as conn:
+            row = (
+                await conn.execute(
+                    update(tasks)
+                    .where(tasks.c.id == task_id)
+                    .values(workflow_step=step.value, updated_at=self._clock.now())
+                    .returning(*tasks.c)
+                )
+            ).first()
+        if row is None:
+            raise NotFound("task not found", task_id=task_id)
+        return to_task(row)
+
+    async def create_session(self, *, task_id: str, agent: str, is_primary: bool) -> Session:
+        now = self._clock.now()
+        session = Session(
+            id=new_id(),
+            task_id=task_id,
+            agent=agent,
+            state=SessionState.CREATED,
+            is_primary=is_primary,
+            created_at=now,
+            updated_at=now,
+        )
+        async with self._db.write() as conn:
+            exists = (await conn.execute(select(tasks.c.id).where(tasks.c.id == task_id))).first()
+            if exists is None:
+                raise NotFound("task not found", task_id=task_id)
+            await conn.execute(
+                insert(task_sessions).values(
+                    id=session.id,
+                    task_id=task_id,
+                    agent=agent,
+                    state=session.state.value,
+                    is_primary=is_primary,
+                    metadata={},
+                    created_at=now,
+                    updated_at=now,
+                )
+            )
+        return session
+
+    async def get_session(self, session_id: str) -> Session:
+        async with self._db.read() as conn:
+            return await read_session(conn, session_id)
+
+    async def list_sessions(self, task_id: str) -> list[Session]:
+        query = (
+            select(task_sessions)
+            .where(task_sessions.c.task_id == task_id)
+            .order_by(task_sessions.c.created_at, task_sessions.c.id)
+        )
+        async with self._db.read() as conn:
+            return [to_session(row) for row in await conn.execute(query)]
+
+    async def list_sessions_in_states(self, states: Sequence[SessionState]) -> list[Session]:
+        query = (
+            select(task_sessions)
+            .where(task_sessions.c.state.in_([s.value for s in states]))
+            .order_by(task_sessions.c.created_at, task_sessions.c.id)
+        )
+        async with self._db.read() as conn:
+            return [to_session(row) for row in await conn.execute(query)]
+
+    async def transition_session(
+        self,
+        session_id: str,
+        to: SessionState,
+        *,
+        allowed_from: Sequence[SessionState] | None = None,
+    ) -> bool:
+        allowed = NON_TERMINAL if allowed_from is None else tuple(allowed_from)
+        async with self._db.write() as conn:
+            await self._db.lock_session(conn, session_id)
+            result = await conn.execute(
+                update(task_sessions)
+                .where(
+                    task_sessions.c.id == session_id,
+                    task_sessions.c.state.in_([s.value for s in allowed]),
+                )
+                .values(state=to.value, updated_at=self._clock.now())
+            )
+            return result.rowcount == 1
