@@ -1,0 +1,147 @@
+"""Database fixtures shared by every suite.
+
+`db_kind` is parametrized over SQLite and PostgreSQL (the PostgreSQL case carries the
+`postgres` marker); `db_url` gives each test a brand-new empty database of that kind.
+`fresh_database_url(kind, tmp_path)` is the same thing as a plain context manager, for
+end-to-end tests that hand the URL to `clarion serve --database URL`.
+
+PostgreSQL comes from CLARION_TEST_POSTGRES_URL (default postgresql://postgres@127.0.0.1:5432/test).
+Each test gets its own database, created from template0 and dropped afterwards. When the
+server is unreachable the PostgreSQL cases skip, or fail when CI or CLARION_REQUIRE_SERVICES
+is set.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import secrets
+import threading
+from collections.abc import Callable, Coroutine, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy.engine import make_url
+
+POSTGRES_URL = os.environ.get(
+    "CLARION_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test"
+)
+DB_KINDS = ("sqlite", "postgres")
+
+
+def services_required() -> bool:
+    return bool(os.environ.get("CI") or os.environ.get("CLARION_REQUIRE_SERVICES"))
+
+
+def _run(coro_factory: Callable[[], Coroutine[Any, Any, Any]]) -> Any:
+    """Run a coroutine to completion from sync code, even inside a running event loop."""
+    outcome: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            outcome["value"] = asyncio.run(coro_factory())
+        except BaseException as exc:  # re-raised in the caller's thread
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=target)
+    thread.start()
+    thread.join()
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome.get("value")
+
+
+def _pg_connect_kwargs(url: str) -> dict[str, Any]:
+    parsed = make_url(url)
+    return {
+        "host": parsed.host or "127.0.0.1",
+        "port": parsed.port or 5432,
+        "user": parsed.username or "postgres",
+        "password": parsed.password,
+        "database": parsed.database or "postgres",
+        "timeout": 5,
+    }
+
+
+async def _pg_admin(sql: str) -> None:
+    import asyncpg
+
+    conn = await asyncpg.connect(**_pg_connect_kwargs(POSTGRES_URL))
+    try:
+        await conn.execute(sql)
+    finally:
+        await conn.close()
+
+
+_pg_status: dict[str, str | None] = {}
+
+
+def postgres_unavailable() -> str | None:
+    """None when PostgreSQL answers, else the reason (cached for the session)."""
+    if "reason" not in _pg_status:
+        try:
+            _run(lambda: _pg_admin("SELECT 1"))
+            _pg_status["reason"] = None
+        except Exception as exc:
+            _pg_status["reason"] = f"PostgreSQL at {POSTGRES_URL} unreachable: {exc!r}"
+    return _pg_status["reason"]
+
+
+def require_postgres() -> None:
+    reason = postgres_unavailable()
+    if reason is None:
+        return
+    if services_required():
+        pytest.fail(reason)
+    pytest.skip(reason)
+
+
+@contextmanager
+def fresh_database_url(kind: str, tmp_path: Path) -> Iterator[str]:
+    """A URL (`sqlite:///...` or `postgresql://...`) of a brand-new empty database that
+    `clarion serve --database URL` can open; the PostgreSQL database is dropped on exit."""
+    if kind == "sqlite":
+        path = tmp_path / f"clarion-{secrets.token_hex(4)}.db"
+        yield f"sqlite:///{path}"
+        return
+    if kind != "postgres":
+        raise ValueError(f"unknown database kind {kind!r}")
+    require_postgres()
+    name = f"clarion_t_{secrets.token_hex(6)}"
+    _run(lambda: _pg_admin(f'CREATE DATABASE "{name}" TEMPLATE template0'))
+    try:
+        yield make_url(POSTGRES_URL).set(database=name).render_as_string(hide_password=False)
+    finally:
+        _run(lambda: _pg_admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+
+
+@pytest.fixture(
+    params=[
+        pytest.param("sqlite", id="sqlite"),
+        pytest.param("postgres", id="postgres", marks=pytest.mark.postgres),
+    ]
+)
+def db_kind(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+def db_url(db_kind: str, tmp_path: Path) -> Iterator[str]:
+    """A brand-new empty database of `db_kind` for this test."""
+    with fresh_database_url(db_kind, tmp_path) as url:
+        yield url
+
+
+@pytest.fixture
+def new_database_url(tmp_path: Path) -> Iterator[Callable[[str], str]]:
+    """Factory: `new_database_url("sqlite"|"postgres")` -> URL, each dropped at teardown."""
+    from contextlib import ExitStack
+
+    with ExitStack() as stack:
+
+        def make(kind: str) -> str:
+            return stack.enter_context(fresh_database_url(kind, tmp_path))
+
+        yield make

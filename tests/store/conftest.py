@@ -1,0 +1,136 @@
+"""Fixtures for the store contract suite: a migrated store per test and a small world builder.
+
+Every test here runs once per backend through the `db_kind` fixture of tests/conftest.py.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from sqlalchemy import update
+
+from clarion.clock import ManualClock
+from clarion.domain.ids import new_id
+from clarion.domain.models import (
+    Answer,
+    ClarificationResponse,
+    Message,
+    MessageType,
+    Session,
+    Turn,
+)
+from clarion.ports import NewMessage
+from clarion.store import SqlStore, open_store
+from clarion.store.schema import task_session_messages, task_session_turns
+
+
+@pytest.fixture
+def clock() -> ManualClock:
+    return ManualClock(datetime(2026, 3, 1, 12, 0, 0, 123456, tzinfo=UTC))
+
+
+@pytest.fixture
+async def store(db_url: str, clock: ManualClock) -> AsyncIterator[SqlStore]:
+    async with open_store(db_url, clock) as opened:
+        yield opened
+
+
+class World:
+    """Builds tasks, sessions, turns and bundles with a few calls; raw writes for odd data."""
+
+    def __init__(self, store: SqlStore, clock: ManualClock) -> None:
+        self.store = store
+        self.clock = clock
+
+    async def session(self, *, task_id: str | None = None) -> Session:
+        if task_id is None:
+            workspace = await self.store.ensure_workspace("default")
+            task = await self.store.create_task(
+                title="t", description="d", workspace_id=workspace.id
+            )
+            task_id = task.id
+        return await self.store.create_session(task_id=task_id, agent="builtin", is_primary=True)
+
+    async def turn(self, session: Session, *, advance: float = 1.0, **kwargs: Any) -> Turn:
+        self.clock.advance(advance)
+        return await self.store.create_turn(session.id, **kwargs)
+
+    async def bundle(
+        self,
+        session: Session,
+        questions: Sequence[str] = ("db",),
+        *,
+        turn_id: str | None = None,
+        pending_id: str | None = None,
+        extra: Mapping[str, Any] | None = None,
+    ) -> tuple[Message, ...]:
+        pid = pending_id or new_id()
+        rows = [
+            NewMessage(
+                session_id=session.id,
+                author_type="agent",
+                type=MessageType.CLARIFICATION_REQUEST,
+                content=f"question {qid}?",
+                metadata={
+                    "pending_id": pid,
+                    "question_id": qid,
+                    "question_index": index,
+                    "question_total": len(questions),
+                    "status": "pending",
+                    **(extra or {}),
+                },
+                requests_input=index == len(questions) - 1,
+            )
+            for index, qid in enumerate(questions)
+        ]
+        return await self.store.create_bundle(session.id, rows, turn_id=turn_id)
+
+    async def say(self, session: Session, text: str = "hi", **kwargs: Any) -> Message:
+        return await self.store.add_message(
+            NewMessage(
+                session_id=session.id, author_type="agent", type="message", content=text, **kwargs
+            )
+        )
+
+    async def raw_turn_metadata(self, turn_id: str, raw: str | Mapping[str, Any]) -> None:
+        text = raw if isinstance(raw, str) else json.dumps(raw)
+        async with self.store.engine.begin() as conn:
+            await conn.execute(
+                update(task_session_turns)
+                .where(task_session_turns.c.id == turn_id)
+                .values(metadata=json.loads(text))
+            )
+
+    async def raw_message_metadata(self, message_id: str, meta: Mapping[str, Any]) -> None:
+        async with self.store.engine.begin() as conn:
+            await conn.execute(
+                update(task_session_messages)
+                .where(task_session_messages.c.id == message_id)
+                .values(metadata=dict(meta))
+            )
+
+    async def answer(self, pending_id: str, *question_ids: str) -> Any:
+        response = ClarificationResponse(
+            pending_id=pending_id,
+            answers=tuple(Answer(q, (f"{q}_opt1",), "note") for q in question_ids),
+            rejected=False,
+        )
+        return await self.store.claim_response(response, now=self.clock.now())
+
+    async def reject(self, pending_id: str, reason: str = "not now") -> Any:
+        response = ClarificationResponse(
+            pending_id=pending_id, answers=(), rejected=True, reject_reason=reason
+        )
+        return await self.store.claim_response(response, now=self.clock.now())
+
+    async def status(self, message_id: str) -> Any:
+        return (await self.store.get_message(message_id)).metadata.get("status")
+
+
+@pytest.fixture
+def world(store: SqlStore, clock: ManualClock) -> World:
+    return World(store, clock)
