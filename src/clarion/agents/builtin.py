@@ -1,0 +1,189 @@
+"""Clarion's built-in scripted ACP agent: `python -m clarion.agents.builtin`.
+
+A real ACP program over stdio, started by the runtime like any other agent and used by the
+demo and the tests. What each prompt does lives in `clarion.agents.scenarios`; this module is
+the ACP side (sessions, prompt, cancel) and the host the scenarios talk through. Nothing in
+Clarion imports it. Stdout carries ACP frames only, so everything else goes to stderr.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+import os
+import sys
+import uuid
+from dataclasses import dataclass
+from typing import Any, Literal, cast
+
+import acp
+from acp.schema import (
+    AgentCapabilities,
+    AudioContentBlock,
+    ClientCapabilities,
+    EmbeddedResourceContentBlock,
+    HttpHeader,
+    HttpMcpServer,
+    ImageContentBlock,
+    Implementation,
+    InitializeResponse,
+    McpCapabilities,
+    McpServerStdio,
+    NewSessionResponse,
+    PromptResponse,
+    ResourceContentBlock,
+    SseMcpServer,
+    TextContentBlock,
+)
+
+from clarion.agents.mcp_call import McpEndpoint, call_tool
+from clarion.agents.scenarios import ToolOutcome, play
+
+logger = logging.getLogger("clarion.agents.builtin")
+
+ASK_TOOL = "ask_user_question"
+
+PromptBlock = (
+    TextContentBlock
+    | ImageContentBlock
+    | AudioContentBlock
+    | ResourceContentBlock
+    | EmbeddedResourceContentBlock
+)
+McpServerSpec = HttpMcpServer | SseMcpServer | acp.schema.AcpMcpServer | McpServerStdio
+
+
+@dataclass(slots=True)
+class _Session:
+    endpoint: McpEndpoint | None
+    running: asyncio.Task[Any] | None = None
+
+
+class _Host:
+    """What scenarios see of one running prompt."""
+
+    def __init__(self, agent: BuiltinAgent, session_id: str, endpoint: McpEndpoint | None):
+        self._agent = agent
+        self._session_id = session_id
+        self._endpoint = endpoint
+
+    async def say(self, text: str) -> None:
+        await self._agent.send(self._session_id, acp.update_agent_message_text(text))
+
+    async def ask(
+        self, arguments: dict[str, Any], *, read_timeout: float | None, report_end: bool
+    ) -> ToolOutcome:
+        if self._endpoint is None:
+            return ToolOutcome(failure="this session was given no HTTP MCP server")
+        call_id = f"ask-{next(self._agent.call_ids)}"
+        await self._agent.send(
+            self._session_id,
+            acp.start_tool_call(call_id, ASK_TOOL, kind="other", status="in_progress"),
+        )
+        outcome = await call_tool(self._endpoint, ASK_TOOL, arguments, read_timeout=read_timeout)
+        if report_end:
+            ok = not (outcome.is_error or outcome.timed_out or outcome.failure)
+            status: Literal["completed", "failed"] = "completed" if ok else "failed"
+            await self._agent.send(self._session_id, acp.update_tool_call(call_id, status=status))
+        return outcome
+
+    def write_stderr(self, nbytes: int) -> None:
+        line = b"x" * 99 + b"\n"
+        full, part = divmod(nbytes, len(line))
+        # Blocking writes on purpose: if nobody drains our stderr, this is where we hang.
+        for _ in range(full):
+            os.write(2, line)
+        if part:
+            os.write(2, line[:part])
+
+
+class BuiltinAgent:
+    """The ACP agent side. Methods it lacks answer `method not found` through the SDK router."""
+
+    def __init__(self) -> None:
+        self._conn: acp.Client | None = None
+        self._sessions: dict[str, _Session] = {}
+        self.call_ids = itertools.count(1)
+
+    def on_connect(self, conn: acp.Client) -> None:
+        self._conn = conn
+
+    async def send(self, session_id: str, update: Any) -> None:
+        assert self._conn is not None, "on_connect runs before any request"
+        await self._conn.session_update(session_id=session_id, update=update)
+
+    async def initialize(
+        self,
+        protocol_version: int,
+        client_capabilities: ClientCapabilities | None = None,
+        client_info: Implementation | None = None,
+        **kwargs: Any,
+    ) -> InitializeResponse:
+        return InitializeResponse(
+            protocol_version=acp.PROTOCOL_VERSION,
+            agent_capabilities=AgentCapabilities(mcp_capabilities=McpCapabilities(http=True)),
+            agent_info=Implementation(name="clarion-builtin", version="1"),
+        )
+
+    async def new_session(
+        self,
+        cwd: str,
+        additional_directories: list[str] | None = None,
+        mcp_servers: list[McpServerSpec] | None = None,
+        **kwargs: Any,
+    ) -> NewSessionResponse:
+        endpoint = None
+        for server in mcp_servers or []:
+            if isinstance(server, HttpMcpServer):
+                endpoint = McpEndpoint(url=server.url, headers=_headers(server.headers))
+                break
+        session_id = uuid.uuid4().hex
+        self._sessions[session_id] = _Session(endpoint=endpoint)
+        logger.info("session %s: mcp endpoint %s", session_id, endpoint.url if endpoint else None)
+        return NewSessionResponse(session_id=session_id)
+
+    async def prompt(
+        self, session_id: str, prompt: list[PromptBlock], **kwargs: Any
+    ) -> PromptResponse:
+        session = self._sessions.get(session_id)
+        if session is None:
+            raise acp.RequestError.invalid_params({"sessionId": f"unknown session {session_id}"})
+        text = "".join(b.text for b in prompt if isinstance(b, TextContentBlock))
+        # The SDK does not cancel a running prompt on session/cancel; cancel() does, via this.
+        task = asyncio.current_task()
+        session.running = task
+        try:
+            await play(_Host(self, session_id, session.endpoint), text)
+        except asyncio.CancelledError:
+            if task is not None:
+                task.uncancel()
+            return PromptResponse(stop_reason="cancelled")
+        finally:
+            if session.running is task:
+                session.running = None
+        return PromptResponse(stop_reason="end_turn")
+
+    async def cancel(self, session_id: str, **kwargs: Any) -> None:
+        session = self._sessions.get(session_id)
+        if session is not None and session.running is not None:
+            session.running.cancel()
+
+
+def _headers(headers: list[HttpHeader]) -> dict[str, str]:
+    return {h.name: h.value for h in headers}
+
+
+def main() -> None:
+    logging.basicConfig(
+        stream=sys.stderr,
+        level=os.environ.get("CLARION_AGENT_LOG_LEVEL", "WARNING").upper(),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(acp.run_agent(cast(acp.Agent, BuiltinAgent())))
+
+
+if __name__ == "__main__":
+    main()

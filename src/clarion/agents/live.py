@@ -1,0 +1,292 @@
+"""One running agent: its process, its ACP connection and session, and its ordered output queue.
+
+Imported by `clarion.agents.runtime` only. Everything the agent streams, every cancel
+acknowledgement and every prompt end goes through one FIFO queue per agent, and one consumer
+task hands the items to the sink in that order: a prompt's `PromptFinished` always follows
+all of its outputs. The agent owns its tasks (stderr drain, exit watcher, consumer, the
+running prompt) and cancels them in `close()`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+import acp
+from acp.client.connection import ClientSideConnection
+from acp.connection import StreamDirection, StreamEvent
+from acp.schema import ClientCapabilities, HttpHeader, HttpMcpServer, Implementation
+
+from clarion.agents.client import PermissionPolicy, SessionClient
+from clarion.agents.errors import AgentBusy, AgentUnavailable
+from clarion.agents.frames import to_output
+from clarion.agents.process import drain_stderr, shut_down
+from clarion.ports import AgentOutput, AgentSink, PromptFinished
+
+logger = logging.getLogger(__name__)
+
+TOKEN_HEADER = "X-Clarion-Token"
+MCP_SERVER_NAME = "clarion"
+
+# Bounds on things that would otherwise wait on a wedged agent or sink forever.
+SEND_TIMEOUT_S = 5.0
+EXIT_GRACE_S = 2.0
+SINK_DRAIN_TIMEOUT_S = 5.0
+
+_Item = AgentOutput | PromptFinished | None  # None: the consumer stops
+
+
+@dataclass(slots=True, eq=False)
+class _PromptRun:
+    generation: int
+    sent: asyncio.Future[None]
+    task: asyncio.Task[None] | None = None
+    cancel_requested: bool = False
+    abort_reason: str | None = None
+
+
+@dataclass(slots=True, eq=False)
+class LiveAgent:
+    session_id: str
+    profile: str
+    proc: asyncio.subprocess.Process
+    sink: AgentSink
+    stderr_tail: deque[str] = field(default_factory=lambda: deque(maxlen=20))
+    acp_session_id: str | None = None
+    _conn: ClientSideConnection | None = None
+    _queue: asyncio.Queue[_Item] = field(default_factory=asyncio.Queue)
+    _tasks: dict[str, asyncio.Task[None]] = field(default_factory=dict)
+    _generation: int = 0
+    _run: _PromptRun | None = None
+    _exit_code: int | None = None
+    _closing: bool = False
+
+    # ----------------------------------------------------------------------- lifecycle
+
+    def attach(self, permissions: PermissionPolicy) -> None:
+        """Connect ACP to the process pipes and start the agent's own tasks."""
+        assert self.proc.stdin is not None
+        assert self.proc.stdout is not None
+        assert self.proc.stderr is not None
+        client = SessionClient(self.session_id, self._on_update, permissions)
+        self._conn = acp.connect_to_agent(
+            cast(acp.Client, client), self.proc.stdin, self.proc.stdout, observers=[self._observe]
+        )
+        name = f"agent[{self.session_id}]"
+        self._tasks["stderr"] = asyncio.create_task(
+            drain_stderr(self.proc.stderr, self.session_id, self.stderr_tail), name=f"{name}.stderr"
+        )
+        self._tasks["consumer"] = asyncio.create_task(self._consume(), name=f"{name}.consumer")
+        self._tasks["exit"] = asyncio.create_task(self._watch_exit(), name=f"{name}.exit")
+
+    async def open_session(self, *, mcp_url: str, mcp_token: str, cwd: str) -> None:
+        """ACP initialize and session/new, offering Clarion's MCP endpoint."""
+        conn = self._require_conn()
+        init = await conn.initialize(
+            protocol_version=acp.PROTOCOL_VERSION,
+            client_capabilities=ClientCapabilities(),
+            client_info=Implementation(name="clarion", version="0.1.0"),
+        )
+        caps = init.agent_capabilities
+        if caps is None or caps.mcp_capabilities is None or not caps.mcp_capabilities.http:
+            # Offered anyway: without it the agent cannot ask questions at all.
+            logger.warning(
+                "agent does not advertise HTTP MCP support",
+                extra={"session_id": self.session_id, "profile": self.profile},
+            )
+        server = HttpMcpServer(
+            type="http",
+            name=MCP_SERVER_NAME,
+            url=mcp_url,
+            headers=[HttpHeader(name=TOKEN_HEADER, value=mcp_token)],
+        )
+        response = await conn.new_session(cwd=cwd, mcp_servers=[server])
+        self.acp_session_id = response.session_id
+
+    @property
+    def is_running(self) -> bool:
+        return (
+            not self._closing
+            and self._exit_code is None
+            and self.proc.returncode is None
+            and self.acp_session_id is not None
+        )
+
+    def describe_failure(self) -> str:
+        code = self.proc.returncode
+        state = f"exited with code {code}" if code is not None else "not running"
+        tail = " | ".join(self.stderr_tail)
+        return f"agent {self.profile!r} {state}" + (f"; stderr: {tail}" if tail else "")
+
+    async def close(self, grace: float) -> None:
+        """Stop the process and every task; pending items still reach the sink (bounded)."""
+        if self._closing:
+            return
+        self._closing = True
+        if self._run is not None:
+            self._run.abort_reason = self._run.abort_reason or "agent stopped"
+        if self._conn is not None:
+            # Rejects the pending prompt request, so its run reports an error to the sink.
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self._conn.close(), SEND_TIMEOUT_S)
+        code = await shut_down(self.proc, grace)
+        logger.info("agent stopped (exit code %s)", code, extra={"session_id": self.session_id})
+        run = self._run
+        if run is not None and run.task is not None:
+            run.task.cancel()
+            await asyncio.gather(run.task, return_exceptions=True)
+        await self._finish_task("exit", EXIT_GRACE_S)
+        await self._finish_task("stderr", EXIT_GRACE_S)
+        self._queue.put_nowait(None)
+        # A sink that stops the agent from inside its own callback must not wait for itself.
+        if asyncio.current_task() is not self._tasks.get("consumer"):
+            await self._finish_task("consumer", SINK_DRAIN_TIMEOUT_S)
+
+    async def _finish_task(self, key: str, within: float) -> None:
+        task = self._tasks.get(key)
+        if task is None:
+            return
+        done, _ = await asyncio.wait({task}, timeout=within)
+        if not done:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+
+    # ----------------------------------------------------------------------- prompts
+
+    async def prompt(self, text: str, generation: int, accept_timeout: float) -> None:
+        if not self.is_running:
+            raise AgentUnavailable(self.describe_failure(), session_id=self.session_id)
+        if self._run is not None:
+            raise AgentBusy(
+                f"a prompt (generation {self._run.generation}) is still running",
+                session_id=self.session_id,
+            )
+        run = _PromptRun(generation, asyncio.get_running_loop().create_future())
+        self._run = run
+        self._generation = generation
+        run.task = asyncio.create_task(
+            self._drive(run, text), name=f"agent[{self.session_id}].prompt[{generation}]"
+        )
+        try:
+            await asyncio.wait(
+                {run.sent, run.task}, timeout=accept_timeout, return_when=asyncio.FIRST_COMPLETED
+            )
+        finally:
+            if not run.sent.done():
+                run.abort_reason = "prompt was not handed to the agent"
+                run.task.cancel()
+        if not run.sent.done():
+            await asyncio.gather(run.task, return_exceptions=True)
+            raise AgentUnavailable(
+                f"prompt not accepted: {self.describe_failure()}",
+                session_id=self.session_id,
+                generation=generation,
+            )
+
+    async def _drive(self, run: _PromptRun, text: str) -> None:
+        conn = self._require_conn()
+        assert self.acp_session_id is not None
+        error: str | None = None
+        try:
+            response = await conn.prompt(
+                session_id=self.acp_session_id, prompt=[acp.text_block(text)]
+            )
+            stop_reason: str = response.stop_reason
+        except asyncio.CancelledError:
+            # Only this module cancels a run (stop, exit watcher, refused hand-over).
+            stop_reason, error = "error", run.abort_reason or "prompt aborted"
+        except ConnectionError as exc:
+            stop_reason, error = "error", run.abort_reason or f"agent connection lost ({exc})"
+        except Exception as exc:  # the agent answered the prompt with an error
+            stop_reason = "error"
+            error = run.abort_reason or f"{type(exc).__name__}: {exc}"
+        if self._run is run:
+            self._run = None
+        if not run.sent.done():
+            return  # never handed over: prompt() raises instead of reporting a turn end
+        extra = {"session_id": self.session_id, "generation": run.generation}
+        if error is not None:
+            logger.warning("prompt failed: %s", error, extra=extra)
+        if run.cancel_requested:
+            self._queue.put_nowait(AgentOutput(self.session_id, run.generation, "cancel_ack"))
+        self._queue.put_nowait(
+            PromptFinished(self.session_id, run.generation, stop_reason, error=error)
+        )
+
+    async def cancel(self) -> None:
+        run = self._run
+        if run is not None:
+            run.cancel_requested = True
+        if not self.is_running:
+            return
+        assert self.acp_session_id is not None
+        try:
+            await asyncio.wait_for(
+                self._require_conn().cancel(session_id=self.acp_session_id), SEND_TIMEOUT_S
+            )
+        except (Exception, TimeoutError) as exc:
+            logger.warning(
+                "could not send session/cancel: %r", exc, extra={"session_id": self.session_id}
+            )
+
+    # ----------------------------------------------------------------------- callbacks
+
+    def _observe(self, event: StreamEvent) -> None:
+        # Called right after a frame was written to the agent's stdin.
+        if event.direction is not StreamDirection.OUTGOING:
+            return
+        if event.message.get("method") != "session/prompt":
+            return
+        run = self._run
+        if run is not None and not run.sent.done():
+            run.sent.set_result(None)
+
+    def _on_update(self, update: Any) -> None:
+        output = to_output(self.session_id, self._generation, update)
+        if output is not None:
+            self._queue.put_nowait(output)
+
+    async def _consume(self) -> None:
+        while True:
+            item = await self._queue.get()
+            if item is None:
+                return
+            try:
+                if isinstance(item, PromptFinished):
+                    await self.sink.on_prompt_finished(item)
+                else:
+                    await self.sink.on_output(item)
+            except Exception:
+                logger.exception(
+                    "agent sink failed on %s",
+                    type(item).__name__,
+                    extra={"session_id": self.session_id, "generation": item.generation},
+                )
+
+    async def _watch_exit(self) -> None:
+        code = await self.proc.wait()
+        self._exit_code = code
+        if not self._closing:
+            logger.warning(
+                "agent process exited unexpectedly: %s",
+                self.describe_failure(),
+                extra={"session_id": self.session_id},
+            )
+        run = self._run
+        if run is None or run.task is None:
+            return
+        # The connection normally fails the pending prompt at stdout EOF; a grandchild still
+        # holding stdout open (or a write stuck on the dead pipe) would hang it, so bound it.
+        done, _ = await asyncio.wait({run.task}, timeout=EXIT_GRACE_S)
+        if not done:
+            run.abort_reason = run.abort_reason or f"agent process exited with code {code}"
+            run.task.cancel()
+
+    def _require_conn(self) -> ClientSideConnection:
+        if self._conn is None:
+            raise AgentUnavailable("agent not connected", session_id=self.session_id)
+        return self._conn

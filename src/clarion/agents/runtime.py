@@ -1,0 +1,159 @@
+"""`AcpRuntime`: the `ports.AgentRuntime` that runs ACP agents as subprocesses over stdio.
+
+The only code that spawns agents; constructed by the composition root (wiring) and reached by
+services only through the port. One subprocess and one ACP session per Clarion session.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from collections.abc import Mapping
+from types import TracebackType
+
+from clarion.agents.client import PermissionPolicy, deny_all
+from clarion.agents.errors import AgentUnavailable
+from clarion.agents.live import LiveAgent
+from clarion.agents.process import build_env, spawn
+from clarion.config import AgentProfile
+from clarion.domain.errors import NotFound
+from clarion.ports import AgentLaunch, AgentSink
+
+logger = logging.getLogger(__name__)
+
+
+class AcpRuntime:
+    """Starts, prompts, cancels and stops agents; reports what they do to `sink`.
+
+    Use as an async context manager: leaving it stops every agent. Errors: `NotFound` for an
+    unknown profile, `AgentUnavailable` when an agent cannot start or is not running,
+    `AgentBusy` for a second prompt while one is running.
+    """
+
+    def __init__(
+        self,
+        profiles: Mapping[str, AgentProfile],
+        sink: AgentSink,
+        *,
+        base_env: Mapping[str, str] | None = None,
+        permissions: PermissionPolicy = deny_all,
+        start_timeout: float = 60.0,
+        accept_timeout: float = 30.0,
+        stop_grace: float = 2.0,
+    ) -> None:
+        self._profiles = dict(profiles)
+        self._sink = sink
+        self._base_env = dict(base_env or {})
+        self._permissions = permissions
+        self._start_timeout = start_timeout
+        self._accept_timeout = accept_timeout
+        self._stop_grace = stop_grace
+        self._agents: dict[str, LiveAgent] = {}
+        self._locks: dict[str, asyncio.Lock] = {}
+        self._closed = False
+
+    async def __aenter__(self) -> AcpRuntime:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Stop every agent; later ensure_started calls fail."""
+        self._closed = True
+        await asyncio.gather(*(self.stop(sid) for sid in list(self._agents)))
+
+    def _lock(self, session_id: str) -> asyncio.Lock:
+        return self._locks.setdefault(session_id, asyncio.Lock())
+
+    async def ensure_started(self, launch: AgentLaunch) -> bool:
+        sid = launch.session_id
+        async with self._lock(sid):
+            if self._closed:
+                raise AgentUnavailable("agent runtime is shut down", session_id=sid)
+            current = self._agents.get(sid)
+            if current is not None and current.is_running:
+                return False
+            if current is not None:
+                del self._agents[sid]
+                await current.close(self._stop_grace)
+            profile = self._profiles.get(launch.profile)
+            if profile is None:
+                raise NotFound(f"unknown agent profile {launch.profile!r}", session_id=sid)
+            agent = await self._start(profile, launch)
+            self._agents[sid] = agent
+            return True
+
+    async def _start(self, profile: AgentProfile, launch: AgentLaunch) -> LiveAgent:
+        sid = launch.session_id
+        extra = {"session_id": sid, "profile": profile.name}
+        cwd = _absolute(profile.cwd)
+        env = build_env(profile.env, self._base_env)
+        try:
+            proc = await spawn(profile.command, env, cwd)
+        except OSError as exc:
+            raise AgentUnavailable(
+                f"cannot start agent {profile.name!r} ({' '.join(profile.command)}): {exc}",
+                session_id=sid,
+            ) from exc
+        agent = LiveAgent(session_id=sid, profile=profile.name, proc=proc, sink=self._sink)
+        agent.attach(self._permissions)
+        try:
+            async with asyncio.timeout(self._start_timeout):
+                await agent.open_session(
+                    mcp_url=launch.mcp_url, mcp_token=launch.mcp_token, cwd=cwd
+                )
+        except (Exception, TimeoutError) as exc:
+            await agent.close(self._stop_grace)
+            reason = (
+                "timed out" if isinstance(exc, TimeoutError) else f"{type(exc).__name__}: {exc}"
+            )
+            raise AgentUnavailable(
+                f"agent {profile.name!r} did not open a session ({reason}); "
+                f"{agent.describe_failure()}",
+                session_id=sid,
+            ) from exc
+        logger.info(
+            "agent started (pid %s, acp session %s)", proc.pid, agent.acp_session_id, extra=extra
+        )
+        return agent
+
+    async def prompt(self, session_id: str, text: str, *, generation: int) -> None:
+        agent = self._agents.get(session_id)
+        if agent is None:
+            raise AgentUnavailable("no agent is running for this session", session_id=session_id)
+        await agent.prompt(text, generation, self._accept_timeout)
+        logger.debug(
+            "prompt handed to agent", extra={"session_id": session_id, "generation": generation}
+        )
+
+    async def cancel(self, session_id: str) -> None:
+        """Send session/cancel. If a prompt is running, a `cancel_ack` output tagged with its
+        generation follows once it returned, just before its `PromptFinished`."""
+        agent = self._agents.get(session_id)
+        if agent is None:
+            logger.info("cancel for a session with no agent", extra={"session_id": session_id})
+            return
+        await agent.cancel()
+
+    async def stop(self, session_id: str) -> None:
+        async with self._lock(session_id):
+            agent = self._agents.pop(session_id, None)
+            if agent is not None:
+                await agent.close(self._stop_grace)
+        self._locks.pop(session_id, None)
+
+    def is_running(self, session_id: str) -> bool:
+        agent = self._agents.get(session_id)
+        return agent is not None and agent.is_running
+
+
+def _absolute(path: str | None) -> str:
+    # ACP's session/new needs an absolute cwd; a relative profile cwd is relative to ours.
+    return os.path.abspath(path or os.getcwd())

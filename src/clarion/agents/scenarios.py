@@ -1,0 +1,216 @@
+"""The built-in agent's scenario table: what each `/scenario NAME key=value` prompt does.
+
+Imported only by `clarion.agents.builtin`. Scenarios talk to the outside world through a
+`ScenarioHost` (say a message, call `ask_user_question`, write to stderr), so this module
+knows nothing about ACP or MCP wire details.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+SCENARIO_PREFIX = "/scenario"
+
+LEFT_OPEN_REPLY = "Question left open; ending turn."
+TIMEOUT_REPLY = "No answer yet; ending turn."
+
+
+class ScenarioError(Exception):
+    """The prompt named an unknown scenario or gave a bad argument; the text is the reply."""
+
+
+@dataclass(frozen=True, slots=True)
+class ScenarioCall:
+    name: str
+    args: Mapping[str, str]
+    rest: str  # everything after the scenario name, words and key=value alike
+
+
+@dataclass(frozen=True, slots=True)
+class ToolOutcome:
+    """What an `ask_user_question` call came back with. `timed_out`: our own client gave up."""
+
+    text: str = ""
+    is_error: bool = False
+    timed_out: bool = False
+    failure: str | None = None  # transport or protocol failure, not a tool error
+
+
+class ScenarioHost(Protocol):
+    async def say(self, text: str) -> None: ...
+
+    async def ask(
+        self, arguments: dict[str, Any], *, read_timeout: float | None, report_end: bool
+    ) -> ToolOutcome:
+        """Call `ask_user_question`. `report_end=False` keeps silent after the tool returns."""
+        ...
+
+    def write_stderr(self, nbytes: int) -> None: ...
+
+
+Scenario = Callable[[ScenarioHost, ScenarioCall], Awaitable[None]]
+
+
+def parse_scenario(text: str) -> ScenarioCall | None:
+    """The scenario named on the prompt's first line, or None for an ordinary prompt."""
+    first, _, tail = text.partition("\n")
+    words = first.split()
+    if not words or words[0] != SCENARIO_PREFIX:
+        return None
+    if len(words) < 2:
+        raise ScenarioError("Usage: /scenario NAME [key=value ...]")
+    name = words[1]
+    rest_of_line = first.split(None, 2)[2] if len(words) > 2 else ""
+    args = dict(w.split("=", 1) for w in words[2:] if "=" in w)
+    rest = rest_of_line if not tail else f"{rest_of_line}\n{tail}"
+    return ScenarioCall(name=name, args=args, rest=rest.strip())
+
+
+def _number(call: ScenarioCall, key: str, default: float | None = None) -> float:
+    raw = call.args.get(key)
+    if raw is None:
+        if default is None:
+            raise ScenarioError(f"Scenario {call.name} needs {key}=<number>")
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ScenarioError(f"Scenario {call.name}: {key} must be a number, got {raw!r}") from None
+    if value < 0:
+        raise ScenarioError(f"Scenario {call.name}: {key} must not be negative")
+    return value
+
+
+# --------------------------------------------------------------------------- questions
+
+_DB_QUESTION: dict[str, Any] = {
+    "id": "db",
+    "title": "Database",
+    "prompt": "Which database should the service use?",
+    "options": [
+        {"option_id": "postgres", "label": "PostgreSQL", "description": "Relational, strong SQL"},
+        {"option_id": "mongodb", "label": "MongoDB", "description": "Document store"},
+        {"option_id": "sqlite", "label": "SQLite", "description": "Embedded, single file"},
+    ],
+}
+
+_LANGUAGE_QUESTION: dict[str, Any] = {
+    "id": "language",
+    "title": "Language",
+    "prompt": "Which language should the service be written in?",
+    "options": [
+        {"option_id": "python", "label": "Python", "description": "Fast to write"},
+        {"option_id": "go", "label": "Go", "description": "Single static binary"},
+        {"option_id": "rust", "label": "Rust", "description": "Memory safe, fast"},
+    ],
+}
+
+_DEPLOY_QUESTION: dict[str, Any] = {
+    "id": "deploy",
+    "title": "Deployment",
+    "prompt": "How should the service be deployed?",
+    "options": [
+        {"option_id": "docker", "label": "Docker", "description": "Container image"},
+        {"option_id": "bare-metal", "label": "Bare metal", "description": "systemd unit"},
+    ],
+}
+
+MULTI_CONTEXT = (
+    "I am setting up a new backend service for the task. Before I write code I need three "
+    "decisions: where the data lives, which language to use, and how it ships."
+)
+
+
+def ask_arguments() -> dict[str, Any]:
+    return {"questions": [_DB_QUESTION]}
+
+
+def ask_multi_arguments() -> dict[str, Any]:
+    return {
+        "questions": [_DB_QUESTION, _LANGUAGE_QUESTION, _DEPLOY_QUESTION],
+        "context": MULTI_CONTEXT,
+    }
+
+
+def _reply_for(outcome: ToolOutcome) -> str:
+    if outcome.timed_out:
+        return TIMEOUT_REPLY
+    if outcome.failure is not None:
+        return f"Could not ask the question: {outcome.failure}"
+    if outcome.is_error:
+        return LEFT_OPEN_REPLY
+    return f"You answered: {outcome.text}"
+
+
+# --------------------------------------------------------------------------- scenarios
+
+
+async def _echo(host: ScenarioHost, call: ScenarioCall) -> None:
+    await host.say(f"echo: {call.rest}")
+
+
+async def _ask(host: ScenarioHost, call: ScenarioCall) -> None:
+    outcome = await host.ask(ask_arguments(), read_timeout=None, report_end=True)
+    await host.say(_reply_for(outcome))
+
+
+async def _ask_multi(host: ScenarioHost, call: ScenarioCall) -> None:
+    outcome = await host.ask(ask_multi_arguments(), read_timeout=None, report_end=True)
+    await host.say(_reply_for(outcome))
+
+
+async def _ask_timeout(host: ScenarioHost, call: ScenarioCall) -> None:
+    seconds = _number(call, "t")
+    outcome = await host.ask(ask_arguments(), read_timeout=seconds, report_end=True)
+    await host.say(_reply_for(outcome))
+
+
+async def _ask_silent(host: ScenarioHost, call: ScenarioCall) -> None:
+    await host.ask(ask_arguments(), read_timeout=None, report_end=False)
+    # Hold the turn open, saying nothing, until the client cancels it.
+    await asyncio.Event().wait()
+
+
+async def _stream(host: ScenarioHost, call: ScenarioCall) -> None:
+    count = int(_number(call, "n", 10))
+    delay = _number(call, "ms", 50) / 1000
+    for i in range(1, count + 1):
+        if i > 1 and delay:
+            await asyncio.sleep(delay)
+        await host.say(f"chunk {i}\n")
+
+
+async def _stderr_flood(host: ScenarioHost, call: ScenarioCall) -> None:
+    host.write_stderr(int(_number(call, "bytes", 1024 * 1024)))
+    await host.say("flooded")
+
+
+SCENARIOS: dict[str, Scenario] = {
+    "echo": _echo,
+    "ask": _ask,
+    "ask-multi": _ask_multi,
+    "ask-timeout": _ask_timeout,
+    "ask-silent": _ask_silent,
+    "stream": _stream,
+    # Test-only: proves the runtime keeps draining an agent's stderr.
+    "stderr-flood": _stderr_flood,
+}
+
+
+async def play(host: ScenarioHost, text: str) -> None:
+    """Run the prompt: a scenario if its first line names one, else acknowledge it."""
+    try:
+        call = parse_scenario(text)
+        if call is None:
+            await host.say(f"Received: {text}")
+            return
+        scenario = SCENARIOS.get(call.name)
+        if scenario is None:
+            known = ", ".join(sorted(SCENARIOS))
+            raise ScenarioError(f"Unknown scenario {call.name!r}; known: {known}")
+        await scenario(host, call)
+    except ScenarioError as exc:
+        await host.say(str(exc))
