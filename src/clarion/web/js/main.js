@@ -1,0 +1,245 @@
+// Clarion web UI entry point: wires the store, the HTTP client, the live feed, the hash router
+// and the views. Loaded by index.html as /static/js/main.js; nothing imports it.
+//
+// Stable data-testid attributes (browser tests rely on them; keep docs/ui.md in sync):
+//   Board:        board, column-<step>, task-card-<task_id>, task-title, task-state, pending-icon
+//                 (data-action = clarification|permission), new-task-form, new-task-title,
+//                 new-task-description, new-task-submit, board-status, connection-status
+//   Task view:    detail, task-view, task-back, task-view-title, task-view-step, task-view-pending,
+//                 task-description, session-list, session-item-<session_id>, session-pending-icon,
+//                 task-status-line, new-session-form, new-session-agent, new-session-prompt,
+//                 new-session-submit
+//   Session view: session-view, session-back, session-state, transcript, message-<message_id>
+//                 (data-type, data-author, data-status for questions), question-status,
+//                 turn-start-<turn_id>, turn-end-<turn_id>, prompt-input, prompt-send,
+//                 prompt-status (data-queued="true" when the prompt was queued), session-cancel,
+//                 session-finish, clarification-notice, winning-answer, show-question
+//   Overlay:      clarification-overlay (data-pending-id, data-state), dismiss-question,
+//                 detached-notice, clarification-context, step-<n> (1-based), clarification-question
+//                 (data-question-id), question-prompt, option-<question_id>-<option_id>,
+//                 option-label, option-description, custom-text-<question_id>, clarification-error,
+//                 step-back, step-next, skip-question, submit-answer
+
+import { createApi } from "./api.js";
+import { DEFAULT_STEPS, renderBoard } from "./board.js";
+import { beginOwnerLoad, decideOwnerLoad } from "./navigation.js";
+import { formatRoute, parseRoute } from "./router.js";
+import { SessionView } from "./session-view.js";
+import {
+  ClientStore, applyBoot, applySessionList, applySessionRow, applyTaskRead, beginTaskRead,
+} from "./store.js";
+import { TaskView } from "./task-view.js";
+import { LiveConnection, wsUrl } from "./ws.js";
+
+/** @typedef {import("./router.js").Route} Route */
+
+const token = () => localStorage.getItem("clarion.token");
+const api = createApi({ token });
+const store = new ClientStore();
+
+const $ = (/** @type {string} */ id) => /** @type {HTMLElement} */ (document.getElementById(id));
+const boardEl = $("board");
+const detailEl = $("detail");
+const boardStatus = $("board-status");
+const connectionEl = $("connection-status");
+
+/** @type {string[]} */
+let steps = DEFAULT_STEPS;
+const taskView = new TaskView();
+/** @type {{taskId: string | null, loading: boolean, error: string | null}} */
+let taskViewState = { taskId: null, loading: false, error: null };
+/** @type {SessionView | null} */
+let sessionView = null;
+let loadCounter = 0;
+let latestLoadId = 0;
+
+const rememberKey = (/** @type {string} */ taskId) => `clarion.session.${taskId}`;
+
+/** @param {Route} route @param {{replace?: boolean}} [opts] */
+function navigate(route, opts = {}) {
+  const hash = formatRoute(route);
+  if (location.hash === hash) return onRoute();
+  if (opts.replace) location.replace(hash);
+  else location.hash = hash;
+}
+
+// ---- board -----------------------------------------------------------------------------------
+
+async function loadBoard(withBoot = false) {
+  try {
+    if (withBoot) {
+      const start = beginTaskRead(store.state);
+      const boot = await api.boot();
+      store.update((s) => applyBoot(s, boot, start));
+    }
+    const start = beginTaskRead(store.state);
+    const snap = await api.workflowSnapshot();
+    steps = (snap.steps ?? []).map((/** @type {any} */ st) => st.id);
+    const tasks = (snap.steps ?? []).flatMap((/** @type {any} */ st) =>
+      (st.tasks ?? []).map((/** @type {any} */ t) => ({ ...t, workflow_step: t.workflow_step ?? st.id })));
+    store.update((s) => applyTaskRead(s, tasks, start, { complete: true }));
+    boardStatus.textContent = "";
+  } catch (err) {
+    boardStatus.textContent = `Could not load tasks: ${/** @type {Error} */ (err).message}`;
+  }
+  renderAll();
+}
+
+let refreshTimer = /** @type {ReturnType<typeof setTimeout> | null} */ (null);
+/** Task moves have no notification of their own, so task-level events trigger a fresh read. */
+function scheduleBoardRefresh() {
+  if (refreshTimer) return;
+  refreshTimer = setTimeout(() => {
+    refreshTimer = null;
+    void loadBoard(false);
+  }, 400);
+}
+
+function renderAll() {
+  const route = parseRoute(location.hash);
+  const selected = route.name === "board" ? null : route.taskId;
+  renderBoard(boardEl, store.state, { steps, selectedTaskId: selected, onOpen: (id) => void openTask(id) });
+  if (route.name === "task") renderTaskView(route.taskId);
+}
+
+// ---- task and session navigation -------------------------------------------------------------
+
+/**
+ * Opens a task from the board: the task route first (the fallback is already in place), then a
+ * fresh session list decides whether a session is selected.
+ * @param {string} taskId
+ */
+async function openTask(taskId) {
+  const loadId = ++loadCounter;
+  latestLoadId = loadId;
+  const load = beginOwnerLoad(store.state, taskId, loadId);
+  taskViewState = { taskId, loading: true, error: null };
+  navigate({ name: "task", taskId });
+  /** @type {any[] | null} */
+  let sessions = null;
+  try {
+    const body = await api.listSessions(taskId);
+    sessions = body.sessions ?? [];
+    store.update((s) => applySessionList(s, /** @type {any[]} */ (sessions)));
+  } catch (err) {
+    if (latestLoadId === loadId) taskViewState.error = `Could not load sessions: ${/** @type {Error} */ (err).message}`;
+  }
+  const decision = decideOwnerLoad({
+    load, state: store.state, latestLoadId, sessions, failed: sessions === null,
+    rememberedId: localStorage.getItem(rememberKey(taskId)),
+  });
+  if (decision.kind === "ignored") return;
+  taskViewState.loading = false;
+  if (decision.kind === "session") navigate({ name: "session", taskId, sessionId: decision.sessionId });
+  else renderAll();
+}
+
+/** Loads a task's sessions for display (a typed or restored task URL). @param {string} taskId */
+async function loadTaskSessions(taskId) {
+  taskViewState = { taskId, loading: true, error: null };
+  renderTaskView(taskId);
+  try {
+    if (!store.state.tasks[taskId]) {
+      const body = await api.getTask(taskId);
+      store.update((s) => applyTaskRead(s, [body.task], beginTaskRead(s)));
+    }
+    const body = await api.listSessions(taskId);
+    store.update((s) => applySessionList(s, body.sessions ?? []));
+  } catch (err) {
+    if (taskViewState.taskId === taskId) taskViewState.error = /** @type {Error} */ (err).message;
+  }
+  if (taskViewState.taskId === taskId) taskViewState.loading = false;
+  renderAll();
+}
+
+/** @param {string} taskId */
+function renderTaskView(taskId) {
+  taskView.render(store.state, {
+    taskId,
+    loading: taskViewState.taskId === taskId && taskViewState.loading,
+    error: taskViewState.taskId === taskId ? taskViewState.error : null,
+    onBack: () => navigate({ name: "board" }),
+    onSelect: (sessionId) => navigate({ name: "session", taskId, sessionId }),
+    onStart: async (agent, prompt) => {
+      try {
+        const body = await api.startSession(taskId, { agent, ...(prompt.trim() ? { prompt } : {}) });
+        store.update((s) => applySessionRow(s, body.session));
+        navigate({ name: "session", taskId, sessionId: body.session.id });
+      } catch (err) {
+        taskViewState.error = `Could not start a session: ${/** @type {Error} */ (err).message}`;
+        renderTaskView(taskId);
+      }
+    },
+  });
+}
+
+function onRoute() {
+  const route = parseRoute(location.hash);
+  const loadingTask = taskViewState.taskId;
+  if (route.name === "board" || route.taskId !== loadingTask) latestLoadId = ++loadCounter;
+  document.body.classList.toggle("has-detail", route.name !== "board");
+  if (route.name !== "session" && sessionView) {
+    sessionView.destroy();
+    sessionView = null;
+  }
+  if (route.name === "board") {
+    taskViewState = { taskId: null, loading: false, error: null };
+    detailEl.replaceChildren();
+  } else if (route.name === "task") {
+    detailEl.replaceChildren(taskView.root);
+    if (taskViewState.taskId !== route.taskId) void loadTaskSessions(route.taskId);
+  } else {
+    localStorage.setItem(rememberKey(route.taskId), route.sessionId);
+    if (!sessionView || sessionView.deps.sessionId !== route.sessionId) {
+      sessionView?.destroy();
+      const taskId = route.taskId;
+      sessionView = new SessionView({ api, store, taskId, sessionId: route.sessionId,
+        onBack: () => { taskViewState = { taskId: null, loading: false, error: null }; navigate({ name: "task", taskId }); } });
+      detailEl.replaceChildren(sessionView.root);
+      void sessionView.load();
+    }
+  }
+  renderAll();
+}
+
+// ---- live feed, create form, start -----------------------------------------------------------
+
+const live = new LiveConnection({
+  url: wsUrl(location, token()),
+  onStatus: (status) => {
+    connectionEl.dataset.status = status;
+    connectionEl.textContent = status === "open" ? "Live" : status === "connecting" ? "Connecting…" : "Offline";
+  },
+  onNotification: (action, payload) => {
+    store.notify(action, payload);
+    sessionView?.onNotification(action, payload);
+    if (action.startsWith("task.") || action === "session.state_changed") scheduleBoardRefresh();
+  },
+  onReconnect: () => {
+    void loadBoard(true);
+    const route = parseRoute(location.hash);
+    if (route.name === "task") void loadTaskSessions(route.taskId);
+    if (sessionView) void sessionView.load();
+  },
+});
+
+$("new-task-form").addEventListener("submit", async (e) => {
+  e.preventDefault();
+  const title = /** @type {HTMLInputElement} */ ($("new-task-title"));
+  const description = /** @type {HTMLTextAreaElement} */ ($("new-task-description"));
+  if (!title.value.trim()) return;
+  try {
+    const body = await api.createTask({ title: title.value.trim(), description: description.value });
+    store.update((s) => applyTaskRead(s, [body.task], beginTaskRead(s)));
+    title.value = "";
+    description.value = "";
+    boardStatus.textContent = "";
+  } catch (err) {
+    boardStatus.textContent = `Could not create the task: ${/** @type {Error} */ (err).message}`;
+  }
+});
+
+store.subscribe(() => renderAll());
+window.addEventListener("hashchange", onRoute);
+live.start();
+void loadBoard(true).then(onRoute);

@@ -1,0 +1,266 @@
+// The session view: transcript (turn boundaries, prompts, agent messages, thoughts, tool calls,
+// questions), the clarification overlay for the session's current bundle, a prompt box, and
+// Cancel / Finish. Live through notifications main.js forwards. Imported by main.js.
+
+import { h, shortTime } from "./dom.js";
+import { ClarificationOverlay } from "./overlay.js";
+import { applySessionRow } from "./store.js";
+import {
+  applyTranscriptEvent,
+  candidateBundles,
+  emptyTranscript,
+  transcriptItems,
+} from "./transcript.js";
+
+/** @typedef {import("./api.js").Api} Api */
+/** @typedef {import("./store.js").ClientStore} ClientStore */
+/** @typedef {import("./transcript.js").Message} Message */
+/** @typedef {import("./transcript.js").TranscriptItem} TranscriptItem */
+
+const ACTIVE_STATES = new Set(["active_live", "active_detached"]);
+const FINAL_STATES = new Set(["terminal", "superseded_history"]);
+/** How many candidate bundles, newest first, are asked about before concluding none is active. */
+const MAX_BUNDLE_PROBES = 3;
+
+/** @param {TranscriptItem} item */
+function renderItem(item) {
+  if (item.kind !== "message") {
+    const t = item.turn;
+    const lifecycle = t.metadata?.lifecycle_only === true;
+    const text = item.kind === "turn-start"
+      ? (lifecycle ? "Agent started" : "Turn started")
+      : (t.metadata?.interrupted ? "Turn interrupted" : "Turn completed");
+    const time = shortTime(item.kind === "turn-start" ? t.started_at : t.completed_at);
+    return h("div", { class: `turn-boundary ${item.kind}${lifecycle ? " lifecycle" : ""}`,
+      testid: `${item.kind}-${t.id}` }, `${text}${time ? ` · ${time}` : ""}`);
+  }
+  const m = item.message;
+  const type = String(m.type ?? "message");
+  const author = String(m.author_type ?? "agent");
+  const attrs = { class: `msg msg-${type} author-${author}`, testid: `message-${m.id}`,
+    dataset: { type, author } };
+  const content = String(m.content ?? "");
+  if (type === "thought") {
+    return h("details", attrs, h("summary", {}, "Thought"), h("div", { class: "content", text: content }));
+  }
+  if (type === "tool_call") {
+    const title = m.metadata?.title ?? m.metadata?.tool_name ?? "Tool call";
+    return h("div", attrs, h("span", { class: "tool-title", text: String(title) }),
+      content ? h("pre", { class: "content", text: content }) : null);
+  }
+  if (type === "clarification_request" || type === "permission_request") {
+    const status = String(m.metadata?.status || "pending");
+    return h("div", { ...attrs, dataset: { ...attrs.dataset, status } },
+      h("span", { class: "badge", testid: "question-status", text: status }),
+      h("span", { class: "content", text: content }));
+  }
+  return h("div", attrs, h("div", { class: "content", text: content }));
+}
+
+export class SessionView {
+  /**
+   * @param {{api: Api, store: ClientStore, taskId: string, sessionId: string, onBack: () => void}} deps
+   */
+  constructor(deps) {
+    this.deps = deps;
+    this.transcript = emptyTranscript();
+    this.bundleGeneration = 0;
+    /** @type {Set<string>} pending ids hidden locally with Escape */
+    this.dismissed = new Set();
+    /** @type {Set<string>} pending ids this browser already resolved */
+    this.resolved = new Set();
+    /** @type {Set<string>} pending ids the server reported terminal or superseded */
+    this.finalBundles = new Set();
+    this.lastPending = /** @type {string | null | undefined} */ (undefined);
+    this.overlay = new ClarificationOverlay({
+      api: deps.api,
+      onDismiss: () => this.renderShowQuestion(),
+      onClosed: (pendingId, outcome) => {
+        this.resolved.add(pendingId);
+        this.setNotice(outcome.text, outcome.winner);
+        void this.refreshBundle();
+      },
+    });
+    this.header = h("div", { class: "sheet-header" });
+    this.list = h("div", { class: "transcript", testid: "transcript", "aria-live": "polite" });
+    this.showQuestion = h("button", { type: "button", class: "show-question", testid: "show-question", hidden: true,
+      onClick: () => this.restoreQuestion() }, "Show question");
+    this.notice = h("div", { class: "notice", testid: "clarification-notice", role: "status", hidden: true });
+    this.input = /** @type {HTMLTextAreaElement} */ (h("textarea", { rows: "2", testid: "prompt-input",
+      placeholder: "Message the agent (Enter to send, Shift+Enter for a new line)", "aria-label": "Prompt" }));
+    this.input.addEventListener("keydown", (e) => {
+      if (e.key === "Enter" && !e.shiftKey) { e.preventDefault(); void this.sendPrompt(); }
+    });
+    this.sendButton = /** @type {HTMLButtonElement} */ (h("button", { type: "button", class: "primary", testid: "prompt-send",
+      onClick: () => void this.sendPrompt() }, "Send"));
+    this.promptStatus = h("span", { class: "prompt-status", testid: "prompt-status", role: "status" });
+    this.root = h("div", { class: "session-view", testid: "session-view", dataset: { sessionId: deps.sessionId } },
+      this.header, this.list, this.notice, this.showQuestion, this.overlay.root,
+      h("div", { class: "prompt-box" }, this.input, this.sendButton),
+      h("div", { class: "session-actions" }, this.promptStatus, h("span", { class: "spacer" }),
+        h("button", { type: "button", testid: "session-cancel", onClick: () => void this.act("cancel") }, "Cancel turn"),
+        h("button", { type: "button", testid: "session-finish", onClick: () => void this.act("finish") }, "Finish")));
+    this.unsubscribe = deps.store.subscribe(() => this.onStore());
+    this.renderHeader();
+  }
+
+  destroy() {
+    this.unsubscribe();
+    this.bundleGeneration += 1;
+  }
+
+  /** Loads the session, its turns and its messages; called on open and after a reconnect. */
+  async load() {
+    const { api, store, sessionId } = this.deps;
+    try {
+      const [session, turns, messages] = await Promise.all([
+        api.getSession(sessionId), api.turns(sessionId), api.allMessages(sessionId),
+      ]);
+      store.update((s) => applySessionRow(s, session.session));
+      this.transcript = { turns: turns.turns ?? [], messages: [] };
+      for (const m of messages) this.transcript = applyTranscriptEvent(this.transcript, sessionId, "session.message.added", m);
+      this.renderTranscript(true);
+      await this.refreshBundle();
+    } catch (err) {
+      this.setNotice(`Could not load this session: ${/** @type {Error} */ (err).message}`);
+    }
+  }
+
+  /**
+   * @param {string} action
+   * @param {any} payload
+   */
+  onNotification(action, payload) {
+    if (!payload || payload.session_id !== this.deps.sessionId) return;
+    const next = applyTranscriptEvent(this.transcript, this.deps.sessionId, action, payload);
+    if (next !== this.transcript) {
+      this.transcript = next;
+      this.renderTranscript(false);
+    }
+    if (payload.type === "clarification_request" || action === "session.turn.started" ||
+        action === "session.turn.completed") {
+      void this.refreshBundle();
+    }
+  }
+
+  onStore() {
+    this.renderHeader();
+    const session = this.deps.store.state.sessions[this.deps.sessionId];
+    const pending = session?.pending_action ?? null;
+    if (this.lastPending !== undefined && pending !== this.lastPending) void this.refreshBundle();
+    this.lastPending = pending;
+  }
+
+  renderHeader() {
+    const { store, taskId, sessionId, onBack } = this.deps;
+    const session = store.state.sessions[sessionId];
+    const task = store.state.tasks[taskId];
+    this.header.replaceChildren(
+      h("button", { type: "button", class: "back", testid: "session-back", onClick: onBack, "aria-label": "Back to task" }, "← Task"),
+      h("div", { class: "session-title" },
+        h("h2", { text: task?.title ?? "Session" }),
+        h("span", { class: "session-agent", text: String(session?.agent ?? "") }),
+        h("span", { class: "badge", testid: "session-state", text: String(session?.state ?? "") })),
+    );
+  }
+
+  /** @param {boolean} forceBottom */
+  renderTranscript(forceBottom) {
+    const el = this.list;
+    const atBottom = forceBottom || el.scrollHeight - el.scrollTop - el.clientHeight < 40;
+    el.replaceChildren(...transcriptItems(this.transcript).map(renderItem));
+    if (atBottom) el.scrollTop = el.scrollHeight;
+  }
+
+  /**
+   * Finds the session's current bundle: the newest candidate whose server state is active.
+   * Overlapping refreshes are resolved by generation: only the latest one applies.
+   */
+  async refreshBundle() {
+    const generation = ++this.bundleGeneration;
+    const candidates = candidateBundles(this.transcript.messages)
+      .filter((id) => !this.finalBundles.has(id) && !this.resolved.has(id));
+    /** @type {any} */
+    let found = null;
+    for (const pendingId of candidates.slice(0, MAX_BUNDLE_PROBES)) {
+      try {
+        const bundle = await this.deps.api.bundle(pendingId);
+        if (generation !== this.bundleGeneration) return;
+        if (ACTIVE_STATES.has(bundle.state)) { found = bundle; break; }
+        if (FINAL_STATES.has(bundle.state)) this.finalBundles.add(pendingId);
+        // Only the newest non-final bundle can be current; an older one is at most history.
+        if (bundle.state === "delivery_claimed") break;
+      } catch {
+        if (generation !== this.bundleGeneration) return;
+        break; // keep what is shown; a later event or reload retries
+      }
+    }
+    if (generation !== this.bundleGeneration) return;
+    if (!found) {
+      if (!this.overlay.submitting) this.overlay.reset();
+      this.showQuestion.hidden = true;
+      return;
+    }
+    if (this.dismissed.has(found.pending_id)) {
+      this.overlay.bundle = found;
+      this.renderShowQuestion();
+      return;
+    }
+    this.showQuestion.hidden = true;
+    this.overlay.show(found);
+  }
+
+  renderShowQuestion() {
+    const pendingId = this.overlay.bundle?.pending_id;
+    if (pendingId) this.dismissed.add(pendingId);
+    this.showQuestion.hidden = !pendingId;
+  }
+
+  restoreQuestion() {
+    const bundle = this.overlay.bundle;
+    if (!bundle) return;
+    this.dismissed.delete(bundle.pending_id);
+    this.showQuestion.hidden = true;
+    this.overlay.show(bundle);
+    this.overlay.root.focus();
+  }
+
+  /**
+   * @param {string} text
+   * @param {string} [winner]
+   */
+  setNotice(text, winner) {
+    this.notice.replaceChildren(h("span", { text }),
+      winner ? h("span", { class: "winner", testid: "winning-answer", text: winner }) : "");
+    this.notice.hidden = !text;
+  }
+
+  async sendPrompt() {
+    const text = this.input.value;
+    if (!text.trim()) return;
+    this.sendButton.disabled = true;
+    try {
+      const res = await this.deps.api.prompt(this.deps.sessionId, text);
+      this.input.value = "";
+      this.promptStatus.textContent = res?.queued ? "Queued: it will run when the current turn ends." : "Sent.";
+      this.promptStatus.dataset.queued = res?.queued ? "true" : "false";
+    } catch (err) {
+      this.promptStatus.textContent = `Not sent: ${/** @type {Error} */ (err).message}`;
+      this.promptStatus.dataset.queued = "false";
+    } finally {
+      this.sendButton.disabled = false;
+    }
+  }
+
+  /** @param {"cancel" | "finish"} what */
+  async act(what) {
+    const { api, sessionId } = this.deps;
+    try {
+      if (what === "cancel") await api.cancel(sessionId);
+      else await api.finish(sessionId, "completed");
+      this.promptStatus.textContent = what === "cancel" ? "Cancel requested." : "Session finished.";
+    } catch (err) {
+      this.promptStatus.textContent = `${what === "cancel" ? "Cancel" : "Finish"} failed: ${/** @type {Error} */ (err).message}`;
+    }
+  }
+}
