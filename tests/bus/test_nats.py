@@ -1,0 +1,105 @@
+"""What only the NATS bus does: connect errors, several processes on one server, foreign bytes."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import time
+
+import pytest
+from nats.aio.client import Client
+
+from clarion.bus import MemoryBus, NatsBus, NatsUnavailable, open_bus
+from clarion.ports import Event
+
+from .conftest import unique_prefix
+
+
+def closed_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+async def test_a_nats_that_is_down_fails_fast_naming_the_url() -> None:
+    url = f"nats://127.0.0.1:{closed_port()}"
+    started = time.monotonic()
+    with pytest.raises(NatsUnavailable, match=url):
+        async with NatsBus(url):
+            pass
+    assert time.monotonic() - started < 15
+
+
+async def test_publish_before_connecting_is_refused() -> None:
+    bus = NatsBus("nats://127.0.0.1:4222")
+    with pytest.raises(RuntimeError, match="not open"):
+        await bus.publish(Event(type="a.b", task_id="t", session_id=None, payload={}))
+
+
+def test_open_bus_picks_the_implementation_from_the_url() -> None:
+    assert isinstance(open_bus("memory"), MemoryBus)
+    nats_bus = open_bus("nats://127.0.0.1:4222", subject_prefix="x.y")
+    assert isinstance(nats_bus, NatsBus)
+    assert nats_bus.subject_prefix == "x.y"
+
+
+@pytest.mark.parametrize("url", ["", "nats://", "redis://localhost", "Memory", "http://x"])
+def test_open_bus_rejects_other_urls(url: str) -> None:
+    with pytest.raises(ValueError, match="unsupported bus URL"):
+        open_bus(url)
+
+
+@pytest.mark.parametrize("prefix", ["", "a..b", "a.*", "a.>", "has space", ".a"])
+def test_a_bad_subject_prefix_is_refused(prefix: str) -> None:
+    with pytest.raises(ValueError, match="subject prefix"):
+        NatsBus("nats://127.0.0.1:4222", subject_prefix=prefix)
+
+
+@pytest.mark.nats
+async def test_an_event_type_that_is_not_a_subject_is_refused(nats_url: str) -> None:
+    async with NatsBus(nats_url, subject_prefix=unique_prefix()) as bus:
+        with pytest.raises(ValueError, match="not a valid NATS subject"):
+            await bus.publish(Event(type="a b", task_id="t", session_id=None, payload={}))
+
+
+@pytest.mark.nats
+async def test_buses_on_one_server_and_prefix_see_each_others_events(nats_url: str) -> None:
+    prefix = unique_prefix()
+    async with (
+        NatsBus(nats_url, subject_prefix=prefix) as one,
+        NatsBus(nats_url, subject_prefix=prefix) as two,
+        NatsBus(nats_url, subject_prefix=unique_prefix()) as elsewhere,
+    ):
+        on_two, on_elsewhere = two.subscribe(), elsewhere.subscribe()
+        sent = Event(
+            type="session.state_changed",
+            task_id="t",
+            session_id="s",
+            payload={"state": "IDLE"},
+            inline_handled=True,
+        )
+        await one.publish(sent)
+        async with asyncio.timeout(10):
+            assert await anext(on_two) == sent
+        await elsewhere.publish(Event(type="marker", task_id="t", session_id=None, payload={}))
+        async with asyncio.timeout(10):
+            assert (await anext(on_elsewhere)).type == "marker"
+
+
+@pytest.mark.nats
+async def test_foreign_bytes_on_the_subject_are_dropped(nats_url: str) -> None:
+    prefix = unique_prefix()
+    raw = Client()
+    await raw.connect(nats_url)
+    try:
+        async with NatsBus(nats_url, subject_prefix=prefix) as bus:
+            subscription = bus.subscribe()
+            await raw.publish(f"{prefix}.junk", b"not json")
+            await raw.publish(f"{prefix}.junk", b'{"type": "x"}')
+            await raw.flush()
+            good = Event(type="after.junk", task_id="t", session_id=None, payload={})
+            await bus.publish(good)
+            async with asyncio.timeout(10):
+                assert await anext(subscription) == good
+    finally:
+        await raw.close()
