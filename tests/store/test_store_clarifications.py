@@ -78,7 +78,7 @@ async def test_list_active_bundle_ids_only_lists_current_turn_pending_bundles(
     old = await world.bundle(session, pending_id="old")
     await world.turn(session)
     await world.bundle(session, pending_id="new")
-    done = await world.bundle(session, pending_id="done")
+    await world.bundle(session, pending_id="done")
     await world.answer("done", "db")
     assert await world.store.list_active_bundle_ids(session.id) == ["new"]
     assert old[0].metadata["status"] == "pending"  # history is not rewritten
@@ -121,7 +121,8 @@ async def test_second_claim_claims_nothing_and_returns_the_winner(world: World) 
     await world.bundle(session, ("db",), pending_id="p")
     first = await world.reject("p", "first")
     second = await world.answer("p", "db")
-    assert first.claimed and not second.claimed
+    assert first.claimed
+    assert not second.claimed
     assert second.bundle.rows[0].metadata["reject_reason"] == "first"
 
 
@@ -271,7 +272,8 @@ async def test_restore_claim_puts_exactly_the_claimed_rows_back_to_pending(world
     for row in rows:
         meta = (await world.store.get_message(row.id)).metadata
         assert meta["status"] == "pending"
-        assert "response" not in meta and "response_delivery_pending" not in meta
+        assert "response" not in meta
+        assert "response_delivery_pending" not in meta
     assert await world.store.list_active_bundle_ids(session.id) == ["p"]
 
 
