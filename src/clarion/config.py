@@ -1,7 +1,8 @@
-"""Settings, read once from flags, environment and the TOML config file. Imports nothing internal."""
+"""Settings, read once from flags, env vars and the TOML config file. Imports nothing internal."""
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 import tomllib
@@ -32,6 +33,10 @@ class Timeouts:
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> Timeouts:
+        # Defaults come from an instance: with slots=True the class attributes are slot
+        # descriptors, not the declared default values.
+        defaults = cls()
+
         def read(name: str, default: float) -> float:
             raw = env.get(name)
             if raw is None or raw == "":
@@ -40,17 +45,17 @@ class Timeouts:
                 value = float(raw)
             except ValueError as exc:
                 raise ValueError(f"{name} must be a number of seconds, got {raw!r}") from exc
-            if value <= 0:
-                raise ValueError(f"{name} must be positive, got {raw!r}")
+            if not math.isfinite(value) or value <= 0:
+                raise ValueError(f"{name} must be a positive finite number, got {raw!r}")
             return value
 
         return cls(
-            clarification_wait=read("CLARION_CLARIFICATION_WAIT_S", cls.clarification_wait),
-            keepalive=read("CLARION_KEEPALIVE_S", cls.keepalive),
-            resume_accept=read("CLARION_RESUME_ACCEPT_S", cls.resume_accept),
-            live_confirm=read("CLARION_LIVE_CONFIRM_S", cls.live_confirm),
-            watchdog=read("CLARION_WATCHDOG_S", cls.watchdog),
-            persist=read("CLARION_PERSIST_S", cls.persist),
+            clarification_wait=read("CLARION_CLARIFICATION_WAIT_S", defaults.clarification_wait),
+            keepalive=read("CLARION_KEEPALIVE_S", defaults.keepalive),
+            resume_accept=read("CLARION_RESUME_ACCEPT_S", defaults.resume_accept),
+            live_confirm=read("CLARION_LIVE_CONFIRM_S", defaults.live_confirm),
+            watchdog=read("CLARION_WATCHDOG_S", defaults.watchdog),
+            persist=read("CLARION_PERSIST_S", defaults.persist),
         )
 
 
@@ -100,12 +105,11 @@ class Settings:
         """Flags win over env vars, which win over defaults. Raises ValueError on bad values."""
         env = os.environ if env is None else env
         config_file = config_file or env.get("CLARION_CONFIG") or None
-        raw_port = port if port is not None else env.get("CLARION_PORT", "8787")
-        try:
-            port_value = int(raw_port)
-        except ValueError as exc:
-            raise ValueError(f"port must be an integer, got {raw_port!r}") from exc
-        auth_env = env.get("CLARION_AUTH", "").lower() in {"1", "true", "yes", "on"}
+        if port is not None:
+            port_value = _port(port, "--port")
+        else:
+            port_value = _port(env.get("CLARION_PORT") or "8787", "CLARION_PORT")
+        auth_env = _flag(env.get("CLARION_AUTH", ""), "CLARION_AUTH")
         return cls(
             host=host or env.get("CLARION_HOST") or "127.0.0.1",
             port=port_value,
@@ -122,6 +126,29 @@ class Settings:
         )
 
 
+_TRUE = frozenset({"1", "true", "yes", "on"})
+_FALSE = frozenset({"", "0", "false", "no", "off"})
+
+
+def _flag(raw: str, name: str) -> bool:
+    value = raw.strip().lower()
+    if value in _TRUE:
+        return True
+    if value in _FALSE:
+        return False
+    raise ValueError(f"{name} must be one of 1, true, yes, on, 0, false, no, off; got {raw!r}")
+
+
+def _port(raw: int | str, name: str) -> int:
+    try:
+        value = int(raw)
+    except ValueError as exc:
+        raise ValueError(f"{name} must be an integer port, got {raw!r}") from exc
+    if not 0 <= value <= 65535:
+        raise ValueError(f"{name} must be a port between 0 and 65535, got {raw!r}")
+    return value
+
+
 def load_agent_profiles(config_file: str | None) -> dict[str, AgentProfile]:
     """`[agents.NAME] command = [...]`, optional `env` and `cwd`; `builtin` always exists."""
     profiles: dict[str, AgentProfile] = {BUILTIN_PROFILE: builtin_profile()}
@@ -132,6 +159,8 @@ def load_agent_profiles(config_file: str | None) -> dict[str, AgentProfile]:
         data: dict[str, Any] = tomllib.loads(path.read_text())
     except FileNotFoundError as exc:
         raise ValueError(f"config file not found: {path}") from exc
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ValueError(f"cannot read config file {path}: {exc}") from exc
     except tomllib.TOMLDecodeError as exc:
         raise ValueError(f"config file {path} is not valid TOML: {exc}") from exc
     agents = data.get("agents", {})

@@ -1,0 +1,216 @@
+"""Settings.load: flags over env over defaults, timeouts, and agent profiles from TOML."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from clarion.config import BUILTIN_PROFILE, Settings, Timeouts, load_agent_profiles
+
+TIMEOUT_VARS = {
+    "CLARION_CLARIFICATION_WAIT_S": ("clarification_wait", 7200.0),
+    "CLARION_KEEPALIVE_S": ("keepalive", 20.0),
+    "CLARION_RESUME_ACCEPT_S": ("resume_accept", 30.0),
+    "CLARION_LIVE_CONFIRM_S": ("live_confirm", 35.0),
+    "CLARION_WATCHDOG_S": ("watchdog", 15.0),
+    "CLARION_PERSIST_S": ("persist", 30.0),
+}
+
+
+def test_defaults_when_nothing_is_set(tmp_path: Path) -> None:
+    settings = Settings.load(env={"CLARION_HOME": str(tmp_path)})
+    assert settings.host == "127.0.0.1"
+    assert settings.port == 8787
+    assert settings.database_url == f"sqlite:///{tmp_path / 'clarion.db'}"
+    assert settings.bus_url == "memory"
+    assert settings.config_file is None
+    assert settings.auth is False
+    assert settings.failpoints == ""
+    assert settings.timeouts == Timeouts()
+    assert list(settings.agents) == [BUILTIN_PROFILE]
+
+
+def test_clarion_home_defaults_to_the_home_directory() -> None:
+    settings = Settings.load(env={})
+    assert settings.database_url == f"sqlite:///{Path.home() / '.clarion' / 'clarion.db'}"
+
+
+def test_env_vars_override_defaults(tmp_path: Path) -> None:
+    config = tmp_path / "c.toml"
+    config.write_text("")
+    env = {
+        "CLARION_HOST": "0.0.0.0",
+        "CLARION_PORT": "9000",
+        "CLARION_DATABASE_URL": "postgresql://db/x",
+        "CLARION_BUS_URL": "nats://n:4222",
+        "CLARION_CONFIG": str(config),
+        "CLARION_AUTH": "1",
+        "CLARION_FAILPOINTS": "summary.cas=error",
+    }
+    settings = Settings.load(env=env)
+    assert (settings.host, settings.port) == ("0.0.0.0", 9000)
+    assert settings.database_url == "postgresql://db/x"
+    assert settings.bus_url == "nats://n:4222"
+    assert settings.config_file == str(config)
+    assert settings.auth is True
+    assert settings.failpoints == "summary.cas=error"
+
+
+def test_flags_override_env_vars(tmp_path: Path) -> None:
+    env_config, flag_config = tmp_path / "env.toml", tmp_path / "flag.toml"
+    env_config.write_text("")
+    flag_config.write_text('[agents.mine]\ncommand = ["mine"]\n')
+    env = {
+        "CLARION_HOST": "0.0.0.0",
+        "CLARION_PORT": "9000",
+        "CLARION_DATABASE_URL": "postgresql://db/x",
+        "CLARION_BUS_URL": "nats://n:4222",
+        "CLARION_CONFIG": str(env_config),
+        "CLARION_AUTH": "1",
+    }
+    settings = Settings.load(
+        host="10.0.0.1",
+        port=8000,
+        database_url="sqlite:///other.db",
+        bus_url="memory",
+        config_file=str(flag_config),
+        auth=False,
+        env=env,
+    )
+    assert (settings.host, settings.port) == ("10.0.0.1", 8000)
+    assert settings.database_url == "sqlite:///other.db"
+    assert settings.bus_url == "memory"
+    assert settings.config_file == str(flag_config)
+    assert settings.auth is False
+    assert "mine" in settings.agents
+
+
+@pytest.mark.parametrize("value", ["1", "true", "TRUE", "yes", "on"])
+def test_auth_env_truthy_values_turn_auth_on(value: str) -> None:
+    assert Settings.load(env={"CLARION_AUTH": value}).auth is True
+
+
+@pytest.mark.parametrize("value", ["", "0", "false", "no", "off"])
+def test_auth_env_falsy_values_leave_auth_off(value: str) -> None:
+    assert Settings.load(env={"CLARION_AUTH": value}).auth is False
+
+
+def test_an_unrecognised_auth_value_is_refused() -> None:
+    with pytest.raises(ValueError, match="CLARION_AUTH"):
+        Settings.load(env={"CLARION_AUTH": "maybe"})
+
+
+@pytest.mark.parametrize("value", ["eighty", "80.5", "-1", "65536"])
+def test_a_bad_port_env_var_is_refused_naming_it(value: str) -> None:
+    with pytest.raises(ValueError, match="CLARION_PORT"):
+        Settings.load(env={"CLARION_PORT": value})
+
+
+def test_a_bad_port_flag_is_refused() -> None:
+    with pytest.raises(ValueError, match="port"):
+        Settings.load(port=70000, env={})
+
+
+@pytest.mark.parametrize(("var", "field_default"), TIMEOUT_VARS.items())
+def test_each_timeout_reads_its_env_var(var: str, field_default: tuple[str, float]) -> None:
+    field, default = field_default
+    assert getattr(Timeouts.from_env({}), field) == default
+    assert getattr(Timeouts.from_env({var: "0.25"}), field) == 0.25
+    assert getattr(Timeouts.from_env({var: ""}), field) == default
+    others = Timeouts.from_env({var: "0.25"})
+    for other_field, other_default in TIMEOUT_VARS.values():
+        if other_field != field:
+            assert getattr(others, other_field) == other_default
+
+
+@pytest.mark.parametrize("var", TIMEOUT_VARS)
+@pytest.mark.parametrize("value", ["soon", "0", "-3", "nan", "inf"])
+def test_a_bad_timeout_is_refused_naming_its_variable(var: str, value: str) -> None:
+    with pytest.raises(ValueError, match=var):
+        Settings.load(env={var: value})
+
+
+def test_timeouts_reach_settings() -> None:
+    settings = Settings.load(env={"CLARION_WATCHDOG_S": "1.5"})
+    assert settings.timeouts.watchdog == 1.5
+
+
+# --------------------------------------------------------------------------- agent profiles
+
+
+def write(tmp_path: Path, text: str) -> str:
+    path = tmp_path / "clarion.toml"
+    path.write_text(text)
+    return str(path)
+
+
+def test_the_builtin_profile_always_exists() -> None:
+    profiles = load_agent_profiles(None)
+    builtin = profiles[BUILTIN_PROFILE]
+    assert builtin.command == (sys.executable, "-m", "clarion.agents.builtin")
+
+
+def test_valid_profiles_are_loaded_beside_builtin(tmp_path: Path) -> None:
+    config = write(
+        tmp_path,
+        """
+[agents.claude]
+command = ["npx", "@agentclientprotocol/claude-agent-acp"]
+env = { ANTHROPIC_LOG = "debug" }
+cwd = "/tmp"
+
+[agents.plain]
+command = ["plain-agent"]
+""",
+    )
+    profiles = load_agent_profiles(config)
+    assert set(profiles) == {BUILTIN_PROFILE, "claude", "plain"}
+    claude = profiles["claude"]
+    assert claude.command == ("npx", "@agentclientprotocol/claude-agent-acp")
+    assert dict(claude.env) == {"ANTHROPIC_LOG": "debug"}
+    assert claude.cwd == "/tmp"
+    assert dict(profiles["plain"].env) == {}
+    assert profiles["plain"].cwd is None
+
+
+def test_a_config_without_agents_still_has_builtin(tmp_path: Path) -> None:
+    assert list(load_agent_profiles(write(tmp_path, "[other]\nx = 1\n"))) == [BUILTIN_PROFILE]
+
+
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        ('[agents.a]\ncommand = "not-a-list"\n', "agents.a.command"),
+        ("[agents.a]\ncommand = []\n", "agents.a.command"),
+        ('[agents.a]\ncommand = ["ok", 3]\n', "agents.a.command"),
+        ('[agents.a]\ncommand = [""]\n', "agents.a.command"),
+        ("[agents.a]\ncwd = '/tmp'\n", "agents.a.command"),
+        ('[agents.a]\ncommand = ["x"]\nenv = { N = 1 }\n', "agents.a.env"),
+        ('[agents.a]\ncommand = ["x"]\nenv = "A=1"\n', "agents.a.env"),
+        ('[agents.a]\ncommand = ["x"]\ncwd = 3\n', "agents.a.cwd"),
+        ("agents = 3\n", r"\[agents\] must be a table"),
+        ("[agents]\na = 3\n", r"\[agents.a\] must be a table"),
+        ("this is not toml", "not valid TOML"),
+    ],
+)
+def test_an_invalid_profile_is_refused_naming_it(tmp_path: Path, text: str, reason: str) -> None:
+    with pytest.raises(ValueError, match=reason):
+        load_agent_profiles(write(tmp_path, text))
+
+
+def test_a_missing_config_file_is_refused(tmp_path: Path) -> None:
+    missing = tmp_path / "nope.toml"
+    with pytest.raises(ValueError, match="config file not found"):
+        Settings.load(config_file=str(missing), env={})
+
+
+def test_a_config_path_that_is_a_directory_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="cannot read config file"):
+        load_agent_profiles(str(tmp_path))
+
+
+def test_the_config_env_var_is_read(tmp_path: Path) -> None:
+    config = write(tmp_path, '[agents.envy]\ncommand = ["e"]\n')
+    assert "envy" in Settings.load(env={"CLARION_CONFIG": config}).agents
