@@ -182,6 +182,7 @@ export class SessionView {
       .filter((id) => !this.finalBundles.has(id) && !this.resolved.has(id));
     /** @type {any} */
     let found = null;
+    let failed = false;
     for (const pendingId of candidates.slice(0, MAX_BUNDLE_PROBES)) {
       try {
         const bundle = await this.deps.api.bundle(pendingId);
@@ -191,11 +192,13 @@ export class SessionView {
         // Only the newest non-final bundle can be current; an older one is at most history.
         if (bundle.state === "delivery_claimed") break;
       } catch {
-        if (generation !== this.bundleGeneration) return;
-        break; // keep what is shown; a later event or reload retries
+        failed = true;
+        break;
       }
     }
     if (generation !== this.bundleGeneration) return;
+    // A failed read keeps what is shown; a later event or reload retries.
+    if (!found && failed) return;
     if (!found) {
       if (!this.overlay.submitting) this.overlay.reset();
       this.showQuestion.hidden = true;
