@@ -39,20 +39,33 @@ def parse(spec: str) -> dict[str, str]:
     actions: dict[str, str] = {}
     for entry in filter(None, (part.strip() for part in spec.split(","))):
         name, sep, action = entry.partition("=")
-        name, action = name.strip(), action.strip()
-        if not sep or name not in KNOWN_POINTS:
+        if not sep:
             raise ValueError(f"unknown fault point in CLARION_FAILPOINTS: {entry!r}")
-        if action not in {"crash", "error"} and not (
-            action.startswith("delay_ms:") and action[len("delay_ms:") :].isdigit()
-        ):
-            raise ValueError(f"bad action for fault point {name}: {action!r}")
+        name, action = name.strip(), action.strip()
+        _check(name, action)
         actions[name] = action
     return actions
 
 
+def _check(name: str, action: str) -> None:
+    if name not in KNOWN_POINTS:
+        raise ValueError(f"unknown fault point in CLARION_FAILPOINTS: {name!r}")
+    if action not in {"crash", "error"} and not (
+        action.startswith("delay_ms:") and action[len("delay_ms:") :].isdigit()
+    ):
+        raise ValueError(f"bad action for fault point {name}: {action!r}")
+
+
 def configure(spec: str | Mapping[str, str]) -> None:
+    """Replace the set points; validates everything before changing anything."""
+    if isinstance(spec, str):
+        actions = parse(spec)
+    else:
+        actions = dict(spec)
+        for name, action in actions.items():
+            _check(name, action)
     _actions.clear()
-    _actions.update(parse(spec) if isinstance(spec, str) else spec)
+    _actions.update(actions)
 
 
 async def hit(name: str) -> None:
