@@ -25,10 +25,7 @@ async def test_plain_prompt_gets_received_reply_and_end_turn(
     finished = await sink.finished(1)
     assert finished == PromptFinished("s1", 1, "end_turn")
     assert sink.messages(1) == ["Received: hello there"]
-
-
-async def test_ensure_started_twice_starts_once(runtime: AcpRuntime) -> None:
-    assert await runtime.ensure_started(launch()) is True
+    # Already running: not started again.
     assert await runtime.ensure_started(launch()) is False
     assert runtime.is_running("s1")
 
@@ -140,14 +137,17 @@ async def test_outputs_carry_the_generation_of_their_prompt(
     assert sink.messages(5) == ["echo: second"]
 
 
-async def test_a_failing_sink_does_not_stop_delivery(
-    runtime: AcpRuntime, sink: RecordingSink
+async def test_a_failing_sink_is_logged_and_does_not_stop_delivery(
+    runtime: AcpRuntime, sink: RecordingSink, caplog: pytest.LogCaptureFixture
 ) -> None:
     sink.fail_on = lambda item: isinstance(item, AgentOutput)
     await runtime.ensure_started(launch())
     await runtime.prompt("s1", "/scenario stream n=3 ms=0", generation=1)
     assert (await sink.finished(1)).stop_reason == "end_turn"
     assert len(sink.messages(1)) == 3
+    failures = [r for r in caplog.records if r.getMessage().startswith("agent sink failed")]
+    assert len(failures) == 3
+    assert all(getattr(r, "session_id", None) == "s1" for r in failures)
 
 
 async def test_agent_that_dies_mid_prompt_reports_error(sink: RecordingSink) -> None:

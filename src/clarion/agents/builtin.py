@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib
 import itertools
 import logging
 import os
 import sys
+import threading
 import uuid
 from dataclasses import dataclass
 from typing import Any, Literal, cast
@@ -38,12 +40,15 @@ from acp.schema import (
     TextContentBlock,
 )
 
-from clarion.agents.mcp_call import McpEndpoint, call_tool
 from clarion.agents.scenarios import ToolOutcome, play
 
 logger = logging.getLogger("clarion.agents.builtin")
 
 ASK_TOOL = "ask_user_question"
+
+# The MCP client stack takes about a second to import. It is loaded in a background thread at
+# start, so the ACP handshake does not wait for it and the first question does not pay for it.
+_MCP_CALL_MODULE = "clarion.agents.mcp_call"
 
 PromptBlock = (
     TextContentBlock
@@ -55,16 +60,22 @@ PromptBlock = (
 McpServerSpec = HttpMcpServer | SseMcpServer | acp.schema.AcpMcpServer | McpServerStdio
 
 
+@dataclass(frozen=True, slots=True)
+class _Endpoint:
+    url: str
+    headers: dict[str, str]
+
+
 @dataclass(slots=True)
 class _Session:
-    endpoint: McpEndpoint | None
+    endpoint: _Endpoint | None
     running: asyncio.Task[Any] | None = None
 
 
 class _Host:
     """What scenarios see of one running prompt."""
 
-    def __init__(self, agent: BuiltinAgent, session_id: str, endpoint: McpEndpoint | None):
+    def __init__(self, agent: BuiltinAgent, session_id: str, endpoint: _Endpoint | None):
         self._agent = agent
         self._session_id = session_id
         self._endpoint = endpoint
@@ -82,7 +93,15 @@ class _Host:
             self._session_id,
             acp.start_tool_call(call_id, ASK_TOOL, kind="other", status="in_progress"),
         )
-        outcome = await call_tool(self._endpoint, ASK_TOOL, arguments, read_timeout=read_timeout)
+        # Waits for the background import without blocking the event loop.
+        mcp_call = await asyncio.to_thread(importlib.import_module, _MCP_CALL_MODULE)
+        outcome: ToolOutcome = await mcp_call.call_tool(
+            self._endpoint.url,
+            self._endpoint.headers,
+            ASK_TOOL,
+            arguments,
+            read_timeout=read_timeout,
+        )
         if report_end:
             ok = not (outcome.is_error or outcome.timed_out or outcome.failure)
             status: Literal["completed", "failed"] = "completed" if ok else "failed"
@@ -137,7 +156,7 @@ class BuiltinAgent:
         endpoint = None
         for server in mcp_servers or []:
             if isinstance(server, HttpMcpServer):
-                endpoint = McpEndpoint(url=server.url, headers=_headers(server.headers))
+                endpoint = _Endpoint(url=server.url, headers=_headers(server.headers))
                 break
         session_id = uuid.uuid4().hex
         self._sessions[session_id] = _Session(endpoint=endpoint)
@@ -181,6 +200,7 @@ def main() -> None:
         level=os.environ.get("CLARION_AGENT_LOG_LEVEL", "WARNING").upper(),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    threading.Thread(target=importlib.import_module, args=(_MCP_CALL_MODULE,), daemon=True).start()
     with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(acp.run_agent(cast(acp.Agent, BuiltinAgent())))
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 # Imported up front: the MCP client otherwise imports it lazily on the first tool result to check
@@ -33,14 +32,6 @@ HTTP_READ_TIMEOUT_S = 300.0
 HTTP_CONNECT_TIMEOUT_S = 30.0
 
 
-@dataclass(frozen=True, slots=True)
-class McpEndpoint:
-    """The MCP server a session was given in `session/new`."""
-
-    url: str
-    headers: Mapping[str, str] = field(default_factory=dict)
-
-
 async def _on_progress(progress: float, total: float | None, message: str | None) -> None:
     logger.debug("tool progress %s/%s %s", progress, total, message or "")
 
@@ -50,22 +41,24 @@ def _result_text(content: list[Any]) -> str:
 
 
 async def call_tool(
-    endpoint: McpEndpoint,
+    url: str,
+    headers: Mapping[str, str],
     name: str,
     arguments: dict[str, Any],
     *,
     read_timeout: float | None = None,
 ) -> ToolOutcome:
-    """Call `name` and wait for its result; `read_timeout` bounds the wait for the result."""
+    """Call `name` on the MCP server at `url` (given in `session/new`, with its `headers`) and wait
+    for the result; `read_timeout` bounds that wait."""
     timeout = Timeout(HTTP_CONNECT_TIMEOUT_S, read=HTTP_READ_TIMEOUT_S)
     try:
         async with (
-            AsyncClient(headers=dict(endpoint.headers), timeout=timeout) as http,
-            Client(streamable_http_client(endpoint.url, http_client=http), mode="legacy") as mc,
+            AsyncClient(headers=dict(headers), timeout=timeout) as http,
+            Client(streamable_http_client(url, http_client=http), mode="legacy") as mc,
         ):
             outcome = await _call(mc, name, arguments, read_timeout)
     except Exception as exc:  # connection refused, handshake rejected (401), ...
-        logger.warning("MCP session to %s failed: %r", endpoint.url, exc)
+        logger.warning("MCP session to %s failed: %r", url, exc)
         return ToolOutcome(failure=f"{type(exc).__name__}: {exc}")
     return outcome
 

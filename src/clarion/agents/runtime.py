@@ -147,7 +147,6 @@ class AcpRuntime:
             agent = self._agents.pop(session_id, None)
             if agent is not None:
                 await agent.close(self._stop_grace)
-        self._locks.pop(session_id, None)
 
     def is_running(self, session_id: str) -> bool:
         agent = self._agents.get(session_id)
