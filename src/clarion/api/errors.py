@@ -1,0 +1,182 @@
+"""The one table from domain errors to the wire: HTTP status and `{"error": {...}}` bodies.
+
+Imported by the app factory (install_error_handlers), the WebSocket (ws_error_payload) and
+nothing else. Every error body is `{"error": {"code", "message", "retryable", ...extras}}` with
+extras `field` (InvalidInput), `state` and `response` (NotActive). Every 4xx is not retryable.
+Unexpected exceptions become 500 `internal` with a generic message; the details go to the log.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from fastapi import FastAPI
+from fastapi.exceptions import RequestValidationError
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import HTTPConnection, Request
+from starlette.responses import JSONResponse, Response
+from starlette.websockets import WebSocket, WebSocketState
+
+from clarion.api.bodies import first_error
+from clarion.domain.errors import (
+    AcceptedButUnfinalized,
+    ClarionError,
+    Conflict,
+    InvalidInput,
+    NotActive,
+    NotFound,
+    PendingInput,
+    RetryableFailure,
+    ServiceStarting,
+    Unauthenticated,
+)
+
+log = logging.getLogger(__name__)
+
+# error class -> (HTTP status, retryable). The most specific class in an error's MRO wins.
+STATUS: dict[type[ClarionError], tuple[int, bool]] = {
+    NotFound: (404, False),
+    InvalidInput: (400, False),
+    NotActive: (409, False),
+    PendingInput: (409, False),
+    Conflict: (409, False),
+    Unauthenticated: (401, False),
+    ServiceStarting: (503, True),  # recovery is running: the same request will work shortly
+    RetryableFailure: (500, True),
+    AcceptedButUnfinalized: (500, False),
+}
+
+INTERNAL_MESSAGE = "internal error; see the server log"
+
+# Starlette's own HTTP errors (unknown route, wrong method, ...) in the same shape.
+_HTTP_CODES = {
+    400: "invalid_request",
+    401: "unauthenticated",
+    403: "forbidden",
+    404: "not_found",
+    405: "method_not_allowed",
+    409: "conflict",
+    413: "too_large",
+    415: "unsupported_media_type",
+    503: "starting",
+}
+
+_LOCATIONS = frozenset({"body", "query", "path", "header", "cookie"})
+_RESERVED_LOG_KEYS = frozenset(logging.makeLogRecord({}).__dict__) | {"message", "asctime"}
+
+
+def _body(code: str, message: str, retryable: bool, **extras: Any) -> dict[str, Any]:
+    return {"error": {"code": code, "message": message, "retryable": retryable, **extras}}
+
+
+def error_body(exc: BaseException) -> tuple[int, dict[str, Any]]:
+    """The HTTP status and wire body for `exc`; anything unmapped is 500 `internal`."""
+    if isinstance(exc, ClarionError):
+        for cls in type(exc).__mro__:
+            if cls in STATUS:
+                status, retryable = STATUS[cls]
+                return status, _body(exc.code, exc.message, retryable, **_extras(exc))
+    return 500, _body("internal", INTERNAL_MESSAGE, False)
+
+
+def ws_error_payload(exc: BaseException) -> dict[str, Any]:
+    """The payload of a WebSocket `error` envelope: `{code, message, retryable, ...extras}`."""
+    payload: dict[str, Any] = error_body(exc)[1]["error"]
+    return payload
+
+
+def _extras(exc: ClarionError) -> dict[str, Any]:
+    if isinstance(exc, InvalidInput) and exc.field is not None:
+        return {"field": exc.field}
+    if isinstance(exc, NotActive):
+        extras: dict[str, Any] = {"state": exc.state}
+        if exc.response is not None:
+            extras["response"] = exc.response
+        return extras
+    return {}
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    """Route every error an HTTP request can raise through the table, in the contract's shape."""
+    app.add_exception_handler(ClarionError, _on_clarion_error)  # type: ignore[arg-type]
+    app.add_exception_handler(RequestValidationError, _on_validation_error)  # type: ignore[arg-type]
+    app.add_exception_handler(StarletteHTTPException, _on_http_exception)  # type: ignore[arg-type]
+    app.add_exception_handler(Exception, _on_unexpected)
+
+
+async def _on_clarion_error(conn: HTTPConnection, exc: ClarionError) -> Response | None:
+    status, body = error_body(exc)
+    extra = _log_extra(conn, exc.ids, status, body)
+    if status == 500 and body["error"]["code"] == "internal":
+        log.error("unmapped error", exc_info=exc, extra=extra)
+    elif status >= 500:
+        log.error("request failed: %s", exc.message, extra=extra)
+    else:
+        log.info("request refused: %s", exc.message, extra=extra)
+    headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+    return await _reply(conn, status, body, headers)
+
+
+async def _on_validation_error(
+    conn: HTTPConnection, exc: RequestValidationError
+) -> Response | None:
+    errors = list(exc.errors())
+    if any(isinstance(e, dict) and e.get("type") == "json_invalid" for e in errors):
+        body = _body("invalid_json", "request body is not valid JSON", False)
+    else:
+        located = [{**e, "loc": _strip_location(e.get("loc", ()))} for e in errors]
+        field, message = first_error(located)
+        body = _body("invalid_request", f"{field}: {message}", False, field=field)
+    log.info("request refused: invalid input", extra=_log_extra(conn, {}, 400, body))
+    return await _reply(conn, 400, body)
+
+
+async def _on_http_exception(conn: HTTPConnection, exc: StarletteHTTPException) -> Response | None:
+    status = exc.status_code
+    if status < 200 or status in (204, 304):
+        return Response(status_code=status, headers=exc.headers)
+    code = _HTTP_CODES.get(status, f"http_{status}")
+    body = _body(code, str(exc.detail), status == 503)
+    return await _reply(conn, status, body, exc.headers)
+
+
+async def _on_unexpected(request: Request, exc: Exception) -> Response:
+    status, body = error_body(exc)
+    log.error("unexpected error", exc_info=exc, extra=_log_extra(request, {}, status, body))
+    return JSONResponse(body, status_code=status)
+
+
+async def _reply(
+    conn: HTTPConnection,
+    status: int,
+    body: dict[str, Any],
+    headers: Mapping[str, str] | None = None,
+) -> Response | None:
+    if not isinstance(conn, WebSocket):
+        return JSONResponse(body, status_code=status, headers=headers)
+    # A refused handshake is an HTTP response where the server supports it (the contract's
+    # 401); otherwise, and once accepted, the socket closes with a policy or server code.
+    if (
+        conn.client_state == WebSocketState.CONNECTING
+        and "websocket.http.response" in conn.scope.get("extensions", {})
+    ):
+        return JSONResponse(body, status_code=status, headers=headers)
+    if conn.application_state != WebSocketState.DISCONNECTED:
+        await conn.close(code=1008 if status < 500 else 1011, reason=body["error"]["code"])
+    return None
+
+
+def _strip_location(loc: Any) -> tuple[Any, ...]:
+    """FastAPI prefixes each error path with where it was (`body`, `query`, ...); drop that."""
+    parts = tuple(loc)
+    return parts[1:] if parts and parts[0] in _LOCATIONS else parts
+
+
+def _log_extra(
+    conn: HTTPConnection, ids: dict[str, Any], status: int, body: dict[str, Any]
+) -> dict[str, Any]:
+    extra = {k: v for k, v in ids.items() if k not in _RESERVED_LOG_KEYS}
+    extra.update(status=status, error_code=body["error"]["code"], path=conn.url.path)
+    return extra
