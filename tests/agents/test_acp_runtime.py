@@ -202,3 +202,23 @@ async def test_runtime_exit_stops_every_agent(sink: RecordingSink) -> None:
         procs = [rt._agents["a"].proc, rt._agents["b"].proc]
     assert all(p.returncode is not None for p in procs)
     await asyncio.sleep(0)
+
+
+async def test_sink_may_stop_the_agent_from_inside_its_callback(sink: RecordingSink) -> None:
+    from clarion.config import builtin_profile
+
+    profile = builtin_profile()
+    stopped = asyncio.Event()
+    async with AcpRuntime({profile.name: profile}, sink, stop_grace=1.0) as rt:
+
+        async def stop_on_finish(finished: PromptFinished) -> None:
+            sink._record(finished)
+            await rt.stop(finished.session_id)
+            stopped.set()
+
+        sink.on_prompt_finished = stop_on_finish  # type: ignore[method-assign]
+        await rt.ensure_started(launch())
+        await rt.prompt("s1", "hi", generation=1)
+        async with asyncio.timeout(10):
+            await stopped.wait()
+        assert not rt.is_running("s1")
