@@ -2,7 +2,8 @@
 
 `db_kind` is parametrized over SQLite and PostgreSQL (the PostgreSQL case carries the
 `postgres` marker); `db_url` gives each test a brand-new empty database of that kind.
-`fresh_database_url(kind, tmp_path)` is the same thing as a plain context manager, for
+`store_url` is a cheaper variant for suites that only need a database without rows.
+`fresh_database_url(kind, tmp_path)` is the same thing as `db_url` as a plain context manager, for
 end-to-end tests that hand the URL to `clarion serve --database URL`.
 
 PostgreSQL comes from CLARION_TEST_POSTGRES_URL (default postgresql://postgres@127.0.0.1:5432/test).
@@ -17,7 +18,7 @@ import asyncio
 import os
 import secrets
 import threading
-from collections.abc import Callable, Coroutine, Iterator
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -132,6 +133,70 @@ def db_url(db_kind: str, tmp_path: Path) -> Iterator[str]:
     """A brand-new empty database of `db_kind` for this test."""
     with fresh_database_url(db_kind, tmp_path) as url:
         yield url
+
+
+class _PostgresPool:
+    """Databases reused across tests: created once, emptied (not dropped) before each reuse."""
+
+    def __init__(self) -> None:
+        self.created: list[str] = []
+        self.free: list[str] = []
+
+
+@pytest.fixture(scope="session")
+def _postgres_pool() -> Iterator[_PostgresPool]:
+    pool = _PostgresPool()
+    yield pool
+    for name in pool.created:
+        _run(lambda name=name: _pg_admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+
+
+async def _empty_tables(url: str) -> None:
+    import asyncpg
+
+    conn = await asyncpg.connect(**_pg_connect_kwargs(url))
+    try:
+        names = [
+            r["tablename"]
+            for r in await conn.fetch(
+                "SELECT tablename FROM pg_tables WHERE schemaname = 'public'"
+                " AND tablename <> 'clarion_schema_version'"
+            )
+        ]
+        if names:
+            await conn.execute(
+                "TRUNCATE " + ", ".join(f'"{n}"' for n in names) + " RESTART IDENTITY CASCADE"
+            )
+    finally:
+        await conn.close()
+
+
+@pytest.fixture
+async def store_url(
+    db_kind: str, tmp_path: Path, _postgres_pool: _PostgresPool
+) -> AsyncIterator[str]:
+    """A database with no rows for this test (its schema may already be migrated).
+
+    Cheaper than `db_url` on PostgreSQL: databases are recycled within the session and
+    emptied with one TRUNCATE. Use `db_url` when the test needs a truly empty database.
+    """
+    if db_kind == "sqlite":
+        yield f"sqlite:///{tmp_path / 'store.db'}"
+        return
+    require_postgres()
+    if _postgres_pool.free:
+        name = _postgres_pool.free.pop()
+        url = make_url(POSTGRES_URL).set(database=name).render_as_string(hide_password=False)
+        await _empty_tables(url)
+    else:
+        name = f"clarion_t_{secrets.token_hex(6)}"
+        await _pg_admin(f'CREATE DATABASE "{name}" TEMPLATE template0')
+        _postgres_pool.created.append(name)
+        url = make_url(POSTGRES_URL).set(database=name).render_as_string(hide_password=False)
+    try:
+        yield url
+    finally:
+        _postgres_pool.free.append(name)
 
 
 @pytest.fixture

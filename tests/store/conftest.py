@@ -34,8 +34,8 @@ def clock() -> ManualClock:
 
 
 @pytest.fixture
-async def store(db_url: str, clock: ManualClock) -> AsyncIterator[SqlStore]:
-    async with open_store(db_url, clock) as opened:
+async def store(store_url: str, clock: ManualClock) -> AsyncIterator[SqlStore]:
+    async with open_store(store_url, clock) as opened:
         yield opened
 
 

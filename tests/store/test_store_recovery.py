@@ -58,7 +58,8 @@ async def test_attempted_reservation_is_kept_and_its_claim_stays_terminal(world:
     assert stored.metadata["prompt_dispatch_start_event_pending"] is True
     assert (await world.store.find_current_turn(session.id)).id == turn.id  # type: ignore[union-attr]
     for meta in await _metas(world, ids):
-        assert meta["status"] == "answered" and "response_delivery_pending" not in meta
+        assert meta["status"] == "answered"
+        assert "response_delivery_pending" not in meta
     assert await world.store.find_live_reservation(session.id) is None
     assert await world.store.reconcile_reservations() == []
     assert await world.store.reconcile_intents() == []
@@ -142,7 +143,8 @@ async def test_superseded_intent_is_retired_and_terminal_history_kept(world: Wor
     (decision,) = await world.store.reconcile_intents()
     assert not decision.restored
     for meta in await _metas(world, [m.id for m in claimed]):
-        assert meta["status"] == "answered" and "response_delivery_pending" not in meta
+        assert meta["status"] == "answered"
+        assert "response_delivery_pending" not in meta
 
 
 async def test_intent_of_a_terminal_session_is_retired(world: World) -> None:

@@ -127,6 +127,6 @@ async def test_rollback_keeps_a_referenced_reservation(world: World) -> None:
 
 
 async def test_rollback_never_deletes_a_published_turn(world: World) -> None:
-    session, source, _ = await _claimed(world)
+    _session, source, _ = await _claimed(world)
     assert not await world.store.rollback_successor(source.id)
     assert (await world.store.get_turn(source.id)).id == source.id

@@ -44,6 +44,14 @@ class TaskQueries(StoreBase):
             )
             return workspace
 
+    async def get_workspace(self, workspace_id: str) -> Workspace:
+        query = select(workspaces).where(workspaces.c.id == workspace_id)
+        async with self._db.read() as conn:
+            row = (await conn.execute(query)).first()
+        if row is None:
+            raise NotFound("workspace not found", workspace_id=workspace_id)
+        return to_workspace(row)
+
     async def create_task(self, *, title: str, description: str, workspace_id: str) -> Task:
         now = self._clock.now()
         task = Task(

@@ -1,0 +1,129 @@
+"""Store contract: pending-action projections, summary compare-and-set, projection epochs."""
+
+from __future__ import annotations
+
+import pytest
+from sqlalchemy import update
+
+from clarion.domain.models import MessageType, PendingAction, SessionState
+from clarion.ports import NewMessage
+from clarion.store import CorruptEpochError
+from clarion.store.schema import kandev_meta
+
+from .conftest import World
+
+
+async def _permission(world: World, session_id: str, status: str) -> None:
+    await world.store.add_message(
+        NewMessage(
+            session_id, "agent", MessageType.PERMISSION_REQUEST, "may I?", {"status": status}
+        )
+    )
+
+
+async def test_pending_actions_reports_clarification_permission_and_clean(world: World) -> None:
+    clarifying = await world.session()
+    permitting = await world.session()
+    clean = await world.session()
+    for session in (clarifying, permitting, clean):
+        await world.turn(session)
+    await world.bundle(clarifying)
+    await _permission(world, clarifying.id, "pending")
+    await _permission(world, permitting.id, "pending")
+    result = await world.store.pending_actions([clarifying.id, permitting.id, clean.id, "nope"])
+    assert result == {
+        clarifying.id: PendingAction.CLARIFICATION,
+        permitting.id: PendingAction.PERMISSION,
+        clean.id: None,
+        "nope": None,
+    }
+
+
+async def test_only_the_newest_current_turn_permission_request_counts(world: World) -> None:
+    session = await world.session()
+    await world.turn(session)
+    await _permission(world, session.id, "pending")
+    world.clock.advance(1)
+    await _permission(world, session.id, "approved")
+    assert await world.store.pending_actions([session.id]) == {session.id: None}
+
+
+async def test_superseded_and_terminal_sessions_project_clean(world: World) -> None:
+    superseded = await world.session()
+    await world.turn(superseded)
+    await world.bundle(superseded)
+    await world.turn(superseded)
+    terminal = await world.session()
+    await world.turn(terminal)
+    await world.bundle(terminal)
+    await world.store.transition_session(terminal.id, SessionState.COMPLETED)
+    result = await world.store.pending_actions([superseded.id, terminal.id])
+    assert result == {superseded.id: None, terminal.id: None}
+
+
+async def test_a_claimed_bundle_is_not_pending(world: World) -> None:
+    session = await world.session()
+    await world.turn(session)
+    await world.bundle(session, pending_id="p")
+    await world.answer("p", "db")
+    assert await world.store.pending_actions([session.id]) == {session.id: None}
+
+
+async def test_sessions_with_active_clarification_lists_only_live_pending_owners(
+    world: World,
+) -> None:
+    first = await world.session()
+    task_id = first.task_id
+    second = await world.session(task_id=task_id)
+    third = await world.session(task_id=task_id)
+    for session in (first, second, third):
+        await world.turn(session)
+    await world.bundle(first)
+    await world.bundle(third)
+    await world.store.transition_session(third.id, SessionState.FAILED)
+    assert await world.store.sessions_with_active_clarification(task_id) == [first.id]
+
+
+async def test_cas_summary_creates_then_advances_the_revision(world: World) -> None:
+    session = await world.session()
+    task_id = session.task_id
+    assert await world.store.find_summary(task_id) is None
+    first = await world.store.cas_summary(task_id, expected_revision=None, data={"a": 1})
+    assert first is not None
+    assert first.revision == 1
+    assert await world.store.cas_summary(task_id, expected_revision=None, data={"a": 2}) is None
+    world.clock.advance(1)
+    second = await world.store.cas_summary(
+        task_id, expected_revision=1, data={"a": 1, "pending_action": "clarification", "x": [1]}
+    )
+    assert second is not None
+    assert second.revision == 2
+    stored = await world.store.find_summary(task_id)
+    assert stored is not None
+    assert stored.data == {"a": 1, "pending_action": "clarification", "x": [1]}
+    assert stored.updated_at == world.clock.now()
+
+
+async def test_cas_summary_with_a_stale_revision_writes_nothing(world: World) -> None:
+    session = await world.session()
+    task_id = session.task_id
+    await world.store.cas_summary(task_id, expected_revision=None, data={"keep": "me"})
+    await world.store.cas_summary(task_id, expected_revision=1, data={"keep": "me", "n": 2})
+    assert await world.store.cas_summary(task_id, expected_revision=1, data={}) is None
+    stored = await world.store.find_summary(task_id)
+    assert stored is not None
+    assert stored.revision == 2
+    assert stored.data == {"keep": "me", "n": 2}
+
+
+async def test_epochs_start_at_one_and_only_grow(world: World) -> None:
+    assert [await world.store.next_epoch() for _ in range(3)] == [1, 2, 3]
+
+
+@pytest.mark.parametrize("raw", ["banana", "", "0", "-4"])
+async def test_a_corrupt_epoch_raises_instead_of_restarting(world: World, raw: str) -> None:
+    await world.store.next_epoch()
+    async with world.store.engine.begin() as conn:
+        await conn.execute(update(kandev_meta).values(value=raw))
+    with pytest.raises(CorruptEpochError):
+        await world.store.next_epoch()
