@@ -1,0 +1,83 @@
+"""The ASGI application: HTTP routes, the WebSocket, the MCP endpoint and the web UI.
+
+Until startup recovery has finished every route but /healthz answers 503 `starting`, so no
+request can admit work that would supersede an unrecovered claim.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+from fastapi import FastAPI
+from fastapi.responses import FileResponse, JSONResponse
+from starlette.routing import Route
+from starlette.staticfiles import StaticFiles
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from clarion import __version__
+from clarion.api import routes_clarifications, routes_sessions, routes_tasks, ws
+from clarion.api.errors import install_error_handlers
+from clarion.api.services import ApiServices
+from clarion.mcp.tools import McpEndpoint
+
+WEB_DIR = Path(__file__).resolve().parent.parent / "web"
+
+
+class ReadinessGate:
+    """Answers 503 `starting` to everything but /healthz until recovery is done."""
+
+    def __init__(self, app: ASGIApp, services: ApiServices) -> None:
+        self._app = app
+        self._services = services
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if (scope["type"] in ("http", "websocket") and not self._services.ready.is_set()
+                and scope.get("path") != "/healthz"):
+            if scope["type"] == "websocket":
+                await send({"type": "websocket.close", "code": 1013})
+                return
+            response = JSONResponse(
+                {"error": {"code": "starting", "message": "Clarion is starting",
+                           "retryable": True}}, status_code=503)
+            await response(scope, receive, send)
+            return
+        await self._app(scope, receive, send)
+
+
+def create_app(services: ApiServices, mcp: McpEndpoint) -> FastAPI:
+    @contextlib.asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        # FastAPI does not run a mounted app's lifespan; the MCP session manager needs it.
+        async with mcp.server.session_manager.run():
+            yield
+
+    app = FastAPI(title="Clarion", version=__version__, lifespan=lifespan,
+                  description="Durable clarification lifecycle for AI coding agents.")
+    app.state.services = services
+    install_error_handlers(app)
+
+    @app.get("/healthz", include_in_schema=False)
+    async def healthz() -> JSONResponse:
+        if services.ready.is_set():
+            return JSONResponse({"status": "ok"})
+        return JSONResponse({"status": "starting"}, status_code=503)
+
+    app.include_router(routes_tasks.router)
+    app.include_router(routes_sessions.router)
+    app.include_router(routes_clarifications.router)
+    app.include_router(ws.router)
+    app.router.routes.append(Route("/mcp/sessions/{session_id}", endpoint=mcp,
+                                   methods=["GET", "POST", "DELETE"]))
+
+    if WEB_DIR.is_dir():
+        app.mount("/static", StaticFiles(directory=WEB_DIR), name="static")
+
+        @app.get("/", include_in_schema=False)
+        async def index() -> Any:
+            return FileResponse(WEB_DIR / "index.html")
+
+    app.add_middleware(ReadinessGate, services=services)
+    return app

@@ -1,0 +1,31 @@
+"""HTTP routes for clarification bundles: view, respond (answer or Skip), low-level cancel."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Request
+
+from clarion.api.bodies import read_json_object
+from clarion.api.routes_tasks import services
+
+router = APIRouter(prefix="/api/v1")
+
+
+@router.get("/clarification/{pending_id}", summary="A clarification bundle and its state")
+async def get_bundle(pending_id: str, request: Request) -> dict[str, Any]:
+    return await services(request).reads.bundle(pending_id)
+
+
+@router.post("/clarification/{pending_id}/respond", summary="Answer or Skip a bundle")
+async def respond(pending_id: str, request: Request) -> dict[str, Any]:
+    body = await read_json_object(request)
+    result = await services(request).resolver.respond(pending_id, body)
+    return result.wire()
+
+
+@router.post("/clarification/{pending_id}/cancel",
+             summary="Cancel a bundle still owned by a live waiter")
+async def cancel(pending_id: str, request: Request) -> dict[str, Any]:
+    await services(request).canceller.cancel(pending_id)
+    return {"success": True}

@@ -1,0 +1,99 @@
+"""HTTP routes for task sessions: start, prompt, cancel, finish, turns and transcript."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Query, Request, Response
+from fastapi.responses import JSONResponse
+
+from clarion.api.bodies import parse_body, read_json_object
+from clarion.api.routes_tasks import services
+from clarion.api.schemas import Finish, Prompt, StartSession
+from clarion.domain.errors import InvalidInput, NotFound
+
+router = APIRouter(prefix="/api/v1")
+
+
+@router.post("/tasks/{task_id}/task-sessions", status_code=201, summary="Start a session")
+async def start_session(task_id: str, request: Request) -> JSONResponse:
+    svc = services(request)
+    await svc.reads.task(task_id)
+    body = parse_body(StartSession, await read_json_object(request))
+    session = await svc.sessions.start(task_id, agent=body.agent, prompt=body.prompt,
+                                       is_primary=body.is_primary)
+    return JSONResponse({"session": await svc.reads.session(session.id)}, status_code=201)
+
+
+@router.get("/tasks/{task_id}/task-sessions", summary="Sessions with pending projections")
+@router.get("/tasks/{task_id}/sessions", include_in_schema=False)
+async def list_sessions(task_id: str, request: Request) -> dict[str, Any]:
+    sessions = await services(request).reads.sessions(task_id)
+    return {"sessions": sessions, "total": len(sessions)}
+
+
+@router.get("/task-sessions/{session_id}", summary="One session")
+async def get_session(session_id: str, request: Request) -> dict[str, Any]:
+    return {"session": await services(request).reads.session(session_id)}
+
+
+@router.post("/task-sessions/{session_id}/prompt", status_code=202, summary="Send a prompt")
+async def prompt(session_id: str, request: Request) -> JSONResponse:
+    svc = services(request)
+    await svc.reads.session(session_id)
+    body = parse_body(Prompt, await read_json_object(request))
+    turn_id, queued = await svc.admission.submit(session_id, body.text)
+    payload: dict[str, Any] = {"queued": queued}
+    if turn_id is not None:
+        payload["turn_id"] = turn_id
+    return JSONResponse(payload, status_code=202)
+
+
+@router.post("/task-sessions/{session_id}/cancel", summary="Cancel the running turn")
+async def cancel(session_id: str, request: Request) -> dict[str, Any]:
+    await services(request).sessions.cancel(session_id)
+    return {"success": True}
+
+
+@router.post("/task-sessions/{session_id}/finish", summary="End the session")
+async def finish(session_id: str, request: Request) -> dict[str, Any]:
+    svc = services(request)
+    await svc.reads.session(session_id)
+    body = parse_body(Finish, await read_json_object(request))
+    session = await svc.sessions.finish(session_id, body.state)
+    return {"session": await svc.reads.session(session.id)}
+
+
+@router.get("/task-sessions/{session_id}/turns", summary="Durable turn history")
+async def turns(session_id: str, request: Request) -> dict[str, Any]:
+    items = await services(request).reads.turns(session_id)
+    return {"turns": items, "total": len(items)}
+
+
+@router.get("/task-sessions/{session_id}/messages", summary="Transcript, oldest first")
+async def messages(
+    session_id: str,
+    request: Request,
+    after: str | None = Query(default=None),
+    limit: str | None = Query(default=None),
+) -> dict[str, Any]:
+    size = 100
+    if limit is not None:
+        if not limit.isdigit() or not 1 <= int(limit) <= 1000:
+            raise InvalidInput("limit must be an integer from 1 to 1000", field="limit")
+        size = int(limit)
+    return await services(request).reads.messages(session_id, after=after or None, limit=size)
+
+
+@router.delete("/task-sessions/{session_id}/messages/{message_id}", status_code=204,
+               summary="Delete one message")
+async def delete_message(session_id: str, message_id: str, request: Request) -> Response:
+    svc = services(request)
+    await svc.reads.session(session_id)
+    deleted = await svc.sessions.delete_message(session_id, message_id)
+    if deleted is None:
+        raise NotFound("message not found", session_id=session_id, message_id=message_id)
+    return Response(status_code=204)
+
+
+

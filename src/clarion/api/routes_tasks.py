@@ -1,0 +1,66 @@
+"""HTTP routes for tasks, the workflow board and the boot payload."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse
+
+from clarion.api.bodies import parse_body, read_json_object
+from clarion.api.schemas import CreateTask, MoveTask
+from clarion.api.services import ApiServices
+from clarion.domain.models import WorkflowStep
+
+router = APIRouter(prefix="/api/v1")
+
+
+def services(request: Request) -> ApiServices:
+    svc: ApiServices = request.app.state.services
+    return svc
+
+
+@router.post("/tasks", status_code=201, summary="Create a task")
+async def create_task(request: Request) -> JSONResponse:
+    svc = services(request)
+    body = parse_body(CreateTask, await read_json_object(request))
+    task = await svc.tasks.create(title=body.title, description=body.description,
+                                  workspace=body.workspace)
+    return JSONResponse({"task": await svc.reads.task_view(task, repair=False)}, status_code=201)
+
+
+@router.get("/tasks", summary="List tasks with repaired status summaries")
+async def list_tasks(request: Request) -> dict[str, Any]:
+    tasks = await services(request).reads.tasks()
+    return {"tasks": tasks, "total": len(tasks)}
+
+
+@router.get("/tasks/{task_id}", summary="One task")
+async def get_task(task_id: str, request: Request) -> dict[str, Any]:
+    return {"task": await services(request).reads.task(task_id)}
+
+
+@router.post("/tasks/{task_id}/move", summary="Move a task to another workflow step")
+async def move_task(task_id: str, request: Request) -> dict[str, Any]:
+    svc = services(request)
+    body = parse_body(MoveTask, await read_json_object(request))
+    task = await svc.workflow.move(task_id, body.step)
+    return {"task": await svc.reads.task_view(task)}
+
+
+@router.get("/workflow/snapshot", summary="Tasks by workflow step")
+async def workflow_snapshot(request: Request) -> dict[str, Any]:
+    tasks = await services(request).reads.tasks()
+    return {
+        "steps": [
+            {"id": step.value, "tasks": [t for t in tasks if t["workflow_step"] == step.value]}
+            for step in WorkflowStep
+        ]
+    }
+
+
+@router.get("/boot", summary="What a client loads first")
+async def boot(request: Request) -> dict[str, Any]:
+    svc = services(request)
+    tasks = await svc.reads.tasks()
+    return {"tasks": tasks, "total": len(tasks), "epoch": str(svc.projector.epoch)}

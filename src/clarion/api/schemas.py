@@ -1,0 +1,38 @@
+"""Request bodies of the HTTP API (pydantic, edges only). Responses are built from domain.wire."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from clarion.domain.models import WorkflowStep
+
+
+class Body(BaseModel):
+    model_config = ConfigDict(extra="ignore", strict=True)
+
+
+class CreateTask(Body):
+    title: str = Field(min_length=1, max_length=500)
+    description: str = Field(default="", max_length=100_000)
+    workspace: str | None = None
+
+
+class MoveTask(Body):
+    step: WorkflowStep = Field(json_schema_extra={"enum": [s.value for s in WorkflowStep]})
+    model_config = ConfigDict(extra="ignore", strict=False)
+
+
+class StartSession(Body):
+    agent: str = Field(min_length=1)
+    prompt: str | None = None
+    is_primary: bool = False
+
+
+class Prompt(Body):
+    text: str = Field(min_length=1, max_length=100_000)
+
+
+class Finish(Body):
+    state: Literal["completed", "failed", "cancelled"]

@@ -1,0 +1,34 @@
+"""What the edges (HTTP, WebSocket, MCP) are given by the composition root."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+
+from clarion.clarification.asker import Asker
+from clarion.clarification.canceller import ClarificationCanceller
+from clarion.clarification.resolver import Resolver
+from clarion.orchestrator.admission import TurnAdmission
+from clarion.orchestrator.launch import SessionTokens
+from clarion.orchestrator.sessions import SessionService
+from clarion.orchestrator.tasks import TaskService
+from clarion.orchestrator.workflow import WorkflowGuard
+from clarion.ports import Bus
+from clarion.projection.pending import PendingProjector
+from clarion.projection.reads import Reads
+
+
+@dataclass(eq=False)
+class ApiServices:
+    tasks: TaskService
+    reads: Reads
+    sessions: SessionService
+    admission: TurnAdmission
+    resolver: Resolver
+    canceller: ClarificationCanceller
+    workflow: WorkflowGuard
+    asker: Asker
+    tokens: SessionTokens
+    projector: PendingProjector
+    bus: Bus
+    ready: asyncio.Event = field(default_factory=asyncio.Event)

@@ -1,0 +1,145 @@
+"""The agent's side of a question: write the bundle, wait for an answer, or detach.
+
+Called by the MCP tool. The bundle's rows are written in the session's current turn before a
+waiter exists; the waiter then holds the tool call, sending keep-alives, until a confirmed
+answer, a cancellation, the wait limit, or the agent dropping the call. The last two detach the
+bundle so the answer, when it comes, resumes the agent as a new prompt.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from clarion.clarification.canceller import ClarificationCanceller
+from clarion.clarification.waiters import Cancelled, Delivery, LiveWaiters, Waiter
+from clarion.domain.answers import tool_result_text
+from clarion.domain.errors import ClarionError, NotFound
+from clarion.domain.ids import new_id
+from clarion.domain.models import AuthorType, MessageType, SessionState
+from clarion.domain.prompts import DETACHED_TOOL_ERROR
+from clarion.domain.questions import bundle_row_metadata, parse_ask
+from clarion.ports import NewMessage, Store
+from clarion.projection.events import EventPublisher
+
+log = logging.getLogger(__name__)
+
+Progress = Callable[[str], Awaitable[None]]
+
+
+class QuestionDetached(ClarionError):
+    """The wait ended without an answer; the bundle stays open and detached."""
+
+    code = "question_detached"
+
+
+@dataclass(frozen=True, slots=True)
+class AskLimits:
+    wait_s: float
+    keepalive_s: float
+
+
+class Asker:
+    def __init__(
+        self,
+        store: Store,
+        waiters: LiveWaiters,
+        publisher: EventPublisher,
+        canceller: ClarificationCanceller,
+        transition: Callable[[str, SessionState], Awaitable[None]],
+        limits: AskLimits,
+    ) -> None:
+        self._store = store
+        self._waiters = waiters
+        self._publisher = publisher
+        self._canceller = canceller
+        self._transition = transition
+        self._limits = limits
+
+    async def ask(self, session_id: str, arguments: object, progress: Progress) -> str:
+        """Returns the tool result text; raises InvalidInput (nothing written),
+        QuestionDetached, or NotFound when the session has no durable turn."""
+        questions, context = parse_ask(arguments)
+        session = await self._store.get_session(session_id)
+        if session.state.is_terminal:
+            raise NotFound("session has ended", session_id=session_id)
+        turn = await self._store.find_current_turn(session_id)
+        if turn is None:
+            raise NotFound("session has no durable turn to own a question", session_id=session_id)
+        pending_id = new_id()
+        metadata = bundle_row_metadata(pending_id, questions, context)
+        rows = await self._store.create_bundle(
+            session_id,
+            [
+                NewMessage(
+                    session_id=session_id,
+                    author_type=AuthorType.AGENT,
+                    type=MessageType.CLARIFICATION_REQUEST,
+                    content=question.prompt,
+                    metadata=meta,
+                    turn_id=turn.id,
+                    requests_input=index == len(questions) - 1,
+                )
+                for index, (question, meta) in enumerate(zip(questions, metadata, strict=True))
+            ],
+            turn_id=turn.id,
+        )
+        waiter = self._waiters.register(pending_id, session_id, turn.id)
+        log.info("clarification asked", extra={"session_id": session_id, "turn_id": turn.id,
+                                               "pending_id": pending_id, "rows": len(rows)})
+        try:
+            await self._transition(session_id, SessionState.WAITING_FOR_INPUT)
+            await self._publisher.messages("added", rows)
+            return await self._wait(waiter, progress)
+        except asyncio.CancelledError:
+            log.info("agent dropped the question call; detaching",
+                     extra={"session_id": session_id, "pending_id": pending_id})
+            self._close(waiter)
+            await self._canceller.detach(session_id, pending_id=pending_id)
+            raise
+        finally:
+            self._close(waiter)
+
+    async def _wait(self, waiter: Waiter, progress: Progress) -> str:
+        deadline = time.monotonic() + self._limits.wait_s
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                log.info("clarification wait limit reached; detaching",
+                         extra={"session_id": waiter.session_id,
+                                "pending_id": waiter.pending_id})
+                self._close(waiter)
+                await self._canceller.detach(waiter.session_id, pending_id=waiter.pending_id)
+                raise QuestionDetached(DETACHED_TOOL_ERROR, pending_id=waiter.pending_id)
+            try:
+                item = await asyncio.wait_for(
+                    waiter.inbox.get(), timeout=min(remaining, self._limits.keepalive_s)
+                )
+            except TimeoutError:
+                await self._keepalive(waiter, progress)
+                continue
+            if isinstance(item, Cancelled):
+                return json.dumps({"rejected": True, "reject_reason": "cancelled"})
+            if await item.run_confirmation():
+                await self._transition(waiter.session_id, SessionState.RUNNING)
+                return tool_result_text(item.response)
+            # Confirmation did not apply: the responder restores the claim; keep waiting.
+
+    async def _keepalive(self, waiter: Waiter, progress: Progress) -> None:
+        try:
+            await progress("Waiting for the person's answer")
+        except Exception:
+            log.debug("keep-alive failed", extra={"pending_id": waiter.pending_id},
+                      exc_info=True)
+
+    def _close(self, waiter: Waiter) -> None:
+        """No new offers reach this waiter; offers already queued are withdrawn."""
+        self._waiters.remove(waiter)
+        while not waiter.inbox.empty():
+            item = waiter.inbox.get_nowait()
+            if isinstance(item, Delivery):
+                item.abandon()

@@ -1,0 +1,232 @@
+"""The respond contract: one state-based entry point for answers and Skip.
+
+Every response first claims the bundle's pending rows together with a durable delivery
+intent. Then exactly one hand-off owns it: the live waiter (which confirms durably before the
+agent sees the answer), a detached rejection (persisted, no resume), or a detached answer
+(resumed as a new prompt). Failures before any hand-off restore exactly the claimed rows while
+their turn is still current, and say the request may be retried.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, NoReturn
+
+from clarion import failpoints
+from clarion.clarification.waiters import Delivery, DeliveryState, LiveWaiters
+from clarion.domain.answers import response_wire, validate_response
+from clarion.domain.bundles import bundle_state, questions_of, winning_response
+from clarion.domain.errors import AcceptedButUnfinalized, NotActive, NotFound, RetryableFailure
+from clarion.domain.models import (
+    BundleState,
+    ClarificationResponse,
+    ClarificationStatus,
+    Message,
+    MetaKey,
+    Turn,
+)
+from clarion.ports import ClaimResult, Clock, Store
+from clarion.projection.events import EventPublisher
+from clarion.supervisor import Supervisor, bounded
+
+log = logging.getLogger(__name__)
+
+# (claim, response) -> successor turn; raises RetryableFailure or AcceptedButUnfinalized.
+ResumeDetached = Callable[[ClaimResult, ClarificationResponse], Awaitable[Turn]]
+# Called synchronously inside the live confirmation boundary, before the agent gets the answer.
+ArmWatchdog = Callable[[ClaimResult, ClarificationResponse], None]
+
+ACTIVE = (BundleState.ACTIVE_LIVE, BundleState.ACTIVE_DETACHED)
+
+
+@dataclass(frozen=True, slots=True)
+class RespondResult:
+    response: ClarificationResponse
+    resumed: bool
+    successor_turn_id: str | None
+
+    def wire(self) -> dict[str, Any]:
+        return {
+            "success": True,
+            "status": "rejected" if self.response.rejected else "answered",
+            "response": response_wire(self.response),
+            "resumed": self.resumed,
+            "successor_turn_id": self.successor_turn_id,
+        }
+
+
+class Resolver:
+    def __init__(
+        self,
+        *,
+        store: Store,
+        waiters: LiveWaiters,
+        publisher: EventPublisher,
+        supervisor: Supervisor,
+        clock: Clock,
+        resume_detached: ResumeDetached,
+        arm_watchdog: ArmWatchdog,
+        live_confirm_s: float,
+        persist_s: float,
+    ) -> None:
+        self._store = store
+        self._waiters = waiters
+        self._publisher = publisher
+        self._supervisor = supervisor
+        self._clock = clock
+        self._resume_detached = resume_detached
+        self._arm_watchdog = arm_watchdog
+        self._live_confirm_s = live_confirm_s
+        self._persist_s = persist_s
+
+    async def respond(self, pending_id: str, body: object) -> RespondResult:
+        bundle = await self._store.find_bundle(pending_id)
+        if bundle is None:
+            raise NotFound("clarification request not found", pending_id=pending_id)
+        response = validate_response(body, questions_of(bundle), pending_id)
+        state = bundle_state(bundle, has_live_waiter=self._waiters.has(pending_id))
+        if state not in ACTIVE:
+            if bundle.current_turn_id is None or state is BundleState.SUPERSEDED_HISTORY:
+                # An inert bundle never hands anything to a waiter that still exists.
+                self._waiters.cancel(pending_id)
+            raise NotActive("clarification request is no longer active", state=str(state),
+                            response=winning_response(bundle), pending_id=pending_id)
+        # From the claim on, the sequence must finish even if the HTTP request goes away.
+        return await self._supervisor.run_detached(
+            self._claim_and_hand_off(response), name=f"respond:{pending_id}"
+        )
+
+    async def _claim_and_hand_off(self, response: ClarificationResponse) -> RespondResult:
+        pending_id = response.pending_id
+        claim = await bounded(
+            self._store.claim_response(response, now=self._clock.now()), self._persist_s
+        )
+        if not claim.claimed:
+            raise self._lost(claim)
+        stamped = _stamped(response, claim)
+        log.info("clarification response claimed",
+                 extra={"pending_id": pending_id, "session_id": claim.bundle.session.id,
+                        "turn_id": claim.bundle.current_turn_id, "rows": len(claim.claimed),
+                        "rejected": response.rejected})
+        await failpoints.hit("respond.after_claim")
+        if self._waiters.has(pending_id):
+            return await self._deliver_live(claim, stamped)
+        if stamped.rejected:
+            return await self._persist_detached_rejection(claim, stamped)
+        turn = await self._resume_detached(claim, stamped)
+        await self._publish_rows(claim)
+        return RespondResult(response=stamped, resumed=True, successor_turn_id=turn.id)
+
+    def _lost(self, claim: ClaimResult) -> Exception:
+        bundle = claim.bundle
+        statuses = {row.metadata.get(MetaKey.STATUS) for row in bundle.rows}
+        if ClarificationStatus.CANCELLED in statuses and not statuses & {
+            ClarificationStatus.ANSWERED, ClarificationStatus.REJECTED
+        }:
+            # A cancellation won after this responder loaded the bundle.
+            return NotFound("clarification request not found", pending_id=bundle.pending_id)
+        state = bundle_state(bundle, has_live_waiter=self._waiters.has(bundle.pending_id))
+        return NotActive("clarification request is no longer active", state=str(state),
+                         response=winning_response(bundle), pending_id=bundle.pending_id)
+
+    async def _deliver_live(
+        self, claim: ClaimResult, response: ClarificationResponse
+    ) -> RespondResult:
+        pending_id = response.pending_id
+
+        async def confirm() -> bool:
+            return await self._supervisor.run_detached(self._confirm_live(claim, response))
+
+        delivery = Delivery(response=response, confirm=confirm)
+        if self._waiters.offer(pending_id, delivery):
+            try:
+                await bounded(delivery.settled.wait(), self._live_confirm_s)
+            except TimeoutError:
+                if not delivery.abandon():
+                    # The waiter started confirming: that confirmation owns the outcome.
+                    try:
+                        await bounded(delivery.settled.wait(), self._persist_s)
+                    except TimeoutError:
+                        raise AcceptedButUnfinalized(
+                            "clarification response was accepted, but delivery state could "
+                            "not be finalized", pending_id=pending_id) from None
+        else:
+            delivery.abandon()
+        if delivery.state is DeliveryState.CONFIRMED:
+            await self._publish_rows(claim)
+            return RespondResult(response=response, resumed=False, successor_turn_id=None)
+        await self.restore_or_fail(claim, code="delivery_failed",
+                                   message="failed to deliver clarification response")
+
+    async def _confirm_live(self, claim: ClaimResult, response: ClarificationResponse) -> bool:
+        await failpoints.hit("live.before_confirm")
+        ids = [row.id for row in claim.claimed]
+        ok = await bounded(self._store.confirm_delivery(response.pending_id, ids),
+                           self._persist_s)
+        if ok:
+            log.info("live delivery confirmed",
+                     extra={"pending_id": response.pending_id,
+                            "session_id": claim.bundle.session.id,
+                            "turn_id": claim.bundle.current_turn_id})
+            self._arm_watchdog(claim, response)
+        return ok
+
+    async def _persist_detached_rejection(
+        self, claim: ClaimResult, response: ClarificationResponse
+    ) -> RespondResult:
+        ids = [row.id for row in claim.claimed]
+        if not await bounded(self._store.confirm_delivery(response.pending_id, ids),
+                             self._persist_s):
+            raise AcceptedButUnfinalized(
+                "clarification rejection was accepted, but its state could not be finalized",
+                pending_id=response.pending_id)
+        log.info("detached clarification rejected; no resume",
+                 extra={"pending_id": response.pending_id,
+                        "session_id": claim.bundle.session.id})
+        await self._publish_rows(claim)
+        return RespondResult(response=response, resumed=False, successor_turn_id=None)
+
+    async def restore_or_fail(
+        self, claim: ClaimResult, *, code: str, message: str
+    ) -> NoReturn:
+        """Put the claimed rows back and raise the retryable error; raise a final one if the
+        rows could not be restored (their turn is no longer current)."""
+        pending_id = claim.bundle.pending_id
+        ids = [row.id for row in claim.claimed]
+        restored = await bounded(self._store.restore_claim(pending_id, ids), self._persist_s)
+        log.warning("clarification claim restore", extra={
+            "pending_id": pending_id, "session_id": claim.bundle.session.id,
+            "restored": restored, "code": code})
+        await self._publisher.refresh_summary(claim.bundle.session.task_id)
+        await self._publish_rows(claim)
+        if restored:
+            raise RetryableFailure(f"{message}; response can be retried", code=code,
+                                   pending_id=pending_id)
+        raise AcceptedButUnfinalized(
+            f"{message}, and the pending clarification could not be restored",
+            pending_id=pending_id)
+
+    async def _publish_rows(self, claim: ClaimResult) -> None:
+        rows = await self._reread(claim)
+        await self._publisher.messages("updated", rows)
+
+    async def _reread(self, claim: ClaimResult) -> list[Message]:
+        bundle = await self._store.find_bundle(claim.bundle.pending_id)
+        if bundle is None:
+            return []
+        claimed = {row.id for row in claim.claimed}
+        return [row for row in bundle.rows if row.id in claimed]
+
+
+def _stamped(response: ClarificationResponse, claim: ClaimResult) -> ClarificationResponse:
+    """The response as recorded: its responded_at is the claim's commit time."""
+    first = claim.claimed[0]
+    return ClarificationResponse(
+        pending_id=response.pending_id,
+        answers=response.answers,
+        rejected=response.rejected,
+        reject_reason=response.reject_reason,
+        responded_at=first.updated_at,
+    )

@@ -1,0 +1,121 @@
+"""Live waiters: the in-memory side of an `ask_user_question` call that is still waiting.
+
+A waiter exists only while the agent's tool call is open in this process. A responder hands it
+a `Delivery`; the waiter runs the delivery's durable confirmation *before* it returns the answer
+to the agent, so the agent never sees an answer that is not durable. Whoever moves a delivery
+out of `OFFERED` first owns it: the waiter by starting the confirmation, the responder by
+abandoning it after its bounded wait. That is the in-process half of the serialization; the
+guarded UPDATEs in the store are the durable half.
+
+Imported by the clarification services and the MCP edge.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from clarion.domain.models import ClarificationResponse
+
+log = logging.getLogger(__name__)
+
+
+class DeliveryState(StrEnum):
+    OFFERED = "offered"
+    CONFIRMING = "confirming"
+    CONFIRMED = "confirmed"
+    FAILED = "failed"
+    ABANDONED = "abandoned"
+
+
+Confirm = Callable[[], Awaitable[bool]]
+
+
+@dataclass(eq=False)
+class Delivery:
+    """One response offered to one waiter, with the callback that makes it durable."""
+
+    response: ClarificationResponse
+    confirm: Confirm
+    state: DeliveryState = DeliveryState.OFFERED
+    settled: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def abandon(self) -> bool:
+        """Responder side: withdraw an offer nobody started confirming. True if withdrawn."""
+        if self.state is DeliveryState.OFFERED:
+            self.state = DeliveryState.ABANDONED
+            self.settled.set()
+            return True
+        return False
+
+    async def run_confirmation(self) -> bool:
+        """Waiter side: confirm durably unless the responder withdrew the offer first."""
+        if self.state is not DeliveryState.OFFERED:
+            return False
+        self.state = DeliveryState.CONFIRMING
+        try:
+            ok = await self.confirm()
+        except BaseException:
+            self.state = DeliveryState.FAILED
+            self.settled.set()
+            raise
+        self.state = DeliveryState.CONFIRMED if ok else DeliveryState.FAILED
+        self.settled.set()
+        return ok
+
+
+class Cancelled:
+    """Sentinel outcome: the bundle was cancelled through the low-level cancel route."""
+
+
+@dataclass(eq=False)
+class Waiter:
+    pending_id: str
+    session_id: str
+    turn_id: str
+    inbox: asyncio.Queue[Delivery | Cancelled] = field(default_factory=asyncio.Queue)
+    closed: bool = False
+
+
+class LiveWaiters:
+    """Registry of open tool calls by pending id. Single event loop; no locks needed."""
+
+    def __init__(self) -> None:
+        self._by_pending: dict[str, Waiter] = {}
+
+    def register(self, pending_id: str, session_id: str, turn_id: str) -> Waiter:
+        waiter = Waiter(pending_id=pending_id, session_id=session_id, turn_id=turn_id)
+        self._by_pending[pending_id] = waiter
+        return waiter
+
+    def remove(self, waiter: Waiter) -> None:
+        waiter.closed = True
+        if self._by_pending.get(waiter.pending_id) is waiter:
+            del self._by_pending[waiter.pending_id]
+
+    def find(self, pending_id: str) -> Waiter | None:
+        waiter = self._by_pending.get(pending_id)
+        return None if waiter is None or waiter.closed else waiter
+
+    def has(self, pending_id: str) -> bool:
+        return self.find(pending_id) is not None
+
+    def for_session(self, session_id: str) -> list[Waiter]:
+        return [w for w in self._by_pending.values() if w.session_id == session_id]
+
+    def offer(self, pending_id: str, delivery: Delivery) -> bool:
+        waiter = self.find(pending_id)
+        if waiter is None:
+            return False
+        waiter.inbox.put_nowait(delivery)
+        return True
+
+    def cancel(self, pending_id: str) -> bool:
+        waiter = self.find(pending_id)
+        if waiter is None:
+            return False
+        waiter.inbox.put_nowait(Cancelled())
+        return True

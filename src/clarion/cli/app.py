@@ -1,0 +1,73 @@
+"""Typer application: `clarion serve` and the client commands."""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import os
+import sys
+
+import typer
+
+from clarion.cli.logs import configure_logging
+from clarion.config import Settings
+
+app = typer.Typer(help="Clarion: durable clarification lifecycle for AI coding agents.",
+                  no_args_is_help=True, add_completion=False)
+
+
+@app.callback()
+def _root() -> None:
+    """Clarion: durable clarification lifecycle for AI coding agents."""
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+@app.command()
+def serve(
+    host: str | None = typer.Option(None, help="Bind address [env CLARION_HOST]"),
+    port: int | None = typer.Option(None, help="Port [env CLARION_PORT, default 8787]"),
+    database: str | None = typer.Option(
+        None, "--database", help="sqlite:///PATH or postgresql://... [env CLARION_DATABASE_URL]"),
+    bus: str | None = typer.Option(None, "--bus",
+                                   help="memory or nats://host:port [env CLARION_BUS_URL]"),
+    config: str | None = typer.Option(None, "--config", help="TOML file [env CLARION_CONFIG]"),
+    auth: bool | None = typer.Option(None, "--auth/--no-auth", help="Require API tokens"),
+    insecure_no_auth: bool = typer.Option(False, "--insecure-no-auth",
+                                          help="Allow a non-loopback host without auth"),
+    log_level: str = typer.Option(os.environ.get("CLARION_LOG_LEVEL", "INFO"), "--log-level"),
+) -> None:
+    """Start the server. Binds HTTP first, then runs startup recovery before admitting work."""
+    from clarion.wiring import RecoveryFailed, run_server
+
+    configure_logging(log_level.upper())
+    try:
+        settings = Settings.load(host=host, port=port, database_url=database, bus_url=bus,
+                                 config_file=config, auth=auth,
+                                 insecure_no_auth=insecure_no_auth)
+    except ValueError as exc:
+        typer.echo(f"clarion: {exc}", err=True)
+        raise typer.Exit(2) from exc
+    if not settings.auth and not settings.insecure_no_auth and not _is_loopback(settings.host):
+        typer.echo(f"clarion: refusing to serve on {settings.host} without --auth "
+                   "(pass --insecure-no-auth to allow it)", err=True)
+        raise typer.Exit(2)
+
+    def announce(url: str) -> None:
+        typer.echo(f"Clarion is listening on {url} (database {settings.database_url})")
+        sys.stdout.flush()
+
+    try:
+        asyncio.run(run_server(settings, announce))
+    except RecoveryFailed as exc:
+        typer.echo(f"clarion: {exc}", err=True)
+        raise typer.Exit(1) from exc
+    except KeyboardInterrupt:
+        pass

@@ -1,0 +1,110 @@
+"""The agent-facing MCP server: one tool, `ask_user_question`, per-session endpoints.
+
+Mounted at /mcp/sessions/{session_id} (streamable HTTP). The per-session secret travels in the
+`X-Clarion-Token` header; a request without the right one, or for an unknown session, gets 401
+before the MCP layer sees it. The tool is thin: it hands the arguments to the Asker and maps
+its outcomes to MCP results.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Annotated, Any
+
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
+from mcp.server.transport_security import TransportSecuritySettings
+from pydantic import BaseModel, Field
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.types import Receive, Scope, Send
+
+from clarion.clarification.asker import Asker, QuestionDetached
+from clarion.domain.errors import InvalidInput, NotFound
+from clarion.orchestrator.launch import SessionTokens
+
+log = logging.getLogger(__name__)
+
+TOKEN_HEADER = "x-clarion-token"
+TOOL_DESCRIPTION = (
+    "Ask the person running this task one to four multiple-choice questions and wait for the "
+    "answer. Each question has 2-6 options; the person may also type a custom answer or skip. "
+    "If the answer does not come in time the question stays open: end your turn, and the answer "
+    "will arrive later as a new prompt."
+)
+
+
+class OptionIn(BaseModel):
+    label: str = Field(description="Short option label")
+    description: str | None = Field(default=None, description="What choosing it means")
+    option_id: str | None = Field(default=None, description="Stable id; default q1_opt1, ...")
+
+
+class QuestionIn(BaseModel):
+    id: str | None = Field(default=None, description="Stable id; default q1, q2, ...")
+    title: str | None = Field(default=None, description="A few words")
+    prompt: str = Field(description="The question itself")
+    options: list[OptionIn] = Field(description="2 to 6 options")
+
+
+def build_mcp_server(asker: Asker) -> MCPServer[Any]:
+    server: MCPServer[Any] = MCPServer(name="clarion", log_level="WARNING")
+
+    @server.tool(name="ask_user_question", description=TOOL_DESCRIPTION)
+    async def ask_user_question(
+        questions: Annotated[list[QuestionIn], Field(description="1 to 4 questions")],
+        ctx: Context,
+        context: Annotated[str | None, Field(description="Background shown once")] = None,
+        context_paragraphs: list[str] | None = None,
+    ) -> str:
+        request = ctx.request_context.request
+        session_id = request.path_params["session_id"] if request is not None else ""
+        arguments: dict[str, Any] = {
+            "questions": [q.model_dump(exclude_none=True) for q in questions],
+        }
+        if context is not None:
+            arguments["context"] = context
+        if context_paragraphs is not None:
+            arguments["context_paragraphs"] = context_paragraphs
+
+        async def progress(message: str) -> None:
+            await ctx.report_progress(0, None, message)
+
+        try:
+            return await asker.ask(session_id, arguments, progress)
+        except InvalidInput as exc:
+            raise ToolError(f"invalid {exc.field or 'input'}: {exc.message}") from exc
+        except QuestionDetached as exc:
+            raise ToolError(exc.message) from exc
+        except NotFound as exc:
+            raise ToolError(exc.message) from exc
+
+    return server
+
+
+class McpEndpoint:
+    """ASGI endpoint: checks the session secret, then hands the request to the MCP app."""
+
+    def __init__(self, server: MCPServer[Any], tokens: SessionTokens) -> None:
+        server.streamable_http_app(
+            streamable_http_path="/",
+            transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+        )
+        self.server = server
+        self._inner = StreamableHTTPASGIApp(server.session_manager)
+        self._tokens = tokens
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        request = Request(scope)
+        session_id = str(request.path_params.get("session_id", ""))
+        if not self._tokens.verify(session_id, request.headers.get(TOKEN_HEADER)):
+            log.warning("MCP request refused: bad or missing session secret",
+                        extra={"session_id": session_id})
+            response = JSONResponse(
+                {"error": {"code": "unauthenticated",
+                           "message": "missing or wrong session token", "retryable": False}},
+                status_code=401)
+            await response(scope, receive, send)
+            return
+        await self._inner(scope, receive, send)

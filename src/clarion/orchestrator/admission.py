@@ -1,0 +1,147 @@
+"""Prompt admission: every prompt to an agent enters here, one at a time per session.
+
+A prompt becomes a durable turn before the agent sees it, and the agent process is started
+(recording a lifecycle turn) when it is not running. Prompts that arrive while a turn runs
+wait in the lane's queue and run in order when it ends. A session whose detached-answer
+reservation could not be resolved admits nothing until restart recovery reconciles it.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from clarion.domain.errors import Conflict
+from clarion.domain.models import AuthorType, MessageType, Session, SessionState, Turn
+from clarion.orchestrator.lanes import Lane, Lanes
+from clarion.orchestrator.launch import Launcher
+from clarion.ports import AgentRuntime, NewMessage, Store
+from clarion.projection.events import EventPublisher
+
+log = logging.getLogger(__name__)
+
+
+class AgentUnavailable(Conflict):
+    code = "agent_unavailable"
+
+
+class TurnAdmission:
+    def __init__(
+        self,
+        store: Store,
+        runtime: AgentRuntime,
+        publisher: EventPublisher,
+        lanes: Lanes,
+        launcher: Launcher,
+    ) -> None:
+        self._store = store
+        self._runtime = runtime
+        self._publisher = publisher
+        self._lanes = lanes
+        self._launcher = launcher
+
+    async def submit(self, session_id: str, text: str) -> tuple[str | None, bool]:
+        """A user prompt: dispatched now, or queued behind the running turn.
+
+        Returns (turn_id, queued)."""
+        session = await self._store.get_session(session_id)
+        if session.state.is_terminal:
+            raise Conflict("session has ended", session_id=session_id)
+        lane = self._lanes.get(session_id)
+        async with lane.admission:
+            self._check_open(lane)
+            if lane.running_generation is not None or lane.queue:
+                lane.queue.append(text)
+                log.info("prompt queued", extra={"session_id": session_id,
+                                                 "queued": len(lane.queue)})
+                return None, True
+            turn = await self.dispatch_locked(lane, session, text)
+            return turn.id, False
+
+    def _check_open(self, lane: Lane) -> None:
+        if lane.blocked_reason is not None:
+            raise Conflict(
+                "prompt admission is blocked until restart recovery: " + lane.blocked_reason,
+                session_id=lane.session_id,
+            )
+
+    async def ensure_agent_locked(self, session: Session) -> None:
+        """Start the session's agent if it is not running, recording a lifecycle turn."""
+        if self._runtime.is_running(session.id):
+            return
+        await self.transition(session.id, SessionState.STARTING)
+        try:
+            started = await self._runtime.ensure_started(self._launcher.launch_for(session))
+        except Exception as exc:
+            log.exception("agent failed to start", extra={"session_id": session.id})
+            await self.transition(session.id, SessionState.IDLE)
+            raise AgentUnavailable(f"agent {session.agent!r} could not start: {exc}",
+                                   session_id=session.id) from exc
+        if started:
+            turn = await self._store.create_turn(session.id, lifecycle_only=True)
+            await self._store.complete_turn(turn.id)
+            turn = await self._store.get_turn(turn.id)
+            log.info("agent started; lifecycle turn recorded",
+                     extra={"session_id": session.id, "turn_id": turn.id})
+            await self._publisher.turn_quietly("started", turn)
+            await self._publisher.turn_quietly("completed", turn)
+
+    async def dispatch_locked(
+        self, lane: Lane, session: Session, text: str, *, record_prompt: bool = True
+    ) -> Turn:
+        """Create a turn for `text` and hand it to the agent. Caller holds the lane.
+
+        `record_prompt` False is for Clarion's own hand-off prompts, which are not the
+        person's words and so are not written into the transcript."""
+        await self.ensure_agent_locked(session)
+        turn = await self._store.create_turn(session.id)
+        generation = lane.begin(turn.id)
+        log.info("turn started", extra={"session_id": session.id, "turn_id": turn.id,
+                                        "generation": generation})
+        await self._publisher.turn_quietly("started", turn)
+        if record_prompt:
+            message = await self._store.add_message(
+                NewMessage(
+                    session_id=session.id,
+                    author_type=AuthorType.USER,
+                    type=MessageType.MESSAGE,
+                    content=text,
+                    turn_id=turn.id,
+                )
+            )
+            await self._publisher.message("added", message)
+        await self.transition(session.id, SessionState.RUNNING)
+        try:
+            await self._runtime.prompt(session.id, text, generation=generation)
+        except Exception as exc:
+            log.exception("agent refused the prompt",
+                          extra={"session_id": session.id, "turn_id": turn.id})
+            lane.end(generation)
+            await self._store.complete_turn(turn.id, metadata_patch={"error": str(exc)})
+            await self._publisher.turn_quietly("completed", await self._store.get_turn(turn.id))
+            await self.transition(session.id, SessionState.IDLE)
+            raise AgentUnavailable(f"agent refused the prompt: {exc}",
+                                   session_id=session.id, turn_id=turn.id) from exc
+        return turn
+
+    async def dispatch_next(self, session_id: str) -> None:
+        """Run the next queued prompt, if any, once the lane is idle."""
+        lane = self._lanes.get(session_id)
+        async with lane.admission:
+            if lane.running_generation is not None or not lane.queue:
+                return
+            if lane.blocked_reason is not None:
+                return
+            session = await self._store.get_session(session_id)
+            if session.state.is_terminal:
+                lane.queue.clear()
+                return
+            text = lane.queue.popleft()
+            try:
+                await self.dispatch_locked(lane, session, text)
+            except Exception:
+                log.exception("queued prompt could not be dispatched",
+                              extra={"session_id": session_id})
+
+    async def transition(self, session_id: str, to: SessionState) -> None:
+        if await self._store.transition_session(session_id, to):
+            await self._publisher.session_state(await self._store.get_session(session_id))

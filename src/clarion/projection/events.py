@@ -1,0 +1,127 @@
+"""Fan-out of durable facts to the bus, with the authoritative projection attached.
+
+Every publish here happens after the fact it reports is committed. Message events that can
+change pending ownership carry a fresh `pending_action` read (explicit None when clean); the
+field is omitted when the read failed or the event is a content-only update, and clients keep
+their prior value then. A failed publication is logged and never undoes the durable fact:
+other clients converge on their next read or event.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from typing import Any
+
+from clarion.domain.models import Message, Session, Turn
+from clarion.domain.wire import iso, message_wire, turn_wire
+from clarion.ports import Bus, Event
+from clarion.projection.pending import PendingProjector
+from clarion.projection.summaries import SummaryService
+
+log = logging.getLogger(__name__)
+
+
+class EventPublisher:
+    def __init__(self, bus: Bus, projector: PendingProjector, summaries: SummaryService) -> None:
+        self._bus = bus
+        self._projector = projector
+        self._summaries = summaries
+
+    async def messages(self, action: str, messages: Iterable[Message]) -> None:
+        """Publish `session.message.<action>` for each message, each with a projection."""
+        for message in messages:
+            await self.message(action, message)
+
+    async def message(self, action: str, message: Message, *, content_only: bool = False) -> None:
+        payload = message_wire(message)
+        projected = False
+        if not content_only:
+            try:
+                projection = await self._projector.project_one(message.session_id)
+            except Exception:
+                log.exception(
+                    "pending projection failed; event carries no pending_action",
+                    extra={"session_id": message.session_id, "message_id": message.id},
+                )
+            else:
+                payload["pending_action"] = (
+                    None if projection.pending_action is None else str(projection.pending_action)
+                )
+                payload["pending_action_revision"] = projection.revision.as_wire()
+                projected = True
+        await self._publish(f"session.message.{action}", message.task_id, message.session_id,
+                            payload)
+        if projected:
+            await self.refresh_summary(message.task_id)
+
+    async def refresh_summary(self, task_id: str) -> None:
+        try:
+            await self._summaries.refresh(task_id)
+        except Exception:
+            log.exception("task summary refresh failed", extra={"task_id": task_id})
+
+    async def turn(self, action: str, turn: Turn, **extra: Any) -> None:
+        """`session.turn.started|completed`; raises if the bus refused (callers decide)."""
+        payload = turn_wire(turn)
+        payload.update(extra)
+        await self._bus.publish(
+            Event(
+                type=f"session.turn.{action}",
+                task_id=turn.task_id,
+                session_id=turn.session_id,
+                payload=payload,
+            )
+        )
+
+    async def turn_quietly(self, action: str, turn: Turn) -> None:
+        try:
+            await self.turn(action, turn)
+        except Exception:
+            log.exception(
+                "turn event publication failed",
+                extra={"session_id": turn.session_id, "turn_id": turn.id},
+            )
+
+    async def session_state(self, session: Session) -> None:
+        await self._publish(
+            "session.state_changed",
+            session.task_id,
+            session.id,
+            {
+                "task_id": session.task_id,
+                "session_id": session.id,
+                "new_state": str(session.state),
+                "state": str(session.state),
+                "updated_at": iso(session.updated_at),
+            },
+        )
+
+    async def raw(self, event: Event) -> None:
+        await self._publish(event.type, event.task_id, event.session_id, event.payload,
+                            inline_handled=event.inline_handled)
+
+    async def _publish(
+        self,
+        type_: str,
+        task_id: str,
+        session_id: str | None,
+        payload: Any,
+        *,
+        inline_handled: bool = False,
+    ) -> None:
+        try:
+            await self._bus.publish(
+                Event(
+                    type=type_,
+                    task_id=task_id,
+                    session_id=session_id,
+                    payload=payload,
+                    inline_handled=inline_handled,
+                )
+            )
+        except Exception:
+            log.exception(
+                "event publication failed",
+                extra={"event": type_, "task_id": task_id, "session_id": session_id},
+            )

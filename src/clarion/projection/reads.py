@@ -1,0 +1,126 @@
+"""Read models for clients: tasks with repaired summaries, sessions with projections, bundles.
+
+Task lists compare each cached summary with the repository and repair it (compare-and-set, the
+revision advancing only on a semantic change). If a repair fails the task is returned with
+`status_summary_invalidated` so a client drops its cached summary. A session list whose pending
+projection cannot be computed fails instead of pretending nobody owes an answer.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+from clarion.domain.bundles import bundle_state, questions_of
+from clarion.domain.errors import NotFound
+from clarion.domain.models import MetaKey, Session, Task
+from clarion.domain.wire import message_wire, session_wire, task_wire, turn_wire
+from clarion.ports import Store
+from clarion.projection.pending import PendingProjector
+from clarion.projection.summaries import SummaryService
+
+log = logging.getLogger(__name__)
+
+
+class ProjectionUnavailable(Exception):
+    """The authoritative pending projection could not be read; the request must fail."""
+
+
+class Reads:
+    def __init__(self, store: Store, projector: PendingProjector, summaries: SummaryService,
+                 has_live_waiter: Any) -> None:
+        self._store = store
+        self._projector = projector
+        self._summaries = summaries
+        self._has_live_waiter = has_live_waiter
+        self._workspace_names: dict[str, str] = {}
+
+    async def tasks(self, workspace_ids: Sequence[str] | None = None) -> list[dict[str, Any]]:
+        return [await self.task_view(task) for task in await self._store.list_tasks(workspace_ids)]
+
+    async def task(self, task_id: str) -> dict[str, Any]:
+        return await self.task_view(await self._store.get_task(task_id))
+
+    async def task_view(self, task: Task, *, repair: bool = True) -> dict[str, Any]:
+        invalidated = False
+        pending = None
+        summary = None
+        try:
+            pending = await self._summaries.pending_of_task(task.id)
+            summary = (await self._summaries.refresh(task.id) if repair
+                       else await self._store.find_summary(task.id))
+        except Exception:
+            log.exception("task summary repair failed; summary invalidated",
+                          extra={"task_id": task.id})
+            invalidated = True
+            summary = None
+        return task_wire(
+            task,
+            workspace=await self._workspace_name(task.workspace_id),
+            summary=summary,
+            primary_session_pending_action=None if pending is None
+            else pending.primary_session_action,
+            task_pending_action=None if pending is None else pending.legacy_task_action,
+            summary_invalidated=invalidated,
+        )
+
+    async def _workspace_name(self, workspace_id: str) -> str:
+        name = self._workspace_names.get(workspace_id)
+        if name is None:
+            name = (await self._store.get_workspace(workspace_id)).name
+            self._workspace_names[workspace_id] = name
+        return name
+
+    async def sessions(self, task_id: str) -> list[dict[str, Any]]:
+        await self._store.get_task(task_id)
+        sessions = await self._store.list_sessions(task_id)
+        return await self._project_sessions(sessions)
+
+    async def session(self, session_id: str) -> dict[str, Any]:
+        session = await self._store.get_session(session_id)
+        return (await self._project_sessions([session]))[0]
+
+    async def _project_sessions(self, sessions: list[Session]) -> list[dict[str, Any]]:
+        try:
+            projections = await self._projector.project([s.id for s in sessions])
+        except Exception as exc:
+            log.exception("pending projection failed for a session list",
+                          extra={"session_ids": [s.id for s in sessions]})
+            raise ProjectionUnavailable("failed to load task session pending actions") from exc
+        return [
+            session_wire(s, projections[s.id].pending_action, projections[s.id].revision)
+            for s in sessions
+        ]
+
+    async def turns(self, session_id: str) -> list[dict[str, Any]]:
+        await self._store.get_session(session_id)
+        return [turn_wire(t) for t in await self._store.list_visible_turns(session_id)]
+
+    async def messages(self, session_id: str, *, after: str | None,
+                       limit: int) -> dict[str, Any]:
+        await self._store.get_session(session_id)
+        page = await self._store.list_messages(session_id, after=after, limit=limit)
+        return {"messages": [message_wire(m) for m in page.messages], "total": page.total,
+                "next": page.next_after}
+
+    async def bundle(self, pending_id: str) -> dict[str, Any]:
+        bundle = await self._store.find_bundle(pending_id)
+        if bundle is None:
+            raise NotFound("clarification request not found", pending_id=pending_id)
+        first = bundle.rows[0]
+        return {
+            "pending_id": pending_id,
+            "session_id": bundle.session.id,
+            "task_id": bundle.session.task_id,
+            "turn_id": first.turn_id,
+            "state": str(bundle_state(bundle, has_live_waiter=self._has_live_waiter(pending_id))),
+            "questions": [
+                {"id": q.id, "title": q.title, "prompt": q.prompt,
+                 "options": [{"option_id": o.option_id, "label": o.label,
+                              "description": o.description} for o in q.options]}
+                for q in questions_of(bundle)
+            ],
+            "context": first.metadata.get(MetaKey.CONTEXT, "") or "",
+            "rows": [message_wire(m) for m in bundle.rows],
+        }

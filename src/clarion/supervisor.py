@@ -1,0 +1,89 @@
+"""One TaskGroup for every background task of the process, and bounded persistence phases.
+
+Work that must finish even if the HTTP request that started it is cancelled (a respond
+sequence, a detach, an expiry) runs as a supervised task; the request only awaits it through
+`asyncio.shield`. Each such phase still has a deadline, so a locked database cannot hold a
+response or a pause forever.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Coroutine
+from types import TracebackType
+from typing import Any, TypeVar
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+
+class Supervisor:
+    def __init__(self) -> None:
+        self._group: asyncio.TaskGroup | None = None
+        self._tasks: set[asyncio.Task[Any]] = set()
+
+    async def __aenter__(self) -> Supervisor:
+        self._group = asyncio.TaskGroup()
+        await self._group.__aenter__()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        for task in list(self._tasks):
+            task.cancel()
+        group, self._group = self._group, None
+        if group is not None:
+            await group.__aexit__(exc_type, exc, tb)
+
+    def spawn(
+        self, coro: Coroutine[Any, Any, T], *, name: str | None = None
+    ) -> asyncio.Future[T]:
+        """Run `coro` under the supervisor; the returned future carries its outcome.
+
+        A failure is logged and reaches whoever awaits the future, never the sibling tasks
+        (a bare TaskGroup child that raised would cancel them all).
+        """
+        if self._group is None:
+            raise RuntimeError("supervisor is not running")
+        outcome: asyncio.Future[T] = asyncio.get_running_loop().create_future()
+        outcome.add_done_callback(_mark_retrieved)
+        task = self._group.create_task(_run(coro, outcome, name), name=name)
+        # Cancelling the returned future cancels the work itself.
+        outcome.add_done_callback(lambda f: task.cancel() if f.cancelled() else None)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return outcome
+
+    async def run_detached(self, coro: Coroutine[Any, Any, T], *, name: str | None = None) -> T:
+        """Run `coro` to completion even if the caller is cancelled; return its result."""
+        return await asyncio.shield(self.spawn(coro, name=name))
+
+
+async def _run(coro: Coroutine[Any, Any, T], outcome: asyncio.Future[T], name: str | None) -> None:
+    try:
+        result = await coro
+    except asyncio.CancelledError:
+        outcome.cancel()
+        raise
+    except Exception as exc:
+        log.debug("supervised task failed", extra={"task_name": name}, exc_info=True)
+        if not outcome.done():
+            outcome.set_exception(exc)
+    else:
+        if not outcome.done():
+            outcome.set_result(result)
+
+
+def _mark_retrieved(future: asyncio.Future[Any]) -> None:
+    if not future.cancelled():
+        future.exception()
+
+
+async def bounded(awaitable: Awaitable[T], seconds: float) -> T:
+    """Await with a deadline; raises TimeoutError when it passes."""
+    return await asyncio.wait_for(awaitable, timeout=seconds)

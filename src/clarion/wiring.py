@@ -1,0 +1,174 @@
+"""The composition root: the one module that knows every implementation.
+
+`run_server` opens the store and the bus, builds the services, binds HTTP, runs startup
+recovery and only then admits work. A recovery failure stops the server and is reported to
+the caller, which exits non-zero.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+
+import uvicorn
+
+from clarion import failpoints
+from clarion.agents.runtime import AcpRuntime
+from clarion.api.app import create_app
+from clarion.api.services import ApiServices
+from clarion.bus import open_bus
+from clarion.clarification.asker import Asker, AskLimits
+from clarion.clarification.canceller import ClarificationCanceller
+from clarion.clarification.resolver import Resolver
+from clarion.clarification.waiters import LiveWaiters
+from clarion.clock import SystemClock
+from clarion.config import Settings
+from clarion.domain.prompts import resume_prompt
+from clarion.domain.bundles import questions_of
+from clarion.domain.models import ClarificationResponse, SessionState
+from clarion.mcp.tools import McpEndpoint, build_mcp_server
+from clarion.orchestrator.admission import TurnAdmission
+from clarion.orchestrator.agent_events import AgentEvents
+from clarion.orchestrator.lanes import Lanes
+from clarion.orchestrator.launch import Launcher, SessionTokens
+from clarion.orchestrator.recovery import RecoveryReport, StartupRecovery
+from clarion.orchestrator.resume import DetachedResume
+from clarion.orchestrator.sessions import SessionService
+from clarion.orchestrator.tasks import TaskService
+from clarion.orchestrator.watchdog import Watchdogs
+from clarion.orchestrator.workflow import WorkflowGuard
+from clarion.ports import AgentOutput, ClaimResult, PromptFinished
+from clarion.projection.events import EventPublisher
+from clarion.projection.pending import PendingProjector
+from clarion.projection.reads import Reads
+from clarion.projection.summaries import SummaryService
+from clarion.store import open_store
+from clarion.supervisor import Supervisor
+
+log = logging.getLogger(__name__)
+
+
+class RecoveryFailed(Exception):
+    """Startup recovery failed; the server did not admit any work."""
+
+
+class _LateSink:
+    """The runtime needs a sink before the services that implement it exist."""
+
+    target: AgentEvents | None = None
+
+    async def on_output(self, output: AgentOutput) -> None:
+        if self.target is not None:
+            await self.target.on_output(output)
+
+    async def on_prompt_finished(self, finished: PromptFinished) -> None:
+        if self.target is not None:
+            await self.target.on_prompt_finished(finished)
+
+
+@dataclass(eq=False)
+class App:
+    services: ApiServices
+    mcp: McpEndpoint
+    recovery: StartupRecovery
+    watchdogs: Watchdogs
+
+
+@contextlib.asynccontextmanager
+async def build(settings: Settings, base_url: Callable[[], str]) -> AsyncIterator[App]:
+    """Open every resource and wire the services; close them all on exit."""
+    failpoints.configure(settings.failpoints)
+    clock = SystemClock()
+    t = settings.timeouts
+    sink = _LateSink()
+    async with (
+        open_store(settings.database_url, clock) as store,
+        open_bus(settings.bus_url) as bus,
+        Supervisor() as supervisor,
+        AcpRuntime(settings.agents, sink) as runtime,
+    ):
+        projector = PendingProjector(store)
+        summaries = SummaryService(store, bus)
+        publisher = EventPublisher(bus, projector, summaries)
+        lanes = Lanes()
+        tokens = SessionTokens()
+        admission = TurnAdmission(store, runtime, publisher, lanes, Launcher(tokens, base_url))
+        waiters = LiveWaiters()
+        canceller = ClarificationCanceller(store, publisher, waiters, supervisor, t.persist)
+        watchdogs = Watchdogs(store=store, runtime=runtime, lanes=lanes, admission=admission,
+                              supervisor=supervisor, watchdog_s=t.watchdog, persist_s=t.persist)
+        resume = DetachedResume(store=store, runtime=runtime, publisher=publisher, lanes=lanes,
+                                admission=admission, resume_accept_s=t.resume_accept,
+                                persist_s=t.persist)
+
+        def arm_watchdog(claim: ClaimResult, response: ClarificationResponse) -> None:
+            bundle = claim.bundle
+            watchdogs.arm(bundle.session.id, bundle.pending_id,
+                          claim.claimed[0].turn_id or "",
+                          resume_prompt(questions_of(bundle), response))
+
+        resolver = Resolver(store=store, waiters=waiters, publisher=publisher,
+                            supervisor=supervisor, clock=clock, resume_detached=resume.resume,
+                            arm_watchdog=arm_watchdog, live_confirm_s=t.live_confirm,
+                            persist_s=t.persist)
+
+        async def transition(session_id: str, to: SessionState) -> None:
+            await admission.transition(session_id, to)
+
+        asker = Asker(store, waiters, publisher, canceller, transition,
+                      AskLimits(wait_s=t.clarification_wait, keepalive_s=t.keepalive))
+        sessions = SessionService(store=store, runtime=runtime, publisher=publisher,
+                                  lanes=lanes, admission=admission, canceller=canceller,
+                                  watchdogs=watchdogs, tokens=tokens,
+                                  known_agents=frozenset(settings.agents))
+        sink.target = AgentEvents(store=store, publisher=publisher, lanes=lanes,
+                                  admission=admission, canceller=canceller, watchdogs=watchdogs,
+                                  supervisor=supervisor, persist_s=t.persist)
+        services = ApiServices(
+            tasks=TaskService(store, bus), reads=Reads(store, projector, summaries, waiters.has),
+            sessions=sessions, admission=admission, resolver=resolver, canceller=canceller,
+            workflow=WorkflowGuard(store), asker=asker, tokens=tokens, projector=projector,
+            bus=bus)
+        try:
+            yield App(services=services, mcp=McpEndpoint(build_mcp_server(asker), tokens),
+                      recovery=StartupRecovery(store, projector, publisher), watchdogs=watchdogs)
+        finally:
+            watchdogs.cancel_all()
+
+
+async def run_server(settings: Settings, on_listening: Callable[[str], None]) -> RecoveryReport:
+    """Serve until stopped. Raises RecoveryFailed if startup recovery fails."""
+    base = {"url": f"http://{_client_host(settings.host)}:{settings.port}"}
+    async with build(settings, lambda: base["url"]) as app:
+        config = uvicorn.Config(create_app(app.services, app.mcp), host=settings.host,
+                                port=settings.port, log_level="warning", lifespan="on")
+        server = uvicorn.Server(config)
+        serving = asyncio.ensure_future(server.serve())
+        try:
+            while not server.started:
+                if serving.done():
+                    await serving
+                    raise RecoveryFailed("HTTP server stopped before it started listening")
+                await asyncio.sleep(0.01)
+            port = server.servers[0].sockets[0].getsockname()[1]
+            base["url"] = f"http://{_client_host(settings.host)}:{port}"
+            on_listening(base["url"])
+            try:
+                report = await app.recovery.run()
+            except Exception as exc:
+                log.exception("startup recovery failed")
+                raise RecoveryFailed(f"startup recovery failed: {exc}") from exc
+            app.services.ready.set()
+            await serving
+            return report
+        finally:
+            server.should_exit = True
+            with contextlib.suppress(Exception):
+                await serving
+
+
+def _client_host(host: str) -> str:
+    return "127.0.0.1" if host in ("0.0.0.0", "::", "") else host

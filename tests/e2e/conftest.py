@@ -1,0 +1,64 @@
+"""Fixtures that start real `clarion serve` processes."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import fresh_database_url, services_required
+from tests.e2e.harness import ServerProcess
+
+pytestmark = pytest.mark.e2e
+
+
+def _nats_available() -> bool:
+    import socket
+
+    try:
+        with socket.create_connection(("127.0.0.1", 4222), timeout=1):
+            return True
+    except OSError:
+        return False
+
+
+def require_nats() -> None:
+    if _nats_available():
+        return
+    if services_required():
+        pytest.fail("NATS at nats://127.0.0.1:4222 unreachable")
+    pytest.skip("NATS at nats://127.0.0.1:4222 unreachable")
+
+
+@pytest.fixture
+def make_server(tmp_path: Path) -> Iterator[Callable[..., ServerProcess]]:
+    """Factory for server processes on fresh databases; all are killed at teardown."""
+    from contextlib import ExitStack
+
+    servers: list[ServerProcess] = []
+    with ExitStack() as stack:
+
+        def make(db: str = "sqlite", bus: str = "memory", **env: str) -> ServerProcess:
+            url = stack.enter_context(fresh_database_url(db, tmp_path))
+            if bus != "memory":
+                require_nats()
+            workdir = tmp_path / f"server{len(servers)}"
+            workdir.mkdir()
+            server = ServerProcess(database_url=url, workdir=workdir, bus_url=bus, env=env)
+            servers.append(server)
+            return server
+
+        try:
+            yield make
+        finally:
+            for server in servers:
+                server.kill()
+
+
+@pytest.fixture
+def server(make_server: Callable[..., ServerProcess]) -> ServerProcess:
+    """A running server on a fresh SQLite database with the in-process bus."""
+    s = make_server()
+    s.start()
+    return s

@@ -1,0 +1,205 @@
+"""A real `clarion serve` process for end-to-end tests: start, kill at a fault point, restart.
+
+Tests talk to it only through the contract: HTTP, the WebSocket and the process exit code.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+from websockets.sync.client import ClientConnection, connect
+
+FAST_TIMEOUTS = {
+    "CLARION_CLARIFICATION_WAIT_S": "30",
+    "CLARION_KEEPALIVE_S": "1",
+    "CLARION_RESUME_ACCEPT_S": "5",
+    "CLARION_LIVE_CONFIRM_S": "5",
+    "CLARION_WATCHDOG_S": "30",
+    "CLARION_PERSIST_S": "5",
+}
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def wait_until(predicate: Callable[[], Any], *, timeout: float = 15.0, interval: float = 0.05,
+               what: str = "condition") -> Any:
+    """Poll `predicate` until it returns something truthy; fail with `what` after `timeout`."""
+    deadline = time.monotonic() + timeout
+    last: Any = None
+    while time.monotonic() < deadline:
+        last = predicate()
+        if last:
+            return last
+        time.sleep(interval)
+    raise AssertionError(f"timed out waiting for {what}; last value: {last!r}")
+
+
+@dataclass
+class ServerProcess:
+    database_url: str
+    workdir: Path
+    env: dict[str, str] = field(default_factory=dict)
+    bus_url: str = "memory"
+    port: int = field(default_factory=free_port)
+    proc: subprocess.Popen[bytes] | None = None
+    starts: int = 0
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def log_path(self) -> Path:
+        return self.workdir / f"server-{self.starts}.log"
+
+    def start(self, *, failpoints: str = "", wait_ready: bool = True,
+              extra_env: Mapping[str, str] | None = None) -> None:
+        self.starts += 1
+        env = {**os.environ, **FAST_TIMEOUTS, **self.env, **(extra_env or {}),
+               "CLARION_HOME": str(self.workdir / "home"), "CLARION_FAILPOINTS": failpoints,
+               "CLARION_LOG_LEVEL": "INFO"}
+        log = self.log_path.open("wb")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "clarion", "serve", "--port", str(self.port),
+             "--database", self.database_url, "--bus", self.bus_url],
+            stdout=log, stderr=subprocess.STDOUT, env=env, cwd=self.workdir,
+            start_new_session=True,
+        )
+        if wait_ready:
+            self.wait_ready()
+
+    def wait_ready(self, timeout: float = 30.0) -> None:
+        def ready() -> bool:
+            if self.proc is not None and self.proc.poll() is not None:
+                raise AssertionError(f"server exited with {self.proc.returncode}:\n{self.logs()}")
+            try:
+                return httpx.get(f"{self.url}/healthz", timeout=1).status_code == 200
+            except httpx.HTTPError:
+                return False
+
+        wait_until(ready, timeout=timeout, what="server /healthz")
+
+    def wait_exit(self, timeout: float = 30.0) -> int:
+        assert self.proc is not None
+        try:
+            return self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired as exc:
+            raise AssertionError(f"server did not exit:\n{self.logs()}") from exc
+
+    def kill(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(timeout=10)
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+    def logs(self) -> str:
+        return "\n".join(p.read_text(errors="replace")
+                         for p in sorted(self.workdir.glob("server-*.log")))
+
+    # ------------------------------------------------------------------ HTTP helpers
+
+    def request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        return httpx.request(method, f"{self.url}/api/v1{path}", timeout=30, **kwargs)
+
+    def ok(self, method: str, path: str, status: int = 200, **kwargs: Any) -> Any:
+        response = self.request(method, path, **kwargs)
+        assert response.status_code == status, (
+            f"{method} {path}: {response.status_code} {response.text}")
+        return response.json() if response.content else None
+
+    def create_task(self, title: str = "Pick a database", description: str = "") -> str:
+        return str(self.ok("POST", "/tasks", 201,
+                           json={"title": title, "description": description})["task"]["id"])
+
+    def start_session(self, task_id: str, prompt: str, agent: str = "builtin") -> str:
+        body = self.ok("POST", f"/tasks/{task_id}/task-sessions", 201,
+                       json={"agent": agent, "prompt": prompt})
+        return str(body["session"]["id"])
+
+    def messages(self, session_id: str) -> list[dict[str, Any]]:
+        return list(self.ok("GET", f"/task-sessions/{session_id}/messages?limit=1000")["messages"])
+
+    def agent_texts(self, session_id: str) -> list[str]:
+        return [m["content"] for m in self.messages(session_id)
+                if m["author_type"] == "agent" and m["type"] == "message"]
+
+    def wait_for_agent_text(self, session_id: str, needle: str, timeout: float = 20) -> str:
+        return str(wait_until(
+            lambda: next((t for t in self.agent_texts(session_id) if needle in t), None),
+            timeout=timeout, what=f"agent text containing {needle!r}"))
+
+    def pending_ids(self, session_id: str) -> list[str]:
+        seen: list[str] = []
+        for m in self.messages(session_id):
+            if m["type"] == "clarification_request":
+                pid = m["metadata"]["pending_id"]
+                if pid not in seen:
+                    seen.append(pid)
+        return seen
+
+    def wait_for_bundle(self, session_id: str, *, index: int = 0, timeout: float = 20) -> str:
+        ids = wait_until(lambda: len(self.pending_ids(session_id)) > index
+                         and self.pending_ids(session_id), timeout=timeout,
+                         what="a clarification bundle")
+        return str(ids[index])
+
+    def bundle(self, pending_id: str) -> dict[str, Any]:
+        return dict(self.ok("GET", f"/clarification/{pending_id}"))
+
+    def wait_for_state(self, pending_id: str, state: str, timeout: float = 20) -> dict[str, Any]:
+        return dict(wait_until(lambda: (b := self.bundle(pending_id))["state"] == state and b,
+                               timeout=timeout, what=f"bundle state {state}"))
+
+    def respond(self, pending_id: str, body: dict[str, Any]) -> httpx.Response:
+        return self.request("POST", f"/clarification/{pending_id}/respond", json=body)
+
+    def turns(self, session_id: str) -> list[dict[str, Any]]:
+        return list(self.ok("GET", f"/task-sessions/{session_id}/turns")["turns"])
+
+    @contextmanager
+    def websocket(self) -> Iterator[ClientConnection]:
+        with connect(f"ws://127.0.0.1:{self.port}/api/v1/ws") as ws:
+            yield ws
+
+
+def answer(question_id: str = "db", option: str = "postgres", text: str = "") -> dict[str, Any]:
+    return {"answers": [{"question_id": question_id, "selected_options": [option],
+                         "custom_text": text}], "rejected": False, "reject_reason": ""}
+
+
+SKIP = {"rejected": True, "reject_reason": "User skipped", "answers": []}
+
+
+def recv_until(ws: ClientConnection, predicate: Callable[[dict[str, Any]], bool],
+               timeout: float = 15) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    while True:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise AssertionError("no matching WebSocket message in time")
+        message = json.loads(ws.recv(timeout=remaining))
+        if predicate(message):
+            return dict(message)
