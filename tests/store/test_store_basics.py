@@ -182,3 +182,20 @@ async def test_naive_datetimes_are_refused(world: World) -> None:
     world.clock._now = world.clock.now().replace(tzinfo=None) + timedelta(0)
     with pytest.raises(Exception, match="naive"):
         await world.say(session)
+
+
+async def test_active_state_and_ownership_survive_a_restart(
+    world: World, store_url: str, clock: ManualClock
+) -> None:
+    session = await world.session()
+    await world.turn(session)
+    await world.bundle(session, pending_id="old")
+    current = await world.turn(session)
+    await world.bundle(session, pending_id="live")
+    await world.turn(session, lifecycle_only=True)  # the agent-boot record of a restart
+    async with open_store(store_url, clock) as reopened:
+        found = await reopened.find_current_turn(session.id)
+        assert found is not None
+        assert found.id == current.id
+        assert await reopened.list_active_bundle_ids(session.id) == ["live"]
+        assert await reopened.list_detachable_bundles() == [(session.id, "live")]
