@@ -74,13 +74,13 @@ class ServerProcess:
         env = {**os.environ, **FAST_TIMEOUTS, **self.env, **(extra_env or {}),
                "CLARION_HOME": str(self.workdir / "home"), "CLARION_FAILPOINTS": failpoints,
                "CLARION_LOG_LEVEL": "INFO"}
-        log = self.log_path.open("wb")
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "clarion", "serve", "--port", str(self.port),
-             "--database", self.database_url, "--bus", self.bus_url],
-            stdout=log, stderr=subprocess.STDOUT, env=env, cwd=self.workdir,
-            start_new_session=True,
-        )
+        with self.log_path.open("wb") as log:  # the child keeps its own descriptor
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "clarion", "serve", "--port", str(self.port),
+                 "--database", self.database_url, "--bus", self.bus_url],
+                stdout=log, stderr=subprocess.STDOUT, env=env, cwd=self.workdir,
+                start_new_session=True,
+            )
         if wait_ready:
             self.wait_ready()
 
