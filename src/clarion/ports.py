@@ -95,43 +95,50 @@ class Store(Protocol):
     # workspaces and tasks
     async def ensure_workspace(self, name: str) -> Workspace: ...
     async def get_workspace(self, workspace_id: str) -> Workspace: ...
-    async def create_task(
-        self, *, title: str, description: str, workspace_id: str
-    ) -> Task: ...
+    async def create_task(self, *, title: str, description: str, workspace_id: str) -> Task: ...
     async def get_task(self, task_id: str) -> Task: ...
     async def list_tasks(self, workspace_ids: Sequence[str] | None = None) -> list[Task]: ...
     async def set_task_step(self, task_id: str, step: WorkflowStep) -> Task: ...
 
     # sessions
-    async def create_session(
-        self, *, task_id: str, agent: str, is_primary: bool
-    ) -> Session: ...
+    async def create_session(self, *, task_id: str, agent: str, is_primary: bool) -> Session: ...
     async def get_session(self, session_id: str) -> Session: ...
     async def list_sessions(self, task_id: str) -> list[Session]: ...
     async def list_sessions_in_states(self, states: Sequence[SessionState]) -> list[Session]: ...
     async def transition_session(
-        self, session_id: str, to: SessionState, *, allowed_from: Sequence[SessionState] | None = None
+        self,
+        session_id: str,
+        to: SessionState,
+        *,
+        allowed_from: Sequence[SessionState] | None = None,
     ) -> bool:
         """Set the state if the current one is in `allowed_from` (any non-terminal when None)."""
         ...
 
     # turns
     async def create_turn(
-        self, session_id: str, *, lifecycle_only: bool = False, metadata: Mapping[str, Any] | None = None
+        self,
+        session_id: str,
+        *,
+        lifecycle_only: bool = False,
+        metadata: Mapping[str, Any] | None = None,
     ) -> Turn: ...
     async def complete_turn(
         self, turn_id: str, *, metadata_patch: Mapping[str, Any] | None = None
     ) -> bool:
         """Set completed_at if still open. Returns whether it applied."""
         ...
+
     async def get_turn(self, turn_id: str) -> Turn: ...
     async def find_current_turn(self, session_id: str) -> Turn | None:
         """The seed's current turn: authoritative, not lifecycle_only, open first, then newest."""
         ...
+
     async def list_visible_turns(self, session_id: str) -> list[Turn]:
         """History ascending by started_at, created_at, id; unpublished reservations hidden
         unless a message references them. Private dispatch keys are stripped."""
         ...
+
     async def list_open_turns(self) -> list[Turn]:
         """Authoritative turns with completed_at NULL, across sessions (startup)."""
         ...
@@ -153,10 +160,12 @@ class Store(Protocol):
     ) -> tuple[Message, ...]:
         """Insert all rows of one bundle in the given (default: current) turn, or none."""
         ...
+
     async def find_bundle(self, pending_id: str) -> Bundle | None: ...
     async def list_active_bundle_ids(self, session_id: str) -> list[str]:
         """pending_ids with at least one pending row in the session's current turn."""
         ...
+
     async def claim_response(
         self, response: ClarificationResponse, *, now: datetime
     ) -> ClaimResult:
@@ -164,23 +173,28 @@ class Store(Protocol):
         write the provisional status (answered/rejected), the per-row response, and
         `response_delivery_pending=true`. Terminal siblings are untouched."""
         ...
+
     async def confirm_delivery(self, pending_id: str, message_ids: Sequence[str]) -> bool:
         """Retire the delivery intent on exactly these rows; False if any lacks it."""
         ...
+
     async def restore_claim(self, pending_id: str, message_ids: Sequence[str]) -> bool:
         """Put exactly these claimed rows back to pending, only while each still carries the
         intent, its turn is current and the session is not terminal."""
         ...
+
     async def detach_bundles(
         self, session_id: str, *, pending_id: str | None = None
     ) -> tuple[Message, ...]:
         """Mark current-turn pending, not-yet-detached rows `agent_disconnected`. Returns only
         the rows it changed, so a repeat returns ()."""
         ...
+
     async def expire_bundles(self, session_id: str) -> tuple[Message, ...]:
         """Current-turn pending rows -> status expired (+ agent_disconnected). Changed rows only.
         Applies whatever the session's state, since it runs as the session terminates."""
         ...
+
     async def cancel_bundle(self, pending_id: str) -> tuple[Message, ...]:
         """Pending rows of the bundle -> cancelled. Changed rows only."""
         ...
@@ -195,21 +209,22 @@ class Store(Protocol):
     ) -> bool:
         """Clear the dispatch keys on the turn and the intents on exactly the claimed rows."""
         ...
+
     async def rollback_successor(self, turn_id: str) -> bool:
         """Delete the reservation if no message references it. True if deleted."""
         ...
+
     async def find_live_reservation(self, session_id: str) -> Turn | None:
         """A reservation still carrying prompt_dispatch_pending, if any."""
         ...
 
     # projections
-    async def pending_actions(
-        self, session_ids: Sequence[str]
-    ) -> dict[str, PendingAction | None]:
+    async def pending_actions(self, session_ids: Sequence[str]) -> dict[str, PendingAction | None]:
         """Per session: clarification if a current-turn pending row exists, else permission if
         the newest current-turn permission request is pending; None when the session is
         terminal or clean."""
         ...
+
     async def sessions_with_active_clarification(self, task_id: str) -> list[str]: ...
 
     # summaries and meta
@@ -220,6 +235,7 @@ class Store(Protocol):
         """Write `data` with revision expected+1 (1 when expected is None and no row exists).
         Returns the new summary, or None if the stored revision was not `expected_revision`."""
         ...
+
     async def next_epoch(self) -> int:
         """Allocate the next projection epoch (starts at 1, only grows)."""
         ...

@@ -40,9 +40,7 @@ class Supervisor:
         if group is not None:
             await group.__aexit__(exc_type, exc, tb)
 
-    def spawn(
-        self, coro: Coroutine[Any, Any, T], *, name: str | None = None
-    ) -> asyncio.Future[T]:
+    def spawn(self, coro: Coroutine[Any, Any, T], *, name: str | None = None) -> asyncio.Future[T]:
         """Run `coro` under the supervisor; the returned future carries its outcome.
 
         A failure is logged and reaches whoever awaits the future, never the sibling tasks

@@ -26,9 +26,9 @@ from clarion.clarification.resolver import Resolver
 from clarion.clarification.waiters import LiveWaiters
 from clarion.clock import SystemClock
 from clarion.config import Settings
-from clarion.domain.prompts import resume_prompt
 from clarion.domain.bundles import questions_of
 from clarion.domain.models import ClarificationResponse, SessionState
+from clarion.domain.prompts import resume_prompt
 from clarion.mcp.tools import McpEndpoint, build_mcp_server
 from clarion.orchestrator.admission import TurnAdmission
 from clarion.orchestrator.agent_events import AgentEvents
@@ -98,43 +98,98 @@ async def build(settings: Settings, base_url: Callable[[], str]) -> AsyncIterato
         admission = TurnAdmission(store, runtime, publisher, lanes, Launcher(tokens, base_url))
         waiters = LiveWaiters()
         canceller = ClarificationCanceller(store, publisher, waiters, supervisor, t.persist)
-        watchdogs = Watchdogs(store=store, runtime=runtime, lanes=lanes, admission=admission,
-                              supervisor=supervisor, watchdog_s=t.watchdog, persist_s=t.persist)
-        resume = DetachedResume(store=store, runtime=runtime, publisher=publisher, lanes=lanes,
-                                admission=admission, resume_accept_s=t.resume_accept,
-                                persist_s=t.persist)
+        watchdogs = Watchdogs(
+            store=store,
+            runtime=runtime,
+            lanes=lanes,
+            admission=admission,
+            supervisor=supervisor,
+            watchdog_s=t.watchdog,
+            persist_s=t.persist,
+        )
+        resume = DetachedResume(
+            store=store,
+            runtime=runtime,
+            publisher=publisher,
+            lanes=lanes,
+            admission=admission,
+            resume_accept_s=t.resume_accept,
+            persist_s=t.persist,
+        )
 
         def arm_watchdog(claim: ClaimResult, response: ClarificationResponse) -> None:
             bundle = claim.bundle
-            watchdogs.arm(bundle.session.id, bundle.pending_id,
-                          claim.claimed[0].turn_id or "",
-                          resume_prompt(questions_of(bundle), response))
+            watchdogs.arm(
+                bundle.session.id,
+                bundle.pending_id,
+                claim.claimed[0].turn_id or "",
+                resume_prompt(questions_of(bundle), response),
+            )
 
-        resolver = Resolver(store=store, waiters=waiters, publisher=publisher,
-                            supervisor=supervisor, clock=clock, resume_detached=resume.resume,
-                            arm_watchdog=arm_watchdog, live_confirm_s=t.live_confirm,
-                            persist_s=t.persist)
+        resolver = Resolver(
+            store=store,
+            waiters=waiters,
+            publisher=publisher,
+            supervisor=supervisor,
+            clock=clock,
+            resume_detached=resume.resume,
+            arm_watchdog=arm_watchdog,
+            live_confirm_s=t.live_confirm,
+            persist_s=t.persist,
+        )
 
         async def transition(session_id: str, to: SessionState) -> None:
             await admission.transition(session_id, to)
 
-        asker = Asker(store, waiters, publisher, canceller, transition,
-                      AskLimits(wait_s=t.clarification_wait, keepalive_s=t.keepalive))
-        sessions = SessionService(store=store, runtime=runtime, publisher=publisher,
-                                  lanes=lanes, admission=admission, canceller=canceller,
-                                  watchdogs=watchdogs, tokens=tokens,
-                                  known_agents=frozenset(settings.agents))
-        sink.target = AgentEvents(store=store, publisher=publisher, lanes=lanes,
-                                  admission=admission, canceller=canceller, watchdogs=watchdogs,
-                                  supervisor=supervisor, persist_s=t.persist)
+        asker = Asker(
+            store,
+            waiters,
+            publisher,
+            canceller,
+            transition,
+            AskLimits(wait_s=t.clarification_wait, keepalive_s=t.keepalive),
+        )
+        sessions = SessionService(
+            store=store,
+            runtime=runtime,
+            publisher=publisher,
+            lanes=lanes,
+            admission=admission,
+            canceller=canceller,
+            watchdogs=watchdogs,
+            tokens=tokens,
+            known_agents=frozenset(settings.agents),
+        )
+        sink.target = AgentEvents(
+            store=store,
+            publisher=publisher,
+            lanes=lanes,
+            admission=admission,
+            canceller=canceller,
+            watchdogs=watchdogs,
+            supervisor=supervisor,
+            persist_s=t.persist,
+        )
         services = ApiServices(
-            tasks=TaskService(store, bus), reads=Reads(store, projector, summaries, waiters.has),
-            sessions=sessions, admission=admission, resolver=resolver, canceller=canceller,
-            workflow=WorkflowGuard(store), asker=asker, tokens=tokens, projector=projector,
-            bus=bus)
+            tasks=TaskService(store, bus),
+            reads=Reads(store, projector, summaries, waiters.has),
+            sessions=sessions,
+            admission=admission,
+            resolver=resolver,
+            canceller=canceller,
+            workflow=WorkflowGuard(store),
+            asker=asker,
+            tokens=tokens,
+            projector=projector,
+            bus=bus,
+        )
         try:
-            yield App(services=services, mcp=McpEndpoint(build_mcp_server(asker), tokens),
-                      recovery=StartupRecovery(store, projector, publisher), watchdogs=watchdogs)
+            yield App(
+                services=services,
+                mcp=McpEndpoint(build_mcp_server(asker), tokens),
+                recovery=StartupRecovery(store, projector, publisher),
+                watchdogs=watchdogs,
+            )
         finally:
             watchdogs.cancel_all()
 
@@ -143,8 +198,13 @@ async def run_server(settings: Settings, on_listening: Callable[[str], None]) ->
     """Serve until stopped. Raises RecoveryFailed if startup recovery fails."""
     base = {"url": f"http://{_client_host(settings.host)}:{settings.port}"}
     async with build(settings, lambda: base["url"]) as app:
-        config = uvicorn.Config(create_app(app.services, app.mcp), host=settings.host,
-                                port=settings.port, log_level="warning", lifespan="on")
+        config = uvicorn.Config(
+            create_app(app.services, app.mcp),
+            host=settings.host,
+            port=settings.port,
+            log_level="warning",
+            lifespan="on",
+        )
         server = uvicorn.Server(config)
         serving = asyncio.ensure_future(server.serve())
         try:

@@ -37,8 +37,13 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def wait_until(predicate: Callable[[], Any], *, timeout: float = 15.0, interval: float = 0.05,
-               what: str = "condition") -> Any:
+def wait_until(
+    predicate: Callable[[], Any],
+    *,
+    timeout: float = 15.0,
+    interval: float = 0.05,
+    what: str = "condition",
+) -> Any:
     """Poll `predicate` until it returns something truthy; fail with `what` after `timeout`."""
     deadline = time.monotonic() + timeout
     last: Any = None
@@ -68,17 +73,41 @@ class ServerProcess:
     def log_path(self) -> Path:
         return self.workdir / f"server-{self.starts}.log"
 
-    def start(self, *, failpoints: str = "", wait_ready: bool = True,
-              extra_env: Mapping[str, str] | None = None) -> None:
+    def start(
+        self,
+        *,
+        failpoints: str = "",
+        wait_ready: bool = True,
+        extra_env: Mapping[str, str] | None = None,
+    ) -> None:
         self.starts += 1
-        env = {**os.environ, **FAST_TIMEOUTS, **self.env, **(extra_env or {}),
-               "CLARION_HOME": str(self.workdir / "home"), "CLARION_FAILPOINTS": failpoints,
-               "CLARION_LOG_LEVEL": "INFO"}
+        env = {
+            **os.environ,
+            **FAST_TIMEOUTS,
+            **self.env,
+            **(extra_env or {}),
+            "CLARION_HOME": str(self.workdir / "home"),
+            "CLARION_FAILPOINTS": failpoints,
+            "CLARION_LOG_LEVEL": "INFO",
+        }
         with self.log_path.open("wb") as log:  # the child keeps its own descriptor
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "clarion", "serve", "--port", str(self.port),
-                 "--database", self.database_url, "--bus", self.bus_url],
-                stdout=log, stderr=subprocess.STDOUT, env=env, cwd=self.workdir,
+                [
+                    sys.executable,
+                    "-m",
+                    "clarion",
+                    "serve",
+                    "--port",
+                    str(self.port),
+                    "--database",
+                    self.database_url,
+                    "--bus",
+                    self.bus_url,
+                ],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=env,
+                cwd=self.workdir,
                 start_new_session=True,
             )
         if wait_ready:
@@ -116,8 +145,9 @@ class ServerProcess:
                 self.kill()
 
     def logs(self) -> str:
-        return "\n".join(p.read_text(errors="replace")
-                         for p in sorted(self.workdir.glob("server-*.log")))
+        return "\n".join(
+            p.read_text(errors="replace") for p in sorted(self.workdir.glob("server-*.log"))
+        )
 
     # ------------------------------------------------------------------ HTTP helpers
 
@@ -127,29 +157,41 @@ class ServerProcess:
     def ok(self, method: str, path: str, status: int = 200, **kwargs: Any) -> Any:
         response = self.request(method, path, **kwargs)
         assert response.status_code == status, (
-            f"{method} {path}: {response.status_code} {response.text}")
+            f"{method} {path}: {response.status_code} {response.text}"
+        )
         return response.json() if response.content else None
 
     def create_task(self, title: str = "Pick a database", description: str = "") -> str:
-        return str(self.ok("POST", "/tasks", 201,
-                           json={"title": title, "description": description})["task"]["id"])
+        return str(
+            self.ok("POST", "/tasks", 201, json={"title": title, "description": description})[
+                "task"
+            ]["id"]
+        )
 
     def start_session(self, task_id: str, prompt: str, agent: str = "builtin") -> str:
-        body = self.ok("POST", f"/tasks/{task_id}/task-sessions", 201,
-                       json={"agent": agent, "prompt": prompt})
+        body = self.ok(
+            "POST", f"/tasks/{task_id}/task-sessions", 201, json={"agent": agent, "prompt": prompt}
+        )
         return str(body["session"]["id"])
 
     def messages(self, session_id: str) -> list[dict[str, Any]]:
         return list(self.ok("GET", f"/task-sessions/{session_id}/messages?limit=1000")["messages"])
 
     def agent_texts(self, session_id: str) -> list[str]:
-        return [m["content"] for m in self.messages(session_id)
-                if m["author_type"] == "agent" and m["type"] == "message"]
+        return [
+            m["content"]
+            for m in self.messages(session_id)
+            if m["author_type"] == "agent" and m["type"] == "message"
+        ]
 
     def wait_for_agent_text(self, session_id: str, needle: str, timeout: float = 20) -> str:
-        return str(wait_until(
-            lambda: next((t for t in self.agent_texts(session_id) if needle in t), None),
-            timeout=timeout, what=f"agent text containing {needle!r}"))
+        return str(
+            wait_until(
+                lambda: next((t for t in self.agent_texts(session_id) if needle in t), None),
+                timeout=timeout,
+                what=f"agent text containing {needle!r}",
+            )
+        )
 
     def pending_ids(self, session_id: str) -> list[str]:
         seen: list[str] = []
@@ -161,17 +203,24 @@ class ServerProcess:
         return seen
 
     def wait_for_bundle(self, session_id: str, *, index: int = 0, timeout: float = 20) -> str:
-        ids = wait_until(lambda: len(self.pending_ids(session_id)) > index
-                         and self.pending_ids(session_id), timeout=timeout,
-                         what="a clarification bundle")
+        ids = wait_until(
+            lambda: len(self.pending_ids(session_id)) > index and self.pending_ids(session_id),
+            timeout=timeout,
+            what="a clarification bundle",
+        )
         return str(ids[index])
 
     def bundle(self, pending_id: str) -> dict[str, Any]:
         return dict(self.ok("GET", f"/clarification/{pending_id}"))
 
     def wait_for_state(self, pending_id: str, state: str, timeout: float = 20) -> dict[str, Any]:
-        return dict(wait_until(lambda: (b := self.bundle(pending_id))["state"] == state and b,
-                               timeout=timeout, what=f"bundle state {state}"))
+        return dict(
+            wait_until(
+                lambda: (b := self.bundle(pending_id))["state"] == state and b,
+                timeout=timeout,
+                what=f"bundle state {state}",
+            )
+        )
 
     def respond(self, pending_id: str, body: dict[str, Any]) -> httpx.Response:
         return self.request("POST", f"/clarification/{pending_id}/respond", json=body)
@@ -186,15 +235,21 @@ class ServerProcess:
 
 
 def answer(question_id: str = "db", option: str = "postgres", text: str = "") -> dict[str, Any]:
-    return {"answers": [{"question_id": question_id, "selected_options": [option],
-                         "custom_text": text}], "rejected": False, "reject_reason": ""}
+    return {
+        "answers": [
+            {"question_id": question_id, "selected_options": [option], "custom_text": text}
+        ],
+        "rejected": False,
+        "reject_reason": "",
+    }
 
 
 SKIP = {"rejected": True, "reject_reason": "User skipped", "answers": []}
 
 
-def recv_until(ws: ClientConnection, predicate: Callable[[dict[str, Any]], bool],
-               timeout: float = 15) -> dict[str, Any]:
+def recv_until(
+    ws: ClientConnection, predicate: Callable[[dict[str, Any]], bool], timeout: float = 15
+) -> dict[str, Any]:
     deadline = time.monotonic() + timeout
     while True:
         remaining = deadline - time.monotonic()

@@ -34,7 +34,8 @@ def test_live_answer_over_http_reaches_the_waiting_agent(server: ServerProcess) 
     assert body["resumed"] is False and body["successor_turn_id"] is None
     text = server.wait_for_agent_text(session_id, "You answered:")
     assert json.loads(text.removeprefix("You answered: ")) == {
-        "db": {"selected_options": ["postgres"], "custom_text": ""}}
+        "db": {"selected_options": ["postgres"], "custom_text": ""}
+    }
     assert server.bundle(pending_id)["state"] == "terminal"
 
 
@@ -58,16 +59,25 @@ def test_multi_question_bundle_with_custom_text(server: ServerProcess) -> None:
     assert [q["id"] for q in bundle["questions"]] == ["db", "language", "deploy"]
     assert bundle["context"]
 
-    response = server.respond(pending_id, {"answers": [
-        {"question_id": "db", "selected_options": ["sqlite"], "custom_text": ""},
-        {"question_id": "language", "selected_options": [], "custom_text": "Zig, honestly"},
-        {"question_id": "deploy", "selected_options": ["docker"], "custom_text": ""},
-    ], "rejected": False, "reject_reason": ""})
+    response = server.respond(
+        pending_id,
+        {
+            "answers": [
+                {"question_id": "db", "selected_options": ["sqlite"], "custom_text": ""},
+                {"question_id": "language", "selected_options": [], "custom_text": "Zig, honestly"},
+                {"question_id": "deploy", "selected_options": ["docker"], "custom_text": ""},
+            ],
+            "rejected": False,
+            "reject_reason": "",
+        },
+    )
 
     assert response.status_code == 200, response.text
     text = server.wait_for_agent_text(session_id, "You answered:")
     assert json.loads(text.removeprefix("You answered: "))["language"] == {
-        "selected_options": [], "custom_text": "Zig, honestly"}
+        "selected_options": [],
+        "custom_text": "Zig, honestly",
+    }
 
 
 def test_agent_timeout_detaches_and_a_late_answer_resumes_the_agent(
@@ -92,9 +102,14 @@ def test_agent_timeout_detaches_and_a_late_answer_resumes_the_agent(
 
 def test_stream_of_fifty_chunks_is_stored_in_order(server: ServerProcess) -> None:
     session_id = server.start_session(server.create_task(), "/scenario stream n=50 ms=0")
-    wait_until(lambda: any(t["completed_at"] for t in server.turns(session_id)
-                           if not t["metadata"].get("lifecycle_only")),
-               what="stream turn to complete")
+    wait_until(
+        lambda: any(
+            t["completed_at"]
+            for t in server.turns(session_id)
+            if not t["metadata"].get("lifecycle_only")
+        ),
+        what="stream turn to complete",
+    )
     texts = server.agent_texts(session_id)
     assert len(texts) == 1
     numbers = [int(part) for part in texts[0].split() if part.isdigit()]
@@ -104,22 +119,40 @@ def test_stream_of_fifty_chunks_is_stored_in_order(server: ServerProcess) -> Non
 def test_websocket_sees_the_question_and_its_answer(server: ServerProcess) -> None:
     task_id = server.create_task()
     with server.websocket() as ws:
-        ws.send(json.dumps({"type": "request", "id": "s1", "action": "subscribe",
-                            "payload": {"task_id": task_id}}))
+        ws.send(
+            json.dumps(
+                {
+                    "type": "request",
+                    "id": "s1",
+                    "action": "subscribe",
+                    "payload": {"task_id": task_id},
+                }
+            )
+        )
         ack = recv_until(ws, lambda m: m.get("id") == "s1")
         assert ack["type"] == "response"
         session_id = server.start_session(task_id, "/scenario ask")
-        added = recv_until(ws, lambda m: m["action"] == "session.message.added"
-                           and m["payload"]["type"] == "clarification_request")
+        added = recv_until(
+            ws,
+            lambda m: (
+                m["action"] == "session.message.added"
+                and m["payload"]["type"] == "clarification_request"
+            ),
+        )
         assert added["payload"]["pending_action"] == "clarification"
         assert set(added["payload"]["pending_action_revision"]) == {"epoch", "sequence"}
         pending_id = added["payload"]["metadata"]["pending_id"]
         server.wait_for_state(pending_id, "active_live")
         assert server.respond(pending_id, answer()).status_code == 200
-        updated = recv_until(ws, lambda m: m["action"] == "session.message.updated"
-                             and m["payload"]["metadata"].get("pending_id") == pending_id
-                             and m["payload"]["metadata"].get("status") == "answered"
-                             and "pending_action" in m["payload"])
+        updated = recv_until(
+            ws,
+            lambda m: (
+                m["action"] == "session.message.updated"
+                and m["payload"]["metadata"].get("pending_id") == pending_id
+                and m["payload"]["metadata"].get("status") == "answered"
+                and "pending_action" in m["payload"]
+            ),
+        )
         assert updated["payload"]["pending_action"] is None
     assert session_id
 

@@ -11,8 +11,10 @@ import pytest
 
 from tests.e2e.harness import ServerProcess, answer
 
-DBS = [pytest.param("sqlite", id="sqlite"),
-       pytest.param("postgres", id="postgres", marks=pytest.mark.postgres)]
+DBS = [
+    pytest.param("sqlite", id="sqlite"),
+    pytest.param("postgres", id="postgres", marks=pytest.mark.postgres),
+]
 RESUME_MARK = "You previously asked the user:"
 
 

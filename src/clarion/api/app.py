@@ -34,14 +34,24 @@ class ReadinessGate:
         self._services = services
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if (scope["type"] in ("http", "websocket") and not self._services.ready.is_set()
-                and scope.get("path") != "/healthz"):
+        if (
+            scope["type"] in ("http", "websocket")
+            and not self._services.ready.is_set()
+            and scope.get("path") != "/healthz"
+        ):
             if scope["type"] == "websocket":
                 await send({"type": "websocket.close", "code": 1013})
                 return
             response = JSONResponse(
-                {"error": {"code": "starting", "message": "Clarion is starting",
-                           "retryable": True}}, status_code=503)
+                {
+                    "error": {
+                        "code": "starting",
+                        "message": "Clarion is starting",
+                        "retryable": True,
+                    }
+                },
+                status_code=503,
+            )
             await response(scope, receive, send)
             return
         await self._app(scope, receive, send)
@@ -54,8 +64,12 @@ def create_app(services: ApiServices, mcp: McpEndpoint) -> FastAPI:
         async with mcp.server.session_manager.run():
             yield
 
-    app = FastAPI(title="Clarion", version=__version__, lifespan=lifespan,
-                  description="Durable clarification lifecycle for AI coding agents.")
+    app = FastAPI(
+        title="Clarion",
+        version=__version__,
+        lifespan=lifespan,
+        description="Durable clarification lifecycle for AI coding agents.",
+    )
     app.state.services = services
     install_error_handlers(app)
 
@@ -69,8 +83,9 @@ def create_app(services: ApiServices, mcp: McpEndpoint) -> FastAPI:
     app.include_router(routes_sessions.router)
     app.include_router(routes_clarifications.router)
     app.include_router(ws.router)
-    app.router.routes.append(Route("/mcp/sessions/{session_id}", endpoint=mcp,
-                                   methods=["GET", "POST", "DELETE"]))
+    app.router.routes.append(
+        Route("/mcp/sessions/{session_id}", endpoint=mcp, methods=["GET", "POST", "DELETE"])
+    )
 
     if WEB_DIR.is_dir():
         app.mount("/static", StaticFiles(directory=WEB_DIR), name="static")

@@ -24,8 +24,9 @@ async def respond(pending_id: str, request: Request) -> dict[str, Any]:
     return result.wire()
 
 
-@router.post("/clarification/{pending_id}/cancel",
-             summary="Cancel a bundle still owned by a live waiter")
+@router.post(
+    "/clarification/{pending_id}/cancel", summary="Cancel a bundle still owned by a live waiter"
+)
 async def cancel(pending_id: str, request: Request) -> dict[str, Any]:
     await services(request).canceller.cancel(pending_id)
     return {"success": True}

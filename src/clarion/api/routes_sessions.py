@@ -20,8 +20,9 @@ async def start_session(task_id: str, request: Request) -> JSONResponse:
     svc = services(request)
     await svc.reads.task(task_id)
     body = parse_body(StartSession, await read_json_object(request))
-    session = await svc.sessions.start(task_id, agent=body.agent, prompt=body.prompt,
-                                       is_primary=body.is_primary)
+    session = await svc.sessions.start(
+        task_id, agent=body.agent, prompt=body.prompt, is_primary=body.is_primary
+    )
     return JSONResponse({"session": await svc.reads.session(session.id)}, status_code=201)
 
 
@@ -85,8 +86,11 @@ async def messages(
     return await services(request).reads.messages(session_id, after=after or None, limit=size)
 
 
-@router.delete("/task-sessions/{session_id}/messages/{message_id}", status_code=204,
-               summary="Delete one message")
+@router.delete(
+    "/task-sessions/{session_id}/messages/{message_id}",
+    status_code=204,
+    summary="Delete one message",
+)
 async def delete_message(session_id: str, message_id: str, request: Request) -> Response:
     svc = services(request)
     await svc.reads.session(session_id)
@@ -94,6 +98,3 @@ async def delete_message(session_id: str, message_id: str, request: Request) -> 
     if deleted is None:
         raise NotFound("message not found", session_id=session_id, message_id=message_id)
     return Response(status_code=204)
-
-
-

@@ -24,8 +24,9 @@ def services(request: Request) -> ApiServices:
 async def create_task(request: Request) -> JSONResponse:
     svc = services(request)
     body = parse_body(CreateTask, await read_json_object(request))
-    task = await svc.tasks.create(title=body.title, description=body.description,
-                                  workspace=body.workspace)
+    task = await svc.tasks.create(
+        title=body.title, description=body.description, workspace=body.workspace
+    )
     return JSONResponse({"task": await svc.reads.task_view(task, repair=False)}, status_code=201)
 
 

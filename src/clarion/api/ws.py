@@ -28,11 +28,18 @@ from clarion.ports import Event
 log = logging.getLogger(__name__)
 router = APIRouter()
 
-NOTIFICATIONS = frozenset({
-    "session.message.added", "session.message.updated", "session.message.deleted",
-    "session.turn.started", "session.turn.completed", "session.state_changed",
-    "task.status_summary.updated", "task.created",
-})
+NOTIFICATIONS = frozenset(
+    {
+        "session.message.added",
+        "session.message.updated",
+        "session.message.deleted",
+        "session.turn.started",
+        "session.turn.completed",
+        "session.state_changed",
+        "task.status_summary.updated",
+        "task.created",
+    }
+)
 SUBSCRIBE = {"subscribe", "task.subscribe", "session.subscribe"}
 UNSUBSCRIBE = {"unsubscribe", "task.unsubscribe", "session.unsubscribe"}
 
@@ -46,7 +53,8 @@ class Filters:
         if not self.task_ids and not self.session_ids:
             return True
         return event.task_id in self.task_ids or (
-            event.session_id is not None and event.session_id in self.session_ids)
+            event.session_id is not None and event.session_id in self.session_ids
+        )
 
     def change(self, payload: dict[str, Any], *, add: bool) -> None:
         task_id, session_id = payload.get("task_id"), payload.get("session_id")
@@ -59,8 +67,12 @@ class Filters:
 
 
 def envelope(type_: str, action: str, payload: Any, id_: Any = None) -> dict[str, Any]:
-    body: dict[str, Any] = {"type": type_, "action": action, "payload": payload,
-                            "timestamp": datetime.now(UTC).isoformat()}
+    body: dict[str, Any] = {
+        "type": type_,
+        "action": action,
+        "payload": payload,
+        "timestamp": datetime.now(UTC).isoformat(),
+    }
     if id_ is not None:
         body["id"] = id_
     return body
@@ -104,13 +116,17 @@ async def _handle(svc: ApiServices, filters: Filters, raw: str) -> dict[str, Any
     try:
         message = json.loads(raw)
     except json.JSONDecodeError:
-        return envelope("error", "error", {"code": "invalid_json",
-                                           "message": "message is not JSON",
-                                           "retryable": False})
+        return envelope(
+            "error",
+            "error",
+            {"code": "invalid_json", "message": "message is not JSON", "retryable": False},
+        )
     if not isinstance(message, dict):
-        return envelope("error", "error", {"code": "invalid_request",
-                                           "message": "message must be an object",
-                                           "retryable": False})
+        return envelope(
+            "error",
+            "error",
+            {"code": "invalid_request", "message": "message must be an object", "retryable": False},
+        )
     id_ = message.get("id")
     action = message.get("action")
     payload = message.get("payload") or {}
@@ -123,16 +139,22 @@ async def _handle(svc: ApiServices, filters: Filters, raw: str) -> dict[str, Any
             if action == "task.subscribe" and "task_id" not in payload:
                 raise InvalidInput("task_id is required", field="payload.task_id")
             filters.change(payload, add=True)
-            result: dict[str, Any] = {"success": True, "task_ids": sorted(filters.task_ids),
-                                      "session_ids": sorted(filters.session_ids)}
+            result: dict[str, Any] = {
+                "success": True,
+                "task_ids": sorted(filters.task_ids),
+                "session_ids": sorted(filters.session_ids),
+            }
         elif action in UNSUBSCRIBE:
             if payload:
                 filters.change(payload, add=False)
             else:
                 filters.task_ids.clear()
                 filters.session_ids.clear()
-            result = {"success": True, "task_ids": sorted(filters.task_ids),
-                      "session_ids": sorted(filters.session_ids)}
+            result = {
+                "success": True,
+                "task_ids": sorted(filters.task_ids),
+                "session_ids": sorted(filters.session_ids),
+            }
         elif action == "session.list":
             task_id = payload.get("task_id")
             if not isinstance(task_id, str):
@@ -144,6 +166,7 @@ async def _handle(svc: ApiServices, filters: Filters, raw: str) -> dict[str, Any
         else:
             raise InvalidInput(f"unknown action {action!r}", field="action")
     except Exception as exc:
-        return envelope("error", action if isinstance(action, str) else "error",
-                        ws_error_payload(exc), id_)
+        return envelope(
+            "error", action if isinstance(action, str) else "error", ws_error_payload(exc), id_
+        )
     return envelope("response", action, result, id_)

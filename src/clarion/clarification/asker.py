@@ -89,15 +89,24 @@ class Asker:
             turn_id=turn.id,
         )
         waiter = self._waiters.register(pending_id, session_id, turn.id)
-        log.info("clarification asked", extra={"session_id": session_id, "turn_id": turn.id,
-                                               "pending_id": pending_id, "rows": len(rows)})
+        log.info(
+            "clarification asked",
+            extra={
+                "session_id": session_id,
+                "turn_id": turn.id,
+                "pending_id": pending_id,
+                "rows": len(rows),
+            },
+        )
         try:
             await self._transition(session_id, SessionState.WAITING_FOR_INPUT)
             await self._publisher.messages("added", rows)
             return await self._wait(waiter, progress)
         except asyncio.CancelledError:
-            log.info("agent dropped the question call; detaching",
-                     extra={"session_id": session_id, "pending_id": pending_id})
+            log.info(
+                "agent dropped the question call; detaching",
+                extra={"session_id": session_id, "pending_id": pending_id},
+            )
             self._close(waiter)
             await self._canceller.detach(session_id, pending_id=pending_id)
             raise
@@ -109,9 +118,10 @@ class Asker:
         while True:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                log.info("clarification wait limit reached; detaching",
-                         extra={"session_id": waiter.session_id,
-                                "pending_id": waiter.pending_id})
+                log.info(
+                    "clarification wait limit reached; detaching",
+                    extra={"session_id": waiter.session_id, "pending_id": waiter.pending_id},
+                )
                 self._close(waiter)
                 await self._canceller.detach(waiter.session_id, pending_id=waiter.pending_id)
                 raise QuestionDetached(DETACHED_TOOL_ERROR, pending_id=waiter.pending_id)
@@ -133,8 +143,7 @@ class Asker:
         try:
             await progress("Waiting for the person's answer")
         except Exception:
-            log.debug("keep-alive failed", extra={"pending_id": waiter.pending_id},
-                      exc_info=True)
+            log.debug("keep-alive failed", extra={"pending_id": waiter.pending_id}, exc_info=True)
 
     def _close(self, waiter: Waiter) -> None:
         """No new offers reach this waiter; offers already queued are withdrawn."""

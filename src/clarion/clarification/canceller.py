@@ -35,7 +35,9 @@ class ClarificationCanceller:
         self._supervisor = supervisor
         self._persist_s = persist_s
 
-    async def detach(self, session_id: str, *, pending_id: str | None = None) -> tuple[Message, ...]:
+    async def detach(
+        self, session_id: str, *, pending_id: str | None = None
+    ) -> tuple[Message, ...]:
         """Record that no waiter owns the session's current-turn bundles (or one of them)."""
         return await self._supervisor.run_detached(
             self._detach(session_id, pending_id), name=f"detach:{session_id}"
@@ -48,8 +50,12 @@ class ClarificationCanceller:
         if changed:
             log.info(
                 "clarification detached",
-                extra={"session_id": session_id, "pending_id": pending_id,
-                       "rows": len(changed), "turn_id": changed[0].turn_id},
+                extra={
+                    "session_id": session_id,
+                    "pending_id": pending_id,
+                    "rows": len(changed),
+                    "turn_id": changed[0].turn_id,
+                },
             )
             await bounded(self._publisher.messages("updated", changed), self._persist_s)
         return changed
@@ -65,8 +71,9 @@ class ClarificationCanceller:
             self._waiters.cancel(waiter.pending_id)
         changed = await bounded(self._store.expire_bundles(session_id), self._persist_s)
         if changed:
-            log.info("clarification expired",
-                     extra={"session_id": session_id, "rows": len(changed)})
+            log.info(
+                "clarification expired", extra={"session_id": session_id, "rows": len(changed)}
+            )
             await bounded(self._publisher.messages("updated", changed), self._persist_s)
         return changed
 
@@ -74,8 +81,9 @@ class ClarificationCanceller:
         """Low-level cancel of a bundle still owned by a live waiter in this process."""
         if not self._waiters.has(pending_id):
             raise NotFound("clarification request not found", pending_id=pending_id)
-        return await self._supervisor.run_detached(self._cancel(pending_id),
-                                                   name=f"cancel:{pending_id}")
+        return await self._supervisor.run_detached(
+            self._cancel(pending_id), name=f"cancel:{pending_id}"
+        )
 
     async def _cancel(self, pending_id: str) -> tuple[Message, ...]:
         changed = await bounded(self._store.cancel_bundle(pending_id), self._persist_s)
@@ -91,7 +99,9 @@ class ClarificationCanceller:
                 pending_id=pending_id,
             )
         self._waiters.cancel(pending_id)
-        log.info("clarification cancelled",
-                 extra={"pending_id": pending_id, "session_id": changed[0].session_id})
+        log.info(
+            "clarification cancelled",
+            extra={"pending_id": pending_id, "session_id": changed[0].session_id},
+        )
         await bounded(self._publisher.messages("updated", changed), self._persist_s)
         return changed

@@ -91,8 +91,12 @@ class Resolver:
             if bundle.current_turn_id is None or state is BundleState.SUPERSEDED_HISTORY:
                 # An inert bundle never hands anything to a waiter that still exists.
                 self._waiters.cancel(pending_id)
-            raise NotActive("clarification request is no longer active", state=str(state),
-                            response=winning_response(bundle), pending_id=pending_id)
+            raise NotActive(
+                "clarification request is no longer active",
+                state=str(state),
+                response=winning_response(bundle),
+                pending_id=pending_id,
+            )
         # From the claim on, the sequence must finish even if the HTTP request goes away.
         return await self._supervisor.run_detached(
             self._claim_and_hand_off(response), name=f"respond:{pending_id}"
@@ -106,10 +110,16 @@ class Resolver:
         if not claim.claimed:
             raise self._lost(claim)
         stamped = _stamped(response, claim)
-        log.info("clarification response claimed",
-                 extra={"pending_id": pending_id, "session_id": claim.bundle.session.id,
-                        "turn_id": claim.bundle.current_turn_id, "rows": len(claim.claimed),
-                        "rejected": response.rejected})
+        log.info(
+            "clarification response claimed",
+            extra={
+                "pending_id": pending_id,
+                "session_id": claim.bundle.session.id,
+                "turn_id": claim.bundle.current_turn_id,
+                "rows": len(claim.claimed),
+                "rejected": response.rejected,
+            },
+        )
         await failpoints.hit("respond.after_claim")
         if self._waiters.has(pending_id):
             return await self._deliver_live(claim, stamped)
@@ -123,13 +133,18 @@ class Resolver:
         bundle = claim.bundle
         statuses = {row.metadata.get(MetaKey.STATUS) for row in bundle.rows}
         if ClarificationStatus.CANCELLED in statuses and not statuses & {
-            ClarificationStatus.ANSWERED, ClarificationStatus.REJECTED
+            ClarificationStatus.ANSWERED,
+            ClarificationStatus.REJECTED,
         }:
             # A cancellation won after this responder loaded the bundle.
             return NotFound("clarification request not found", pending_id=bundle.pending_id)
         state = bundle_state(bundle, has_live_waiter=self._waiters.has(bundle.pending_id))
-        return NotActive("clarification request is no longer active", state=str(state),
-                         response=winning_response(bundle), pending_id=bundle.pending_id)
+        return NotActive(
+            "clarification request is no longer active",
+            state=str(state),
+            response=winning_response(bundle),
+            pending_id=bundle.pending_id,
+        )
 
     async def _deliver_live(
         self, claim: ClaimResult, response: ClarificationResponse
@@ -151,25 +166,31 @@ class Resolver:
                     except TimeoutError:
                         raise AcceptedButUnfinalized(
                             "clarification response was accepted, but delivery state could "
-                            "not be finalized", pending_id=pending_id) from None
+                            "not be finalized",
+                            pending_id=pending_id,
+                        ) from None
         else:
             delivery.abandon()
         if delivery.state is DeliveryState.CONFIRMED:
             await self._publish_rows(claim)
             return RespondResult(response=response, resumed=False, successor_turn_id=None)
-        await self.restore_or_fail(claim, code="delivery_failed",
-                                   message="failed to deliver clarification response")
+        await self.restore_or_fail(
+            claim, code="delivery_failed", message="failed to deliver clarification response"
+        )
 
     async def _confirm_live(self, claim: ClaimResult, response: ClarificationResponse) -> bool:
         await failpoints.hit("live.before_confirm")
         ids = [row.id for row in claim.claimed]
-        ok = await bounded(self._store.confirm_delivery(response.pending_id, ids),
-                           self._persist_s)
+        ok = await bounded(self._store.confirm_delivery(response.pending_id, ids), self._persist_s)
         if ok:
-            log.info("live delivery confirmed",
-                     extra={"pending_id": response.pending_id,
-                            "session_id": claim.bundle.session.id,
-                            "turn_id": claim.bundle.current_turn_id})
+            log.info(
+                "live delivery confirmed",
+                extra={
+                    "pending_id": response.pending_id,
+                    "session_id": claim.bundle.session.id,
+                    "turn_id": claim.bundle.current_turn_id,
+                },
+            )
             self._arm_watchdog(claim, response)
         return ok
 
@@ -177,36 +198,44 @@ class Resolver:
         self, claim: ClaimResult, response: ClarificationResponse
     ) -> RespondResult:
         ids = [row.id for row in claim.claimed]
-        if not await bounded(self._store.confirm_delivery(response.pending_id, ids),
-                             self._persist_s):
+        if not await bounded(
+            self._store.confirm_delivery(response.pending_id, ids), self._persist_s
+        ):
             raise AcceptedButUnfinalized(
                 "clarification rejection was accepted, but its state could not be finalized",
-                pending_id=response.pending_id)
-        log.info("detached clarification rejected; no resume",
-                 extra={"pending_id": response.pending_id,
-                        "session_id": claim.bundle.session.id})
+                pending_id=response.pending_id,
+            )
+        log.info(
+            "detached clarification rejected; no resume",
+            extra={"pending_id": response.pending_id, "session_id": claim.bundle.session.id},
+        )
         await self._publish_rows(claim)
         return RespondResult(response=response, resumed=False, successor_turn_id=None)
 
-    async def restore_or_fail(
-        self, claim: ClaimResult, *, code: str, message: str
-    ) -> NoReturn:
+    async def restore_or_fail(self, claim: ClaimResult, *, code: str, message: str) -> NoReturn:
         """Put the claimed rows back and raise the retryable error; raise a final one if the
         rows could not be restored (their turn is no longer current)."""
         pending_id = claim.bundle.pending_id
         ids = [row.id for row in claim.claimed]
         restored = await bounded(self._store.restore_claim(pending_id, ids), self._persist_s)
-        log.warning("clarification claim restore", extra={
-            "pending_id": pending_id, "session_id": claim.bundle.session.id,
-            "restored": restored, "code": code})
+        log.warning(
+            "clarification claim restore",
+            extra={
+                "pending_id": pending_id,
+                "session_id": claim.bundle.session.id,
+                "restored": restored,
+                "code": code,
+            },
+        )
         await self._publisher.refresh_summary(claim.bundle.session.task_id)
         await self._publish_rows(claim)
         if restored:
-            raise RetryableFailure(f"{message}; response can be retried", code=code,
-                                   pending_id=pending_id)
+            raise RetryableFailure(
+                f"{message}; response can be retried", code=code, pending_id=pending_id
+            )
         raise AcceptedButUnfinalized(
-            f"{message}, and the pending clarification could not be restored",
-            pending_id=pending_id)
+            f"{message}, and the pending clarification could not be restored", pending_id=pending_id
+        )
 
     async def _publish_rows(self, claim: ClaimResult) -> None:
         rows = await self._reread(claim)

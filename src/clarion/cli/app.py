@@ -12,8 +12,11 @@ import typer
 from clarion.cli.logs import configure_logging
 from clarion.config import Settings
 
-app = typer.Typer(help="Clarion: durable clarification lifecycle for AI coding agents.",
-                  no_args_is_help=True, add_completion=False)
+app = typer.Typer(
+    help="Clarion: durable clarification lifecycle for AI coding agents.",
+    no_args_is_help=True,
+    add_completion=False,
+)
 
 
 @app.callback()
@@ -35,13 +38,16 @@ def serve(
     host: str | None = typer.Option(None, help="Bind address [env CLARION_HOST]"),
     port: int | None = typer.Option(None, help="Port [env CLARION_PORT, default 8787]"),
     database: str | None = typer.Option(
-        None, "--database", help="sqlite:///PATH or postgresql://... [env CLARION_DATABASE_URL]"),
-    bus: str | None = typer.Option(None, "--bus",
-                                   help="memory or nats://host:port [env CLARION_BUS_URL]"),
+        None, "--database", help="sqlite:///PATH or postgresql://... [env CLARION_DATABASE_URL]"
+    ),
+    bus: str | None = typer.Option(
+        None, "--bus", help="memory or nats://host:port [env CLARION_BUS_URL]"
+    ),
     config: str | None = typer.Option(None, "--config", help="TOML file [env CLARION_CONFIG]"),
     auth: bool | None = typer.Option(None, "--auth/--no-auth", help="Require API tokens"),
-    insecure_no_auth: bool = typer.Option(False, "--insecure-no-auth",
-                                          help="Allow a non-loopback host without auth"),
+    insecure_no_auth: bool = typer.Option(
+        False, "--insecure-no-auth", help="Allow a non-loopback host without auth"
+    ),
     log_level: str = typer.Option(os.environ.get("CLARION_LOG_LEVEL", "INFO"), "--log-level"),
 ) -> None:
     """Start the server. Binds HTTP first, then runs startup recovery before admitting work."""
@@ -49,15 +55,24 @@ def serve(
 
     configure_logging(log_level.upper())
     try:
-        settings = Settings.load(host=host, port=port, database_url=database, bus_url=bus,
-                                 config_file=config, auth=auth,
-                                 insecure_no_auth=insecure_no_auth)
+        settings = Settings.load(
+            host=host,
+            port=port,
+            database_url=database,
+            bus_url=bus,
+            config_file=config,
+            auth=auth,
+            insecure_no_auth=insecure_no_auth,
+        )
     except ValueError as exc:
         typer.echo(f"clarion: {exc}", err=True)
         raise typer.Exit(2) from exc
     if not settings.auth and not settings.insecure_no_auth and not _is_loopback(settings.host):
-        typer.echo(f"clarion: refusing to serve on {settings.host} without --auth "
-                   "(pass --insecure-no-auth to allow it)", err=True)
+        typer.echo(
+            f"clarion: refusing to serve on {settings.host} without --auth "
+            "(pass --insecure-no-auth to allow it)",
+            err=True,
+        )
         raise typer.Exit(2)
 
     def announce(url: str) -> None:

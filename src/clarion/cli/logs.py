@@ -10,7 +10,9 @@ _STANDARD = set(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {"messa
 
 class KeyValueFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
-        base = f"{self.formatTime(record)} {record.levelname:<7} {record.name}: {record.getMessage()}"
+        base = (
+            f"{self.formatTime(record)} {record.levelname:<7} {record.name}: {record.getMessage()}"
+        )
         extras = " ".join(
             f"{key}={value}" for key, value in record.__dict__.items() if key not in _STANDARD
         )

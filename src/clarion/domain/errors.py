@@ -1,16 +1,16 @@
 """The one error tree of Clarion. Edges map it to the wire in one table (api/errors.py).
 
-    ClarionError
-     +-- NotFound                  the thing does not exist or is not visible to the caller (404)
-     +-- InvalidInput              a request or tool input is malformed; nothing was written (400)
-     +-- Conflict                  the request is well formed but the state forbids it (409)
-     |    +-- NotActive            a clarification bundle is not answerable (carries its state)
-     |    +-- PendingInput         a workflow move refused while a clarification is active
-     +-- Unauthenticated           missing or wrong credentials (401)
-     +-- ServiceStarting           startup recovery has not finished (503)
-     +-- RetryableFailure          failed, durable state rolled back: the same request may be sent again (500)
-     +-- AcceptedButUnfinalized    accepted; must not be sent again though finalization failed (500)
-     +-- InjectedFailure           a fault point fired with action `error`
+ClarionError
+ +-- NotFound                  the thing does not exist or is not visible to the caller (404)
+ +-- InvalidInput              a request or tool input is malformed; nothing was written (400)
+ +-- Conflict                  the request is well formed but the state forbids it (409)
+ |    +-- NotActive            a clarification bundle is not answerable (carries its state)
+ |    +-- PendingInput         a workflow move refused while a clarification is active
+ +-- Unauthenticated           missing or wrong credentials (401)
+ +-- ServiceStarting           startup recovery has not finished (503)
+ +-- RetryableFailure          rolled back; the same request may be sent again (500)
+ +-- AcceptedButUnfinalized    accepted; must not be sent again though finalization failed (500)
+ +-- InjectedFailure           a fault point fired with action `error`
 """
 
 from __future__ import annotations
@@ -38,8 +38,9 @@ class InvalidInput(ClarionError):
 
     code = "invalid_request"
 
-    def __init__(self, message: str, *, field: str | None = None, code: str | None = None,
-                 **ids: Any) -> None:
+    def __init__(
+        self, message: str, *, field: str | None = None, code: str | None = None, **ids: Any
+    ) -> None:
         super().__init__(message, **ids)
         self.field = field
         if code is not None:
@@ -55,8 +56,9 @@ class NotActive(Conflict):
 
     code = "not_active"
 
-    def __init__(self, message: str, *, state: str, response: dict[str, Any] | None = None,
-                 **ids: Any) -> None:
+    def __init__(
+        self, message: str, *, state: str, response: dict[str, Any] | None = None, **ids: Any
+    ) -> None:
         super().__init__(message, **ids)
         self.state = state
         self.response = response

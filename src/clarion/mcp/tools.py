@@ -99,12 +99,20 @@ class McpEndpoint:
         request = Request(scope)
         session_id = str(request.path_params.get("session_id", ""))
         if not self._tokens.verify(session_id, request.headers.get(TOKEN_HEADER)):
-            log.warning("MCP request refused: bad or missing session secret",
-                        extra={"session_id": session_id})
+            log.warning(
+                "MCP request refused: bad or missing session secret",
+                extra={"session_id": session_id},
+            )
             response = JSONResponse(
-                {"error": {"code": "unauthenticated",
-                           "message": "missing or wrong session token", "retryable": False}},
-                status_code=401)
+                {
+                    "error": {
+                        "code": "unauthenticated",
+                        "message": "missing or wrong session token",
+                        "retryable": False,
+                    }
+                },
+                status_code=401,
+            )
             await response(scope, receive, send)
             return
         await self._inner(scope, receive, send)

@@ -51,8 +51,9 @@ class TurnAdmission:
             self._check_open(lane)
             if lane.running_generation is not None or lane.queue:
                 lane.queue.append(text)
-                log.info("prompt queued", extra={"session_id": session_id,
-                                                 "queued": len(lane.queue)})
+                log.info(
+                    "prompt queued", extra={"session_id": session_id, "queued": len(lane.queue)}
+                )
                 return None, True
             turn = await self.dispatch_locked(lane, session, text)
             return turn.id, False
@@ -74,14 +75,17 @@ class TurnAdmission:
         except Exception as exc:
             log.exception("agent failed to start", extra={"session_id": session.id})
             await self.transition(session.id, SessionState.IDLE)
-            raise AgentUnavailable(f"agent {session.agent!r} could not start: {exc}",
-                                   session_id=session.id) from exc
+            raise AgentUnavailable(
+                f"agent {session.agent!r} could not start: {exc}", session_id=session.id
+            ) from exc
         if started:
             turn = await self._store.create_turn(session.id, lifecycle_only=True)
             await self._store.complete_turn(turn.id)
             turn = await self._store.get_turn(turn.id)
-            log.info("agent started; lifecycle turn recorded",
-                     extra={"session_id": session.id, "turn_id": turn.id})
+            log.info(
+                "agent started; lifecycle turn recorded",
+                extra={"session_id": session.id, "turn_id": turn.id},
+            )
             await self._publisher.turn_quietly("started", turn)
             await self._publisher.turn_quietly("completed", turn)
 
@@ -95,8 +99,10 @@ class TurnAdmission:
         await self.ensure_agent_locked(session)
         turn = await self._store.create_turn(session.id)
         generation = lane.begin(turn.id)
-        log.info("turn started", extra={"session_id": session.id, "turn_id": turn.id,
-                                        "generation": generation})
+        log.info(
+            "turn started",
+            extra={"session_id": session.id, "turn_id": turn.id, "generation": generation},
+        )
         await self._publisher.turn_quietly("started", turn)
         if record_prompt:
             message = await self._store.add_message(
@@ -113,14 +119,16 @@ class TurnAdmission:
         try:
             await self._runtime.prompt(session.id, text, generation=generation)
         except Exception as exc:
-            log.exception("agent refused the prompt",
-                          extra={"session_id": session.id, "turn_id": turn.id})
+            log.exception(
+                "agent refused the prompt", extra={"session_id": session.id, "turn_id": turn.id}
+            )
             lane.end(generation)
             await self._store.complete_turn(turn.id, metadata_patch={"error": str(exc)})
             await self._publisher.turn_quietly("completed", await self._store.get_turn(turn.id))
             await self.transition(session.id, SessionState.IDLE)
-            raise AgentUnavailable(f"agent refused the prompt: {exc}",
-                                   session_id=session.id, turn_id=turn.id) from exc
+            raise AgentUnavailable(
+                f"agent refused the prompt: {exc}", session_id=session.id, turn_id=turn.id
+            ) from exc
         return turn
 
     async def dispatch_next(self, session_id: str) -> None:
@@ -139,8 +147,9 @@ class TurnAdmission:
             try:
                 await self.dispatch_locked(lane, session, text)
             except Exception:
-                log.exception("queued prompt could not be dispatched",
-                              extra={"session_id": session_id})
+                log.exception(
+                    "queued prompt could not be dispatched", extra={"session_id": session_id}
+                )
 
     async def transition(self, session_id: str, to: SessionState) -> None:
         if await self._store.transition_session(session_id, to):

@@ -11,6 +11,7 @@ ready handling against the newer turn.
 from __future__ import annotations
 
 import logging
+
 from clarion.clarification.canceller import ClarificationCanceller
 from clarion.domain.models import AuthorType, MessageType, SessionState
 from clarion.orchestrator.admission import TurnAdmission
@@ -59,8 +60,10 @@ class AgentEvents:
         lane = self._lanes.get(output.session_id)
         turn_id = lane.turn_by_generation.get(output.generation)
         if turn_id is None:
-            log.warning("output from an unknown prompt generation dropped",
-                        extra={"session_id": output.session_id, "generation": output.generation})
+            log.warning(
+                "output from an unknown prompt generation dropped",
+                extra={"session_id": output.session_id, "generation": output.generation},
+            )
             return
         key = (output.session_id, output.generation)
         if output.kind in _TEXT_KINDS:
@@ -77,18 +80,30 @@ class AgentEvents:
             message = await self._store.append_message_content(current[1], output.text)
             await self._publisher.message("updated", message, content_only=True)
             return
-        message = await self._store.add_message(NewMessage(
-            session_id=output.session_id, author_type=AuthorType.AGENT,
-            type=_TEXT_KINDS[output.kind], content=output.text, turn_id=turn_id))
+        message = await self._store.add_message(
+            NewMessage(
+                session_id=output.session_id,
+                author_type=AuthorType.AGENT,
+                type=_TEXT_KINDS[output.kind],
+                content=output.text,
+                turn_id=turn_id,
+            )
+        )
         self._streaming[key] = (output.kind, message.id)
         await self._publisher.message("added", message)
 
     async def _record_tool_call(self, turn_id: str, output: AgentOutput) -> None:
         data = dict(output.data)
-        message = await self._store.add_message(NewMessage(
-            session_id=output.session_id, author_type=AuthorType.AGENT,
-            type=MessageType.TOOL_CALL, content=str(data.get("title", "")),
-            metadata=data, turn_id=turn_id))
+        message = await self._store.add_message(
+            NewMessage(
+                session_id=output.session_id,
+                author_type=AuthorType.AGENT,
+                type=MessageType.TOOL_CALL,
+                content=str(data.get("title", "")),
+                metadata=data,
+                turn_id=turn_id,
+            )
+        )
         tool_call_id = str(data.get("tool_call_id", ""))
         if tool_call_id:
             self._tool_messages[(output.session_id, tool_call_id)] = message.id
@@ -97,10 +112,16 @@ class AgentEvents:
     async def _update_tool_call(self, output: AgentOutput) -> None:
         # Progress of a tool call is not part of the durable transcript; the call itself is.
         message_id = self._tool_messages.get(
-            (output.session_id, str(output.data.get("tool_call_id", ""))))
-        log.debug("tool call updated", extra={"session_id": output.session_id,
-                                              "message_id": message_id,
-                                              "status": output.data.get("status")})
+            (output.session_id, str(output.data.get("tool_call_id", "")))
+        )
+        log.debug(
+            "tool call updated",
+            extra={
+                "session_id": output.session_id,
+                "message_id": message_id,
+                "status": output.data.get("status"),
+            },
+        )
 
     async def on_prompt_finished(self, finished: PromptFinished) -> None:
         lane = self._lanes.get(finished.session_id)
@@ -108,8 +129,10 @@ class AgentEvents:
             try:
                 await bounded(lane.reservation_settled.wait(), self._persist_s)
             except TimeoutError:
-                log.warning("reservation still unresolved; completion handled anyway",
-                            extra={"session_id": finished.session_id})
+                log.warning(
+                    "reservation still unresolved; completion handled anyway",
+                    extra={"session_id": finished.session_id},
+                )
         self._streaming.pop((finished.session_id, finished.generation), None)
         turn_id = lane.turn_by_generation.get(finished.generation)
         superseded = finished.generation != lane.generation
@@ -117,18 +140,25 @@ class AgentEvents:
         if turn_id is not None:
             await self._complete_turn(finished, turn_id)
         if superseded:
-            log.info("completion of a superseded prompt generation: no ready handling",
-                     extra={"session_id": finished.session_id, "generation": finished.generation,
-                            "turn_id": turn_id})
+            log.info(
+                "completion of a superseded prompt generation: no ready handling",
+                extra={
+                    "session_id": finished.session_id,
+                    "generation": finished.generation,
+                    "turn_id": turn_id,
+                },
+            )
             return
         session = await self._store.get_session(finished.session_id)
         if not session.state.is_terminal:
             active = await self._store.list_active_bundle_ids(finished.session_id)
             await self._admission.transition(
-                finished.session_id,
-                SessionState.WAITING_FOR_INPUT if active else SessionState.IDLE)
-        self._supervisor.spawn(self._admission.dispatch_next(finished.session_id),
-                               name=f"dispatch-next:{finished.session_id}")
+                finished.session_id, SessionState.WAITING_FOR_INPUT if active else SessionState.IDLE
+            )
+        self._supervisor.spawn(
+            self._admission.dispatch_next(finished.session_id),
+            name=f"dispatch-next:{finished.session_id}",
+        )
 
     async def _complete_turn(self, finished: PromptFinished, turn_id: str) -> None:
         patch: dict[str, object] = {"stop_reason": finished.stop_reason}
@@ -136,12 +166,16 @@ class AgentEvents:
             patch["error"] = finished.error
         if await self._store.complete_turn(turn_id, metadata_patch=patch):
             turn = await self._store.get_turn(turn_id)
-            log.info("turn completed", extra={"session_id": finished.session_id,
-                                              "turn_id": turn_id,
-                                              "stop_reason": finished.stop_reason})
+            log.info(
+                "turn completed",
+                extra={
+                    "session_id": finished.session_id,
+                    "turn_id": turn_id,
+                    "stop_reason": finished.stop_reason,
+                },
+            )
             await self._publisher.turn_quietly("completed", turn)
         current = await self._store.find_current_turn(finished.session_id)
         if current is not None and current.id == turn_id:
             # No waiter can own this turn's questions once its prompt returned.
             await self._canceller.detach(finished.session_id)
-

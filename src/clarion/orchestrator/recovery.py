@@ -33,8 +33,9 @@ class RecoveryReport:
 
 
 class StartupRecovery:
-    def __init__(self, store: Store, projector: PendingProjector,
-                 publisher: EventPublisher) -> None:
+    def __init__(
+        self, store: Store, projector: PendingProjector, publisher: EventPublisher
+    ) -> None:
         self._store = store
         self._projector = projector
         self._publisher = publisher
@@ -45,17 +46,29 @@ class StartupRecovery:
         await failpoints.hit("startup.reservations")
         reservations = await self._store.reconcile_reservations()
         for r in reservations:
-            log.info("startup: reservation reconciled",
-                     extra={"session_id": r.session_id, "turn_id": r.turn_id,
-                            "pending_id": r.pending_id, "kept": r.kept,
-                            "message_ids": list(r.message_ids)})
+            log.info(
+                "startup: reservation reconciled",
+                extra={
+                    "session_id": r.session_id,
+                    "turn_id": r.turn_id,
+                    "pending_id": r.pending_id,
+                    "kept": r.kept,
+                    "message_ids": list(r.message_ids),
+                },
+            )
 
         await failpoints.hit("startup.intents")
         intents = await self._store.reconcile_intents()
         for i in intents:
-            log.info("startup: delivery intent reconciled",
-                     extra={"session_id": i.session_id, "pending_id": i.pending_id,
-                            "restored": i.restored, "message_ids": list(i.message_ids)})
+            log.info(
+                "startup: delivery intent reconciled",
+                extra={
+                    "session_id": i.session_id,
+                    "pending_id": i.pending_id,
+                    "restored": i.restored,
+                    "message_ids": list(i.message_ids),
+                },
+            )
 
         outbox = await self._store.list_outbox_turns()
         for turn in outbox:
@@ -63,24 +76,29 @@ class StartupRecovery:
             if turn.completed_at is not None:
                 await self._publisher.turn("completed", turn)
             await self._store.clear_outbox(turn.id)
-            log.info("startup: turn start replayed from the outbox",
-                     extra={"session_id": turn.session_id, "turn_id": turn.id})
+            log.info(
+                "startup: turn start replayed from the outbox",
+                extra={"session_id": turn.session_id, "turn_id": turn.id},
+            )
 
         detached = 0
         for session_id, pending_id in await self._store.list_detachable_bundles():
             changed = await self._store.detach_bundles(session_id, pending_id=pending_id)
             detached += bool(changed)
-            log.info("startup: bundle lost its waiter; detached",
-                     extra={"session_id": session_id, "pending_id": pending_id})
+            log.info(
+                "startup: bundle lost its waiter; detached",
+                extra={"session_id": session_id, "pending_id": pending_id},
+            )
             await self._publisher.messages("updated", changed)
 
         open_turns = await self._store.list_open_turns()
         for turn in open_turns:
             if await self._store.complete_turn(turn.id, metadata_patch={"interrupted": True}):
-                log.info("startup: open turn completed as interrupted",
-                         extra={"session_id": turn.session_id, "turn_id": turn.id})
-                await self._publisher.turn_quietly("completed",
-                                                   await self._store.get_turn(turn.id))
+                log.info(
+                    "startup: open turn completed as interrupted",
+                    extra={"session_id": turn.session_id, "turn_id": turn.id},
+                )
+                await self._publisher.turn_quietly("completed", await self._store.get_turn(turn.id))
         await self._settle_sessions()
 
         report = RecoveryReport(

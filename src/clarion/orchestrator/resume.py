@@ -63,9 +63,15 @@ class DetachedResume:
             try:
                 # An agent still finishing the question's turn gets the resume after it.
                 await bounded(lane.idle.wait(), self._accept_s)
-                turn = await bounded(self._store.reserve_successor(
-                    session.id, source_turn_id=source_turn_id,
-                    pending_id=bundle.pending_id, message_ids=ids), self._persist_s)
+                turn = await bounded(
+                    self._store.reserve_successor(
+                        session.id,
+                        source_turn_id=source_turn_id,
+                        pending_id=bundle.pending_id,
+                        message_ids=ids,
+                    ),
+                    self._persist_s,
+                )
             except Exception:
                 log.exception("successor reservation failed", extra=_ids(claim))
                 await self._restore(claim, None)
@@ -89,8 +95,9 @@ class DetachedResume:
             await self._admission.ensure_agent_locked(session)
             await failpoints.hit("resume.dispatch")
             generation = lane.begin(turn.id)
-            await bounded(self._runtime.prompt(session.id, prompt, generation=generation),
-                          self._accept_s)
+            await bounded(
+                self._runtime.prompt(session.id, prompt, generation=generation), self._accept_s
+            )
         except Exception:
             log.exception("resume prompt not accepted; rolling back", extra=extra)
             if generation is not None:
@@ -101,16 +108,23 @@ class DetachedResume:
             await failpoints.hit("resume.after_accept")
             await failpoints.hit("resume.publish")
             await self._publisher.turn("started", turn)
-            published = await bounded(self._store.publish_successor(
-                turn.id, pending_id=claim.bundle.pending_id,
-                message_ids=[row.id for row in claim.claimed]), self._persist_s)
+            published = await bounded(
+                self._store.publish_successor(
+                    turn.id,
+                    pending_id=claim.bundle.pending_id,
+                    message_ids=[row.id for row in claim.claimed],
+                ),
+                self._persist_s,
+            )
             if not published:
                 raise RuntimeError("successor publication did not apply")
         except Exception as exc:
             log.exception("accepted resume could not be published", extra=extra)
             raise AcceptedButUnfinalized(
                 "clarification response was accepted, but dispatch state could not be finalized",
-                pending_id=claim.bundle.pending_id, turn_id=turn.id) from exc
+                pending_id=claim.bundle.pending_id,
+                turn_id=turn.id,
+            ) from exc
         log.info("successor turn published", extra=extra)
         await self._admission.transition(session.id, SessionState.RUNNING)
         return turn
@@ -126,29 +140,43 @@ class DetachedResume:
                 deleted = False
             if not deleted:
                 lane.blocked_reason = f"reservation {turn.id} could not be rolled back"
-                log.error("reservation unresolved; admission blocked until restart",
-                          extra={**_ids(claim), "turn_id": turn.id})
+                log.error(
+                    "reservation unresolved; admission blocked until restart",
+                    extra={**_ids(claim), "turn_id": turn.id},
+                )
                 raise AcceptedButUnfinalized(
                     "clarification resume could not be rolled back; restart recovery will "
-                    "reconcile it", pending_id=claim.bundle.pending_id, turn_id=turn.id)
+                    "reconcile it",
+                    pending_id=claim.bundle.pending_id,
+                    turn_id=turn.id,
+                )
         ids = [row.id for row in claim.claimed]
-        restored = await bounded(self._store.restore_claim(claim.bundle.pending_id, ids),
-                                 self._persist_s)
-        log.warning("detached answer restored after failed resume",
-                    extra={**_ids(claim), "restored": restored})
+        restored = await bounded(
+            self._store.restore_claim(claim.bundle.pending_id, ids), self._persist_s
+        )
+        log.warning(
+            "detached answer restored after failed resume",
+            extra={**_ids(claim), "restored": restored},
+        )
         await self._publisher.refresh_summary(claim.bundle.session.task_id)
         bundle = await self._store.find_bundle(claim.bundle.pending_id)
         if bundle is not None:
             await self._publisher.messages(
-                "updated", [row for row in bundle.rows if row.id in set(ids)])
+                "updated", [row for row in bundle.rows if row.id in set(ids)]
+            )
         if restored:
-            raise RetryableFailure(RETRY_MESSAGE, code="resume_not_accepted",
-                                   pending_id=claim.bundle.pending_id)
+            raise RetryableFailure(
+                RETRY_MESSAGE, code="resume_not_accepted", pending_id=claim.bundle.pending_id
+            )
         raise AcceptedButUnfinalized(
-            "failed to resume clarification, and the pending clarification could not be "
-            "restored", pending_id=claim.bundle.pending_id)
+            "failed to resume clarification, and the pending clarification could not be restored",
+            pending_id=claim.bundle.pending_id,
+        )
 
 
 def _ids(claim: ClaimResult) -> dict[str, str | None]:
-    return {"pending_id": claim.bundle.pending_id, "session_id": claim.bundle.session.id,
-            "task_id": claim.bundle.session.task_id}
+    return {
+        "pending_id": claim.bundle.pending_id,
+        "session_id": claim.bundle.session.id,
+        "task_id": claim.bundle.session.task_id,
+    }

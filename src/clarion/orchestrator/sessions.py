@@ -59,10 +59,12 @@ class SessionService:
         if agent not in self._known_agents:
             raise InvalidInput(f"unknown agent profile {agent!r}", field="agent")
         text = prompt if prompt is not None and prompt.strip() else task.description
-        session = await self._store.create_session(task_id=task_id, agent=agent,
-                                                   is_primary=is_primary)
-        log.info("session created", extra={"task_id": task_id, "session_id": session.id,
-                                           "agent": agent})
+        session = await self._store.create_session(
+            task_id=task_id, agent=agent, is_primary=is_primary
+        )
+        log.info(
+            "session created", extra={"task_id": task_id, "session_id": session.id, "agent": agent}
+        )
         await self._publisher.session_state(session)
         if text.strip():
             await self._admission.submit(session.id, text)
@@ -82,9 +84,14 @@ class SessionService:
         """Delete one transcript row. Turns are untouched, so ownership never moves back."""
         deleted = await self._store.delete_message(session_id, message_id)
         if deleted is not None:
-            log.info("message deleted", extra={"session_id": session_id,
-                                               "message_id": message_id,
-                                               "turn_id": deleted.turn_id})
+            log.info(
+                "message deleted",
+                extra={
+                    "session_id": session_id,
+                    "message_id": message_id,
+                    "turn_id": deleted.turn_id,
+                },
+            )
             await self._publisher.message("deleted", deleted)
         return deleted
 
@@ -99,14 +106,19 @@ class SessionService:
             raise Conflict("session has already ended", session_id=session_id)
         log.info("session finished", extra={"session_id": session_id, "state": str(target)})
         for watch in self._watchdogs.armed(session_id):
-            log.info("session ended; watchdog dropped",
-                     extra={"session_id": session_id, "pending_id": watch.pending_id})
+            log.info(
+                "session ended; watchdog dropped",
+                extra={"session_id": session_id, "pending_id": watch.pending_id},
+            )
         self._lanes.get(session_id).queue.clear()
         try:
             await self._canceller.expire_session(session_id)
         except Exception:
-            log.exception("expiry of a terminal session's bundles failed; the terminal state "
-                          "still quarantines them", extra={"session_id": session_id})
+            log.exception(
+                "expiry of a terminal session's bundles failed; the terminal state "
+                "still quarantines them",
+                extra={"session_id": session_id},
+            )
         finished = await self._store.get_session(session_id)
         await self._publisher.session_state(finished)
         await self._publisher.refresh_summary(finished.task_id)

@@ -20,13 +20,19 @@ class TaskService:
 
     async def create(self, *, title: str, description: str, workspace: str | None) -> Task:
         ws = await self._store.ensure_workspace(workspace or DEFAULT_WORKSPACE)
-        task = await self._store.create_task(title=title.strip(), description=description,
-                                             workspace_id=ws.id)
+        task = await self._store.create_task(
+            title=title.strip(), description=description, workspace_id=ws.id
+        )
         log.info("task created", extra={"task_id": task.id, "workspace": ws.name})
         try:
-            await self._bus.publish(Event(
-                type="task.created", task_id=task.id, session_id=None,
-                payload={"task": task_wire(task, workspace=ws.name, summary=None)}))
+            await self._bus.publish(
+                Event(
+                    type="task.created",
+                    task_id=task.id,
+                    session_id=None,
+                    payload={"task": task_wire(task, workspace=ws.name, summary=None)},
+                )
+            )
         except Exception:
             log.exception("task.created publication failed", extra={"task_id": task.id})
         return task

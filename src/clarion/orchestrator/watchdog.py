@@ -59,14 +59,16 @@ class Watchdogs:
         self._watches: dict[tuple[str, str], Watch] = {}
 
     def arm(self, session_id: str, pending_id: str, turn_id: str, prompt: str) -> None:
-        watch = Watch(session_id=session_id, pending_id=pending_id, turn_id=turn_id,
-                      prompt=prompt)
+        watch = Watch(session_id=session_id, pending_id=pending_id, turn_id=turn_id, prompt=prompt)
         self._cancel(watch.key)
         self._watches[watch.key] = watch
-        watch.future = self._supervisor.spawn(self._run(watch),
-                                              name=f"watchdog:{session_id}:{pending_id}")
-        log.info("primary-answer watchdog armed",
-                 extra={"session_id": session_id, "pending_id": pending_id, "turn_id": turn_id})
+        watch.future = self._supervisor.spawn(
+            self._run(watch), name=f"watchdog:{session_id}:{pending_id}"
+        )
+        log.info(
+            "primary-answer watchdog armed",
+            extra={"session_id": session_id, "pending_id": pending_id, "turn_id": turn_id},
+        )
 
     def armed(self, session_id: str) -> list[Watch]:
         return [w for w in self._watches.values() if w.session_id == session_id]
@@ -75,13 +77,21 @@ class Watchdogs:
         """Agent activity cancels the session's watches, except the acknowledgement of a
         cancellation the fallback itself owns."""
         lane = self._lanes.find(output.session_id)
-        if (output.kind == "cancel_ack" and lane is not None
-                and lane.recovery_cancel_generation == output.generation):
+        if (
+            output.kind == "cancel_ack"
+            and lane is not None
+            and lane.recovery_cancel_generation == output.generation
+        ):
             return
         for watch in self.armed(output.session_id):
-            log.info("agent activity cancels the watchdog",
-                     extra={"session_id": watch.session_id, "pending_id": watch.pending_id,
-                            "kind": output.kind})
+            log.info(
+                "agent activity cancels the watchdog",
+                extra={
+                    "session_id": watch.session_id,
+                    "pending_id": watch.pending_id,
+                    "kind": output.kind,
+                },
+            )
             self._cancel(watch.key)
 
     def cancel_all(self) -> None:
@@ -96,9 +106,14 @@ class Watchdogs:
     async def _run(self, watch: Watch) -> None:
         try:
             await asyncio.sleep(self._watchdog_s)
-            log.warning("agent silent after a live answer; watchdog fallback",
-                        extra={"session_id": watch.session_id, "pending_id": watch.pending_id,
-                               "turn_id": watch.turn_id})
+            log.warning(
+                "agent silent after a live answer; watchdog fallback",
+                extra={
+                    "session_id": watch.session_id,
+                    "pending_id": watch.pending_id,
+                    "turn_id": watch.turn_id,
+                },
+            )
             await bounded(self._fallback(watch), self._persist_s)
         finally:
             if self._watches.get(watch.key) is watch:
@@ -106,8 +121,10 @@ class Watchdogs:
 
     async def _fallback(self, watch: Watch) -> None:
         if not await self._turn_is_current(watch):
-            log.info("watchdog: clarification turn superseded; nothing to do",
-                     extra={"session_id": watch.session_id, "turn_id": watch.turn_id})
+            log.info(
+                "watchdog: clarification turn superseded; nothing to do",
+                extra={"session_id": watch.session_id, "turn_id": watch.turn_id},
+            )
             return
         lane = self._lanes.get(watch.session_id)
         generation = lane.running_generation
@@ -120,8 +137,10 @@ class Watchdogs:
                 lane.recovery_cancel_generation = None
         current = await self._store.find_current_turn(watch.session_id)
         if current is None or current.id != watch.turn_id or current.completed_at is None:
-            log.info("watchdog: turn authority changed while cancelling; no hand-off",
-                     extra={"session_id": watch.session_id, "turn_id": watch.turn_id})
+            log.info(
+                "watchdog: turn authority changed while cancelling; no hand-off",
+                extra={"session_id": watch.session_id, "turn_id": watch.turn_id},
+            )
             return
         async with lane.admission:
             if lane.running_generation is not None or not await self._turn_is_current(watch):
@@ -129,11 +148,18 @@ class Watchdogs:
             session = await self._store.get_session(watch.session_id)
             if session.state.is_terminal:
                 return
-            turn = await self._admission.dispatch_locked(lane, session, watch.prompt,
-                                                         record_prompt=False)
-            log.info("watchdog handed the answer over as a replacement prompt",
-                     extra={"session_id": watch.session_id, "pending_id": watch.pending_id,
-                            "turn_id": turn.id, "source_turn_id": watch.turn_id})
+            turn = await self._admission.dispatch_locked(
+                lane, session, watch.prompt, record_prompt=False
+            )
+            log.info(
+                "watchdog handed the answer over as a replacement prompt",
+                extra={
+                    "session_id": watch.session_id,
+                    "pending_id": watch.pending_id,
+                    "turn_id": turn.id,
+                    "source_turn_id": watch.turn_id,
+                },
+            )
 
     async def _turn_is_current(self, watch: Watch) -> bool:
         current = await self._store.find_current_turn(watch.session_id)

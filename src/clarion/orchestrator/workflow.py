@@ -20,8 +20,11 @@ class WorkflowGuard:
         # A failing read raises here and the task stays where it is: the guard fails closed.
         blocking = await self._store.sessions_with_active_clarification(task_id)
         if blocking:
-            log.info("workflow move refused: pending input",
-                     extra={"task_id": task_id, "session_ids": blocking})
-            raise PendingInput("task has a pending clarification", task_id=task_id,
-                               session_id=blocking[0])
+            log.info(
+                "workflow move refused: pending input",
+                extra={"task_id": task_id, "session_ids": blocking},
+            )
+            raise PendingInput(
+                "task has a pending clarification", task_id=task_id, session_id=blocking[0]
+            )
         return await self._store.set_task_step(task_id, step)

@@ -50,8 +50,9 @@ class EventPublisher:
                 )
                 payload["pending_action_revision"] = projection.revision.as_wire()
                 projected = True
-        await self._publish(f"session.message.{action}", message.task_id, message.session_id,
-                            payload)
+        await self._publish(
+            f"session.message.{action}", message.task_id, message.session_id, payload
+        )
         if projected:
             await self.refresh_summary(message.task_id)
 
@@ -98,8 +99,13 @@ class EventPublisher:
         )
 
     async def raw(self, event: Event) -> None:
-        await self._publish(event.type, event.task_id, event.session_id, event.payload,
-                            inline_handled=event.inline_handled)
+        await self._publish(
+            event.type,
+            event.task_id,
+            event.session_id,
+            event.payload,
+            inline_handled=event.inline_handled,
+        )
 
     async def _publish(
         self,

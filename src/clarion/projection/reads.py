@@ -28,8 +28,13 @@ class ProjectionUnavailable(Exception):
 
 
 class Reads:
-    def __init__(self, store: Store, projector: PendingProjector, summaries: SummaryService,
-                 has_live_waiter: Any) -> None:
+    def __init__(
+        self,
+        store: Store,
+        projector: PendingProjector,
+        summaries: SummaryService,
+        has_live_waiter: Any,
+    ) -> None:
         self._store = store
         self._projector = projector
         self._summaries = summaries
@@ -48,18 +53,23 @@ class Reads:
         summary = None
         try:
             pending = await self._summaries.pending_of_task(task.id)
-            summary = (await self._summaries.refresh(task.id) if repair
-                       else await self._store.find_summary(task.id))
+            summary = (
+                await self._summaries.refresh(task.id)
+                if repair
+                else await self._store.find_summary(task.id)
+            )
         except Exception:
-            log.exception("task summary repair failed; summary invalidated",
-                          extra={"task_id": task.id})
+            log.exception(
+                "task summary repair failed; summary invalidated", extra={"task_id": task.id}
+            )
             invalidated = True
             summary = None
         return task_wire(
             task,
             workspace=await self._workspace_name(task.workspace_id),
             summary=summary,
-            primary_session_pending_action=None if pending is None
+            primary_session_pending_action=None
+            if pending is None
             else pending.primary_session_action,
             task_pending_action=None if pending is None else pending.legacy_task_action,
             summary_invalidated=invalidated,
@@ -85,8 +95,10 @@ class Reads:
         try:
             projections = await self._projector.project([s.id for s in sessions])
         except Exception as exc:
-            log.exception("pending projection failed for a session list",
-                          extra={"session_ids": [s.id for s in sessions]})
+            log.exception(
+                "pending projection failed for a session list",
+                extra={"session_ids": [s.id for s in sessions]},
+            )
             raise ProjectionUnavailable("failed to load task session pending actions") from exc
         return [
             session_wire(s, projections[s.id].pending_action, projections[s.id].revision)
@@ -97,12 +109,14 @@ class Reads:
         await self._store.get_session(session_id)
         return [turn_wire(t) for t in await self._store.list_visible_turns(session_id)]
 
-    async def messages(self, session_id: str, *, after: str | None,
-                       limit: int) -> dict[str, Any]:
+    async def messages(self, session_id: str, *, after: str | None, limit: int) -> dict[str, Any]:
         await self._store.get_session(session_id)
         page = await self._store.list_messages(session_id, after=after, limit=limit)
-        return {"messages": [message_wire(m) for m in page.messages], "total": page.total,
-                "next": page.next_after}
+        return {
+            "messages": [message_wire(m) for m in page.messages],
+            "total": page.total,
+            "next": page.next_after,
+        }
 
     async def bundle(self, pending_id: str) -> dict[str, Any]:
         bundle = await self._store.find_bundle(pending_id)
@@ -116,9 +130,15 @@ class Reads:
             "turn_id": first.turn_id,
             "state": str(bundle_state(bundle, has_live_waiter=self._has_live_waiter(pending_id))),
             "questions": [
-                {"id": q.id, "title": q.title, "prompt": q.prompt,
-                 "options": [{"option_id": o.option_id, "label": o.label,
-                              "description": o.description} for o in q.options]}
+                {
+                    "id": q.id,
+                    "title": q.title,
+                    "prompt": q.prompt,
+                    "options": [
+                        {"option_id": o.option_id, "label": o.label, "description": o.description}
+                        for o in q.options
+                    ],
+                }
                 for q in questions_of(bundle)
             ],
             "context": first.metadata.get(MetaKey.CONTEXT, "") or "",
