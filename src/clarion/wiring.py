@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 
 import uvicorn
@@ -25,7 +25,7 @@ from clarion.clarification.canceller import ClarificationCanceller
 from clarion.clarification.resolver import Resolver
 from clarion.clarification.waiters import LiveWaiters
 from clarion.clock import SystemClock
-from clarion.config import Settings
+from clarion.config import AgentProfile, Settings
 from clarion.domain.bundles import questions_of
 from clarion.domain.models import ClarificationResponse, SessionState
 from clarion.domain.prompts import resume_prompt
@@ -40,7 +40,15 @@ from clarion.orchestrator.sessions import SessionService
 from clarion.orchestrator.tasks import TaskService
 from clarion.orchestrator.watchdog import Watchdogs
 from clarion.orchestrator.workflow import WorkflowGuard
-from clarion.ports import AgentOutput, ClaimResult, PromptFinished
+from clarion.ports import (
+    AgentOutput,
+    AgentRuntime,
+    AgentSink,
+    Bus,
+    ClaimResult,
+    PromptFinished,
+    Store,
+)
 from clarion.projection.events import EventPublisher
 from clarion.projection.pending import PendingProjector
 from clarion.projection.reads import Reads
@@ -75,21 +83,39 @@ class App:
     mcp: McpEndpoint
     recovery: StartupRecovery
     watchdogs: Watchdogs
+    store: Store
+    runtime: AgentRuntime
+    bus: Bus
+
+
+RuntimeFactory = Callable[
+    [Mapping[str, AgentProfile], AgentSink], contextlib.AbstractAsyncContextManager[AgentRuntime]
+]
 
 
 @contextlib.asynccontextmanager
-async def build(settings: Settings, base_url: Callable[[], str]) -> AsyncIterator[App]:
-    """Open every resource and wire the services; close them all on exit."""
+async def build(
+    settings: Settings,
+    base_url: Callable[[], str],
+    *,
+    runtime_factory: RuntimeFactory = AcpRuntime,
+    store_wrapper: Callable[[Store], Store] | None = None,
+) -> AsyncIterator[App]:
+    """Open every resource and wire the services; close them all on exit.
+
+    Tests may swap the agent runtime (the port agents sit behind) and wrap the store to
+    inject failures; production uses the defaults."""
     failpoints.configure(settings.failpoints)
     clock = SystemClock()
     t = settings.timeouts
     sink = _LateSink()
     async with (
-        open_store(settings.database_url, clock) as store,
+        open_store(settings.database_url, clock) as sql_store,
         open_bus(settings.bus_url) as bus,
         Supervisor() as supervisor,
-        AcpRuntime(settings.agents, sink) as runtime,
+        runtime_factory(settings.agents, sink) as runtime,
     ):
+        store: Store = sql_store if store_wrapper is None else store_wrapper(sql_store)
         projector = PendingProjector(store)
         summaries = SummaryService(store, bus)
         publisher = EventPublisher(bus, projector, summaries)
@@ -189,6 +215,9 @@ async def build(settings: Settings, base_url: Callable[[], str]) -> AsyncIterato
                 mcp=McpEndpoint(build_mcp_server(asker), tokens),
                 recovery=StartupRecovery(store, projector, publisher),
                 watchdogs=watchdogs,
+                store=store,
+                runtime=runtime,
+                bus=bus,
             )
         finally:
             watchdogs.cancel_all()
