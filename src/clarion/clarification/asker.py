@@ -134,10 +134,18 @@ class Asker:
                 continue
             if isinstance(item, Cancelled):
                 return json.dumps({"rejected": True, "reject_reason": "cancelled"})
-            if await item.run_confirmation():
+            try:
+                confirmed = await item.run_confirmation()
+            except Exception:
+                log.exception(
+                    "live delivery confirmation failed; still waiting",
+                    extra={"session_id": waiter.session_id, "pending_id": waiter.pending_id},
+                )
+                confirmed = False
+            if confirmed:
                 await self._transition(waiter.session_id, SessionState.RUNNING)
                 return tool_result_text(item.response)
-            # Confirmation did not apply: the responder restores the claim; keep waiting.
+            # Not confirmed: the responder restores the claim, and a retry comes back here.
 
     async def _keepalive(self, waiter: Waiter, progress: Progress) -> None:
         try:

@@ -12,18 +12,18 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, NoReturn
+from typing import Any
 
 from clarion import failpoints
+from clarion.clarification.restorer import ClaimRestorer
 from clarion.clarification.waiters import Delivery, DeliveryState, LiveWaiters
 from clarion.domain.answers import response_wire, validate_response
 from clarion.domain.bundles import bundle_state, questions_of, winning_response
-from clarion.domain.errors import AcceptedButUnfinalized, NotActive, NotFound, RetryableFailure
+from clarion.domain.errors import AcceptedButUnfinalized, NotActive, NotFound
 from clarion.domain.models import (
     BundleState,
     ClarificationResponse,
     ClarificationStatus,
-    Message,
     MetaKey,
     Turn,
 )
@@ -80,6 +80,7 @@ class Resolver:
         self._arm_watchdog = arm_watchdog
         self._live_confirm_s = live_confirm_s
         self._persist_s = persist_s
+        self._restorer = ClaimRestorer(store, publisher, persist_s)
 
     async def respond(self, pending_id: str, body: object) -> RespondResult:
         bundle = await self._store.find_bundle(pending_id)
@@ -126,7 +127,7 @@ class Resolver:
         if stamped.rejected:
             return await self._persist_detached_rejection(claim, stamped)
         turn = await self._resume_detached(claim, stamped)
-        await self._publish_rows(claim)
+        await self._restorer.publish_claimed(claim)
         return RespondResult(response=stamped, resumed=True, successor_turn_id=turn.id)
 
     def _lost(self, claim: ClaimResult) -> Exception:
@@ -172,9 +173,9 @@ class Resolver:
         else:
             delivery.abandon()
         if delivery.state is DeliveryState.CONFIRMED:
-            await self._publish_rows(claim)
+            await self._restorer.publish_claimed(claim)
             return RespondResult(response=response, resumed=False, successor_turn_id=None)
-        await self.restore_or_fail(
+        await self._restorer.restore_or_fail(
             claim, code="delivery_failed", message="failed to deliver clarification response"
         )
 
@@ -209,44 +210,8 @@ class Resolver:
             "detached clarification rejected; no resume",
             extra={"pending_id": response.pending_id, "session_id": claim.bundle.session.id},
         )
-        await self._publish_rows(claim)
+        await self._restorer.publish_claimed(claim)
         return RespondResult(response=response, resumed=False, successor_turn_id=None)
-
-    async def restore_or_fail(self, claim: ClaimResult, *, code: str, message: str) -> NoReturn:
-        """Put the claimed rows back and raise the retryable error; raise a final one if the
-        rows could not be restored (their turn is no longer current)."""
-        pending_id = claim.bundle.pending_id
-        ids = [row.id for row in claim.claimed]
-        restored = await bounded(self._store.restore_claim(pending_id, ids), self._persist_s)
-        log.warning(
-            "clarification claim restore",
-            extra={
-                "pending_id": pending_id,
-                "session_id": claim.bundle.session.id,
-                "restored": restored,
-                "code": code,
-            },
-        )
-        await self._publisher.refresh_summary(claim.bundle.session.task_id)
-        await self._publish_rows(claim)
-        if restored:
-            raise RetryableFailure(
-                f"{message}; response can be retried", code=code, pending_id=pending_id
-            )
-        raise AcceptedButUnfinalized(
-            f"{message}, and the pending clarification could not be restored", pending_id=pending_id
-        )
-
-    async def _publish_rows(self, claim: ClaimResult) -> None:
-        rows = await self._reread(claim)
-        await self._publisher.messages("updated", rows)
-
-    async def _reread(self, claim: ClaimResult) -> list[Message]:
-        bundle = await self._store.find_bundle(claim.bundle.pending_id)
-        if bundle is None:
-            return []
-        claimed = {row.id for row in claim.claimed}
-        return [row for row in bundle.rows if row.id in claimed]
 
 
 def _stamped(response: ClarificationResponse, claim: ClaimResult) -> ClarificationResponse:

@@ -15,8 +15,9 @@ import logging
 from typing import NoReturn
 
 from clarion import failpoints
+from clarion.clarification.restorer import ClaimRestorer
 from clarion.domain.bundles import questions_of
-from clarion.domain.errors import AcceptedButUnfinalized, RetryableFailure
+from clarion.domain.errors import AcceptedButUnfinalized
 from clarion.domain.models import ClarificationResponse, SessionState, Turn
 from clarion.domain.prompts import resume_prompt
 from clarion.orchestrator.admission import TurnAdmission
@@ -26,8 +27,6 @@ from clarion.projection.events import EventPublisher
 from clarion.supervisor import bounded
 
 log = logging.getLogger(__name__)
-
-RETRY_MESSAGE = "failed to resume clarification; response can be retried"
 
 
 class DetachedResume:
@@ -49,6 +48,7 @@ class DetachedResume:
         self._admission = admission
         self._accept_s = resume_accept_s
         self._persist_s = persist_s
+        self._restorer = ClaimRestorer(store, publisher, persist_s)
 
     async def resume(self, claim: ClaimResult, response: ClarificationResponse) -> Turn:
         bundle = claim.bundle
@@ -150,27 +150,8 @@ class DetachedResume:
                     pending_id=claim.bundle.pending_id,
                     turn_id=turn.id,
                 )
-        ids = [row.id for row in claim.claimed]
-        restored = await bounded(
-            self._store.restore_claim(claim.bundle.pending_id, ids), self._persist_s
-        )
-        log.warning(
-            "detached answer restored after failed resume",
-            extra={**_ids(claim), "restored": restored},
-        )
-        await self._publisher.refresh_summary(claim.bundle.session.task_id)
-        bundle = await self._store.find_bundle(claim.bundle.pending_id)
-        if bundle is not None:
-            await self._publisher.messages(
-                "updated", [row for row in bundle.rows if row.id in set(ids)]
-            )
-        if restored:
-            raise RetryableFailure(
-                RETRY_MESSAGE, code="resume_not_accepted", pending_id=claim.bundle.pending_id
-            )
-        raise AcceptedButUnfinalized(
-            "failed to resume clarification, and the pending clarification could not be restored",
-            pending_id=claim.bundle.pending_id,
+        await self._restorer.restore_or_fail(
+            claim, code="resume_not_accepted", message="failed to resume clarification"
         )
 
 

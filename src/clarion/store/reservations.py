@@ -17,7 +17,7 @@ from clarion.domain.flags import is_truthy as truthy
 from clarion.domain.ids import new_id
 from clarion.domain.models import DISPATCH_KEYS, MetaKey, Turn
 from clarion.store.bundles import drop_keys, rewrite, select_rows
-from clarion.store.predicates import referenced
+from clarion.store.predicates import current_turn_id, referenced
 from clarion.store.rows import StoreBase, to_turn
 from clarion.store.schema import task_session_messages as messages
 from clarion.store.schema import task_session_turns as turns
@@ -65,6 +65,17 @@ class ReservationQueries(StoreBase):
             session = await read_session(conn, session_id)
             if await live_reservation(conn, session_id) is not None:
                 raise Conflict("a successor reservation is already live", session_id=session_id)
+            if session.state.is_terminal:
+                raise Conflict("session has ended", session_id=session_id)
+            current = (await conn.execute(select(current_turn_id(session_id)))).scalar()
+            if current != source_turn_id:
+                # The question's turn was superseded after the claim: resuming it now would
+                # hand the agent an answer to inert history.
+                raise Conflict(
+                    "the clarification turn is no longer current",
+                    session_id=session_id,
+                    turn_id=source_turn_id,
+                )
             turn = Turn(
                 id=new_id(),
                 session_id=session_id,

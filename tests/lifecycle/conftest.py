@@ -1,0 +1,21 @@
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+
+import pytest
+
+from clarion import failpoints
+from tests.lifecycle.harness import Lifecycle, running_lifecycle
+
+
+@pytest.fixture(autouse=True)
+def _no_failpoints() -> Iterator[None]:
+    failpoints.configure("")
+    yield
+    failpoints.configure("")
+
+
+@pytest.fixture
+async def life(db_url: str) -> AsyncIterator[Lifecycle]:
+    async with running_lifecycle(db_url) as lifecycle:
+        yield lifecycle

@@ -1,0 +1,223 @@
+"""In-process lifecycle harness: the real services on a real database, with a scripted agent
+runtime behind the AgentRuntime port so a test can decide exactly when an agent accepts,
+speaks, goes silent, or ends its turn. Real agents are covered end to end in tests/e2e."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from clarion.config import AgentProfile, Settings, Timeouts, builtin_profile
+from clarion.domain.models import Bundle
+from clarion.ports import AgentLaunch, AgentOutput, AgentSink, Event, PromptFinished, Store
+from clarion.wiring import App, build
+
+ASK_DB = {
+    "questions": [
+        {
+            "id": "db",
+            "prompt": "Which database?",
+            "options": [
+                {"label": "PostgreSQL", "option_id": "postgres"},
+                {"label": "MongoDB", "option_id": "mongodb"},
+                {"label": "SQLite", "option_id": "sqlite"},
+            ],
+        }
+    ]
+}
+
+
+def answer_db(option: str = "postgres") -> dict[str, Any]:
+    return {
+        "answers": [{"question_id": "db", "selected_options": [option], "custom_text": ""}],
+        "rejected": False,
+        "reject_reason": "",
+    }
+
+
+SKIP = {"rejected": True, "reject_reason": "User skipped", "answers": []}
+
+
+class AgentRefused(Exception):
+    pass
+
+
+@dataclass
+class ScriptedRuntime:
+    """An AgentRuntime whose agents do only what the test tells them."""
+
+    profiles: Mapping[str, AgentProfile]
+    sink: AgentSink
+    running: set[str] = field(default_factory=set)
+    active: dict[str, int] = field(default_factory=dict)
+    prompts: list[tuple[str, str, int]] = field(default_factory=list)
+    cancels: list[str] = field(default_factory=list)
+    refuse_prompts: bool = False
+    accept_delay: float = 0.0
+    prompted: asyncio.Condition = field(default_factory=asyncio.Condition)
+
+    async def __aenter__(self) -> ScriptedRuntime:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.running.clear()
+
+    async def ensure_started(self, launch: AgentLaunch) -> bool:
+        if launch.session_id in self.running:
+            return False
+        self.running.add(launch.session_id)
+        return True
+
+    async def prompt(self, session_id: str, text: str, *, generation: int) -> None:
+        if self.accept_delay:
+            await asyncio.sleep(self.accept_delay)
+        if self.refuse_prompts or session_id not in self.running:
+            raise AgentRefused("the agent refused the prompt")
+        self.active[session_id] = generation
+        async with self.prompted:
+            self.prompts.append((session_id, text, generation))
+            self.prompted.notify_all()
+
+    async def cancel(self, session_id: str) -> None:
+        self.cancels.append(session_id)
+        generation = self.active.pop(session_id, None)
+        if generation is not None:
+            await self.sink.on_output(AgentOutput(session_id, generation, "cancel_ack"))
+            await self.sink.on_prompt_finished(PromptFinished(session_id, generation, "cancelled"))
+
+    async def stop(self, session_id: str) -> None:
+        self.running.discard(session_id)
+
+    def is_running(self, session_id: str) -> bool:
+        return session_id in self.running
+
+    # ------------------------------------------------------------ what the test makes agents do
+
+    async def say(self, session_id: str, text: str, *, kind: str = "message") -> None:
+        await self.sink.on_output(AgentOutput(session_id, self.active[session_id], kind, text))
+
+    async def end_turn(
+        self, session_id: str, generation: int | None = None, stop_reason: str = "end_turn"
+    ) -> None:
+        if generation is None:
+            generation = self.active.pop(session_id)
+        elif self.active.get(session_id) == generation:
+            del self.active[session_id]
+        await self.sink.on_prompt_finished(PromptFinished(session_id, generation, stop_reason))
+
+    async def wait_for_prompts(self, count: int, timeout: float = 5) -> list[tuple[str, str, int]]:
+        async with self.prompted:
+            await asyncio.wait_for(
+                self.prompted.wait_for(lambda: len(self.prompts) >= count), timeout
+            )
+        return self.prompts
+
+
+@dataclass
+class Lifecycle:
+    app: App
+    runtime: ScriptedRuntime
+    events: list[Event]
+
+    @property
+    def store(self) -> Store:
+        return self.app.store
+
+    async def start_session(self, prompt: str = "work on it") -> tuple[str, str]:
+        svc = self.app.services
+        task = await svc.tasks.create(title="t", description="", workspace=None)
+        session = await svc.sessions.start(task.id, agent="builtin", prompt=prompt, is_primary=True)
+        return task.id, session.id
+
+    async def ask(
+        self, session_id: str, arguments: object = ASK_DB
+    ) -> tuple[asyncio.Task[str], str]:
+        """Start the agent's tool call; returns it (still waiting) and the bundle's pending id."""
+        before = set(await self.store.list_active_bundle_ids(session_id))
+
+        async def progress(_: str) -> None:
+            return None
+
+        call = asyncio.create_task(self.app.services.asker.ask(session_id, arguments, progress))
+
+        async def new_bundle() -> str:
+            while True:
+                if call.done():
+                    call.result()
+                fresh = set(await self.store.list_active_bundle_ids(session_id)) - before
+                if fresh:
+                    return fresh.pop()
+                await asyncio.sleep(0.005)
+
+        return call, await asyncio.wait_for(new_bundle(), 5)
+
+    async def bundle(self, pending_id: str) -> Bundle:
+        bundle = await self.store.find_bundle(pending_id)
+        assert bundle is not None
+        return bundle
+
+    async def state(self, pending_id: str) -> str:
+        return str((await self.app.services.reads.bundle(pending_id))["state"])
+
+    def events_of(self, type_: str) -> list[Event]:
+        return [e for e in self.events if e.type == type_]
+
+    async def settle(self) -> None:
+        """Let published events reach the collector."""
+        for _ in range(5):
+            await asyncio.sleep(0)
+
+
+def fast_settings(database_url: str, **timeouts: float) -> Settings:
+    values = {
+        "clarification_wait": 30.0,
+        "keepalive": 10.0,
+        "resume_accept": 1.0,
+        "live_confirm": 1.0,
+        "watchdog": 0.2,
+        "persist": 2.0,
+        **timeouts,
+    }
+    return Settings(
+        database_url=database_url,
+        timeouts=Timeouts(**values),
+        agents={"builtin": builtin_profile()},
+    )
+
+
+@contextlib.asynccontextmanager
+async def running_lifecycle(
+    database_url: str,
+    *,
+    store_wrapper: Callable[[Store], Store] | None = None,
+    **timeouts: float,
+) -> AsyncIterator[Lifecycle]:
+    holder: dict[str, ScriptedRuntime] = {}
+
+    def factory(profiles: Mapping[str, AgentProfile], sink: AgentSink) -> ScriptedRuntime:
+        holder["runtime"] = ScriptedRuntime(profiles, sink)
+        return holder["runtime"]
+
+    settings = fast_settings(database_url, **timeouts)
+    async with build(
+        settings, lambda: "http://127.0.0.1:1", runtime_factory=factory, store_wrapper=store_wrapper
+    ) as app:
+        events: list[Event] = []
+        subscription = app.bus.subscribe()
+
+        async def collect() -> None:
+            async for event in subscription:
+                events.append(event)
+
+        collector = asyncio.create_task(collect())
+        await app.recovery.run()
+        app.services.ready.set()
+        try:
+            yield Lifecycle(app=app, runtime=holder["runtime"], events=events)
+        finally:
+            collector.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await collector

@@ -1,0 +1,116 @@
+"""The live respond path: durable confirmation before the agent sees the answer."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+
+from clarion import failpoints
+from clarion.clarification.resolver import RespondResult
+from clarion.domain.errors import AcceptedButUnfinalized, NotActive, RetryableFailure
+from clarion.domain.models import MetaKey
+from tests.lifecycle.harness import SKIP, Lifecycle, answer_db
+
+
+async def test_live_answer_is_durable_before_the_agent_sees_it(life: Lifecycle) -> None:
+    _, session_id = await life.start_session()
+    call, pending_id = await life.ask(session_id)
+    assert await life.state(pending_id) == "active_live"
+
+    result = await life.app.services.resolver.respond(pending_id, answer_db("sqlite"))
+
+    tool_text = await asyncio.wait_for(call, 5)
+    assert json.loads(tool_text) == {"db": {"selected_options": ["sqlite"], "custom_text": ""}}
+    rows = (await life.bundle(pending_id)).rows
+    assert all(MetaKey.RESPONSE_DELIVERY_PENDING not in r.metadata for r in rows)
+    assert [r.metadata["status"] for r in rows] == ["answered"]
+    assert result.resumed is False
+    assert await life.state(pending_id) == "terminal"
+
+
+async def test_live_rejection_is_delivered_to_the_waiter(life: Lifecycle) -> None:
+    _, session_id = await life.start_session()
+    call, pending_id = await life.ask(session_id)
+
+    result = await life.app.services.resolver.respond(pending_id, SKIP)
+
+    assert json.loads(await asyncio.wait_for(call, 5)) == {
+        "rejected": True,
+        "reject_reason": "User skipped",
+    }
+    assert result.wire()["status"] == "rejected"
+    assert life.runtime.prompts[1:] == [], "a rejection never resumes the agent"
+
+
+async def test_started_confirmation_owns_its_outcome_past_the_responders_wait(
+    life: Lifecycle,
+) -> None:
+    _, session_id = await life.start_session()
+    call, pending_id = await life.ask(session_id)
+    # The confirmation starts within the 1 s live wait but takes longer than it.
+    failpoints.configure("live.before_confirm=delay_ms:1500")
+
+    result = await life.app.services.resolver.respond(pending_id, answer_db())
+
+    assert isinstance(result, RespondResult)
+    assert json.loads(await asyncio.wait_for(call, 5))["db"]["selected_options"] == ["postgres"]
+    assert await life.state(pending_id) == "terminal"
+
+
+async def test_delivery_failure_before_confirmation_restores_a_retryable_bundle(
+    life: Lifecycle,
+) -> None:
+    _, session_id = await life.start_session()
+    call, pending_id = await life.ask(session_id)
+    failpoints.configure("live.before_confirm=error")
+
+    with pytest.raises(RetryableFailure) as raised:
+        await life.app.services.resolver.respond(pending_id, answer_db())
+
+    assert raised.value.code == "delivery_failed"
+    assert await life.state(pending_id) == "active_live"
+    failpoints.configure("")
+    await life.app.services.resolver.respond(pending_id, answer_db("mongodb"))
+    assert json.loads(await asyncio.wait_for(call, 5))["db"]["selected_options"] == ["mongodb"]
+
+
+async def test_claim_superseded_before_handoff_is_never_restored_or_resumed(
+    life: Lifecycle,
+) -> None:
+    _, session_id = await life.start_session()
+    call, pending_id = await life.ask(session_id)
+    failpoints.configure("respond.after_claim=delay_ms:200")
+    respond = asyncio.create_task(life.app.services.resolver.respond(pending_id, answer_db()))
+    await asyncio.sleep(0.05)
+    # While the claim waits for its hand-off, the agent drops the call and newer work starts.
+    call.cancel()
+    await life.store.create_turn(session_id)
+    prompts_before = len(life.runtime.prompts)
+
+    with pytest.raises(AcceptedButUnfinalized):
+        await respond
+
+    bundle = await life.bundle(pending_id)
+    assert all(r.metadata["status"] == "answered" for r in bundle.rows)
+    assert all(MetaKey.RESPONSE_DELIVERY_PENDING not in r.metadata for r in bundle.rows)
+    assert await life.state(pending_id) == "terminal"
+    assert len(life.runtime.prompts) == prompts_before, "no resume for superseded history"
+    assert await life.store.find_live_reservation(session_id) is None
+
+
+async def test_second_live_responder_gets_conflict_without_write(life: Lifecycle) -> None:
+    _, session_id = await life.start_session()
+    call, pending_id = await life.ask(session_id)
+    await life.app.services.resolver.respond(pending_id, answer_db("sqlite"))
+    before = (await life.bundle(pending_id)).rows
+
+    with pytest.raises(NotActive) as raised:
+        await life.app.services.resolver.respond(pending_id, answer_db("mongodb"))
+
+    assert raised.value.state == "terminal"
+    assert raised.value.response is not None
+    assert raised.value.response["answers"][0]["selected_options"] == ["sqlite"]
+    assert (await life.bundle(pending_id)).rows == before
+    await asyncio.wait_for(call, 5)
