@@ -108,10 +108,10 @@ class ScriptedRuntime:
             del self.active[session_id]
         await self.sink.on_prompt_finished(PromptFinished(session_id, generation, stop_reason))
 
-    async def wait_for_prompts(self, count: int, timeout: float = 5) -> list[tuple[str, str, int]]:
+    async def wait_for_prompts(self, count: int, within: float = 5) -> list[tuple[str, str, int]]:
         async with self.prompted:
             await asyncio.wait_for(
-                self.prompted.wait_for(lambda: len(self.prompts) >= count), timeout
+                self.prompted.wait_for(lambda: len(self.prompts) >= count), within
             )
         return self.prompts
 
@@ -221,3 +221,33 @@ async def running_lifecycle(
             collector.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await collector
+
+
+async def detached_question(life: Lifecycle, session_id: str) -> str:
+    """A bundle in the session's current turn whose waiter went away and whose turn ended."""
+    call, pending_id = await life.ask(session_id)
+    call.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await call
+    await life.runtime.end_turn(session_id)
+    assert await life.state(pending_id) == "active_detached"
+    return pending_id
+
+
+class FailingStore:
+    """Wraps a Store; the named methods raise (or run a hook) instead of running."""
+
+    def __init__(self, inner: Store, fail: dict[str, Exception] | None = None) -> None:
+        self._inner = inner
+        self.fail: dict[str, Exception] = dict(fail or {})
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._inner, name)
+        error = self.fail.get(name)
+        if error is None:
+            return attr
+
+        async def failing(*args: Any, **kwargs: Any) -> Any:
+            raise error
+
+        return failing

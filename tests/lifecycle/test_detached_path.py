@@ -1,0 +1,196 @@
+"""The detached respond path: one successor turn, dispatched at most once, success only after
+the agent accepted it and the successor was published; rollback before that."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from clarion import failpoints
+from clarion.domain.errors import AcceptedButUnfinalized, Conflict, NotActive, RetryableFailure
+from clarion.domain.models import DISPATCH_KEYS, MetaKey
+from clarion.ports import PromptFinished, Store
+from tests.lifecycle.harness import (
+    SKIP,
+    FailingStore,
+    Lifecycle,
+    answer_db,
+    detached_question,
+    running_lifecycle,
+)
+
+RESUME = "You previously asked the user:"
+
+
+def resume_prompts(life: Lifecycle) -> list[str]:
+    return [text for _, text, _ in life.runtime.prompts if text.startswith(RESUME)]
+
+
+async def test_detached_answer_resumes_once_after_acceptance_and_publication(
+    life: Lifecycle,
+) -> None:
+    _, session_id = await life.start_session()
+    pending_id = await detached_question(life, session_id)
+
+    result = await life.app.services.resolver.respond(pending_id, answer_db("mongodb"))
+
+    assert result.resumed is True
+    prompts = resume_prompts(life)
+    assert len(prompts) == 1 and "MongoDB" in prompts[0]
+    successor = await life.store.get_turn(result.successor_turn_id or "")
+    assert not set(DISPATCH_KEYS) & set(successor.metadata), "recovery keys cleared"
+    assert (await life.store.find_current_turn(session_id)).id == successor.id  # type: ignore[union-attr]
+    await life.settle()
+    started = [e for e in life.events_of("session.turn.started") if e.payload["id"] == successor.id]
+    assert len(started) == 1
+    assert not set(DISPATCH_KEYS) & set(started[0].payload["metadata"])
+    rows = (await life.bundle(pending_id)).rows
+    assert all(MetaKey.RESPONSE_DELIVERY_PENDING not in r.metadata for r in rows)
+    assert await life.state(pending_id) == "terminal"
+
+
+async def test_detached_rejection_is_persisted_without_resume(life: Lifecycle) -> None:
+    _, session_id = await life.start_session()
+    pending_id = await detached_question(life, session_id)
+    prompts_before = len(life.runtime.prompts)
+
+    result = await life.app.services.resolver.respond(pending_id, SKIP)
+
+    assert result.resumed is False and result.successor_turn_id is None
+    assert len(life.runtime.prompts) == prompts_before
+    assert [r.metadata["status"] for r in (await life.bundle(pending_id)).rows] == ["rejected"]
+    assert await life.state(pending_id) == "terminal"
+
+
+async def test_refused_dispatch_rolls_back_and_is_retryable(life: Lifecycle) -> None:
+    task_id, session_id = await life.start_session()
+    pending_id = await detached_question(life, session_id)
+    turns_before = await life.store.list_visible_turns(session_id)
+    life.runtime.refuse_prompts = True
+
+    with pytest.raises(RetryableFailure) as raised:
+        await life.app.services.resolver.respond(pending_id, answer_db())
+
+    assert raised.value.code == "resume_not_accepted"
+    assert await life.state(pending_id) == "active_detached"
+    assert await life.store.list_visible_turns(session_id) == turns_before
+    assert await life.store.find_live_reservation(session_id) is None
+    summary = await life.store.find_summary(task_id)
+    assert summary is not None and summary.data.get("pending_action") == "clarification"
+    life.runtime.refuse_prompts = False
+    assert (await life.app.services.resolver.respond(pending_id, answer_db())).resumed
+
+
+@pytest.mark.parametrize("method", ["reserve_successor", "mark_attempted"])
+async def test_persistence_failure_before_dispatch_rolls_back(db_url: str, method: str) -> None:
+    holder: dict[str, FailingStore] = {}
+
+    def wrap(store: Store) -> Store:
+        holder["store"] = FailingStore(store)
+        return holder["store"]  # type: ignore[return-value]
+
+    async with running_lifecycle(db_url, store_wrapper=wrap) as life:
+        _, session_id = await life.start_session()
+        pending_id = await detached_question(life, session_id)
+        prompts_before = len(life.runtime.prompts)
+        holder["store"].fail[method] = RuntimeError("disk on fire")
+
+        with pytest.raises(RetryableFailure):
+            await life.app.services.resolver.respond(pending_id, answer_db())
+
+        holder["store"].fail.clear()
+        assert len(life.runtime.prompts) == prompts_before, "no external call was made"
+        assert await life.state(pending_id) == "active_detached"
+        assert await life.store.find_live_reservation(session_id) is None
+
+
+async def test_failed_rollback_blocks_admission_until_restart(db_url: str) -> None:
+    holder: dict[str, FailingStore] = {}
+
+    def wrap(store: Store) -> Store:
+        holder["store"] = FailingStore(store)
+        return holder["store"]  # type: ignore[return-value]
+
+    async with running_lifecycle(db_url, store_wrapper=wrap) as life:
+        _, session_id = await life.start_session()
+        pending_id = await detached_question(life, session_id)
+        life.runtime.refuse_prompts = True
+        holder["store"].fail["rollback_successor"] = RuntimeError("lock timeout")
+
+        with pytest.raises(AcceptedButUnfinalized):
+            await life.app.services.resolver.respond(pending_id, answer_db())
+
+        holder["store"].fail.clear()
+        life.runtime.refuse_prompts = False
+        assert await life.store.find_live_reservation(session_id) is not None
+        with pytest.raises(Conflict):
+            await life.app.services.admission.submit(session_id, "newer work")
+
+    async with running_lifecycle(db_url) as restarted:
+        # Startup recovery reconciles the attempted reservation: kept, the answer terminal.
+        assert await restarted.store.find_live_reservation(session_id) is None
+        assert await restarted.state(pending_id) == "terminal"
+
+
+async def test_publication_failure_after_acceptance_stays_terminal(life: Lifecycle) -> None:
+    _, session_id = await life.start_session()
+    pending_id = await detached_question(life, session_id)
+    failpoints.configure("resume.publish=error")
+
+    with pytest.raises(AcceptedButUnfinalized):
+        await life.app.services.resolver.respond(pending_id, answer_db())
+
+    failpoints.configure("")
+    with pytest.raises(NotActive):
+        await life.app.services.resolver.respond(pending_id, answer_db())
+    assert len(resume_prompts(life)) == 1, "the accepted answer is never dispatched again"
+    assert all(r.metadata["status"] == "answered" for r in (await life.bundle(pending_id)).rows)
+
+
+async def test_cancelled_request_does_not_interrupt_the_resume_sequence(life: Lifecycle) -> None:
+    _, session_id = await life.start_session()
+    pending_id = await detached_question(life, session_id)
+    life.runtime.accept_delay = 0.3
+    request = asyncio.create_task(life.app.services.resolver.respond(pending_id, answer_db()))
+    await asyncio.sleep(0.1)
+
+    request.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await request
+
+    await life.runtime.wait_for_prompts(2)
+    for _ in range(100):
+        if await life.store.find_live_reservation(session_id) is None:
+            break
+        await asyncio.sleep(0.02)
+    assert await life.store.find_live_reservation(session_id) is None
+    assert len(resume_prompts(life)) == 1
+    assert await life.state(pending_id) == "terminal"
+
+
+async def test_late_ready_event_waits_for_the_reservation_and_never_completes_the_successor(
+    life: Lifecycle,
+) -> None:
+    _, session_id = await life.start_session()
+    first_generation = life.runtime.active[session_id]
+    pending_id = await detached_question(life, session_id)
+    life.runtime.accept_delay = 0.2
+    respond = asyncio.create_task(life.app.services.resolver.respond(pending_id, answer_db()))
+    await asyncio.sleep(0.05)
+
+    # A duplicate, delayed completion of the predecessor's prompt arrives mid-reservation.
+    late = asyncio.create_task(
+        life.runtime.sink.on_prompt_finished(
+            PromptFinished(session_id, first_generation, "end_turn")
+        )
+    )
+    await asyncio.sleep(0.05)
+    assert not late.done(), "the ready event waits for the reservation's outcome"
+
+    result = await respond
+    await late
+    successor = await life.store.get_turn(result.successor_turn_id or "")
+    assert successor.completed_at is None, "the successor is not completed by a stale event"
+    session = await life.store.get_session(session_id)
+    assert str(session.state) == "RUNNING"
