@@ -28,6 +28,7 @@ FAST_TIMEOUTS = {
     "CLARION_LIVE_CONFIRM_S": "5",
     "CLARION_WATCHDOG_S": "30",
     "CLARION_PERSIST_S": "5",
+    "CLARION_NO_SAMPLE": "1",  # tests start from an empty database
 }
 
 

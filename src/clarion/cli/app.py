@@ -9,6 +9,7 @@ import sys
 
 import typer
 
+from clarion.cli import answer, commands, demo, watch
 from clarion.cli.logs import configure_logging
 from clarion.config import Settings
 
@@ -22,6 +23,14 @@ app = typer.Typer(
 @app.callback()
 def _root() -> None:
     """Clarion: durable clarification lifecycle for AI coding agents."""
+
+
+# Client commands: each module registers its own commands. Further command groups register
+# here, one line each.
+commands.register(app)
+answer.register(app)
+watch.register(app)
+demo.register(app)
 
 
 def _is_loopback(host: str) -> bool:

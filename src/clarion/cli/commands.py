@@ -1,0 +1,123 @@
+"""Client commands that read or create things: tasks, task create, session start, questions.
+
+Registered on the root Typer app by `register`; each talks to a running server over HTTP.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+from rich.text import Text
+
+from clarion.cli.client import ClarionClient
+from clarion.cli.common import DEFAULT_SERVER, ServerOpt, TokenOpt, client_for
+from clarion.cli.render import question_block, stdout, tasks_table
+
+ACTIVE_STATES = ("active_live", "active_detached")
+
+task_app = typer.Typer(help="Create tasks.", no_args_is_help=True)
+session_app = typer.Typer(help="Start agent sessions.", no_args_is_help=True)
+
+
+def tasks(server: ServerOpt = DEFAULT_SERVER, token: TokenOpt = None) -> None:
+    """List tasks; a yellow dot marks a task waiting for your answer."""
+    with client_for(server, token) as client:
+        listed = client.tasks()
+    console = stdout()
+    if not listed:
+        console.print("No tasks yet. Create one with: clarion task create TITLE")
+        return
+    console.print(tasks_table(listed))
+
+
+@task_app.command("create")
+def task_create(
+    title: Annotated[str, typer.Argument(help="The task's title")],
+    description: Annotated[
+        str, typer.Option("--description", "-d", help="Also the default first prompt")
+    ] = "",
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the task id")] = False,
+    server: ServerOpt = DEFAULT_SERVER,
+    token: TokenOpt = None,
+) -> None:
+    """Create a task (it starts in the backlog step)."""
+    with client_for(server, token) as client:
+        task = client.create_task(title, description)
+    if quiet:
+        typer.echo(task["id"])
+        return
+    stdout().print(Text(f"Created task {task['id']}: {task['title']}"))
+
+
+@session_app.command("start")
+def session_start(
+    task_id: Annotated[str, typer.Argument(help="The task to work on")],
+    agent: Annotated[str, typer.Option("--agent", help="Agent profile name")] = "builtin",
+    prompt: Annotated[
+        str | None,
+        typer.Option("--prompt", "-p", help="First prompt (default: the task's description)"),
+    ] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the session id")] = False,
+    server: ServerOpt = DEFAULT_SERVER,
+    token: TokenOpt = None,
+) -> None:
+    """Start an agent session on a task and send its first prompt."""
+    with client_for(server, token) as client:
+        session = client.start_session(task_id, agent=agent, prompt=prompt)
+    if quiet:
+        typer.echo(session["id"])
+        return
+    stdout().print(
+        Text(f"Started session {session['id']} on agent {session['agent']} ({session['state']})")
+    )
+    stdout().print(f"Follow it with: clarion watch --session {session['id']}")
+
+
+def find_open_questions(client: ClarionClient) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """(task, bundle) for every bundle that can be answered now, oldest task first."""
+    found: list[tuple[dict[str, Any], dict[str, Any]]] = []
+    for task in client.tasks():
+        for session in client.sessions(task["id"]):
+            candidates: list[str] = []
+            for message in client.messages(session["id"]):
+                meta = message.get("metadata") or {}
+                # Only a bundle with a pending row can be active: skip reading the rest.
+                if message.get("type") != "clarification_request" or meta.get("status") != (
+                    "pending"
+                ):
+                    continue
+                pid = meta.get("pending_id")
+                if pid and pid not in candidates:
+                    candidates.append(pid)
+            for pid in candidates:
+                bundle = client.bundle(pid)
+                if bundle.get("state") in ACTIVE_STATES:
+                    found.append((task, bundle))
+    return found
+
+
+def questions(server: ServerOpt = DEFAULT_SERVER, token: TokenOpt = None) -> None:
+    """List every question you can answer now, across all tasks and sessions."""
+    with client_for(server, token) as client:
+        found = find_open_questions(client)
+    console = stdout()
+    if not found:
+        console.print("No open questions.")
+        return
+    for task, bundle in found:
+        header = Text()
+        header.append(f"{bundle['pending_id']}", style="bold yellow")
+        header.append(f"  {bundle['state']}  task {task['id']}: {task.get('title', '')}")
+        console.print(header)
+        total = len(bundle["questions"])
+        for number, question in enumerate(bundle["questions"], start=1):
+            console.print(question_block(number, total, question))
+        console.print(f"  answer with: clarion answer {bundle['pending_id']}\n")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("tasks")(tasks)
+    app.command("questions")(questions)
+    app.add_typer(task_app, name="task")
+    app.add_typer(session_app, name="session")

@@ -1,0 +1,137 @@
+"""How client commands show things: the task table, questions, and one line per live event.
+
+Pure functions from wire dicts to Rich renderables or plain strings, so tests can check them
+without a terminal. Server text always goes through Text objects: a prompt containing
+`[brackets]` must print as written, never as Rich markup.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from clarion.cli.errors import CliError, describe_response
+
+PENDING_ICON = "●"
+
+
+def stdout() -> Console:
+    return Console(highlight=False, soft_wrap=True)
+
+
+def stderr() -> Console:
+    return Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+def print_error(error: CliError) -> None:
+    console = stderr()
+    console.print(Text(f"error: {error.message}", style="bold red"))
+    for line in error.details:
+        console.print(Text(f"  {line}", style="red"))
+
+
+def task_pending(task: dict[str, Any]) -> str | None:
+    """The task's pending action from its status summary (legacy field as a fallback)."""
+    summary = task.get("status_summary") or {}
+    pending = summary.get("pending_action") or task.get("task_pending_action")
+    return str(pending) if pending else None
+
+
+def tasks_table(tasks: list[dict[str, Any]]) -> Table:
+    table = Table(title=f"{len(tasks)} task(s)", title_justify="left")
+    table.add_column(" ", no_wrap=True, width=1)
+    table.add_column("ID", no_wrap=True, overflow="fold")
+    table.add_column("Title")
+    table.add_column("Step", no_wrap=True)
+    table.add_column("Pending", no_wrap=True)
+    for task in tasks:
+        pending = task_pending(task)
+        table.add_row(
+            Text(PENDING_ICON, style="bold yellow") if pending else Text(""),
+            Text(str(task["id"])),
+            Text(str(task.get("title", ""))),
+            Text(str(task.get("workflow_step", ""))),
+            Text(pending or "-", style="yellow" if pending else "dim"),
+        )
+    return table
+
+
+def question_block(number: int, total: int, question: dict[str, Any]) -> Text:
+    """One question with its numbered options, as `clarion answer` and `questions` show it."""
+    text = Text()
+    title = question.get("title") or ""
+    heading = f"Question {number}/{total} [{question['id']}]"
+    text.append(heading + (f" {title}" if title else ""), style="bold")
+    text.append("\n  " + str(question.get("prompt", "")))
+    for index, option in enumerate(question.get("options") or [], start=1):
+        text.append(f"\n    {index}) {option.get('label', '')}", style="cyan")
+        text.append(f"  [{option.get('option_id', '')}]", style="dim")
+        if option.get("description"):
+            text.append(f"  {option['description']}", style="dim")
+    return text
+
+
+def _clip(value: Any, limit: int = 120) -> str:
+    text = " ".join(str(value).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def event_line(envelope: dict[str, Any]) -> str:
+    """One readable line for a WebSocket envelope: `HH:MM:SS action  what happened`."""
+    action = str(envelope.get("action") or envelope.get("type") or "?")
+    payload = envelope.get("payload") or {}
+    stamp = str(envelope.get("timestamp") or "")
+    clock = stamp[11:19] if len(stamp) >= 19 else stamp
+    return f"{clock} {action:<28} {_describe(action, payload, envelope)}".rstrip()
+
+
+def _describe(action: str, p: dict[str, Any], envelope: dict[str, Any]) -> str:
+    if envelope.get("type") == "error":
+        return f"error {p.get('code')}: {p.get('message')}"
+    if action == "task.created":
+        task = p.get("task") or {}
+        return f'task {task.get("id")} "{_clip(task.get("title", ""), 60)}"'
+    if action == "task.status_summary.updated":
+        summary = p.get("status_summary") or {}
+        pending = summary.get("pending_action") or "none"
+        return f"task {p.get('task_id')} pending={pending} revision={summary.get('revision')}"
+    if action == "session.state_changed":
+        return f"session {p.get('session_id')} -> {p.get('new_state') or p.get('state')}"
+    if action.startswith("session.turn."):
+        meta = p.get("metadata") or {}
+        notes = [k for k in ("lifecycle_only", "interrupted") if meta.get(k)]
+        if meta.get("stop_reason"):
+            notes.append(f"stop_reason={meta['stop_reason']}")
+        tail = f" ({', '.join(notes)})" if notes else ""
+        return f"session {p.get('session_id')} turn {p.get('id')}{tail}"
+    if action.startswith("session.message."):
+        return _describe_message(action, p)
+    return _clip(p, 160)
+
+
+def _describe_message(action: str, p: dict[str, Any]) -> str:
+    meta = p.get("metadata") or {}
+    who = f"session {p.get('session_id')} {p.get('author_type')}/{p.get('type')}"
+    if action.endswith(".deleted"):
+        return f"{who} message {p.get('id')} deleted"
+    if p.get("type") == "clarification_request":
+        pid = meta.get("pending_id")
+        status = meta.get("status", "")
+        if action.endswith(".added") and status == "pending":
+            return (
+                f"{who} QUESTION {_clip(p.get('content', ''), 100)} "
+                f"(pending {pid}; answer: clarion answer {pid})"
+            )
+        answer = describe_response(_row_response(meta))
+        return f"{who} question {pid} is {status}" + (f": {answer}" if answer else "")
+    return f"{who}: {_clip(p.get('content', ''))}"
+
+
+def _row_response(meta: dict[str, Any]) -> dict[str, Any] | None:
+    response = meta.get("response")
+    if not isinstance(response, dict) or "question_id" not in response:
+        return None
+    return {"answers": [response]}
