@@ -53,6 +53,7 @@ from clarion.projection.events import EventPublisher
 from clarion.projection.pending import PendingProjector
 from clarion.projection.reads import Reads
 from clarion.projection.summaries import SummaryService
+from clarion.sample import offer_sample_task
 from clarion.store import open_store
 from clarion.supervisor import Supervisor
 
@@ -251,6 +252,8 @@ async def run_server(settings: Settings, on_listening: Callable[[str], None]) ->
                 log.exception("startup recovery failed")
                 raise RecoveryFailed(f"startup recovery failed: {exc}") from exc
             app.services.ready.set()
+            # First start on an empty database: a sample task that asks (clarion.sample).
+            await offer_sample_task(app.services)
             await serving
             return report
         finally:
