@@ -13,18 +13,20 @@ from collections.abc import Sequence
 from typing import Any
 
 from clarion.domain.bundles import bundle_state, questions_of
-from clarion.domain.errors import NotFound
+from clarion.domain.errors import ClarionError, NotFound
 from clarion.domain.models import MetaKey, Session, Task
 from clarion.domain.wire import message_wire, session_wire, task_wire, turn_wire
 from clarion.ports import Store
 from clarion.projection.pending import PendingProjector
-from clarion.projection.summaries import SummaryService
+from clarion.projection.summaries import Repair, SummaryService
 
 log = logging.getLogger(__name__)
 
 
-class ProjectionUnavailable(Exception):
-    """The authoritative pending projection could not be read; the request must fail."""
+class ProjectionUnavailable(ClarionError):
+    """The authoritative pending projection could not be read; the request must fail (500)."""
+
+    code = "projection_unavailable"
 
 
 class Reads:
@@ -48,31 +50,29 @@ class Reads:
         return await self.task_view(await self._store.get_task(task_id))
 
     async def task_view(self, task: Task, *, repair: bool = True) -> dict[str, Any]:
-        invalidated = False
-        pending = None
-        summary = None
-        try:
-            pending = await self._summaries.pending_of_task(task.id)
-            summary = (
-                await self._summaries.refresh(task.id)
-                if repair
-                else await self._store.find_summary(task.id)
+        """The task DTO. With `repair`, the cached summary is compared with the repository and
+        repaired; if that fails the task carries `status_summary_invalidated` (the legacy fields
+        still carry the authoritative coarse action). If the repository itself cannot be read,
+        the stored summary is returned as the last known value and the legacy fields are null.
+        """
+        if repair:
+            outcome = await self._summaries.repair(task.id)
+        else:
+            outcome = Repair(
+                summary=await self._store.find_summary(task.id),
+                pending=await self._summaries.pending_of_task(task.id),
+                failed=False,
             )
-        except Exception:
-            log.exception(
-                "task summary repair failed; summary invalidated", extra={"task_id": task.id}
-            )
-            invalidated = True
-            summary = None
+        pending = outcome.pending
         return task_wire(
             task,
             workspace=await self._workspace_name(task.workspace_id),
-            summary=summary,
+            summary=outcome.summary,
             primary_session_pending_action=None
             if pending is None
             else pending.primary_session_action,
             task_pending_action=None if pending is None else pending.legacy_task_action,
-            summary_invalidated=invalidated,
+            summary_invalidated=outcome.failed,
         )
 
     async def _workspace_name(self, workspace_id: str) -> str:

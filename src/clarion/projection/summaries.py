@@ -2,7 +2,12 @@
 
 A summary row may hold keys other code owns (or that no code here knows); every write reloads
 the row, changes only `pending_action`, and retries a lost compare-and-set a bounded number of
-times. The revision advances only on a semantic change.
+times. The revision advances only on a semantic change. Imported by the projection package and
+the composition root.
+
+Ordering matters for convergence: each attempt reads the stored summary *before* it reads the
+repository. A writer whose repository read is stale then either loses its compare-and-set to the
+writer that saw the newer state, or wins before it, and that writer's retry lands last.
 """
 
 from __future__ import annotations
@@ -23,6 +28,8 @@ log = logging.getLogger(__name__)
 CAS_ATTEMPTS = 3
 # Keys of a summary this service owns; everything else in the row is preserved untouched.
 OWNED_KEYS = ("pending_action",)
+# Sessions whose pending action the legacy `task_pending_action` field reports.
+LEGACY_ACTIVE_STATES = frozenset({SessionState.RUNNING, SessionState.WAITING_FOR_INPUT})
 
 
 class SummaryConflict(ClarionError):
@@ -50,6 +57,20 @@ class TaskPending:
     legacy_task_action: PendingAction | None
 
 
+@dataclass(frozen=True, slots=True)
+class Repair:
+    """The outcome of a read repair, for one task of a task list.
+
+    `pending` is None when the repository read failed (the stored summary is then returned
+    as the last known value). `failed` is True when the repository was read but the summary
+    could not be brought in line: the caller must mark the summary invalidated.
+    """
+
+    summary: StatusSummary | None
+    pending: TaskPending | None
+    failed: bool
+
+
 class SummaryService:
     def __init__(self, store: Store, bus: Bus) -> None:
         self._store = store
@@ -58,7 +79,6 @@ class SummaryService:
     async def pending_of_task(self, task_id: str) -> TaskPending:
         sessions = await self._store.list_sessions(task_id)
         actions = await self._store.pending_actions([s.id for s in sessions])
-        active = {SessionState.RUNNING, SessionState.WAITING_FOR_INPUT}
         primary = next(
             (s for s in sessions if s.is_primary and s.state is SessionState.WAITING_FOR_INPUT),
             None,
@@ -67,40 +87,91 @@ class SummaryService:
             task_action=task_level_action(actions),
             primary_session_action=None if primary is None else actions.get(primary.id),
             legacy_task_action=task_level_action(
-                {s.id: actions.get(s.id) for s in sessions if s.state in active}
+                {s.id: actions.get(s.id) for s in sessions if s.state in LEGACY_ACTIVE_STATES}
             ),
         )
 
     async def refresh(self, task_id: str, *, publish: bool = True) -> StatusSummary | None:
-        """Bring the summary in line with the repository. Returns the summary as stored.
+        """Bring the summary in line with the repository. Returns the summary as stored
+        (None when the task has no summary and nothing is pending).
 
-        Raises SummaryConflict when the bounded retry is exhausted.
+        Raises SummaryConflict when the write failed or the bounded retry is exhausted; a
+        failing repository read propagates as it is.
         """
-        desired = (await self.pending_of_task(task_id)).task_action
+        summary, _ = await self._converge(task_id, publish=publish)
+        return summary
+
+    async def repair(self, task_id: str) -> Repair:
+        """Read repair for a task list: never raises for a store or compare-and-set failure."""
+        try:
+            summary, pending = await self._converge(task_id, publish=True)
+        except _Unconfirmed as exc:
+            log.warning(
+                "task summary repair failed; summary invalidated",
+                exc_info=exc.__cause__,
+                extra={"task_id": task_id},
+            )
+            return Repair(summary=None, pending=exc.pending, failed=True)
+        except Exception:
+            log.exception(
+                "pending state unreadable; returning the stored summary unrepaired",
+                extra={"task_id": task_id},
+            )
+            try:
+                stored = await self._store.find_summary(task_id)
+            except Exception:
+                log.exception("stored task summary unreadable", extra={"task_id": task_id})
+                stored = None
+            return Repair(summary=stored, pending=None, failed=False)
+        return Repair(summary=summary, pending=pending, failed=False)
+
+    async def _converge(
+        self, task_id: str, *, publish: bool
+    ) -> tuple[StatusSummary | None, TaskPending]:
+        """The compare-and-set loop. Raises _Unconfirmed (a SummaryConflict) once the
+        repository was read but the write failed or kept losing."""
+        pending: TaskPending | None = None
         for attempt in range(CAS_ATTEMPTS):
             current = await self._store.find_summary(task_id)
+            pending = await self.pending_of_task(task_id)
+            desired = _wire(pending.task_action)
+            stored = None if current is None else current.data.get("pending_action")
+            if stored == desired:
+                # Nothing semantic to change (a missing summary of a clean task stays missing).
+                return current, pending
             data: dict[str, Any] = dict(current.data) if current is not None else {}
-            if current is not None and data.get("pending_action") == _wire(desired):
-                return current
             if desired is None:
                 data.pop("pending_action", None)
             else:
-                data["pending_action"] = str(desired)
-            await failpoints.hit("summary.cas")
-            written = await self._store.cas_summary(
-                task_id,
-                expected_revision=None if current is None else current.revision,
-                data=data,
-            )
+                data["pending_action"] = desired
+            try:
+                await failpoints.hit("summary.cas")
+                written = await self._store.cas_summary(
+                    task_id,
+                    expected_revision=None if current is None else current.revision,
+                    data=data,
+                )
+            except Exception as exc:
+                raise _Unconfirmed(pending, task_id) from exc
             if written is not None:
                 log.info(
                     "task summary updated",
-                    extra={"task_id": task_id, "revision": written.revision, "attempt": attempt},
+                    extra={
+                        "task_id": task_id,
+                        "revision": written.revision,
+                        "pending_action": desired,
+                        "attempt": attempt,
+                    },
                 )
                 if publish:
                     await self.publish(written)
-                return written
-        raise SummaryConflict("task summary compare-and-set kept losing", task_id=task_id)
+                return written, pending
+            log.info(
+                "task summary compare-and-set lost; reloading",
+                extra={"task_id": task_id, "attempt": attempt},
+            )
+        assert pending is not None  # CAS_ATTEMPTS >= 1
+        raise _Unconfirmed(pending, task_id)
 
     async def publish(self, summary: StatusSummary) -> None:
         """Publish a summary change; a failed publication is logged, never raised."""
@@ -118,6 +189,14 @@ class SummaryService:
             )
         except Exception:
             log.exception("task summary publication failed", extra={"task_id": summary.task_id})
+
+
+class _Unconfirmed(SummaryConflict):
+    """The repository was read but the summary write failed or kept losing."""
+
+    def __init__(self, pending: TaskPending, task_id: str) -> None:
+        super().__init__("task summary compare-and-set could not be confirmed", task_id=task_id)
+        self.pending = pending
 
 
 def _wire(action: PendingAction | None) -> str | None:
