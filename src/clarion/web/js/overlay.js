@@ -102,7 +102,8 @@ export class ClarificationOverlay {
     this.root.dataset.pendingId = bundle.pending_id;
     this.root.dataset.state = bundle.state;
     this.root.classList.toggle("submitting", this.submitting);
-    this.root.replaceChildren(
+    // The native replaceChildren would print a skipped part (null) as the text "null".
+    const parts = [
       h("header", { class: "overlay-header" },
         h("strong", {}, "The agent has a question"),
         h("button", { type: "button", class: "icon", testid: "dismiss-question", title: "Hide for now (Esc)",
@@ -145,7 +146,8 @@ export class ClarificationOverlay {
         h("button", { type: "button", testid: "submit-answer", class: "primary",
           disabled: this.submitting || !canSubmit(form), title: "Submit (Ctrl+Enter)",
           onClick: () => void this.submit() }, this.submitting ? "Sending…" : "Submit")),
-    );
+    ];
+    this.root.replaceChildren(...parts.filter((part) => part !== null));
     if (hadFocus && !this.root.contains(document.activeElement)) this.root.focus();
   }
 

@@ -45,8 +45,9 @@ function renderItem(item) {
   }
   if (type === "tool_call") {
     const title = m.metadata?.title ?? m.metadata?.tool_name ?? "Tool call";
+    // The built-in agent's tool call content is often just the tool name again.
     return h("div", attrs, h("span", { class: "tool-title", text: String(title) }),
-      content ? h("pre", { class: "content", text: content }) : null);
+      content && content !== String(title) ? h("pre", { class: "content", text: content }) : null);
   }
   if (type === "clarification_request" || type === "permission_request") {
     const status = String(m.metadata?.status || "pending");
@@ -210,7 +211,11 @@ export class SessionView {
       return;
     }
     this.showQuestion.hidden = true;
+    // The overlay takes room from the transcript: keep its newest lines in view.
+    const list = this.list;
+    const atBottom = list.scrollHeight - list.scrollTop - list.clientHeight < 40;
     this.overlay.show(found);
+    if (atBottom) list.scrollTop = list.scrollHeight;
   }
 
   renderShowQuestion() {

@@ -1,0 +1,111 @@
+"""Fixtures for the browser tests: Debian's Chromium driven by Playwright against real servers.
+
+Playwright never downloads a browser here: it launches /usr/bin/chromium. When that binary is
+missing the tests skip, or fail when CI or CLARION_REQUIRE_SERVICES is set.
+
+`browser` and `shared_server` live for one test module (the Playwright event loop stays inside
+that module, so async tests elsewhere never meet it); each test gets a fresh context and page,
+and its own tasks on the shared server. `page` fails the test on any uncaught page error.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from playwright.sync_api import Browser, BrowserContext, Page, expect, sync_playwright
+
+from tests.conftest import fresh_database_url, services_required
+from tests.e2e.conftest import make_server, server  # noqa: F401
+from tests.e2e.harness import ServerProcess
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+# The built-in agent starts a subprocess and an MCP client before it asks, so waits are generous;
+# a passing run never waits this long.
+WAIT_MS = 20_000
+DESKTOP = {"width": 1280, "height": 720}
+PHONE = {"width": 390, "height": 844}
+
+expect.set_options(timeout=WAIT_MS)
+
+
+def require_chromium() -> None:
+    if CHROMIUM.exists():
+        return
+    reason = f"{CHROMIUM} is not installed"
+    if services_required():
+        pytest.fail(reason)
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    require_chromium()
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            yield chromium
+        finally:
+            chromium.close()
+
+
+@pytest.fixture(scope="module")
+def shared_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    """One real server for a whole module; tests keep apart by using their own tasks."""
+    tmp = tmp_path_factory.mktemp("browser-server")
+    with fresh_database_url("sqlite", tmp) as url:
+        workdir = tmp / "server"
+        workdir.mkdir()
+        process = ServerProcess(database_url=url, workdir=workdir, env={"CLARION_NO_SAMPLE": "1"})
+        try:
+            process.start()
+            yield process
+        finally:
+            process.kill()
+
+
+def _open_page(context: BrowserContext, errors: list[str]) -> Page:
+    page = context.new_page()
+    page.set_default_timeout(WAIT_MS)
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    return page
+
+
+@pytest.fixture
+def new_page(browser: Browser) -> Iterator[Callable[..., Page]]:
+    """Factory for pages in fresh contexts (own localStorage); `new_page(phone=True)` gives a
+    390x844 touch screen. Any uncaught error in a page fails the test at teardown."""
+    contexts: list[BrowserContext] = []
+    errors: list[str] = []
+
+    def make(*, phone: bool = False) -> Page:
+        options: dict[str, Any] = (
+            {"viewport": PHONE, "has_touch": True, "is_mobile": True}
+            if phone
+            else {"viewport": DESKTOP}
+        )
+        context = browser.new_context(**options)
+        contexts.append(context)
+        return _open_page(context, errors)
+
+    yield make
+    for context in contexts:
+        context.close()
+    assert not errors, f"uncaught errors in the page: {errors}"
+
+
+@pytest.fixture
+def page(new_page: Callable[..., Page]) -> Page:
+    return new_page()

@@ -1,0 +1,51 @@
+"""Helpers shared by the browser tests: screenshots, sessions started over HTTP, page waits."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from playwright.sync_api import Page, expect
+
+from tests.e2e.harness import ServerProcess
+
+SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
+
+
+def screenshot(page: Page, name: str) -> None:
+    """Saves docs/screenshots/<name>.png (overwritten each run) for people to look at."""
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), animations="disabled", caret="hide")
+
+
+def start_session(
+    server: ServerProcess, task_id: str, prompt: str, *, primary: bool | None = None
+) -> str:
+    body: dict[str, Any] = {"agent": "builtin", "prompt": prompt}
+    if primary is not None:
+        body["is_primary"] = primary
+    return str(
+        server.ok("POST", f"/tasks/{task_id}/task-sessions", 201, json=body)["session"]["id"]
+    )
+
+
+def open_board(page: Page, server: ServerProcess) -> None:
+    """Loads the board and waits until the live feed is open, so no event is missed."""
+    page.goto(f"{server.url}/")
+    expect(page.get_by_test_id("connection-status")).to_have_attribute("data-status", "open")
+
+
+def open_pending_task(page: Page, task_id: str, *, tap: bool = False) -> None:
+    """Opens a task from the board once its card shows the question icon (the summary
+    advertises the question, so pending-owner navigation selects the owning session)."""
+    card = page.get_by_test_id(f"task-card-{task_id}")
+    expect(card.get_by_test_id("pending-icon")).to_have_attribute("data-action", "clarification")
+    if tap:
+        card.tap()
+    else:
+        card.click()
+
+
+def agent_reply(server: ServerProcess, session_id: str, prefix: str) -> str:
+    """The agent's stored reply starting with `prefix` (waits for it)."""
+    return server.wait_for_agent_text(session_id, prefix)
