@@ -86,6 +86,15 @@ class IntentRecovery:
     message_ids: tuple[str, ...]
 
 
+@dataclass(frozen=True, slots=True)
+class TokenOwner:
+    """Who an API token belongs to: the user and their workspaces, oldest membership first."""
+
+    user_id: str
+    user_name: str
+    workspaces: tuple[Workspace, ...]
+
+
 # --------------------------------------------------------------------------- store
 
 
@@ -238,6 +247,16 @@ class Store(Protocol):
 
     async def next_epoch(self) -> int:
         """Allocate the next projection epoch (starts at 1, only grows)."""
+        ...
+
+    # access control (users, memberships, API tokens)
+    async def issue_api_token(self, *, user: str, workspace: str, token_hash: str) -> TokenOwner:
+        """Create the user and the workspace if missing, make the user a member (once), and
+        store `token_hash` (the token itself is never stored). One transaction."""
+        ...
+
+    async def find_token_owner(self, token_hash: str) -> TokenOwner | None:
+        """The owner of the token with this hash, with current memberships; None if unknown."""
         ...
 
     # startup

@@ -30,6 +30,7 @@ from clarion.domain.bundles import questions_of
 from clarion.domain.models import ClarificationResponse, SessionState
 from clarion.domain.prompts import resume_prompt
 from clarion.mcp.tools import McpEndpoint, build_mcp_server
+from clarion.orchestrator.access import AccessControl
 from clarion.orchestrator.admission import TurnAdmission
 from clarion.orchestrator.agent_events import AgentEvents
 from clarion.orchestrator.lanes import Lanes
@@ -209,6 +210,7 @@ async def build(
             tokens=tokens,
             projector=projector,
             bus=bus,
+            access=AccessControl(store, enabled=settings.auth),
         )
         try:
             yield App(
@@ -233,6 +235,7 @@ async def run_server(settings: Settings, on_listening: Callable[[str], None]) ->
             host=settings.host,
             port=settings.port,
             log_level="warning",
+            access_log=False,  # request lines could carry a `?token=`
             lifespan="on",
         )
         server = uvicorn.Server(config)

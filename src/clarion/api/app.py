@@ -18,7 +18,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from clarion import __version__
-from clarion.api import routes_clarifications, routes_sessions, routes_tasks, ws
+from clarion.api import auth, routes_clarifications, routes_sessions, routes_tasks, ws
 from clarion.api.errors import install_error_handlers
 from clarion.api.services import ApiServices
 from clarion.mcp.tools import McpEndpoint
@@ -79,6 +79,7 @@ def create_app(services: ApiServices, mcp: McpEndpoint) -> FastAPI:
             return JSONResponse({"status": "ok"})
         return JSONResponse({"status": "starting"}, status_code=503)
 
+    app.include_router(auth.router)
     app.include_router(routes_tasks.router)
     app.include_router(routes_sessions.router)
     app.include_router(routes_clarifications.router)
@@ -94,5 +95,7 @@ def create_app(services: ApiServices, mcp: McpEndpoint) -> FastAPI:
         async def index() -> Any:
             return FileResponse(WEB_DIR / "index.html")
 
+    # The last added runs first: readiness, then authentication, then the routes.
+    app.add_middleware(auth.AuthGate, access=services.access)
     app.add_middleware(ReadinessGate, services=services)
     return app

@@ -6,6 +6,7 @@ from typing import Any
 
 from fastapi import APIRouter, Request
 
+from clarion.api.auth import caller_of
 from clarion.api.bodies import read_json_object
 from clarion.api.routes_tasks import services
 
@@ -14,13 +15,18 @@ router = APIRouter(prefix="/api/v1")
 
 @router.get("/clarification/{pending_id}", summary="A clarification bundle and its state")
 async def get_bundle(pending_id: str, request: Request) -> dict[str, Any]:
-    return await services(request).reads.bundle(pending_id)
+    svc = services(request)
+    await svc.access.require_bundle(caller_of(request), pending_id)
+    return await svc.reads.bundle(pending_id)
 
 
 @router.post("/clarification/{pending_id}/respond", summary="Answer or Skip a bundle")
 async def respond(pending_id: str, request: Request) -> dict[str, Any]:
+    svc = services(request)
+    # Before anything else: a wrong caller must neither claim nor resume anything.
+    await svc.access.require_bundle(caller_of(request), pending_id)
     body = await read_json_object(request)
-    result = await services(request).resolver.respond(pending_id, body)
+    result = await svc.resolver.respond(pending_id, body)
     return result.wire()
 
 
@@ -28,5 +34,7 @@ async def respond(pending_id: str, request: Request) -> dict[str, Any]:
     "/clarification/{pending_id}/cancel", summary="Cancel a bundle still owned by a live waiter"
 )
 async def cancel(pending_id: str, request: Request) -> dict[str, Any]:
-    await services(request).canceller.cancel(pending_id)
+    svc = services(request)
+    await svc.access.require_bundle(caller_of(request), pending_id)
+    await svc.canceller.cancel(pending_id)
     return {"success": True}

@@ -7,6 +7,7 @@ from typing import Any
 from fastapi import APIRouter, Query, Request, Response
 from fastapi.responses import JSONResponse
 
+from clarion.api.auth import caller_of
 from clarion.api.bodies import parse_body, read_json_object
 from clarion.api.routes_tasks import services
 from clarion.api.schemas import Finish, Prompt, StartSession
@@ -18,6 +19,7 @@ router = APIRouter(prefix="/api/v1")
 @router.post("/tasks/{task_id}/task-sessions", status_code=201, summary="Start a session")
 async def start_session(task_id: str, request: Request) -> JSONResponse:
     svc = services(request)
+    await svc.access.require_task(caller_of(request), task_id)
     await svc.reads.task(task_id)
     body = parse_body(StartSession, await read_json_object(request))
     session = await svc.sessions.start(
@@ -29,18 +31,23 @@ async def start_session(task_id: str, request: Request) -> JSONResponse:
 @router.get("/tasks/{task_id}/task-sessions", summary="Sessions with pending projections")
 @router.get("/tasks/{task_id}/sessions", include_in_schema=False)
 async def list_sessions(task_id: str, request: Request) -> dict[str, Any]:
-    sessions = await services(request).reads.sessions(task_id)
+    svc = services(request)
+    await svc.access.require_task(caller_of(request), task_id)
+    sessions = await svc.reads.sessions(task_id)
     return {"sessions": sessions, "total": len(sessions)}
 
 
 @router.get("/task-sessions/{session_id}", summary="One session")
 async def get_session(session_id: str, request: Request) -> dict[str, Any]:
-    return {"session": await services(request).reads.session(session_id)}
+    svc = services(request)
+    await svc.access.require_session(caller_of(request), session_id)
+    return {"session": await svc.reads.session(session_id)}
 
 
 @router.post("/task-sessions/{session_id}/prompt", status_code=202, summary="Send a prompt")
 async def prompt(session_id: str, request: Request) -> JSONResponse:
     svc = services(request)
+    await svc.access.require_session(caller_of(request), session_id)
     await svc.reads.session(session_id)
     body = parse_body(Prompt, await read_json_object(request))
     turn_id, queued = await svc.admission.submit(session_id, body.text)
@@ -52,13 +59,16 @@ async def prompt(session_id: str, request: Request) -> JSONResponse:
 
 @router.post("/task-sessions/{session_id}/cancel", summary="Cancel the running turn")
 async def cancel(session_id: str, request: Request) -> dict[str, Any]:
-    await services(request).sessions.cancel(session_id)
+    svc = services(request)
+    await svc.access.require_session(caller_of(request), session_id)
+    await svc.sessions.cancel(session_id)
     return {"success": True}
 
 
 @router.post("/task-sessions/{session_id}/finish", summary="End the session")
 async def finish(session_id: str, request: Request) -> dict[str, Any]:
     svc = services(request)
+    await svc.access.require_session(caller_of(request), session_id)
     await svc.reads.session(session_id)
     body = parse_body(Finish, await read_json_object(request))
     session = await svc.sessions.finish(session_id, body.state)
@@ -67,7 +77,9 @@ async def finish(session_id: str, request: Request) -> dict[str, Any]:
 
 @router.get("/task-sessions/{session_id}/turns", summary="Durable turn history")
 async def turns(session_id: str, request: Request) -> dict[str, Any]:
-    items = await services(request).reads.turns(session_id)
+    svc = services(request)
+    await svc.access.require_session(caller_of(request), session_id)
+    items = await svc.reads.turns(session_id)
     return {"turns": items, "total": len(items)}
 
 
@@ -83,7 +95,9 @@ async def messages(
         if not limit.isdigit() or not 1 <= int(limit) <= 1000:
             raise InvalidInput("limit must be an integer from 1 to 1000", field="limit")
         size = int(limit)
-    return await services(request).reads.messages(session_id, after=after or None, limit=size)
+    svc = services(request)
+    await svc.access.require_session(caller_of(request), session_id)
+    return await svc.reads.messages(session_id, after=after or None, limit=size)
 
 
 @router.delete(
@@ -93,6 +107,7 @@ async def messages(
 )
 async def delete_message(session_id: str, message_id: str, request: Request) -> Response:
     svc = services(request)
+    await svc.access.require_session(caller_of(request), session_id)
     await svc.reads.session(session_id)
     deleted = await svc.sessions.delete_message(session_id, message_id)
     if deleted is None:

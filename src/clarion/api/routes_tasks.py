@@ -7,6 +7,7 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
+from clarion.api.auth import caller_of
 from clarion.api.bodies import parse_body, read_json_object
 from clarion.api.schemas import CreateTask, MoveTask
 from clarion.api.services import ApiServices
@@ -24,26 +25,30 @@ def services(request: Request) -> ApiServices:
 async def create_task(request: Request) -> JSONResponse:
     svc = services(request)
     body = parse_body(CreateTask, await read_json_object(request))
+    workspace = svc.access.workspace_for_new_task(caller_of(request), body.workspace)
     task = await svc.tasks.create(
-        title=body.title, description=body.description, workspace=body.workspace
+        title=body.title, description=body.description, workspace=workspace
     )
     return JSONResponse({"task": await svc.reads.task_view(task, repair=False)}, status_code=201)
 
 
 @router.get("/tasks", summary="List tasks with repaired status summaries")
 async def list_tasks(request: Request) -> dict[str, Any]:
-    tasks = await services(request).reads.tasks()
+    tasks = await services(request).reads.tasks(caller_of(request).workspace_ids())
     return {"tasks": tasks, "total": len(tasks)}
 
 
 @router.get("/tasks/{task_id}", summary="One task")
 async def get_task(task_id: str, request: Request) -> dict[str, Any]:
-    return {"task": await services(request).reads.task(task_id)}
+    svc = services(request)
+    await svc.access.require_task(caller_of(request), task_id)
+    return {"task": await svc.reads.task(task_id)}
 
 
 @router.post("/tasks/{task_id}/move", summary="Move a task to another workflow step")
 async def move_task(task_id: str, request: Request) -> dict[str, Any]:
     svc = services(request)
+    await svc.access.require_task(caller_of(request), task_id)
     body = parse_body(MoveTask, await read_json_object(request))
     task = await svc.workflow.move(task_id, body.step)
     return {"task": await svc.reads.task_view(task)}
@@ -51,7 +56,7 @@ async def move_task(task_id: str, request: Request) -> dict[str, Any]:
 
 @router.get("/workflow/snapshot", summary="Tasks by workflow step")
 async def workflow_snapshot(request: Request) -> dict[str, Any]:
-    tasks = await services(request).reads.tasks()
+    tasks = await services(request).reads.tasks(caller_of(request).workspace_ids())
     return {
         "steps": [
             {"id": step.value, "tasks": [t for t in tasks if t["workflow_step"] == step.value]}
@@ -63,5 +68,5 @@ async def workflow_snapshot(request: Request) -> dict[str, Any]:
 @router.get("/boot", summary="What a client loads first")
 async def boot(request: Request) -> dict[str, Any]:
     svc = services(request)
-    tasks = await svc.reads.tasks()
+    tasks = await svc.reads.tasks(caller_of(request).workspace_ids())
     return {"tasks": tasks, "total": len(tasks), "epoch": str(svc.projector.epoch)}

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from clarion.clarification.asker import Asker
 from clarion.clarification.canceller import ClarificationCanceller
 from clarion.clarification.resolver import Resolver
+from clarion.orchestrator.access import AccessControl
 from clarion.orchestrator.admission import TurnAdmission
 from clarion.orchestrator.launch import SessionTokens
 from clarion.orchestrator.sessions import SessionService
@@ -31,4 +32,5 @@ class ApiServices:
     tokens: SessionTokens
     projector: PendingProjector
     bus: Bus
+    access: AccessControl
     ready: asyncio.Event = field(default_factory=asyncio.Event)

@@ -5,7 +5,8 @@ Envelope: {"id"?, "type": request|response|notification|error, "action", "payloa
 tasks and sessions (kandev's `task.subscribe` / `session.subscribe` are aliases) and
 `unsubscribe` widens it again. `session.list` returns a task's sessions with their pending
 projections, failing (an error envelope) when the projection cannot be computed, exactly like
-the HTTP list.
+the HTTP list. With access control on, a client sees only notifications of tasks in its
+workspaces, and subscribing to (or listing) anything else is an error envelope `not_found`.
 """
 
 from __future__ import annotations
@@ -20,9 +21,11 @@ from typing import Any
 
 from fastapi import APIRouter, WebSocket, WebSocketDisconnect
 
+from clarion.api.auth import caller_of
 from clarion.api.errors import ws_error_payload
 from clarion.api.services import ApiServices
 from clarion.domain.errors import InvalidInput
+from clarion.orchestrator.access import Caller
 from clarion.ports import Event
 
 log = logging.getLogger(__name__)
@@ -81,6 +84,7 @@ def envelope(type_: str, action: str, payload: Any, id_: Any = None) -> dict[str
 @router.websocket("/api/v1/ws")
 async def websocket_endpoint(websocket: WebSocket) -> None:
     svc: ApiServices = websocket.app.state.services
+    caller = caller_of(websocket)
     await websocket.accept()
     filters = Filters()
     events = svc.bus.subscribe()
@@ -92,14 +96,18 @@ async def websocket_endpoint(websocket: WebSocket) -> None:
 
     async def pump() -> None:
         async for event in events:
-            if event.type in NOTIFICATIONS and filters.admits(event):
+            if (
+                event.type in NOTIFICATIONS
+                and filters.admits(event)
+                and await svc.access.sees_task(caller, event.task_id)
+            ):
                 await send(envelope("notification", event.type, dict(event.payload)))
 
     pump_task = asyncio.create_task(pump(), name="ws-pump")
     try:
         while True:
             raw = await websocket.receive_text()
-            await send(await _handle(svc, filters, raw))
+            await send(await _handle(svc, caller, filters, raw))
     except WebSocketDisconnect:
         pass
     finally:
@@ -112,7 +120,15 @@ async def websocket_endpoint(websocket: WebSocket) -> None:
                 await closer()
 
 
-async def _handle(svc: ApiServices, filters: Filters, raw: str) -> dict[str, Any]:
+async def _require_visible(svc: ApiServices, caller: Caller, payload: dict[str, Any]) -> None:
+    task_id, session_id = payload.get("task_id"), payload.get("session_id")
+    if isinstance(task_id, str):
+        await svc.access.require_task(caller, task_id)
+    if isinstance(session_id, str):
+        await svc.access.require_session(caller, session_id)
+
+
+async def _handle(svc: ApiServices, caller: Caller, filters: Filters, raw: str) -> dict[str, Any]:
     try:
         message = json.loads(raw)
     except json.JSONDecodeError:
@@ -138,6 +154,7 @@ async def _handle(svc: ApiServices, filters: Filters, raw: str) -> dict[str, Any
         if action in SUBSCRIBE:
             if action == "task.subscribe" and "task_id" not in payload:
                 raise InvalidInput("task_id is required", field="payload.task_id")
+            await _require_visible(svc, caller, payload)
             filters.change(payload, add=True)
             result: dict[str, Any] = {
                 "success": True,
@@ -159,6 +176,7 @@ async def _handle(svc: ApiServices, filters: Filters, raw: str) -> dict[str, Any
             task_id = payload.get("task_id")
             if not isinstance(task_id, str):
                 raise InvalidInput("task_id is required", field="payload.task_id")
+            await svc.access.require_task(caller, task_id)
             sessions = await svc.reads.sessions(task_id)
             result = {"sessions": sessions, "total": len(sessions)}
         elif action == "ping":

@@ -12,6 +12,7 @@ from contextlib import asynccontextmanager
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from clarion.ports import Clock
+from clarion.store.auth import AuthQueries
 from clarion.store.clarifications import ClarificationQueries
 from clarion.store.engine import Db, open_engine
 from clarion.store.messages import MessageQueries
@@ -35,6 +36,7 @@ class SqlStore(
     SummaryQueries,
     MetaQueries,
     RecoveryQueries,
+    AuthQueries,
 ):
     """Every method is one transaction. Writes that touch a session's turns or clarification
     rows hold that session's write lock for the whole transaction."""

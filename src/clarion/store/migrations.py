@@ -20,7 +20,7 @@ from sqlalchemy import Column, Connection, Integer, MetaData, Table, insert, sel
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from clarion.store.engine import Db
-from clarion.store.schema import schema
+from clarion.store.schema import auth_schema, schema
 from clarion.store.sql import UtcDateTime
 
 log = logging.getLogger(__name__)
@@ -38,7 +38,12 @@ def _v1_initial_tables(conn: Connection) -> None:
     schema.create_all(conn, checkfirst=True)
 
 
-MIGRATIONS: tuple[Callable[[Connection], None], ...] = (_v1_initial_tables,)
+def _v2_access_control(conn: Connection) -> None:
+    # users, workspace_members, api_tokens; they only reference existing tables.
+    auth_schema.create_all(conn, checkfirst=True)
+
+
+MIGRATIONS: tuple[Callable[[Connection], None], ...] = (_v1_initial_tables, _v2_access_control)
 LATEST_VERSION = len(MIGRATIONS)
 
 

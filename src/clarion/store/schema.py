@@ -117,3 +117,34 @@ kandev_meta = Table(
     Column("key", String(200), primary_key=True),
     Column("value", Text, nullable=False),
 )
+
+# Access control (migration 2). A separate MetaData so that migration 1, which creates
+# everything in `schema`, keeps creating exactly the tables it always did.
+auth_schema = MetaData()
+
+users = Table(
+    "users",
+    auth_schema,
+    Column("id", ID, primary_key=True),
+    Column("name", String(200), nullable=False, unique=True),
+    Column("created_at", UtcDateTime, nullable=False),
+)
+
+workspace_members = Table(
+    "workspace_members",
+    auth_schema,
+    Column("workspace_id", ID, ForeignKey(workspaces.c.id), primary_key=True),
+    Column("user_id", ID, ForeignKey(users.c.id), primary_key=True),
+    Column("created_at", UtcDateTime, nullable=False),
+    Index("ix_workspace_members_user", "user_id", "created_at"),
+)
+
+# Only the SHA-256 of a token is stored: a database dump never yields a usable credential.
+api_tokens = Table(
+    "api_tokens",
+    auth_schema,
+    Column("id", ID, primary_key=True),
+    Column("user_id", ID, ForeignKey(users.c.id), nullable=False),
+    Column("token_hash", String(64), nullable=False, unique=True),
+    Column("created_at", UtcDateTime, nullable=False),
+)
