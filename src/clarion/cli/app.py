@@ -9,7 +9,7 @@ import sys
 
 import typer
 
-from clarion.cli import answer, commands, demo, watch
+from clarion.cli import answer, commands, demo, token, watch
 from clarion.cli.logs import configure_logging
 from clarion.config import Settings
 
@@ -31,6 +31,7 @@ commands.register(app)
 answer.register(app)
 watch.register(app)
 demo.register(app)
+token.register(app)
 
 
 def _is_loopback(host: str) -> bool:
