@@ -81,9 +81,7 @@ async def test_an_answered_bundle_projects_clean(store: SqlStore, world: World) 
     assert (await p.projector.project_one(session.id)).pending_action is None
 
 
-async def test_permission_beats_clarification_at_task_level(
-    store: SqlStore, world: World
-) -> None:
+async def test_permission_beats_clarification_at_task_level(store: SqlStore, world: World) -> None:
     p = await projections(store)
     task = await world.task()
     asking = await world.session(task.id)
@@ -167,9 +165,7 @@ async def test_task_pending_action_counts_only_running_or_waiting_sessions(
     assert view["status_summary"]["pending_action"] == "permission"
 
 
-async def test_legacy_fields_are_present_and_null_when_clean(
-    store: SqlStore, world: World
-) -> None:
+async def test_legacy_fields_are_present_and_null_when_clean(store: SqlStore, world: World) -> None:
     p = await projections(store)
     task = await world.task()
     await world.session(task.id)
