@@ -16,6 +16,6 @@ def _no_failpoints() -> Iterator[None]:
 
 
 @pytest.fixture
-async def life(db_url: str) -> AsyncIterator[Lifecycle]:
-    async with running_lifecycle(db_url) as lifecycle:
+async def life(store_url: str) -> AsyncIterator[Lifecycle]:
+    async with running_lifecycle(store_url) as lifecycle:
         yield lifecycle

@@ -83,14 +83,14 @@ async def test_refused_dispatch_rolls_back_and_is_retryable(life: Lifecycle) -> 
 
 
 @pytest.mark.parametrize("method", ["reserve_successor", "mark_attempted"])
-async def test_persistence_failure_before_dispatch_rolls_back(db_url: str, method: str) -> None:
+async def test_persistence_failure_before_dispatch_rolls_back(store_url: str, method: str) -> None:
     holder: dict[str, FailingStore] = {}
 
     def wrap(store: Store) -> Store:
         holder["store"] = FailingStore(store)
         return holder["store"]  # type: ignore[return-value]
 
-    async with running_lifecycle(db_url, store_wrapper=wrap) as life:
+    async with running_lifecycle(store_url, store_wrapper=wrap) as life:
         _, session_id = await life.start_session()
         pending_id = await detached_question(life, session_id)
         prompts_before = len(life.runtime.prompts)
@@ -105,14 +105,14 @@ async def test_persistence_failure_before_dispatch_rolls_back(db_url: str, metho
         assert await life.store.find_live_reservation(session_id) is None
 
 
-async def test_failed_rollback_blocks_admission_until_restart(db_url: str) -> None:
+async def test_failed_rollback_blocks_admission_until_restart(store_url: str) -> None:
     holder: dict[str, FailingStore] = {}
 
     def wrap(store: Store) -> Store:
         holder["store"] = FailingStore(store)
         return holder["store"]  # type: ignore[return-value]
 
-    async with running_lifecycle(db_url, store_wrapper=wrap) as life:
+    async with running_lifecycle(store_url, store_wrapper=wrap) as life:
         _, session_id = await life.start_session()
         pending_id = await detached_question(life, session_id)
         life.runtime.refuse_prompts = True
@@ -127,7 +127,7 @@ async def test_failed_rollback_blocks_admission_until_restart(db_url: str) -> No
         with pytest.raises(Conflict):
             await life.app.services.admission.submit(session_id, "newer work")
 
-    async with running_lifecycle(db_url) as restarted:
+    async with running_lifecycle(store_url) as restarted:
         # Startup recovery reconciles the attempted reservation: kept, the answer terminal.
         assert await restarted.store.find_live_reservation(session_id) is None
         assert await restarted.state(pending_id) == "terminal"
