@@ -53,6 +53,7 @@ def test_clicking_an_option_answers_a_live_question_and_the_agent_replies(
     transcript = page.get_by_test_id("transcript")
     expect(transcript).to_contain_text('You answered: {"db": {"selected_options": ["postgres"]')
     expect(transcript.get_by_test_id("question-status")).to_have_text("answered")
+    expect(page.get_by_test_id("session-state")).to_have_text("IDLE")
     reply = shared_server.wait_for_agent_text(session_id, "You answered:")
     assert json.loads(reply.removeprefix("You answered: "))["db"]["selected_options"] == [
         "postgres"

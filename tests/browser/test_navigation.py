@@ -85,10 +85,23 @@ def test_phone_viewport_opens_the_task_from_the_list_and_answers_by_tapping(
     assert sheet and (sheet["x"], sheet["y"], sheet["width"], sheet["height"]) == (0, 0, 390, 844)
     overlay = page.get_by_test_id("clarification-overlay")
     expect(overlay).to_have_attribute("data-state", "active_live")
+    # A phone keyboard has only Enter to start a new line in the custom answer.
+    custom = overlay.get_by_test_id("custom-text-db")
+    custom.tap()
+    custom.press_sequentially("first line")
+    custom.press("Enter")
+    custom.press_sequentially("second line")
+    expect(custom).to_have_value("first line\nsecond line")
+    custom.fill("")
     option = overlay.get_by_test_id("option-db-sqlite")
     option.tap()
     expect(option).to_have_attribute("aria-pressed", "true")
-    for target in (option, overlay.get_by_test_id("submit-answer")):
+    targets = (
+        option,
+        overlay.get_by_test_id("submit-answer"),
+        overlay.get_by_test_id("dismiss-question"),
+    )
+    for target in targets:
         box = target.bounding_box()
         assert box and box["height"] >= 52, f"tap target too small: {box}"
     expect(overlay.get_by_test_id("submit-answer")).to_be_in_viewport()

@@ -27,6 +27,9 @@ import { h } from "./dom.js";
 
 const TEXT_INPUTS = new Set(["TEXTAREA", "INPUT", "SELECT"]);
 
+/** On a touch screen the keyboard's Enter is the only way to start a new line. */
+const touchScreen = () => typeof matchMedia === "function" && matchMedia("(pointer: coarse)").matches;
+
 export class ClarificationOverlay {
   /**
    * @param {{api: Api, onClosed: (pendingId: string, outcome: Outcome) => void,
@@ -132,7 +135,8 @@ export class ClarificationOverlay {
         h("span", { class: "option-label" }, i < 6 ? h("kbd", {}, String(i + 1)) : null,
           h("span", { testid: "option-label", text: o.label })),
         o.description ? h("span", { class: "option-description", testid: "option-description", text: o.description }) : null))),
-        h("label", { class: "custom" }, "Or write your own answer (Shift+Enter for a new line)",
+        h("label", { class: "custom" },
+          touchScreen() ? "Or write your own answer" : "Or write your own answer (Shift+Enter for a new line)",
           this.customInput(question.id, draft.custom))),
       h("p", { class: "error", testid: "clarification-error", role: "alert", hidden: !this.error, text: this.error }),
       h("footer", { class: "overlay-actions" },
@@ -167,7 +171,7 @@ export class ClarificationOverlay {
       this.refreshControls();
     });
     area.addEventListener("keydown", (e) => {
-      if (e.key !== "Enter" || e.shiftKey || e.ctrlKey || e.metaKey || !this.form) return;
+      if (e.key !== "Enter" || e.shiftKey || e.ctrlKey || e.metaKey || !this.form || touchScreen()) return;
       e.preventDefault();
       const form = this.form;
       if (canSubmit(form)) void this.submit();
