@@ -26,7 +26,11 @@ def watch(
 ) -> None:
     """Print live events (tasks, sessions, turns, messages, questions) until Ctrl-C."""
     with client_for(server, token) as client:
-        stream(client, task_id=task, session_id=session, raw=raw)
+        try:
+            stream(client, task_id=task, session_id=session, raw=raw)
+        except KeyboardInterrupt:
+            # Ctrl-C is how a watch ends: a normal stop, exit 0.
+            _say("stopped", err=True)
 
 
 def stream(

@@ -1,0 +1,27 @@
+"""Fixtures for driving the `clarion` client commands against real servers.
+
+`make_server`/`server` are the end-to-end fixtures (re-exported); `shared_server` is one server
+per test module, for tests that only add their own tasks and never restart it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from tests.e2e.conftest import make_server, server
+from tests.e2e.harness import ServerProcess
+
+__all__ = ["make_server", "server", "shared_server"]
+
+
+@pytest.fixture(scope="module")
+def shared_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    workdir = tmp_path_factory.mktemp("cli-server")
+    proc = ServerProcess(database_url=f"sqlite:///{workdir / 'clarion.db'}", workdir=workdir)
+    proc.start()
+    try:
+        yield proc
+    finally:
+        proc.kill()

@@ -1,0 +1,82 @@
+"""`clarion watch` as a real subprocess: a line per event, the new question among them, Ctrl-C."""
+
+from __future__ import annotations
+
+import queue
+import signal
+import subprocess
+import threading
+import time
+from typing import IO
+
+import pytest
+
+from tests.cli.helpers import child_env, cli
+from tests.e2e.harness import ServerProcess
+
+pytestmark = pytest.mark.e2e
+
+
+def _lines(stream: IO[str], pumps: list[threading.Thread]) -> queue.Queue[str]:
+    out: queue.Queue[str] = queue.Queue()
+
+    def pump() -> None:
+        for line in stream:
+            out.put(line.rstrip("\n"))
+
+    pumps.append(threading.Thread(target=pump, daemon=True))
+    pumps[-1].start()
+    return out
+
+
+def _next_matching(lines: queue.Queue[str], needle: str, timeout: float = 20.0) -> str:
+    deadline = time.monotonic() + timeout
+    seen: list[str] = []
+    while (remaining := deadline - time.monotonic()) > 0:
+        try:
+            line = lines.get(timeout=remaining)
+        except queue.Empty:
+            break
+        seen.append(line)
+        if needle in line:
+            return line
+    raise AssertionError(f"no line with {needle!r}; saw:\n" + "\n".join(seen))
+
+
+def test_watch_prints_a_line_for_a_new_question_and_stops_on_ctrl_c(
+    shared_server: ServerProcess,
+) -> None:
+    task_id = shared_server.create_task("Watched")
+    proc = subprocess.Popen(
+        cli("watch", "--task", task_id, "--server", shared_server.url),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=child_env(),
+    )
+    pumps: list[threading.Thread] = []
+    try:
+        assert proc.stdout is not None and proc.stderr is not None
+        out, err = _lines(proc.stdout, pumps), _lines(proc.stderr, pumps)
+        _next_matching(err, "Watching")  # subscribed: nothing published from here is missed
+        session_id = shared_server.start_session(task_id, "/scenario ask")
+        pending_id = shared_server.wait_for_bundle(session_id)
+
+        question = _next_matching(out, "QUESTION")
+        assert "session.message.added" in question
+        assert "Which database should the service use?" in question
+        assert f"clarion answer {pending_id}" in question
+        _next_matching(out, f"task {task_id} pending=clarification")
+
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=10) == 0
+        _next_matching(err, "stopped")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=10)
+        for pump in pumps:  # both pipes are at end of file once the process is gone
+            pump.join(timeout=10)
+        for stream in (proc.stdout, proc.stderr):
+            if stream is not None:
+                stream.close()
