@@ -65,6 +65,8 @@ class ServerProcess:
     port: int = field(default_factory=free_port)
     proc: subprocess.Popen[bytes] | None = None
     starts: int = 0
+    args: list[str] = field(default_factory=list)  # extra `clarion serve` flags
+    headers: dict[str, str] = field(default_factory=dict)  # sent by the HTTP/WS helpers
 
     @property
     def url(self) -> str:
@@ -104,6 +106,7 @@ class ServerProcess:
                     self.database_url,
                     "--bus",
                     self.bus_url,
+                    *self.args,
                 ],
                 stdout=log,
                 stderr=subprocess.STDOUT,
@@ -153,7 +156,10 @@ class ServerProcess:
     # ------------------------------------------------------------------ HTTP helpers
 
     def request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
-        return httpx.request(method, f"{self.url}/api/v1{path}", timeout=30, **kwargs)
+        headers = {**self.headers, **kwargs.pop("headers", {})}
+        return httpx.request(
+            method, f"{self.url}/api/v1{path}", timeout=30, headers=headers, **kwargs
+        )
 
     def ok(self, method: str, path: str, status: int = 200, **kwargs: Any) -> Any:
         response = self.request(method, path, **kwargs)
@@ -231,7 +237,9 @@ class ServerProcess:
 
     @contextmanager
     def websocket(self) -> Iterator[ClientConnection]:
-        with connect(f"ws://127.0.0.1:{self.port}/api/v1/ws") as ws:
+        with connect(
+            f"ws://127.0.0.1:{self.port}/api/v1/ws", additional_headers=self.headers or None
+        ) as ws:
             yield ws
 
 

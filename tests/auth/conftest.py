@@ -1,0 +1,87 @@
+"""Fixtures for the access-control suite: one server with `--auth` and two users, shared by a
+module, with tokens issued by running `clarion token create` against the server's database."""
+
+from __future__ import annotations
+
+import dataclasses
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import fresh_database_url
+from tests.e2e.harness import ServerProcess
+
+
+def create_token(database_url: str, user: str, workspace: str, home: Path) -> str:
+    """Run the real command; its stdout must be exactly one line: the token."""
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "clarion",
+            "token",
+            "create",
+            "--user",
+            user,
+            "--workspace",
+            workspace,
+            "--database",
+            database_url,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={"CLARION_HOME": str(home), "PATH": "/usr/bin:/bin"},
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert len(lines) == 1 and lines[0].strip() == lines[0] and len(lines[0]) >= 32, result.stdout
+    return lines[0]
+
+
+def bearer(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
+
+
+@dataclass
+class Team:
+    """A server with `--auth`: alice works in `alpha`, bob in `beta`."""
+
+    server: ServerProcess
+    alice: ServerProcess  # the same process, sending alice's token
+    bob: ServerProcess
+    alice_token: str
+    bob_token: str
+
+
+@pytest.fixture(scope="module")
+def team(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Team]:
+    tmp = tmp_path_factory.mktemp("auth")
+    with fresh_database_url("sqlite", tmp) as url:
+        workdir = tmp / "server"
+        workdir.mkdir()
+        server = ServerProcess(
+            database_url=url,
+            workdir=workdir,
+            args=["--auth"],
+            env={"CLARION_CLARIFICATION_WAIT_S": "600"},  # the live bundle stays live
+        )
+        try:
+            server.start()
+            # Issued while the server runs on the same database.
+            alice_token = create_token(url, "alice", "alpha", tmp)
+            bob_token = create_token(url, "bob", "beta", tmp)
+            yield Team(
+                server=server,
+                alice=dataclasses.replace(server, headers=bearer(alice_token)),
+                bob=dataclasses.replace(server, headers=bearer(bob_token)),
+                alice_token=alice_token,
+                bob_token=bob_token,
+            )
+        finally:
+            server.kill()
