@@ -16,8 +16,9 @@ from tests.conftest import fresh_database_url
 from tests.e2e.harness import ServerProcess
 
 
-def create_token(database_url: str, user: str, workspace: str, home: Path) -> str:
+def create_token(database_url: str | None, user: str, workspace: str, home: Path) -> str:
     """Run the real command; its stdout must be exactly one line: the token."""
+    database = [] if database_url is None else ["--database", database_url]
     result = subprocess.run(
         [
             sys.executable,
@@ -29,8 +30,7 @@ def create_token(database_url: str, user: str, workspace: str, home: Path) -> st
             user,
             "--workspace",
             workspace,
-            "--database",
-            database_url,
+            *database,
         ],
         capture_output=True,
         text=True,
