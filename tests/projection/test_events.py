@@ -122,7 +122,7 @@ async def test_a_list_in_flight_older_than_a_question_event_never_wins(
     """The list read the clean state and is still in flight when the question's event (newer)
     is delivered. In both delivery orders the client ends on `clarification`."""
     gated = GatedStore(store)
-    p = await projections(gated)  # type: ignore[arg-type]
+    p = await projections(gated)
     session = await world.session()
     gated.hold_after()
     listing = asyncio.create_task(p.reads.sessions(session.task_id))
@@ -146,7 +146,7 @@ async def test_a_question_event_in_flight_older_than_a_list_never_wins(
     """The question's event read `clarification` and is still in flight when the question is
     answered and a list read (newer) returns clean. In both orders the client ends clean."""
     gated = GatedStore(store)
-    p = await projections(gated)  # type: ignore[arg-type]
+    p = await projections(gated)
     session = await world.session()
     rows = await world.ask(session.id)
     gated.hold_after()
@@ -174,7 +174,7 @@ async def _race(
     """Runs `held` (its projection read held after reading) and then `other` to completion,
     then lets `held` finish. Returns clients fed in publication order and in the reverse."""
     gated = GatedStore(store)
-    p = await projections(gated)  # type: ignore[arg-type]
+    p = await projections(gated)
     gated.hold_after()
     first = asyncio.create_task(held(p))
     await asyncio.wait_for(gated.holding.wait(), 5)

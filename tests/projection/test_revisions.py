@@ -67,7 +67,7 @@ async def test_a_read_that_started_later_carries_a_larger_revision_even_if_it_fi
     store: SqlStore, world: World
 ) -> None:
     gated = GatedStore(store)
-    p = await projections(gated)  # type: ignore[arg-type]
+    p = await projections(gated)
     session = await world.session()
     gated.hold_before()
     earlier = asyncio.create_task(p.projector.project_one(session.id))
@@ -87,7 +87,7 @@ async def test_an_older_read_held_in_flight_loses_to_a_newer_one(
     """The stale read saw the bundle; a newer read after the answer is clean. Whatever order the
     results arrive in, a client keeping the larger revision ends on the repository state."""
     gated = GatedStore(store)
-    p = await projections(gated)  # type: ignore[arg-type]
+    p = await projections(gated)
     session = await world.session()
     rows = await world.ask(session.id)
     gated.hold_after()

@@ -65,7 +65,7 @@ async def test_a_lost_compare_and_set_reloads_reapplies_and_keeps_the_winners_fi
 ) -> None:
     world = World(any_store, clock)
     wrapped = FailingStore(any_store)
-    p = await projections(wrapped)  # type: ignore[arg-type]
+    p = await projections(wrapped)
     session = await world.session()
     await _seed(any_store, session.task_id, {"foreground_activity": "idle"})
     await world.ask(session.id)
@@ -95,7 +95,7 @@ async def test_a_retry_reapplies_fresh_repository_state_not_the_first_read(
     its retry must read the repository again instead of writing its stale `clarification`."""
     world = World(any_store, clock)
     wrapped = FailingStore(any_store)
-    p = await projections(wrapped)  # type: ignore[arg-type]
+    p = await projections(wrapped)
     session = await world.session()
     rows = await world.ask(session.id)
     # The stored row says nothing is pending, so the first attempt wants a write.
@@ -118,7 +118,7 @@ async def test_compare_and_set_exhaustion_is_an_error(
 ) -> None:
     world = World(any_store, clock)
     wrapped = FailingStore(any_store)
-    p = await projections(wrapped)  # type: ignore[arg-type]
+    p = await projections(wrapped)
     session = await world.session()
     await world.ask(session.id)
     await _seed(any_store, session.task_id, {"n": 0})
@@ -213,7 +213,7 @@ async def test_an_unreadable_repository_keeps_the_last_known_summary(
     store: SqlStore, world: World
 ) -> None:
     wrapped = FailingStore(store)
-    p = await projections(wrapped)  # type: ignore[arg-type]
+    p = await projections(wrapped)
     session = await world.session()
     await world.ask(session.id)
     known = await _seed(store, session.task_id, {"pending_action": "clarification"})

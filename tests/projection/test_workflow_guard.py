@@ -63,7 +63,7 @@ async def test_a_lifecycle_turn_does_not_unblock_the_move(store: SqlStore, world
 
 async def test_a_failing_repository_read_refuses_the_move(store: SqlStore, world: World) -> None:
     wrapped = FailingStore(store)
-    p = await projections(wrapped)  # type: ignore[arg-type]
+    p = await projections(wrapped)
     session = await world.session()
     wrapped.fail["sessions_with_active_clarification"] = OSError("database went away")
     with pytest.raises(OSError, match="went away"):
