@@ -1,0 +1,187 @@
+"""The benchmark's view of a running server: HTTP calls and one WebSocket feed.
+
+`Feed` reads every WebSocket notification in a background task and resolves waiters keyed
+by session id, stamping each with the perf_counter instant the notification was read. A
+waiter is registered before the action that causes its event, so no event can be missed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+from websockets.asyncio.client import ClientConnection, connect
+
+Notification = dict[str, Any]
+Predicate = Callable[[Notification], bool]
+
+ASK = "/scenario ask"
+ASK_SILENT = "/scenario ask-silent"
+ANSWER = {
+    "answers": [{"question_id": "db", "selected_options": ["postgres"], "custom_text": ""}],
+    "rejected": False,
+    "reject_reason": "",
+}
+
+
+def ask_timeout(seconds: float) -> str:
+    return f"/scenario ask-timeout t={seconds:g}"
+
+
+def is_question(note: Notification) -> bool:
+    p = note["payload"]
+    return bool(
+        note["action"] == "session.message.added" and p.get("type") == "clarification_request"
+    )
+
+
+def is_agent_text(needle: str) -> Predicate:
+    def match(note: Notification) -> bool:
+        p = note["payload"]
+        return (
+            note["action"] in ("session.message.added", "session.message.updated")
+            and p.get("author_type") == "agent"
+            and p.get("type") == "message"
+            and needle in str(p.get("content", ""))
+        )
+
+    return match
+
+
+def is_turn_completed(note: Notification) -> bool:
+    return bool(note["action"] == "session.turn.completed")
+
+
+def pending_id_of(note: Notification) -> str:
+    return str(note["payload"]["metadata"]["pending_id"])
+
+
+@dataclass
+class _Waiter:
+    predicate: Predicate
+    future: asyncio.Future[tuple[float, Notification]]
+
+
+class Feed:
+    """One WebSocket connection receiving every notification."""
+
+    def __init__(self, ws: ClientConnection) -> None:
+        self._ws = ws
+        self._waiters: dict[str, list[_Waiter]] = defaultdict(list)
+        self._task = asyncio.create_task(self._pump())
+
+    @classmethod
+    async def open(cls, url: str) -> Feed:
+        ws = await connect(url, max_size=None, open_timeout=30)
+        return cls(ws)
+
+    def expect(
+        self, session_id: str, predicate: Predicate
+    ) -> asyncio.Future[tuple[float, Notification]]:
+        """A future for the next notification about `session_id` matching `predicate`."""
+        fut: asyncio.Future[tuple[float, Notification]] = asyncio.get_running_loop().create_future()
+        self._waiters[session_id].append(_Waiter(predicate, fut))
+        return fut
+
+    async def _pump(self) -> None:
+        async for raw in self._ws:
+            at = time.perf_counter()
+            note = json.loads(raw)
+            if note.get("type") != "notification":
+                continue
+            sid = (note.get("payload") or {}).get("session_id")
+            waiters = self._waiters.get(sid) if sid else None
+            if not waiters:
+                continue
+            for waiter in list(waiters):
+                if waiter.future.done():
+                    waiters.remove(waiter)
+                elif waiter.predicate(note):
+                    waiter.future.set_result((at, note))
+                    waiters.remove(waiter)
+
+    async def close(self) -> None:
+        self._task.cancel()
+        await self._ws.close()
+
+
+async def wait(
+    fut: asyncio.Future[tuple[float, Notification]], limit: float = 60
+) -> tuple[float, Notification]:
+    return await asyncio.wait_for(fut, limit)
+
+
+class Api:
+    """Thin HTTP helpers over one pooled client."""
+
+    def __init__(self, base: str, *, connections: int = 200) -> None:
+        limits = httpx.Limits(max_connections=connections, max_keepalive_connections=connections)
+        self.http = httpx.AsyncClient(base_url=base, timeout=60, limits=limits)
+
+    async def close(self) -> None:
+        await self.http.aclose()
+
+    async def ok(self, method: str, path: str, status: int = 200, **kw: Any) -> Any:
+        response = await self.http.request(method, path, **kw)
+        if response.status_code != status:
+            raise RuntimeError(f"{method} {path}: {response.status_code} {response.text[:500]}")
+        return response.json() if response.content else None
+
+    async def create_task(self, title: str = "bench") -> str:
+        body = await self.ok("POST", "/tasks", 201, json={"title": title, "description": ""})
+        return str(body["task"]["id"])
+
+    async def start_session(self, task_id: str, prompt: str) -> str:
+        body = await self.ok(
+            "POST",
+            f"/tasks/{task_id}/task-sessions",
+            201,
+            json={"agent": "builtin", "prompt": prompt},
+        )
+        return str(body["session"]["id"])
+
+    async def prompt(self, session_id: str, text: str) -> None:
+        await self.ok("POST", f"/task-sessions/{session_id}/prompt", 202, json={"text": text})
+
+    async def respond(self, pending_id: str) -> tuple[float, dict[str, Any]]:
+        """POST the answer; returns (seconds to the 200, body)."""
+        began = time.perf_counter()
+        response = await self.http.post(f"/clarification/{pending_id}/respond", json=ANSWER)
+        elapsed = time.perf_counter() - began
+        if response.status_code != 200:
+            raise RuntimeError(
+                f"respond {pending_id}: {response.status_code} {response.text[:500]}"
+            )
+        return elapsed, response.json()
+
+
+async def ask_and_wait(api: Api, feed: Feed, session_id: str, prompt: str = ASK) -> str:
+    """Prompt the session and return the pending_id of the question it asks."""
+    question = feed.expect(session_id, is_question)
+    await api.prompt(session_id, prompt)
+    _, note = await wait(question)
+    return pending_id_of(note)
+
+
+async def new_asking_session(
+    api: Api, feed: Feed, task_id: str, prompt: str = ASK
+) -> tuple[str, str]:
+    """Start a session whose first turn asks; returns (session_id, pending_id).
+
+    The session id is only known once the POST returns, so the question is awaited by polling
+    the transcript rather than through the feed."""
+    session_id = await api.start_session(task_id, prompt)
+    deadline = time.perf_counter() + 120
+    while time.perf_counter() < deadline:
+        page = await api.ok("GET", f"/task-sessions/{session_id}/messages?limit=100")
+        for message in page["messages"]:
+            if message["type"] == "clarification_request":
+                return session_id, str(message["metadata"]["pending_id"])
+        await asyncio.sleep(0.05)
+    raise RuntimeError(f"session {session_id} never asked")

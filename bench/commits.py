@@ -1,0 +1,149 @@
+"""Durable commits per respond, counted from the database itself, not estimated.
+
+SQLite: the server runs in WAL mode. Before the answer the benchmark checkpoints the WAL
+with `PRAGMA wal_checkpoint(TRUNCATE)` from its own connection (the server is idle, so the
+WAL empties), then parses the WAL file and counts commit frames (a frame whose "database
+size after commit" field is non-zero and whose salts match the WAL header). Only write
+transactions append frames, so this counts exactly the write commits, read transactions
+excluded. Counted twice: when the 200 arrives, and once the server is quiet again.
+
+PostgreSQL: `pg_snapshot_xmax(pg_current_snapshot())` read before and after is the next
+transaction id to be assigned; only transactions that write are assigned one, and reading it
+assigns none. The delta therefore counts write transactions, cluster-wide, so it is only
+exact on an otherwise idle PostgreSQL server; the minimum over the repetitions is reported.
+
+Live: `/scenario ask-silent` (the agent sends nothing after the tool returns, so the agent's
+own reply adds no commit). Detached: `/scenario ask-timeout t=1`; the "quiet" count also
+includes the successor turn's agent reply and completion.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import struct
+from pathlib import Path
+
+from sqlalchemy.engine import make_url
+
+from bench.client import ASK_SILENT, ask_and_wait, ask_timeout, new_asking_session
+from bench.context import Ctx
+from bench.latency import wait_detached
+
+SETTLE_S = 0.5
+REPEATS = 3
+
+
+def _sqlite_path(url: str) -> Path:
+    return Path(make_url(url).database or "")
+
+
+def wal_commits(db_path: Path) -> int:
+    """Commit frames in the current WAL generation of `db_path`."""
+    wal = db_path.with_name(db_path.name + "-wal")
+    try:
+        data = wal.read_bytes()
+    except FileNotFoundError:
+        return 0
+    if len(data) < 32:
+        return 0
+    page_size = struct.unpack(">I", data[8:12])[0]
+    salts = data[16:24]
+    commits = 0
+    offset = 32
+    while offset + 24 + page_size <= len(data):
+        header = data[offset : offset + 24]
+        if header[8:16] != salts:
+            break
+        if struct.unpack(">I", header[4:8])[0] != 0:
+            commits += 1
+        offset += 24 + page_size
+    return commits
+
+
+async def _truncate_wal(db_path: Path) -> None:
+    for _ in range(100):
+        conn = sqlite3.connect(db_path, timeout=5)
+        try:
+            busy, _, _ = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        finally:
+            conn.close()
+        if busy == 0 and wal_commits(db_path) == 0:
+            return
+        await asyncio.sleep(0.05)
+    raise RuntimeError("could not empty the WAL; is the server idle?")
+
+
+class Counter:
+    """Counts write commits since `reset()`."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.is_sqlite = make_url(url).get_backend_name() == "sqlite"
+        self._base = 0
+
+    async def _next_xid(self) -> int:
+        import asyncpg
+
+        conn = await asyncpg.connect(self.url.replace("postgresql+asyncpg", "postgresql"))
+        try:
+            return int(
+                await conn.fetchval("SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint")
+            )
+        finally:
+            await conn.close()
+
+    async def reset(self) -> None:
+        if self.is_sqlite:
+            await _truncate_wal(_sqlite_path(self.url))
+        else:
+            self._base = await self._next_xid()
+
+    async def count(self) -> int:
+        if self.is_sqlite:
+            return wal_commits(_sqlite_path(self.url))
+        return await self._next_xid() - self._base
+
+
+async def live(ctx: Ctx) -> tuple[int, int]:
+    """(commits when the 200 arrived, commits once quiet), minimum over the repetitions."""
+    counter = Counter(ctx.server.database_url)
+    task_id = await ctx.api.create_task("commits live")
+    session_id, pending_id = await new_asking_session(ctx.api, ctx.feed, task_id, ASK_SILENT)
+    at_200: list[int] = []
+    quiet: list[int] = []
+    for i in range(REPEATS):
+        if i:
+            await ctx.api.ok("POST", f"/task-sessions/{session_id}/cancel")
+            await asyncio.sleep(SETTLE_S)
+            pending_id = await ask_and_wait(ctx.api, ctx.feed, session_id, ASK_SILENT)
+        await asyncio.sleep(SETTLE_S)
+        await counter.reset()
+        await ctx.api.respond(pending_id)
+        at_200.append(await counter.count())
+        await asyncio.sleep(SETTLE_S)
+        quiet.append(await counter.count())
+    await ctx.api.ok("POST", f"/task-sessions/{session_id}/finish", json={"state": "completed"})
+    return min(at_200), min(quiet)
+
+
+async def detached(ctx: Ctx) -> tuple[int, int]:
+    counter = Counter(ctx.server.database_url)
+    task_id = await ctx.api.create_task("commits detached")
+    session_id, pending_id = await new_asking_session(ctx.api, ctx.feed, task_id, ask_timeout(1))
+    at_200: list[int] = []
+    quiet: list[int] = []
+    for i in range(REPEATS):
+        if i:
+            pending_id = await ask_and_wait(ctx.api, ctx.feed, session_id, ask_timeout(1))
+        await wait_detached(ctx, session_id, pending_id)
+        await asyncio.sleep(SETTLE_S)
+        await counter.reset()
+        _, body = await ctx.api.respond(pending_id)
+        if not body.get("resumed"):
+            raise RuntimeError(f"detached answer did not resume: {body}")
+        at_200.append(await counter.count())
+        await asyncio.sleep(SETTLE_S * 2)
+        quiet.append(await counter.count())
+    await ctx.api.ok("POST", f"/task-sessions/{session_id}/finish", json={"state": "completed"})
+    return min(at_200), min(quiet)

@@ -1,0 +1,34 @@
+"""What every measurement gets: the running server, HTTP, the WebSocket feed, progress output."""
+
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass, field
+
+from bench.client import Api, Feed
+from bench.server import BenchServer
+
+_T0 = time.perf_counter()
+
+
+def progress(message: str) -> None:
+    """One line on stderr, stamped with seconds since the run began."""
+    print(f"[{time.perf_counter() - _T0:6.1f}s] {message}", file=sys.stderr, flush=True)
+
+
+@dataclass
+class Ctx:
+    db: str
+    server: BenchServer
+    api: Api
+    feed: Feed
+    notes: list[str] = field(default_factory=list)
+
+    @classmethod
+    async def connect(cls, db: str, server: BenchServer) -> Ctx:
+        return cls(db, server, Api(server.api), await Feed.open(server.ws_url))
+
+    async def close(self) -> None:
+        await self.feed.close()
+        await self.api.close()

@@ -1,0 +1,120 @@
+"""Cost growth: respond and pending-projection latency as a session's history grows.
+
+One session gets 10, then 1,000, then 100,000 messages of history (completed turns of 100
+messages each, written while the server is stopped; see bench.seed). At each size the server
+is started, one warm-up question is answered, then for each sample the benchmark asks a
+question and, while it is pending, times GET /tasks/{id}/task-sessions (the pending
+projection) and then the live answer (POST -> 200).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Sequence
+
+from bench.client import ask_and_wait
+from bench.context import Ctx, progress
+from bench.latency import answer_live
+from bench.seed import clone_turn
+from bench.server import BenchServer
+from clarion.clock import SystemClock
+from clarion.ports import NewMessage
+from clarion.store import open_store
+
+TURN_SIZE = 100
+
+
+async def _history_turn(url: str, session_id: str, size: int) -> str:
+    """Write one completed turn of `size` alternating user/agent messages via the store API."""
+    async with open_store(url, SystemClock()) as store:
+        turn = await store.create_turn(session_id)
+        for i in range(size):
+            author = "user" if i % 2 == 0 else "agent"
+            await store.add_message(
+                NewMessage(
+                    session_id=session_id,
+                    author_type=author,
+                    type="message",
+                    content=f"history message {i}: " + "lorem ipsum " * 8,
+                    turn_id=turn.id,
+                )
+            )
+        await store.complete_turn(turn.id)
+        return turn.id
+
+
+async def _count(url: str, session_id: str) -> int:
+    async with open_store(url, SystemClock()) as store:
+        return (await store.list_messages(session_id, limit=1)).total
+
+
+async def _grow_to(url: str, session_id: str, target: int) -> int:
+    have = await _count(url, session_id)
+    missing = target - have
+    if missing <= 0:
+        return have
+    if missing < TURN_SIZE:
+        await _history_turn(url, session_id, missing)
+    else:
+        template = await _history_turn(url, session_id, TURN_SIZE)
+        copies, rest = divmod(missing - TURN_SIZE, TURN_SIZE)
+        if copies:
+            await clone_turn(url, template, copies)
+        if rest:
+            await _history_turn(url, session_id, rest)
+    return await _count(url, session_id)
+
+
+async def measure(
+    ctx: Ctx, task_id: str, session_id: str, samples: int
+) -> tuple[list[float], list[float]]:
+    respond: list[float] = []
+    project: list[float] = []
+    for i in range(samples + 1):
+        pending_id = await ask_and_wait(ctx.api, ctx.feed, session_id)
+        if i:
+            began = time.perf_counter()
+            body = await ctx.api.ok("GET", f"/tasks/{task_id}/task-sessions")
+            project.append(time.perf_counter() - began)
+            if body["sessions"][0]["pending_action"] != "clarification":
+                raise RuntimeError(f"projection did not show the pending question: {body}")
+        to_200, _ = await answer_live(ctx, session_id, pending_id)
+        if i:
+            respond.append(to_200)
+    return respond, project
+
+
+async def run(
+    db: str, server: BenchServer, sizes: Sequence[int], samples: int
+) -> dict[int, tuple[list[float], list[float]]]:
+    await server.start()
+    ctx = await Ctx.connect(db, server)
+    try:
+        task_id = await ctx.api.create_task("cost growth")
+        session_id = await ctx.api.start_session(task_id, "hello")
+        deadline = time.perf_counter() + 60
+        while not any(
+            m["author_type"] == "agent"
+            for m in (await ctx.api.ok("GET", f"/task-sessions/{session_id}/messages"))["messages"]
+        ):
+            if time.perf_counter() > deadline:
+                raise RuntimeError("the first turn never finished")
+            await asyncio.sleep(0.05)
+    finally:
+        await ctx.close()
+        server.stop()
+    out: dict[int, tuple[list[float], list[float]]] = {}
+    for size in sizes:
+        began = time.perf_counter()
+        have = await _grow_to(server.database_url, session_id, size)
+        seeded_s = time.perf_counter() - began
+        progress(f"{db}: cost growth, history at {have} messages (seeded in {seeded_s:.1f}s)")
+        await server.start()
+        ctx = await Ctx.connect(db, server)
+        try:
+            out[size] = await measure(ctx, task_id, session_id, samples)
+        finally:
+            await ctx.close()
+            server.stop()
+    return out

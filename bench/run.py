@@ -1,0 +1,250 @@
+"""`python -m bench.run`: every measurement on SQLite and (when reachable) PostgreSQL, one table.
+
+Progress goes to stderr, the table to stdout (and to --out as Markdown when given). Sizes
+are bounded so the default run finishes in about ten minutes on a 2-core machine; `--quick`
+shrinks every size so the code paths can be exercised in seconds (the smoke test does that).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from bench import commits, growth, latency, peer, recovery, throughput
+from bench.context import Ctx, progress
+from bench.server import BenchServer, fresh_database, postgres_reachable
+from bench.stats import Row, latency_rows, ms, percentile, render
+
+
+@dataclass(frozen=True)
+class Sizes:
+    live: int = 40
+    detached: int = 20
+    sessions: tuple[int, ...] = (1, 10, 100)
+    postgres_sessions: tuple[int, ...] = (1, 10)
+    throughput_s: float = 5.0
+    history: tuple[int, ...] = (10, 1_000, 100_000)
+    history_samples: int = 5
+    bundles: int = 10_000
+    reservations: int = 1_000
+    recovery_limit_s: float = 45.0
+    peer: int = 100
+
+
+QUICK = Sizes(
+    live=2,
+    detached=1,
+    sessions=(1, 2),
+    postgres_sessions=(1,),
+    throughput_s=0.5,
+    history=(10, 30, 250),
+    history_samples=1,
+    bundles=20,
+    reservations=4,
+    recovery_limit_s=60.0,
+    peer=3,
+)
+
+
+@dataclass
+class Results:
+    rows: list[Row] = field(default_factory=list)
+    live_reply_p50: dict[str, float] = field(default_factory=dict)
+    detached_p50: dict[str, float] = field(default_factory=dict)
+    one_session_rate: dict[str, float] = field(default_factory=dict)
+
+
+async def _online(db: str, workdir: Path, sizes: Sizes, out: Results) -> None:
+    """Latency, commits and throughput on one long-running server."""
+    async with fresh_database(db, workdir) as url:
+        server = BenchServer(url, workdir)
+        await server.start()
+        ctx = await Ctx.connect(db, server)
+        try:
+            to_200, to_reply = await latency.live(ctx, sizes.live)
+            out.rows += latency_rows(
+                db, "live answer POST -> 200", to_200, p50_target=5, p99_target=15
+            )
+            out.rows += latency_rows(
+                db, "live answer POST -> agent reply event", to_reply, p50_target=5, p99_target=15
+            )
+            out.live_reply_p50[db] = percentile(to_reply, 50)
+            det = await latency.detached(ctx, sizes.detached)
+            out.rows += latency_rows(
+                db, "detached answer POST -> 200 resumed", det, p50_target=15, p99_target=None
+            )
+            out.detached_p50[db] = percentile(det, 50)
+            live_c = await commits.live(ctx)
+            det_c = await commits.detached(ctx)
+            progress(f"{db}: commits counted")
+            how = "WAL commit frames" if db == "sqlite" else "xid delta"
+            out.rows += [
+                Row(
+                    db,
+                    "commits per live respond (at 200)",
+                    str(live_c[0]),
+                    "<= 2",
+                    live_c[0] <= 2,
+                    f"{how}; {live_c[1]} once quiet",
+                ),
+                Row(
+                    db,
+                    "commits per detached respond (at 200)",
+                    str(det_c[0]),
+                    "<= 4",
+                    det_c[0] <= 4,
+                    f"{how}; {det_c[1]} once quiet, incl. successor turn end",
+                ),
+            ]
+            for n in sizes.sessions if db == "sqlite" else sizes.postgres_sessions:
+                rate, done = await throughput.cycles_per_second(ctx, n, sizes.throughput_s)
+                target = n == 100 and db == "sqlite"
+                out.rows.append(
+                    Row(
+                        db,
+                        f"throughput, {n} concurrent sessions",
+                        f"{rate:.1f} cycles/s",
+                        ">= 1000 cycles/s" if target else "",
+                        (rate >= 1000) if target else None,
+                        f"{done} cycles",
+                    )
+                )
+                if n == 1:
+                    out.one_session_rate[db] = rate
+        finally:
+            await ctx.close()
+            server.stop()
+
+
+async def _growth(db: str, workdir: Path, sizes: Sizes, out: Results) -> None:
+    async with fresh_database(db, workdir) as url:
+        result = await growth.run(
+            db, BenchServer(url, workdir), sizes.history, sizes.history_samples
+        )
+    first, last = sizes.history[0], sizes.history[-1]
+    for label, idx in (("respond POST -> 200", 0), ("pending projection GET task-sessions", 1)):
+        base = statistics.median(result[first][idx])
+        for size in sizes.history:
+            value = statistics.median(result[size][idx])
+            is_last = size == last
+            out.rows.append(
+                Row(
+                    db,
+                    f"{label} p50, {size:,} messages",
+                    f"{ms(value):.1f} ms",
+                    f"<= 1.2x the {first:,} figure" if is_last else "",
+                    (value <= 1.2 * base) if is_last else None,
+                    f"{value / base:.2f}x; n={len(result[size][idx])}",
+                )
+            )
+
+
+async def _recovery(db: str, workdir: Path, sizes: Sizes, out: Results) -> None:
+    async with fresh_database(db, workdir) as empty_url, fresh_database(db, workdir) as url:
+        r = await recovery.run(
+            db,
+            BenchServer(empty_url, workdir),
+            BenchServer(url, workdir),
+            sizes.bundles,
+            sizes.reservations,
+            sizes.recovery_limit_s,
+        )
+    label = f"startup with {sizes.bundles:,} pending bundles + {sizes.reservations:,} reservations"
+    if r.loaded_s is None:
+        rate = r.detached_at_limit / r.limit_s
+        est = f"~{sizes.bundles / rate:.0f}s" if rate else "unknown"
+        out.rows.append(
+            Row(
+                db,
+                label,
+                f"> {r.limit_s:g} s (stopped)",
+                "<= 2 s",
+                False,
+                f"{r.detached_at_limit} bundles detached by then; est. {est}; "
+                f"empty db {r.empty_s:.2f} s",
+            )
+        )
+    else:
+        out.rows.append(
+            Row(
+                db,
+                label,
+                f"{r.loaded_s:.2f} s",
+                "<= 2 s",
+                r.loaded_s <= 2,
+                f"empty db {r.empty_s:.2f} s; recovery share {r.loaded_s - r.empty_s:.2f} s",
+            )
+        )
+
+
+def _peer(workdir: Path, sizes: Sizes, out: Results) -> None:
+    if not peer.available():
+        out.rows.append(Row("langgraph", "peer", "skipped", note="install the bench extra"))
+        return
+    r = peer.run(workdir, sizes.peer)
+    lg = percentile(r.resume, 50)
+    out.rows += latency_rows(
+        "langgraph", "resume (Command(resume=...))", r.resume, p50_target=None, p99_target=None
+    )
+    out.rows.append(
+        Row("langgraph", "cycles/s, 1 thread", f"{r.cycles_per_second:.1f}", note=f"n={sizes.peer}")
+    )
+    out.rows.append(
+        Row("langgraph", "commits per resume", str(r.commits_per_resume), note="COMMIT statements")
+    )
+    for db, value in out.live_reply_p50.items():
+        out.rows.append(
+            Row(db, "ratio: live reply p50 / LangGraph resume p50", f"{value / lg:.2f}x")
+        )
+    for db, value in out.detached_p50.items():
+        out.rows.append(Row(db, "ratio: detached p50 / LangGraph resume p50", f"{value / lg:.2f}x"))
+    for db, value in out.one_session_rate.items():
+        out.rows.append(
+            Row(
+                db,
+                "ratio: 1-session cycles/s / LangGraph cycles/s",
+                f"{value / r.cycles_per_second:.2f}x",
+            )
+        )
+
+
+async def main_async(sizes: Sizes, dbs: list[str], workdir: Path) -> Results:
+    out = Results()
+    for db in dbs:
+        if db == "postgres" and not await postgres_reachable():
+            progress("postgres: unreachable, skipped")
+            out.rows.append(Row("postgres", "all", "skipped", note="PostgreSQL unreachable"))
+            continue
+        progress(f"{db}: latency, commits, throughput")
+        await _online(db, workdir, sizes, out)
+        progress(f"{db}: cost growth")
+        await _growth(db, workdir, sizes, out)
+        progress(f"{db}: startup recovery")
+        await _recovery(db, workdir, sizes, out)
+    progress("langgraph peer")
+    _peer(workdir, sizes, out)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.run", description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="tiny sizes (smoke run)")
+    parser.add_argument("--db", default="sqlite,postgres", help="comma list: sqlite,postgres")
+    parser.add_argument("--out", type=Path, help="also write the Markdown table here")
+    args = parser.parse_args(argv)
+    sizes = QUICK if args.quick else Sizes()
+    with tempfile.TemporaryDirectory(prefix="clarion-bench-") as tmp:
+        results = asyncio.run(main_async(sizes, args.db.split(","), Path(tmp)))
+    table = render(results.rows)
+    print(table, flush=True)
+    if args.out:
+        args.out.write_text(table + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,169 @@
+"""A `clarion serve` subprocess on a fresh database, for the benchmarks.
+
+Owns the process (start, wait for /healthz, stop) and the database it runs on: a new SQLite
+file in a temporary directory, or a new PostgreSQL database created from template0 and
+dropped afterwards.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+
+POSTGRES_URL = os.environ.get(
+    "CLARION_BENCH_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test"
+)
+
+# Long enough that no watchdog, keep-alive or wait timeout fires during a measurement.
+SERVER_ENV = {
+    "CLARION_NO_SAMPLE": "1",
+    "CLARION_WATCHDOG_S": "3600",
+    "CLARION_CLARIFICATION_WAIT_S": "3600",
+    "CLARION_KEEPALIVE_S": "600",
+    "CLARION_RESUME_ACCEPT_S": "30",
+    "CLARION_LIVE_CONFIRM_S": "30",
+    "CLARION_PERSIST_S": "30",
+    "CLARION_LOG_LEVEL": "WARNING",
+    "CLARION_FAILPOINTS": "",
+}
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _pg_parts(url: str) -> tuple[str, str]:
+    base, _, _db = url.rpartition("/")
+    return base, _db
+
+
+async def postgres_reachable() -> bool:
+    import asyncpg
+
+    try:
+        conn = await asyncpg.connect(POSTGRES_URL, timeout=3)
+    except (TimeoutError, OSError, asyncpg.PostgresError):
+        return False
+    await conn.close()
+    return True
+
+
+@contextlib.asynccontextmanager
+async def fresh_database(kind: str, workdir: Path) -> AsyncIterator[str]:
+    """A URL for a brand-new empty database of `kind` ("sqlite" or "postgres")."""
+    if kind == "sqlite":
+        path = workdir / f"bench-{secrets.token_hex(4)}.db"
+        yield f"sqlite:///{path}"
+        return
+    import asyncpg
+
+    name = f"clarion_bench_{secrets.token_hex(6)}"
+    admin = await asyncpg.connect(POSTGRES_URL, timeout=5)
+    try:
+        await admin.execute(f'CREATE DATABASE "{name}" TEMPLATE template0')
+    finally:
+        await admin.close()
+    try:
+        yield f"{_pg_parts(POSTGRES_URL)[0]}/{name}"
+    finally:
+        admin = await asyncpg.connect(POSTGRES_URL, timeout=5)
+        try:
+            await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        finally:
+            await admin.close()
+
+
+@dataclass
+class BenchServer:
+    database_url: str
+    workdir: Path
+    port: int = field(default_factory=free_port)
+    proc: subprocess.Popen[bytes] | None = None
+    starts: int = 0
+    # How to run the CLI; a profiling wrapper may replace it (see bench.trace).
+    launcher: list[str] = field(default_factory=lambda: [sys.executable, "-m", "clarion"])
+    extra_env: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def api(self) -> str:
+        return f"{self.url}/api/v1"
+
+    @property
+    def ws_url(self) -> str:
+        return f"ws://127.0.0.1:{self.port}/api/v1/ws"
+
+    def spawn(self) -> float:
+        """Start the process; returns the perf_counter instant just before the exec."""
+        self.starts += 1
+        env = {
+            **os.environ,
+            **SERVER_ENV,
+            **self.extra_env,
+            "CLARION_HOME": str(self.workdir / "home"),
+        }
+        log = (self.workdir / f"server-{self.starts}.log").open("wb")
+        started = time.perf_counter()
+        self.proc = subprocess.Popen(
+            [*self.launcher, "serve", "--port", str(self.port), "--database", self.database_url],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=env,
+            cwd=self.workdir,
+            start_new_session=True,
+        )
+        log.close()  # the child keeps its own descriptor
+        return started
+
+    async def wait_ready(self, limit: float = 120.0) -> float:
+        """Poll /healthz every 5 ms until 200; returns the perf_counter instant it answered."""
+        deadline = time.perf_counter() + limit
+        async with httpx.AsyncClient(timeout=2) as client:
+            while time.perf_counter() < deadline:
+                if self.proc is not None and self.proc.poll() is not None:
+                    raise RuntimeError(f"server exited with {self.proc.returncode}:\n{self.logs()}")
+                try:
+                    response = await client.get(f"{self.url}/healthz")
+                    if response.status_code == 200:
+                        return time.perf_counter()
+                except httpx.HTTPError:
+                    pass
+                await asyncio.sleep(0.005)
+        raise TimeoutError(f"server not ready after {limit}s")
+
+    async def start(self) -> float:
+        """Start and wait until ready; returns seconds from exec to /healthz 200."""
+        began = self.spawn()
+        return await self.wait_ready() - began
+
+    def stop(self) -> None:
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        os.killpg(self.proc.pid, signal.SIGTERM)
+        try:
+            self.proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(timeout=10)
+
+    def logs(self) -> str:
+        return "\n".join(
+            p.read_text(errors="replace")[-4000:] for p in sorted(self.workdir.glob("server-*.log"))
+        )
