@@ -97,19 +97,24 @@ async def test_a_cached_clean_projection_is_advanced_by_the_new_questions_own_ev
         client = ClientModel()
         client.apply_list([snapshot])
 
+        subscription = life.app.bus.subscribe()
         call, pending_id = await life.ask(session_id)
-        await life.settle()
-        own = [
-            e
-            for e in life.events_of("session.message.added")
-            if e.payload["type"] == "clarification_request"
-            and e.payload["metadata"]["pending_id"] == pending_id
-        ]
-        call.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await call
-        assert own, "the question's own added event was not published"
-        event = own[-1].payload
+        try:
+            async with asyncio.timeout(5):
+                async for published in subscription:
+                    payload = published.payload
+                    if (
+                        published.type == "session.message.added"
+                        and payload["type"] == "clarification_request"
+                        and payload["metadata"]["pending_id"] == pending_id
+                    ):
+                        break
+        finally:
+            subscription.close()
+            call.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await call
+        event = dict(payload)
         assert event["pending_action"] == "clarification"
         assert _key(event["pending_action_revision"]) > _key(snapshot["pending_action_revision"])
         assert client.apply(session_id, event)
