@@ -72,13 +72,13 @@ def skip_body(reason: str) -> dict[str, Any]:
 def _split(raw: str, bundle: dict[str, Any], flag: str) -> tuple[str, str]:
     questions = bundle["questions"]
     qid, sep, value = raw.partition("=")
-    if not sep:
-        if len(questions) != 1:
-            raise CliError(f"{flag} {raw!r}: write it as QID=VALUE", EXIT_USAGE, _ids(bundle))
+    if sep and qid in {q["id"] for q in questions}:
+        return qid, value
+    if len(questions) == 1:  # one question: the whole flag value is the answer
         return str(questions[0]["id"]), raw
-    if qid not in {q["id"] for q in questions}:
-        raise CliError(f"{flag} {raw!r}: no question {qid!r}", EXIT_USAGE, _ids(bundle))
-    return qid, value
+    if not sep:
+        raise CliError(f"{flag} {raw!r}: write it as QID=VALUE", EXIT_USAGE, _ids(bundle))
+    raise CliError(f"{flag} {raw!r}: no question {qid!r}", EXIT_USAGE, _ids(bundle))
 
 
 def _ids(bundle: dict[str, Any]) -> tuple[str, ...]:
@@ -168,7 +168,10 @@ def ask_interactively(console: Console, bundle: dict[str, Any], reason: str) -> 
     for number, question in enumerate(questions, start=1):
         console.print(question_block(number, len(questions), question))
         while True:
-            raw = console.input("> ").strip()
+            try:
+                raw = console.input("> ").strip()
+            except EOFError:  # Ctrl-D: leave without sending anything
+                raise CliError("no answer given; nothing was sent", EXIT_USAGE) from None
             if not raw:
                 console.print("Please answer, or type s to skip.")
                 continue
