@@ -8,7 +8,7 @@ from clarion.cli.render import stdout
 
 
 def demo() -> None:
-    """Run the clarification story end to end on a temporary database (about 15 seconds)."""
+    """Run the clarification story end to end on a temporary database."""
     from clarion.demo.story import run_demo
 
     try:

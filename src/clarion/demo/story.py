@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from rich.console import Console
-from rich.padding import Padding
 from rich.text import Text
 
 from clarion.cli.client import ClarionClient
@@ -49,7 +48,8 @@ class Story:
 
     def show(self, text: str | Text) -> None:
         body = text if isinstance(text, Text) else Text(text)
-        self.console.print(Padding(body, (0, 0, 0, 12)))
+        for line in body.split("\n"):
+            self.console.print(Text(" " * 12) + line)
 
     def wait(self, what: str, probe: Callable[[], T | None], timeout: float = 30.0) -> T:
         with self.console.status(f"waiting for {what}…"):
