@@ -3,9 +3,10 @@
 Playwright never downloads a browser here: it launches /usr/bin/chromium. When that binary is
 missing the tests skip, or fail when CI or CLARION_REQUIRE_SERVICES is set.
 
-`browser` and `shared_server` live for one test module (the Playwright event loop stays inside
-that module, so async tests elsewhere never meet it); each test gets a fresh context and page,
-and its own tasks on the shared server. `page` fails the test on any uncaught page error.
+`browser` and `shared_server` live for this test package (one Chromium, one server; the
+Playwright event loop never outlives the package, so async tests elsewhere never meet it); each
+test gets a fresh context and page, and its own tasks on the shared server. `page` fails the
+test on any uncaught page error.
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ def require_chromium() -> None:
     pytest.skip(reason)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="package")
 def browser() -> Iterator[Browser]:
     require_chromium()
     with sync_playwright() as playwright:
@@ -61,9 +62,9 @@ def browser() -> Iterator[Browser]:
             chromium.close()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="package")
 def shared_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    """One real server for a whole module; tests keep apart by using their own tasks."""
+    """One real server for the browser tests; they keep apart by using their own tasks."""
     tmp = tmp_path_factory.mktemp("browser-server")
     with fresh_database_url("sqlite", tmp) as url:
         workdir = tmp / "server"
