@@ -39,7 +39,7 @@ def presented_token(conn: HTTPConnection, *, websocket: bool) -> str | None:
         scheme, _, value = header.strip().partition(" ")
         # A malformed Authorization header is a wrong credential, not a missing one:
         # never fall back to the cookie behind an explicit header.
-        return value.strip() or None if scheme.lower() == "bearer" else None
+        return (value.strip() or None) if scheme.lower() == "bearer" else None
     if websocket and conn.query_params.get("token"):
         return conn.query_params["token"]
     return conn.cookies.get(COOKIE) or None
