@@ -57,6 +57,8 @@ class ScriptedRuntime:
     cancels: list[str] = field(default_factory=list)
     refuse_prompts: bool = False
     accept_delay: float = 0.0
+    # Text the agent streams while a cancellation settles (independent activity).
+    cancel_chatter: str | None = None
     prompted: asyncio.Condition = field(default_factory=asyncio.Condition)
 
     async def __aenter__(self) -> ScriptedRuntime:
@@ -85,6 +87,10 @@ class ScriptedRuntime:
         self.cancels.append(session_id)
         generation = self.active.pop(session_id, None)
         if generation is not None:
+            if self.cancel_chatter is not None:
+                await self.sink.on_output(
+                    AgentOutput(session_id, generation, "message", self.cancel_chatter)
+                )
             await self.sink.on_output(AgentOutput(session_id, generation, "cancel_ack"))
             await self.sink.on_prompt_finished(PromptFinished(session_id, generation, "cancelled"))
 

@@ -6,7 +6,11 @@ in one mixin per concern; this class only joins them and owns the engine's lifet
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import asyncio
+import functools
+import inspect
+from collections.abc import AsyncIterator, Callable, Coroutine
+from typing import Any, TypeVar
 from contextlib import asynccontextmanager
 
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -26,6 +30,33 @@ from clarion.store.tasks import TaskQueries
 from clarion.store.turns import TurnQueries
 
 
+T = TypeVar("T")
+
+
+def _finish_despite_cancellation(
+    method: Callable[..., Coroutine[Any, Any, T]],
+) -> Callable[..., Coroutine[Any, Any, T]]:
+    """Run the transaction in its own task so that a cancelled caller cannot interrupt it
+    halfway: an interrupted SQLite transaction could keep the write lock, and a half-done
+    guarded update would leave the caller unsure what applied. The caller still sees its
+    cancellation at once."""
+
+    @functools.wraps(method)
+    async def run(*args: Any, **kwargs: Any) -> T:
+        return await asyncio.shield(method(*args, **kwargs))
+
+    return run
+
+
+def _shield_public_methods(cls: type[T]) -> type[T]:
+    for name in dir(cls):
+        value = getattr(cls, name)
+        if not name.startswith("_") and inspect.iscoroutinefunction(value):
+            setattr(cls, name, _finish_despite_cancellation(value))
+    return cls
+
+
+@_shield_public_methods
 class SqlStore(
     TaskQueries,
     TurnQueries,

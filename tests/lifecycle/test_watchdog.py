@@ -1,0 +1,108 @@
+"""The primary-answer watchdog: armed inside the live confirmation, cancelled by agent
+activity, and on silence a single replacement hand-off that respects turn authority."""
+
+from __future__ import annotations
+
+import asyncio
+
+from tests.lifecycle.harness import Lifecycle, answer_db
+
+RESUME = "You previously asked the user:"
+
+
+async def answered_live(life: Lifecycle) -> tuple[str, str]:
+    _, session_id = await life.start_session()
+    call, pending_id = await life.ask(session_id)
+    await life.app.services.resolver.respond(pending_id, answer_db("sqlite"))
+    await asyncio.wait_for(call, 5)
+    return session_id, pending_id
+
+
+async def wait_for(predicate: object, within: float = 3) -> None:
+    async def poll() -> None:
+        while not predicate():  # type: ignore[operator]
+            await asyncio.sleep(0.01)
+
+    await asyncio.wait_for(poll(), within)
+
+
+async def test_watchdog_is_armed_before_the_agent_gets_the_answer(life: Lifecycle) -> None:
+    _, session_id = await life.start_session()
+    call, pending_id = await life.ask(session_id)
+    await life.app.services.resolver.respond(pending_id, answer_db())
+
+    await asyncio.wait_for(call, 5)
+
+    watches = life.app.watchdogs.armed(session_id)
+    assert [w.pending_id for w in watches] == [pending_id]
+
+
+async def test_agent_activity_cancels_the_watchdog(life: Lifecycle) -> None:
+    session_id, _ = await answered_live(life)
+
+    await life.runtime.say(session_id, "You answered: sqlite")
+
+    assert life.app.watchdogs.armed(session_id) == []
+    await asyncio.sleep(0.4)
+    assert life.runtime.cancels == [], "no fallback after the agent spoke"
+
+
+async def test_silent_agent_gets_the_answer_again_as_one_replacement_prompt(
+    life: Lifecycle,
+) -> None:
+    session_id, _ = await answered_live(life)
+    clarification_turn = await life.store.find_current_turn(session_id)
+
+    await life.runtime.wait_for_prompts(2)
+
+    assert life.runtime.cancels == [session_id], "the silent prompt was cancelled first"
+    replacement = life.runtime.prompts[1][1]
+    assert replacement.startswith(RESUME) and "SQLite" in replacement
+    current = await life.store.find_current_turn(session_id)
+    assert current is not None and clarification_turn is not None
+    assert current.id != clarification_turn.id
+    await asyncio.sleep(0.4)
+    assert len(life.runtime.prompts) == 2, "handed off exactly once"
+
+
+async def test_successor_turn_prevents_the_stale_hand_off(life: Lifecycle) -> None:
+    session_id, _ = await answered_live(life)
+
+    await life.store.create_turn(session_id)  # newer work became current
+    await asyncio.sleep(0.5)
+
+    assert life.runtime.cancels == []
+    assert len(life.runtime.prompts) == 1
+
+
+async def test_own_cancellation_acknowledgement_does_not_cancel_recovery(
+    life: Lifecycle,
+) -> None:
+    _session_id, _ = await answered_live(life)
+
+    # The scripted runtime emits a cancel_ack for the generation the fallback cancels.
+    await life.runtime.wait_for_prompts(2)
+
+    assert life.runtime.prompts[1][1].startswith(RESUME)
+
+
+async def test_independent_activity_during_the_cancellation_cancels_recovery(
+    life: Lifecycle,
+) -> None:
+    life.runtime.cancel_chatter = "still thinking"
+    _session_id, _ = await answered_live(life)
+
+    await wait_for(lambda: life.runtime.cancels)
+    await asyncio.sleep(0.3)
+
+    assert len(life.runtime.prompts) == 1, "the agent spoke, so no replacement hand-off"
+
+
+async def test_shutdown_cancels_armed_watchdogs(life: Lifecycle) -> None:
+    _session_id, _ = await answered_live(life)
+
+    life.app.watchdogs.cancel_all()
+    await asyncio.sleep(0.4)
+
+    assert life.runtime.cancels == []
+    assert len(life.runtime.prompts) == 1
