@@ -20,7 +20,7 @@ async def answered_live(life: Lifecycle) -> tuple[str, str]:
 
 async def wait_for(predicate: object, within: float = 3) -> None:
     async def poll() -> None:
-        while not predicate():  # type: ignore[operator]
+        while not predicate():  # type: ignore[operator]  # noqa: ASYNC110
             await asyncio.sleep(0.01)
 
     await asyncio.wait_for(poll(), within)
