@@ -38,7 +38,9 @@ class Supervisor:
             task.cancel()
         group, self._group = self._group, None
         if group is not None:
-            await group.__aexit__(exc_type, exc, tb)
+            # The children are cancelled above; the body's own exception (if any) propagates
+            # as itself rather than wrapped in the group's ExceptionGroup.
+            await group.__aexit__(None, None, None)
 
     def spawn(self, coro: Coroutine[Any, Any, T], *, name: str | None = None) -> asyncio.Future[T]:
         """Run `coro` under the supervisor; the returned future carries its outcome.

@@ -1,0 +1,101 @@
+"""Startup reconciliation: ordered, fail-closed, and harmless to run twice."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+
+import pytest
+from sqlalchemy import update
+
+from clarion.domain.models import AuthorType, MessageType, MetaKey, Question
+from clarion.domain.questions import bundle_row_metadata, parse_ask
+from clarion.ports import NewMessage
+from clarion.store.schema import task_session_turns
+from tests.lifecycle.harness import ASK_DB, answer_db, detached_question, running_lifecycle
+
+
+def _bundle_parts(pending_id: str) -> tuple[tuple[Question, ...], list[dict[str, object]]]:
+    questions, context = parse_ask(ASK_DB)
+    return questions, bundle_row_metadata(pending_id, questions, context)
+
+
+async def test_recovery_is_harmless_to_run_twice(store_url: str) -> None:
+    async with running_lifecycle(store_url) as life:
+        _, session_id = await life.start_session()
+        call, pending_id = await life.ask(session_id)
+        call.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await call
+
+    async with running_lifecycle(store_url) as life:
+        second = await life.app.recovery.run()
+        assert second.reservations_kept == second.reservations_rolled_back == 0
+        assert second.intents_restored == second.intents_retired == 0
+        assert second.bundles_detached == second.turns_interrupted == 0
+        assert await life.state(pending_id) == "active_detached"
+
+
+async def test_restart_detaches_bundles_and_interrupts_open_turns(store_url: str) -> None:
+    async with running_lifecycle(store_url) as life:
+        _, session_id = await life.start_session()
+        # What a crash leaves: a question's rows in the running, open turn, and no waiter.
+        rows = await life.store.create_bundle(
+            session_id,
+            [
+                NewMessage(
+                    session_id=session_id,
+                    author_type=AuthorType.AGENT,
+                    type=MessageType.CLARIFICATION_REQUEST,
+                    content=q.prompt,
+                    metadata=m,
+                )
+                for q, m in zip(*_bundle_parts("p-crash"), strict=True)
+            ],
+        )
+        pending_id = rows[0].metadata["pending_id"]
+        assert MetaKey.AGENT_DISCONNECTED not in rows[0].metadata
+
+    async with running_lifecycle(store_url) as life:
+        assert await life.state(pending_id) == "active_detached"
+        turn = await life.store.find_current_turn(session_id)
+        assert turn is not None and turn.completed_at is not None
+        assert turn.metadata.get(MetaKey.INTERRUPTED) is True
+        result = await life.app.services.resolver.respond(pending_id, answer_db())
+        assert result.resumed, "a question from before the restart is still answerable"
+
+
+async def test_malformed_reservation_fails_startup_and_changes_nothing(store_url: str) -> None:
+    async with running_lifecycle(store_url) as life:
+        _, session_id = await life.start_session()
+        pending_id = await detached_question(life, session_id)
+        bundle = await life.bundle(pending_id)
+        life.runtime.refuse_prompts = True
+        reservation = await life.store.reserve_successor(
+            session_id,
+            source_turn_id=bundle.current_turn_id or "",
+            pending_id=pending_id,
+            message_ids=[bundle.rows[0].id],
+        )
+        corrupt = {**reservation.metadata, MetaKey.PROMPT_DISPATCH_MESSAGE_IDS: ["", 7]}
+        async with life.app.store.engine.begin() as conn:  # type: ignore[attr-defined]
+            await conn.execute(
+                update(task_session_turns)
+                .where(task_session_turns.c.id == reservation.id)
+                .values(metadata=corrupt)
+            )
+
+    with pytest.raises(RuntimeError, match=reservation.id):
+        async with running_lifecycle(store_url):
+            pass
+
+    async with _raw_store(store_url) as store:
+        kept = await store.get_turn(reservation.id)
+        assert kept.metadata[MetaKey.PROMPT_DISPATCH_MESSAGE_IDS] == ["", 7]
+
+
+def _raw_store(url: str):  # type: ignore[no-untyped-def]
+    from clarion.clock import SystemClock
+    from clarion.store import open_store
+
+    return open_store(url, SystemClock())
