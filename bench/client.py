@@ -185,3 +185,37 @@ async def new_asking_session(
                 return session_id, str(message["metadata"]["pending_id"])
         await asyncio.sleep(0.05)
     raise RuntimeError(f"session {session_id} never asked")
+
+
+async def new_idle_session(api: Api, task_id: str) -> str:
+    """Start a session with a plain prompt and wait until the agent has replied to it."""
+    session_id = await api.start_session(task_id, "hello")
+    deadline = time.perf_counter() + 120
+    while time.perf_counter() < deadline:
+        turns = (await api.ok("GET", f"/task-sessions/{session_id}/turns"))["turns"]
+        page = await api.ok("GET", f"/task-sessions/{session_id}/messages?limit=100")
+        replied = any(m["author_type"] == "agent" for m in page["messages"])
+        if replied and turns and all(t["completed_at"] for t in turns):
+            return session_id
+        await asyncio.sleep(0.05)
+    raise RuntimeError(f"session {session_id} never finished its first turn")
+
+
+async def ask_detaching(api: Api, feed: Feed, session_id: str, seconds: float = 1) -> str:
+    """Prompt `/scenario ask-timeout`; returns the pending_id of the question it asked.
+
+    Under load a cold agent's MCP client can give up before the call reaches the server; the
+    turn then ends without a question and the prompt is sent again."""
+    for _ in range(5):
+        question = feed.expect(session_id, is_question)
+        ended = feed.expect(session_id, is_turn_completed)
+        await api.prompt(session_id, ask_timeout(seconds))
+        finished, _ = await asyncio.wait(
+            {question, ended}, timeout=120, return_when=asyncio.FIRST_COMPLETED
+        )
+        if question in finished:
+            return pending_id_of(question.result()[1])
+        if not finished:
+            break
+        question.cancel()
+    raise RuntimeError(f"session {session_id} never asked")

@@ -26,7 +26,13 @@ from pathlib import Path
 
 from sqlalchemy.engine import make_url
 
-from bench.client import ASK_SILENT, ask_and_wait, ask_timeout, new_asking_session
+from bench.client import (
+    ASK_SILENT,
+    ask_and_wait,
+    ask_detaching,
+    new_asking_session,
+    new_idle_session,
+)
 from bench.context import Ctx
 from bench.latency import wait_detached
 
@@ -130,12 +136,11 @@ async def live(ctx: Ctx) -> tuple[int, int]:
 async def detached(ctx: Ctx) -> tuple[int, int]:
     counter = Counter(ctx.server.database_url)
     task_id = await ctx.api.create_task("commits detached")
-    session_id, pending_id = await new_asking_session(ctx.api, ctx.feed, task_id, ask_timeout(1))
+    session_id = await new_idle_session(ctx.api, task_id)
     at_200: list[int] = []
     quiet: list[int] = []
-    for i in range(REPEATS):
-        if i:
-            pending_id = await ask_and_wait(ctx.api, ctx.feed, session_id, ask_timeout(1))
+    for _ in range(REPEATS):
+        pending_id = await ask_detaching(ctx.api, ctx.feed, session_id)
         await wait_detached(ctx, session_id, pending_id)
         await asyncio.sleep(SETTLE_S)
         await counter.reset()

@@ -19,10 +19,11 @@ import time
 from bench.client import (
     ASK,
     ask_and_wait,
-    ask_timeout,
+    ask_detaching,
     is_agent_text,
     is_turn_completed,
     new_asking_session,
+    new_idle_session,
     wait,
 )
 from bench.context import Ctx, progress
@@ -84,12 +85,7 @@ async def answer_detached(ctx: Ctx, session_id: str, pending_id: str) -> float:
 
 async def detached_round(ctx: Ctx, sessions: list[str], first: list[str] | None) -> list[str]:
     """Make every session ask with a 1 s client timeout; returns their detached pending ids."""
-    if first is None:
-        pids = await asyncio.gather(
-            *(ask_and_wait(ctx.api, ctx.feed, s, ask_timeout(1)) for s in sessions)
-        )
-    else:
-        pids = first
+    pids = first or await asyncio.gather(*(ask_detaching(ctx.api, ctx.feed, s) for s in sessions))
     await asyncio.gather(*(wait_detached(ctx, s, p) for s, p in zip(sessions, pids, strict=True)))
     return list(pids)
 
@@ -97,11 +93,10 @@ async def detached_round(ctx: Ctx, sessions: list[str], first: list[str] | None)
 async def detached(ctx: Ctx, samples: int, width: int = 10) -> list[float]:
     task_id = await ctx.api.create_task("detached latency")
     width = max(1, min(width, samples))
-    started = await asyncio.gather(
-        *(new_asking_session(ctx.api, ctx.feed, task_id, ask_timeout(1)) for _ in range(width))
+    sessions = list(
+        await asyncio.gather(*(new_idle_session(ctx.api, task_id) for _ in range(width)))
     )
-    sessions = [s for s, _ in started]
-    first: list[str] | None = [p for _, p in started]
+    first: list[str] | None = None
     results: list[float] = []
     warm = 1  # the first answer per run pays one-off imports; drop it
     while len(results) < samples:

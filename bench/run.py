@@ -22,7 +22,7 @@ from bench.stats import Row, latency_rows, ms, percentile, render
 
 @dataclass(frozen=True)
 class Sizes:
-    live: int = 40
+    live: int = 30
     detached: int = 20
     sessions: tuple[int, ...] = (1, 10, 100)
     postgres_sessions: tuple[int, ...] = (1, 10)
@@ -31,7 +31,7 @@ class Sizes:
     history_samples: int = 5
     bundles: int = 10_000
     reservations: int = 1_000
-    recovery_limit_s: float = 45.0
+    recovery_limit_s: float = 30.0
     peer: int = 100
 
 
