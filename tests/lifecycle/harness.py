@@ -246,10 +246,21 @@ class FailingStore:
     def __init__(self, inner: Store, fail: dict[str, Exception] | None = None) -> None:
         self._inner = inner
         self.fail: dict[str, Exception] = dict(fail or {})
+        # name -> coroutine function run right after the named method returned
+        self.after: dict[str, Callable[[], Any]] = {}
 
     def __getattr__(self, name: str) -> Any:
         attr = getattr(self._inner, name)
         error = self.fail.get(name)
+        hook = self.after.get(name)
+        if hook is not None:
+
+            async def then_hook(*args: Any, **kwargs: Any) -> Any:
+                result = await attr(*args, **kwargs)
+                await hook()
+                return result
+
+            return then_hook
         if error is None:
             return attr
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 
 import pytest
@@ -11,7 +12,8 @@ from clarion import failpoints
 from clarion.clarification.resolver import RespondResult
 from clarion.domain.errors import AcceptedButUnfinalized, NotActive, RetryableFailure
 from clarion.domain.models import MetaKey
-from tests.lifecycle.harness import SKIP, Lifecycle, answer_db
+from clarion.ports import Store
+from tests.lifecycle.harness import SKIP, FailingStore, Lifecycle, answer_db, running_lifecycle
 
 
 async def test_live_answer_is_durable_before_the_agent_sees_it(life: Lifecycle) -> None:
@@ -77,27 +79,37 @@ async def test_delivery_failure_before_confirmation_restores_a_retryable_bundle(
 
 
 async def test_claim_superseded_before_handoff_is_never_restored_or_resumed(
-    life: Lifecycle,
+    store_url: str,
 ) -> None:
-    _, session_id = await life.start_session()
-    call, pending_id = await life.ask(session_id)
-    failpoints.configure("respond.after_claim=delay_ms:200")
-    respond = asyncio.create_task(life.app.services.resolver.respond(pending_id, answer_db()))
-    await asyncio.sleep(0.05)
-    # While the claim waits for its hand-off, the agent drops the call and newer work starts.
-    call.cancel()
-    await life.store.create_turn(session_id)
-    prompts_before = len(life.runtime.prompts)
+    holder: dict[str, FailingStore] = {}
 
-    with pytest.raises(AcceptedButUnfinalized):
-        await respond
+    def wrap(store: Store) -> Store:
+        holder["store"] = FailingStore(store)
+        return holder["store"]  # type: ignore[return-value]
 
-    bundle = await life.bundle(pending_id)
-    assert all(r.metadata["status"] == "answered" for r in bundle.rows)
-    assert all(MetaKey.RESPONSE_DELIVERY_PENDING not in r.metadata for r in bundle.rows)
-    assert await life.state(pending_id) == "terminal"
-    assert len(life.runtime.prompts) == prompts_before, "no resume for superseded history"
-    assert await life.store.find_live_reservation(session_id) is None
+    async with running_lifecycle(store_url, store_wrapper=wrap) as life:
+        _, session_id = await life.start_session()
+        call, pending_id = await life.ask(session_id)
+        prompts_before = len(life.runtime.prompts)
+
+        async def supersede() -> None:
+            # Right after the claim: the agent drops the call and newer work starts.
+            call.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await call
+            await life.store.create_turn(session_id)
+
+        holder["store"].after["claim_response"] = supersede
+
+        with pytest.raises(AcceptedButUnfinalized):
+            await life.app.services.resolver.respond(pending_id, answer_db())
+
+        bundle = await life.bundle(pending_id)
+        assert all(r.metadata["status"] == "answered" for r in bundle.rows)
+        assert all(MetaKey.RESPONSE_DELIVERY_PENDING not in r.metadata for r in bundle.rows)
+        assert await life.state(pending_id) == "terminal"
+        assert len(life.runtime.prompts) == prompts_before, "no resume for superseded history"
+        assert await life.store.find_live_reservation(session_id) is None
 
 
 async def test_second_live_responder_gets_conflict_without_write(life: Lifecycle) -> None:

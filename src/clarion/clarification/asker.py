@@ -72,33 +72,35 @@ class Asker:
             raise NotFound("session has no durable turn to own a question", session_id=session_id)
         pending_id = new_id()
         metadata = bundle_row_metadata(pending_id, questions, context)
-        rows = await self._store.create_bundle(
-            session_id,
-            [
-                NewMessage(
-                    session_id=session_id,
-                    author_type=AuthorType.AGENT,
-                    type=MessageType.CLARIFICATION_REQUEST,
-                    content=question.prompt,
-                    metadata=meta,
-                    turn_id=turn.id,
-                    requests_input=index == len(questions) - 1,
-                )
-                for index, (question, meta) in enumerate(zip(questions, metadata, strict=True))
-            ],
-            turn_id=turn.id,
-        )
+        # The waiter exists before the rows do: a responder that sees the rows always finds
+        # the live waiter, and never mistakes a question still being asked for a detached one.
         waiter = self._waiters.register(pending_id, session_id, turn.id)
-        log.info(
-            "clarification asked",
-            extra={
-                "session_id": session_id,
-                "turn_id": turn.id,
-                "pending_id": pending_id,
-                "rows": len(rows),
-            },
-        )
         try:
+            rows = await self._store.create_bundle(
+                session_id,
+                [
+                    NewMessage(
+                        session_id=session_id,
+                        author_type=AuthorType.AGENT,
+                        type=MessageType.CLARIFICATION_REQUEST,
+                        content=question.prompt,
+                        metadata=meta,
+                        turn_id=turn.id,
+                        requests_input=index == len(questions) - 1,
+                    )
+                    for index, (question, meta) in enumerate(zip(questions, metadata, strict=True))
+                ],
+                turn_id=turn.id,
+            )
+            log.info(
+                "clarification asked",
+                extra={
+                    "session_id": session_id,
+                    "turn_id": turn.id,
+                    "pending_id": pending_id,
+                    "rows": len(rows),
+                },
+            )
             await self._transition(session_id, SessionState.WAITING_FOR_INPUT)
             await self._publisher.messages("added", rows)
             return await self._wait(waiter, progress)
