@@ -127,8 +127,15 @@ class Resolver:
         if stamped.rejected:
             return await self._persist_detached_rejection(claim, stamped)
         turn = await self._resume_detached(claim, stamped)
-        await self._restorer.publish_claimed(claim)
+        self._publish_in_background(claim)
         return RespondResult(response=stamped, resumed=True, successor_turn_id=turn.id)
+
+    def _publish_in_background(self, claim: ClaimResult) -> None:
+        """The outcome is durable; clients learn of it without the responder waiting for the
+        fan-out (a projection read and a summary refresh)."""
+        self._supervisor.spawn(
+            self._restorer.publish_claimed(claim), name=f"publish:{claim.bundle.pending_id}"
+        )
 
     def _lost(self, claim: ClaimResult) -> Exception:
         bundle = claim.bundle
@@ -173,7 +180,7 @@ class Resolver:
         else:
             delivery.abandon()
         if delivery.state is DeliveryState.CONFIRMED:
-            await self._restorer.publish_claimed(claim)
+            self._publish_in_background(claim)
             return RespondResult(response=response, resumed=False, successor_turn_id=None)
         await self._restorer.restore_or_fail(
             claim, code="delivery_failed", message="failed to deliver clarification response"
@@ -210,7 +217,7 @@ class Resolver:
             "detached clarification rejected; no resume",
             extra={"pending_id": response.pending_id, "session_id": claim.bundle.session.id},
         )
-        await self._restorer.publish_claimed(claim)
+        self._publish_in_background(claim)
         return RespondResult(response=response, resumed=False, successor_turn_id=None)
 
 

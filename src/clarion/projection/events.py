@@ -16,7 +16,7 @@ from typing import Any
 from clarion.domain.models import Message, Session, Turn
 from clarion.domain.wire import iso, message_wire, turn_wire
 from clarion.ports import Bus, Event
-from clarion.projection.pending import PendingProjector
+from clarion.projection.pending import PendingProjector, Projection
 from clarion.projection.summaries import SummaryService
 
 log = logging.getLogger(__name__)
@@ -29,32 +29,46 @@ class EventPublisher:
         self._summaries = summaries
 
     async def messages(self, action: str, messages: Iterable[Message]) -> None:
-        """Publish `session.message.<action>` for each message, each with a projection."""
+        """Publish `session.message.<action>` for each message. Messages of one mutation share
+        one projection read (taken after the mutation committed) and one summary refresh."""
+        by_session: dict[str, list[Message]] = {}
         for message in messages:
-            await self.message(action, message)
+            by_session.setdefault(message.session_id, []).append(message)
+        for batch in by_session.values():
+            projection = await self._project(batch[0])
+            for message in batch:
+                await self._publish_message(action, message, projection)
+            if projection is not None:
+                await self.refresh_summary(batch[0].task_id)
 
     async def message(self, action: str, message: Message, *, content_only: bool = False) -> None:
+        projection = None if content_only else await self._project(message)
+        await self._publish_message(action, message, projection)
+        if projection is not None:
+            await self.refresh_summary(message.task_id)
+
+    async def _project(self, message: Message) -> Projection | None:
+        try:
+            return await self._projector.project_one(message.session_id)
+        except Exception:
+            log.exception(
+                "pending projection failed; event carries no pending_action",
+                extra={"session_id": message.session_id, "message_id": message.id},
+            )
+            return None
+
+    async def _publish_message(
+        self, action: str, message: Message, projection: Projection | None
+    ) -> None:
         payload = message_wire(message)
-        projected = False
-        if not content_only:
-            try:
-                projection = await self._projector.project_one(message.session_id)
-            except Exception:
-                log.exception(
-                    "pending projection failed; event carries no pending_action",
-                    extra={"session_id": message.session_id, "message_id": message.id},
-                )
-            else:
-                payload["pending_action"] = (
-                    None if projection.pending_action is None else str(projection.pending_action)
-                )
-                payload["pending_action_revision"] = projection.revision.as_wire()
-                projected = True
+        if projection is not None:
+            payload["pending_action"] = (
+                None if projection.pending_action is None else str(projection.pending_action)
+            )
+            payload["pending_action_revision"] = projection.revision.as_wire()
         await self._publish(
             f"session.message.{action}", message.task_id, message.session_id, payload
         )
-        if projected:
-            await self.refresh_summary(message.task_id)
 
     async def refresh_summary(self, task_id: str) -> None:
         try:

@@ -10,8 +10,8 @@ import asyncio
 import functools
 import inspect
 from collections.abc import AsyncIterator, Callable, Coroutine
-from typing import Any, TypeVar
 from contextlib import asynccontextmanager
+from typing import Any, TypeVar
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -29,7 +29,6 @@ from clarion.store.summaries import SummaryQueries
 from clarion.store.tasks import TaskQueries
 from clarion.store.turns import TurnQueries
 
-
 T = TypeVar("T")
 
 
@@ -42,8 +41,11 @@ def _finish_despite_cancellation(
     cancellation at once."""
 
     @functools.wraps(method)
-    async def run(*args: Any, **kwargs: Any) -> T:
-        return await asyncio.shield(method(*args, **kwargs))
+    async def run(self: SqlStore, *args: Any, **kwargs: Any) -> T:
+        task = asyncio.ensure_future(method(self, *args, **kwargs))
+        self._inflight.add(task)
+        task.add_done_callback(self._inflight.discard)
+        return await asyncio.shield(task)
 
     return run
 
@@ -75,6 +77,12 @@ class SqlStore(
     def __init__(self, engine: AsyncEngine, clock: Clock) -> None:
         self._db = Db(engine)
         self._clock = clock
+        self._inflight: set[asyncio.Future[Any]] = set()
+
+    async def _drain(self, timeout: float = 10.0) -> None:
+        """Wait for transactions whose callers were cancelled, before the engine closes."""
+        if self._inflight:
+            await asyncio.wait(set(self._inflight), timeout=timeout)
 
     @property
     def engine(self) -> AsyncEngine:
@@ -91,6 +99,10 @@ async def open_store(url: str, clock: Clock) -> AsyncIterator[SqlStore]:
     engine = open_engine(url)
     try:
         await migrate(engine)
-        yield SqlStore(engine, clock)
+        store = SqlStore(engine, clock)
+        try:
+            yield store
+        finally:
+            await store._drain()
     finally:
         await engine.dispose()
