@@ -79,10 +79,10 @@ class SqlStore(
         self._clock = clock
         self._inflight: set[asyncio.Future[Any]] = set()
 
-    async def _drain(self, timeout: float = 10.0) -> None:
+    async def _drain(self, within: float = 10.0) -> None:
         """Wait for transactions whose callers were cancelled, before the engine closes."""
         if self._inflight:
-            await asyncio.wait(set(self._inflight), timeout=timeout)
+            await asyncio.wait(set(self._inflight), timeout=within)
 
     @property
     def engine(self) -> AsyncEngine:
