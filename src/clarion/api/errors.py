@@ -31,12 +31,14 @@ from clarion.domain.errors import (
     RetryableFailure,
     ServiceStarting,
     Unauthenticated,
+    Unavailable,
 )
 
 log = logging.getLogger(__name__)
 
 # error class -> (HTTP status, retryable). The most specific class in an error's MRO wins.
 STATUS: dict[type[ClarionError], tuple[int, bool]] = {
+    Unavailable: (500, True),
     NotFound: (404, False),
     InvalidInput: (400, False),
     NotActive: (409, False),

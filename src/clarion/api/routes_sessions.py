@@ -20,12 +20,14 @@ router = APIRouter(prefix="/api/v1")
 async def start_session(task_id: str, request: Request) -> JSONResponse:
     svc = services(request)
     await svc.access.require_task(caller_of(request), task_id)
-    await svc.reads.task(task_id)
+    await svc.reads.ensure_task(task_id)
     body = parse_body(StartSession, await read_json_object(request))
     session = await svc.sessions.start(
         task_id, agent=body.agent, prompt=body.prompt, is_primary=body.is_primary
     )
-    return JSONResponse({"session": await svc.reads.session(session.id)}, status_code=201)
+    return JSONResponse(
+        {"session": await svc.reads.session_after_write(session.id)}, status_code=201
+    )
 
 
 @router.get("/tasks/{task_id}/task-sessions", summary="Sessions with pending projections")
@@ -48,7 +50,7 @@ async def get_session(session_id: str, request: Request) -> dict[str, Any]:
 async def prompt(session_id: str, request: Request) -> JSONResponse:
     svc = services(request)
     await svc.access.require_session(caller_of(request), session_id)
-    await svc.reads.session(session_id)
+    await svc.reads.ensure_session(session_id)
     body = parse_body(Prompt, await read_json_object(request))
     turn_id, queued = await svc.admission.submit(session_id, body.text)
     payload: dict[str, Any] = {"queued": queued}
@@ -69,10 +71,10 @@ async def cancel(session_id: str, request: Request) -> dict[str, Any]:
 async def finish(session_id: str, request: Request) -> dict[str, Any]:
     svc = services(request)
     await svc.access.require_session(caller_of(request), session_id)
-    await svc.reads.session(session_id)
+    await svc.reads.ensure_session(session_id)
     body = parse_body(Finish, await read_json_object(request))
     session = await svc.sessions.finish(session_id, body.state)
-    return {"session": await svc.reads.session(session.id)}
+    return {"session": await svc.reads.session_after_write(session.id)}
 
 
 @router.get("/task-sessions/{session_id}/turns", summary="Durable turn history")
@@ -108,7 +110,7 @@ async def messages(
 async def delete_message(session_id: str, message_id: str, request: Request) -> Response:
     svc = services(request)
     await svc.access.require_session(caller_of(request), session_id)
-    await svc.reads.session(session_id)
+    await svc.reads.ensure_session(session_id)
     deleted = await svc.sessions.delete_message(session_id, message_id)
     if deleted is None:
         raise NotFound("message not found", session_id=session_id, message_id=message_id)

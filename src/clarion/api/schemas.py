@@ -27,7 +27,8 @@ class MoveTask(Body):
 class StartSession(Body):
     agent: str = Field(min_length=1)
     prompt: str | None = None
-    is_primary: bool = False
+    # Omitted: the task's first session is its primary one.
+    is_primary: bool | None = None
 
 
 class Prompt(Body):

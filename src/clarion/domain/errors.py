@@ -10,6 +10,7 @@ ClarionError
  +-- ServiceStarting           startup recovery has not finished (503)
  +-- RetryableFailure          rolled back; the same request may be sent again (500)
  +-- AcceptedButUnfinalized    accepted; must not be sent again though finalization failed (500)
+ +-- Unavailable               an authoritative read could not be made; try again (500)
  +-- InjectedFailure           a fault point fired with action `error`
 """
 
@@ -86,6 +87,13 @@ class RetryableFailure(ClarionError):
 
 class AcceptedButUnfinalized(ClarionError):
     code = "dispatch_not_finalized"
+
+
+class Unavailable(ClarionError):
+    """A read that must be authoritative (a pending projection, a summary confirmation) could
+    not be made. Nothing was claimed or changed; the same request may be sent again."""
+
+    code = "unavailable"
 
 
 class InjectedFailure(ClarionError):

@@ -53,12 +53,14 @@ class SessionService:
         self._known_agents = known_agents
 
     async def start(
-        self, task_id: str, *, agent: str, prompt: str | None, is_primary: bool
+        self, task_id: str, *, agent: str, prompt: str | None, is_primary: bool | None
     ) -> Session:
         task = await self._store.get_task(task_id)
         if agent not in self._known_agents:
             raise InvalidInput(f"unknown agent profile {agent!r}", field="agent")
         text = prompt if prompt is not None and prompt.strip() else task.description
+        if is_primary is None:
+            is_primary = not await self._store.list_sessions(task_id)
         session = await self._store.create_session(
             task_id=task_id, agent=agent, is_primary=is_primary
         )

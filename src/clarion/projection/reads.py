@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from clarion.domain.bundles import bundle_state, questions_of
-from clarion.domain.errors import ClarionError, NotFound
+from clarion.domain.errors import NotFound, Unavailable
 from clarion.domain.models import MetaKey, Session, Task
 from clarion.domain.wire import message_wire, session_wire, task_wire, turn_wire
 from clarion.ports import Store
@@ -23,7 +23,7 @@ from clarion.projection.summaries import Repair, SummaryService
 log = logging.getLogger(__name__)
 
 
-class ProjectionUnavailable(ClarionError):
+class ProjectionUnavailable(Unavailable):
     """The authoritative pending projection could not be read; the request must fail (500)."""
 
     code = "projection_unavailable"
@@ -90,6 +90,26 @@ class Reads:
     async def session(self, session_id: str) -> dict[str, Any]:
         session = await self._store.get_session(session_id)
         return (await self._project_sessions([session]))[0]
+
+    async def ensure_task(self, task_id: str) -> None:
+        """NotFound unless the task exists; reads nothing else."""
+        await self._store.get_task(task_id)
+
+    async def ensure_session(self, session_id: str) -> None:
+        """NotFound unless the session exists; reads nothing else."""
+        await self._store.get_session(session_id)
+
+    async def session_after_write(self, session_id: str) -> dict[str, Any]:
+        """The session as a write left it. Its projection fields are omitted (clients keep
+        their prior value) if the projection cannot be read: the write already happened, so
+        failing the response would invite a duplicate retry."""
+        session = await self._store.get_session(session_id)
+        try:
+            return (await self._project_sessions([session]))[0]
+        except ProjectionUnavailable:
+            body = session_wire(session, None, None)
+            del body["pending_action"]
+            return body
 
     async def _project_sessions(self, sessions: list[Session]) -> list[dict[str, Any]]:
         try:

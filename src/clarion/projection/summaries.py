@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from clarion import failpoints
-from clarion.domain.errors import ClarionError
+from clarion.domain.errors import Unavailable
 from clarion.domain.models import PendingAction, SessionState, StatusSummary
 from clarion.domain.wire import summary_wire
 from clarion.ports import Bus, Event, Store
@@ -32,7 +32,7 @@ OWNED_KEYS = ("pending_action",)
 LEGACY_ACTIVE_STATES = frozenset({SessionState.RUNNING, SessionState.WAITING_FOR_INPUT})
 
 
-class SummaryConflict(ClarionError):
+class SummaryConflict(Unavailable):
     """Compare-and-set kept losing; the summary could not be confirmed."""
 
     code = "summary_conflict"
