@@ -6,6 +6,8 @@ UV_VERSION := 0.13.9
 UV := .tools/bin/uv
 VENV := .venv
 BIN := $(VENV)/bin
+# Most tests wait on real processes and sockets, so more workers than cores pays off.
+PYTEST_WORKERS ?= 4
 
 .PHONY: run test lint install bench browser
 
@@ -29,7 +31,7 @@ lint: install
 	$(BIN)/lint-imports
 
 test: lint
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) $(PYTEST_ARGS)
 
 bench: install
 	UV_PYTHON=$(PYTHON) $(UV) sync --frozen --quiet --extra bench
