@@ -81,7 +81,7 @@ class ClarificationQueries(StoreBase):
         query = (
             select(messages.c.pending_id)
             .distinct()
-            .where(messages.c.task_session_id == session_id, pending_in_current_turn())
+            .where(pending_in_current_turn(session_id=session_id))
             .order_by(messages.c.pending_id)
         )
         async with self._db.read() as conn:
@@ -102,7 +102,7 @@ class ClarificationQueries(StoreBase):
                 pending = await select_rows(
                     conn,
                     messages.c.pending_id == pending_id,
-                    pending_in_current_turn(),
+                    pending_in_current_turn(session_id=session_id),
                     session_not_terminal(messages.c.task_session_id),
                 )
                 answers = {a.question_id: a for a in response.answers}
@@ -157,7 +157,7 @@ class ClarificationQueries(StoreBase):
                 messages.c.pending_id == pending_id,
                 clarification_rows(),
                 flag(messages.c.metadata, INTENT),
-                in_current_turn(),
+                in_current_turn(session_id=session_id),
                 session_not_terminal(messages.c.task_session_id),
             )
             if len(rows) != len(wanted):
@@ -170,8 +170,7 @@ class ClarificationQueries(StoreBase):
         self, session_id: str, *, pending_id: str | None = None
     ) -> tuple[Message, ...]:
         where = [
-            messages.c.task_session_id == session_id,
-            pending_in_current_turn(),
+            pending_in_current_turn(session_id=session_id),
             not_(flag(messages.c.metadata, MetaKey.AGENT_DISCONNECTED)),
         ]
         if pending_id is not None:
@@ -195,9 +194,7 @@ class ClarificationQueries(StoreBase):
         )
         async with self._db.write() as conn:
             await self._db.lock_session(conn, session_id)
-            rows = await select_rows(
-                conn, messages.c.task_session_id == session_id, pending_in_current_turn()
-            )
+            rows = await select_rows(conn, pending_in_current_turn(session_id=session_id))
             changed = await rewrite(conn, rows, change, now=self._clock.now())
         if changed:
             log.info("clarification bundles expired", extra={"session_id": session_id})
@@ -212,7 +209,9 @@ class ClarificationQueries(StoreBase):
                 return ()
             await self._db.lock_session(conn, session_id)
             rows = await select_rows(
-                conn, messages.c.pending_id == pending_id, pending_in_current_turn()
+                conn,
+                messages.c.pending_id == pending_id,
+                pending_in_current_turn(session_id=session_id),
             )
             changed = await rewrite(conn, rows, change, now=self._clock.now())
         if changed:

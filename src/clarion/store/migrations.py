@@ -16,7 +16,7 @@ import logging
 from collections.abc import Callable
 from datetime import UTC, datetime
 
-from sqlalchemy import Column, Connection, Integer, MetaData, Table, insert, select
+from sqlalchemy import Column, Connection, Integer, MetaData, Table, insert, select, text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from clarion.store.engine import Db
@@ -43,7 +43,22 @@ def _v2_access_control(conn: Connection) -> None:
     auth_schema.create_all(conn, checkfirst=True)
 
 
-MIGRATIONS: tuple[Callable[[Connection], None], ...] = (_v1_initial_tables, _v2_access_control)
+def _v3_current_turn_index(conn: Connection) -> None:
+    # The current-turn lookup walks a session's open turns newest first and stops at the
+    # first candidate (predicates.current_turn_id); without this index it visits every turn.
+    conn.execute(
+        text(
+            "CREATE INDEX IF NOT EXISTS ix_turns_session_open ON task_session_turns "
+            "(task_session_id, completed_at, started_at, created_at, id)"
+        )
+    )
+
+
+MIGRATIONS: tuple[Callable[[Connection], None], ...] = (
+    _v1_initial_tables,
+    _v2_access_control,
+    _v3_current_turn_index,
+)
 LATEST_VERSION = len(MIGRATIONS)
 
 

@@ -8,9 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import and_, case, exists, not_, or_, select
+from sqlalchemy import Select, and_, exists, func, not_, or_, select
 from sqlalchemy.sql.elements import ColumnElement
-from sqlalchemy.sql.selectable import ScalarSelect
 
 from clarion.domain.models import (
     TERMINAL_SESSION_STATES,
@@ -41,26 +40,45 @@ def authoritative(turns: Any) -> ColumnElement[bool]:
     )
 
 
-def current_turn_id(session_id: ColumnElement[Any] | str) -> ScalarSelect[Any]:
-    """The session's current turn id: authoritative, not lifecycle_only, open first, then
-    started_at, created_at, id, all descending."""
-    t = task_session_turns.alias()
+def _newest_first(t: Any) -> tuple[ColumnElement[Any], ...]:
+    return (t.c.started_at.desc(), t.c.created_at.desc(), t.c.id.desc())
+
+
+def _candidate(t: Any, session_id: ColumnElement[Any] | str) -> tuple[ColumnElement[bool], ...]:
     return (
-        select(t.c.id)
-        .where(
-            t.c.task_session_id == session_id,
-            not_(flag(t.c.metadata, MetaKey.LIFECYCLE_ONLY)),
-            authoritative(t),
-        )
-        .order_by(
-            case((t.c.completed_at.is_(None), 0), else_=1),
-            t.c.started_at.desc(),
-            t.c.created_at.desc(),
-            t.c.id.desc(),
-        )
+        t.c.task_session_id == session_id,
+        not_(flag(t.c.metadata, MetaKey.LIFECYCLE_ONLY)),
+        authoritative(t),
+    )
+
+
+def current_turn_id(session_id: ColumnElement[Any] | str) -> ColumnElement[Any]:
+    """The session's current turn id: authoritative, not lifecycle_only, open first, then
+    started_at, created_at, id, all descending.
+
+    Two index walks instead of one sort: the newest open candidate, else the newest candidate
+    of all. Each walks `(task_session_id, [completed_at,] started_at, created_at, id)` backwards
+    and stops at the first row that qualifies, so the cost does not grow with the session's
+    history. Given a plain session id (not a column) the expression is uncorrelated, and both
+    databases evaluate it once per statement.
+    """
+    open_turns = task_session_turns.alias()
+    any_turns = task_session_turns.alias()
+    newest_open = (
+        select(open_turns.c.id)
+        .where(*_candidate(open_turns, session_id), open_turns.c.completed_at.is_(None))
+        .order_by(*_newest_first(open_turns))
         .limit(1)
         .scalar_subquery()
     )
+    newest = (
+        select(any_turns.c.id)
+        .where(*_candidate(any_turns, session_id))
+        .order_by(*_newest_first(any_turns))
+        .limit(1)
+        .scalar_subquery()
+    )
+    return func.coalesce(newest_open, newest)
 
 
 def session_not_terminal(session_id: ColumnElement[Any]) -> ColumnElement[bool]:
@@ -85,12 +103,39 @@ def clarification_rows(messages: Any = task_session_messages) -> ColumnElement[b
     )
 
 
-def in_current_turn(messages: Any = task_session_messages) -> ColumnElement[bool]:
+def in_current_turn(
+    messages: Any = task_session_messages, *, session_id: str | None = None
+) -> ColumnElement[bool]:
+    """The row belongs to its session's current turn.
+
+    With `session_id` (a statement about one session) the current turn is computed once and
+    the rows are found through the turn index. Without it the check is correlated per row, so
+    use it only where the other conditions already narrow the rows to a handful.
+    """
+    if session_id is not None:
+        return and_(
+            messages.c.task_session_id == session_id,
+            messages.c.turn_id == current_turn_id(session_id),
+        )
     owned: ColumnElement[bool] = messages.c.turn_id == current_turn_id(messages.c.task_session_id)
     return owned
 
 
-def pending_in_current_turn(messages: Any = task_session_messages) -> ColumnElement[bool]:
+def current_turns(sessions: ColumnElement[bool]) -> Select[tuple[Any, Any]]:
+    """(session id, current turn id) of every session matching `sessions` (a condition on
+    `task_sessions`). The current turn is computed once per session; callers then find the
+    rows of those turns through the turn index (`turn_id IN (...)`) instead of checking every
+    candidate row against its session's turns."""
+    return select(task_sessions.c.id, current_turn_id(task_sessions.c.id)).where(sessions)
+
+
+def pending_in_current_turn(
+    messages: Any = task_session_messages, *, session_id: str | None = None
+) -> ColumnElement[bool]:
     """Operationally pending: status missing/pending, in the current turn. A missing status in
     an older turn is superseded history, never pending."""
-    return and_(clarification_rows(messages), status_pending(messages), in_current_turn(messages))
+    return and_(
+        clarification_rows(messages),
+        status_pending(messages),
+        in_current_turn(messages, session_id=session_id),
+    )

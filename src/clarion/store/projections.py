@@ -1,50 +1,92 @@
-"""Pending-action projections derived from the repository rule. Imported by the facade only."""
+"""Pending-action projections derived from the repository rule. Imported by the facade only.
+
+Each read first resolves the current turn of every session it looks at (once per session),
+then looks only at the rows of those turns, through the turn index: the cost depends on the
+current turns' rows, not on the length of the sessions' histories.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
-from sqlalchemy import select
+from sqlalchemy import bindparam, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from clarion.domain.models import MessageType, MetaKey, PendingAction
 from clarion.store.predicates import (
     PENDING_STATUSES,
     TERMINAL_STATES,
-    current_turn_id,
+    clarification_rows,
+    current_turns,
     not_parent_question,
-    pending_in_current_turn,
+    status_pending,
 )
 from clarion.store.rows import StoreBase
 from clarion.store.schema import task_session_messages as messages
 from clarion.store.schema import task_sessions
 
+# Bound parameters per IN list: far below every driver's limit.
+CHUNK = 500
 
-async def _sessions_with_pending(conn: AsyncConnection, session_ids: Sequence[str]) -> set[str]:
-    if not session_ids:
-        return set()
-    query = (
-        select(messages.c.task_session_id)
-        .distinct()
-        .where(messages.c.task_session_id.in_(list(session_ids)), pending_in_current_turn())
+_LIVE = task_sessions.c.state.not_in(TERMINAL_STATES)
+_CURRENT_OF_IDS = current_turns(task_sessions.c.id.in_(bindparam("ids", expanding=True)) & _LIVE)
+_CURRENT_OF_TASK = current_turns(
+    (task_sessions.c.task_id == bindparam("task_id")) & _LIVE
+).order_by(task_sessions.c.created_at, task_sessions.c.id)
+_PENDING_IN_TURNS = (
+    select(messages.c.task_session_id, messages.c.turn_id)
+    .distinct()
+    .where(
+        messages.c.turn_id.in_(bindparam("turn_ids", expanding=True)),
+        clarification_rows(),
+        status_pending(),
     )
-    return {str(v) for v in (await conn.execute(query)).scalars()}
+)
+_NEWEST_PERMISSION = (
+    select(messages.c.metadata)
+    .where(
+        messages.c.turn_id == bindparam("turn_id"),
+        messages.c.task_session_id == bindparam("session_id"),
+        messages.c.type == MessageType.PERMISSION_REQUEST.value,
+        not_parent_question(),
+    )
+    .order_by(messages.c.created_at.desc(), messages.c.id.desc())
+    .limit(1)
+)
 
 
-async def _permission_pending(conn: AsyncConnection, session_id: str) -> bool:
+def chunks(values: Sequence[str]) -> Iterable[list[str]]:
+    for start in range(0, len(values), CHUNK):
+        yield list(values[start : start + CHUNK])
+
+
+async def live_current_turns(conn: AsyncConnection, session_ids: Sequence[str]) -> dict[str, str]:
+    """Current turn id per non-terminal session among `session_ids` (sessions without a
+    current turn are left out)."""
+    found: dict[str, str] = {}
+    for part in chunks(session_ids):
+        for session_id, turn_id in await conn.execute(_CURRENT_OF_IDS, {"ids": part}):
+            if turn_id is not None:
+                found[str(session_id)] = str(turn_id)
+    return found
+
+
+async def sessions_with_pending(conn: AsyncConnection, current: dict[str, str]) -> set[str]:
+    """Sessions with a pending clarification row in their current turn (`current`: session
+    id -> current turn id)."""
+    found: set[str] = set()
+    for part in chunks(list(current.values())):
+        for session_id, turn_id in await conn.execute(_PENDING_IN_TURNS, {"turn_ids": part}):
+            # A row counts only in its own session's current turn.
+            if current.get(str(session_id)) == turn_id:
+                found.add(str(session_id))
+    return found
+
+
+async def _permission_pending(conn: AsyncConnection, session_id: str, turn_id: str) -> bool:
     """The newest current-turn permission request decides; older ones are history."""
     row = (
-        await conn.execute(
-            select(messages.c.metadata)
-            .where(
-                messages.c.turn_id == current_turn_id(session_id),
-                messages.c.task_session_id == session_id,
-                messages.c.type == MessageType.PERMISSION_REQUEST.value,
-                not_parent_question(),
-            )
-            .order_by(messages.c.created_at.desc(), messages.c.id.desc())
-            .limit(1)
-        )
+        await conn.execute(_NEWEST_PERMISSION, {"turn_id": turn_id, "session_id": session_id})
     ).first()
     if row is None:
         return False
@@ -59,39 +101,21 @@ class ProjectionQueries(StoreBase):
         if not wanted:
             return result
         async with self._db.read() as conn:
-            live = [
-                str(v)
-                for v in (
-                    await conn.execute(
-                        select(task_sessions.c.id).where(
-                            task_sessions.c.id.in_(wanted),
-                            task_sessions.c.state.not_in(TERMINAL_STATES),
-                        )
-                    )
-                ).scalars()
-            ]
-            clarifying = await _sessions_with_pending(conn, live)
-            for session_id in live:
+            current = await live_current_turns(conn, wanted)
+            clarifying = await sessions_with_pending(conn, current)
+            for session_id, turn_id in current.items():
                 if session_id in clarifying:
                     result[session_id] = PendingAction.CLARIFICATION
-                elif await _permission_pending(conn, session_id):
+                elif await _permission_pending(conn, session_id, turn_id):
                     result[session_id] = PendingAction.PERMISSION
         return result
 
     async def sessions_with_active_clarification(self, task_id: str) -> list[str]:
         async with self._db.read() as conn:
-            live = [
-                str(v)
-                for v in (
-                    await conn.execute(
-                        select(task_sessions.c.id)
-                        .where(
-                            task_sessions.c.task_id == task_id,
-                            task_sessions.c.state.not_in(TERMINAL_STATES),
-                        )
-                        .order_by(task_sessions.c.created_at, task_sessions.c.id)
-                    )
-                ).scalars()
+            ordered = [
+                (str(s), str(t))
+                for s, t in await conn.execute(_CURRENT_OF_TASK, {"task_id": task_id})
+                if t is not None
             ]
-            clarifying = await _sessions_with_pending(conn, live)
-        return [s for s in live if s in clarifying]
+            clarifying = await sessions_with_pending(conn, dict(ordered))
+        return [s for s, _ in ordered if s in clarifying]

@@ -21,19 +21,24 @@ from clarion.domain.models import DISPATCH_KEYS, Message, MetaKey, Turn
 from clarion.ports import IntentRecovery, ReservationRecovery
 from clarion.store.bundles import drop_keys, restore_pending, rewrite, select_rows
 from clarion.store.predicates import (
+    TERMINAL_STATES,
     clarification_rows,
+    current_turns,
     in_current_turn,
-    pending_in_current_turn,
     referenced,
     session_not_terminal,
+    status_pending,
 )
+from clarion.store.projections import chunks
 from clarion.store.rows import StoreBase, to_turn
 from clarion.store.schema import task_session_messages as messages
 from clarion.store.schema import task_session_turns as turns
+from clarion.store.schema import task_sessions
 from clarion.store.sql import flag
 from clarion.store.turns import read_turn
 
 log = logging.getLogger(__name__)
+_LIVE = task_sessions.c.state.not_in(TERMINAL_STATES)
 INTENT = MetaKey.RESPONSE_DELIVERY_PENDING
 
 
@@ -223,15 +228,25 @@ class RecoveryQueries(StoreBase):
         return True
 
     async def list_detachable_bundles(self) -> list[tuple[str, str]]:
-        query = (
-            select(messages.c.task_session_id, messages.c.pending_id)
-            .distinct()
-            .where(
-                pending_in_current_turn(),
-                not_(flag(messages.c.metadata, MetaKey.AGENT_DISCONNECTED)),
-                session_not_terminal(messages.c.task_session_id),
-            )
-            .order_by(messages.c.task_session_id, messages.c.pending_id)
-        )
+        found: set[tuple[str, str]] = set()
         async with self._db.read() as conn:
-            return [(str(s), str(p)) for s, p in await conn.execute(query)]
+            current = {
+                str(sid): str(tid)
+                for sid, tid in await conn.execute(current_turns(_LIVE))
+                if tid is not None
+            }
+            for part in chunks(list(current.values())):
+                query = (
+                    select(messages.c.task_session_id, messages.c.turn_id, messages.c.pending_id)
+                    .distinct()
+                    .where(
+                        messages.c.turn_id.in_(part),
+                        clarification_rows(),
+                        status_pending(),
+                        not_(flag(messages.c.metadata, MetaKey.AGENT_DISCONNECTED)),
+                    )
+                )
+                for session_id, turn_id, pending_id in await conn.execute(query):
+                    if current.get(str(session_id)) == turn_id:
+                        found.add((str(session_id), str(pending_id)))
+        return sorted(found)
