@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import Executable, bindparam, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.sql.elements import ColumnElement
 
@@ -14,8 +14,8 @@ from clarion.domain.models import Bundle, Message, MetaKey
 from clarion.store.predicates import not_parent_question
 from clarion.store.rows import to_message
 from clarion.store.schema import task_session_messages as messages
-from clarion.store.tasks import read_session
-from clarion.store.turns import read_current_turn_id
+from clarion.store.sql import JsonText, UtcDateTime
+from clarion.store.turns import read_session_and_current_turn
 
 MetaChange = Callable[[dict[str, Any]], dict[str, Any]]
 
@@ -26,23 +26,56 @@ def bundle_order(message: Message) -> tuple[int, datetime, str]:
     return rank, message.created_at, message.id
 
 
-async def select_rows(conn: AsyncConnection, *where: ColumnElement[bool]) -> list[Message]:
-    rows = [to_message(row) for row in await conn.execute(select(messages).where(*where))]
+# Built once (statements with bind parameters): building and cache-keying a statement that
+# carries the metadata predicates costs more than executing it.
+_BUNDLE_ROWS = select(messages).where(
+    messages.c.pending_id == bindparam("pending_id"), not_parent_question()
+)
+_BUNDLE_SESSION = (
+    select(messages.c.task_session_id)
+    .where(messages.c.pending_id == bindparam("pending_id"))
+    .limit(1)
+)
+_SET_METADATA = (
+    update(messages)
+    .where(messages.c.id == bindparam("message_id"))
+    .values(metadata=bindparam("new_metadata", type_=JsonText))
+    .returning(*messages.c)
+)
+_SET_METADATA_AND_TIME = (
+    update(messages)
+    .where(messages.c.id == bindparam("message_id"))
+    .values(
+        metadata=bindparam("new_metadata", type_=JsonText),
+        updated_at=bindparam("new_updated_at", type_=UtcDateTime),
+    )
+    .returning(*messages.c)
+)
+
+
+async def select_rows(
+    conn: AsyncConnection,
+    *where: ColumnElement[bool],
+) -> list[Message]:
+    return await run_rows(conn, select(messages).where(*where))
+
+
+async def run_rows(
+    conn: AsyncConnection, query: Executable, params: Mapping[str, Any] | None = None
+) -> list[Message]:
+    """Message rows of `query` (a prebuilt statement with `params`), in bundle order."""
+    rows = [to_message(row) for row in await conn.execute(query, dict(params or {}))]
     return sorted(rows, key=bundle_order)
 
 
 async def bundle_rows(conn: AsyncConnection, pending_id: str) -> list[Message]:
     """Every row carrying the pending id (any type, so malformed bundles are visible), except
     parent questions, which are ignored everywhere."""
-    return await select_rows(conn, messages.c.pending_id == pending_id, not_parent_question())
+    return await run_rows(conn, _BUNDLE_ROWS, {"pending_id": pending_id})
 
 
 async def bundle_session_id(conn: AsyncConnection, pending_id: str) -> str | None:
-    value = (
-        await conn.execute(
-            select(messages.c.task_session_id).where(messages.c.pending_id == pending_id).limit(1)
-        )
-    ).scalar()
+    value = (await conn.execute(_BUNDLE_SESSION, {"pending_id": pending_id})).scalar()
     return None if value is None else str(value)
 
 
@@ -50,13 +83,8 @@ async def read_bundle(conn: AsyncConnection, pending_id: str) -> Bundle | None:
     rows = await bundle_rows(conn, pending_id)
     if not rows:
         return None
-    session = await read_session(conn, rows[0].session_id)
-    return Bundle(
-        pending_id=pending_id,
-        session=session,
-        rows=tuple(rows),
-        current_turn_id=await read_current_turn_id(conn, session.id),
-    )
+    session, current = await read_session_and_current_turn(conn, rows[0].session_id)
+    return Bundle(pending_id=pending_id, session=session, rows=tuple(rows), current_turn_id=current)
 
 
 def is_well_formed(rows: Sequence[Message]) -> bool:
@@ -76,17 +104,16 @@ async def rewrite(
     updated_at (finalizing a claim keeps the claim time as the response time)."""
     changed: list[Message] = []
     for message in rows:
-        values: dict[str, Any] = {"metadata": change(dict(message.metadata))}
-        if now is not None:
-            values["updated_at"] = now
-        row = (
-            await conn.execute(
-                update(messages)
-                .where(messages.c.id == message.id)
-                .values(values)
-                .returning(*messages.c)
-            )
-        ).first()
+        params: dict[str, Any] = {
+            "message_id": message.id,
+            "new_metadata": change(dict(message.metadata)),
+        }
+        if now is None:
+            statement = _SET_METADATA
+        else:
+            statement = _SET_METADATA_AND_TIME
+            params["new_updated_at"] = now
+        row = (await conn.execute(statement, params)).first()
         if row is not None:
             changed.append(to_message(row))
     return tuple(sorted(changed, key=bundle_order))

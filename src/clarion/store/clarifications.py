@@ -12,7 +12,8 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import not_, select
+from sqlalchemy import bindparam, not_, select
+from sqlalchemy.sql.elements import BindParameter
 
 from clarion.domain.errors import Conflict, InvalidInput, NotFound
 from clarion.domain.models import (
@@ -27,6 +28,7 @@ from clarion.domain.models import (
 from clarion.ports import ClaimResult, NewMessage
 from clarion.store.bundles import (
     MetaChange,
+    bundle_order,
     bundle_rows,
     bundle_session_id,
     drop_keys,
@@ -34,7 +36,7 @@ from clarion.store.bundles import (
     read_bundle,
     restore_pending,
     rewrite,
-    select_rows,
+    run_rows,
     set_keys,
 )
 from clarion.store.messages import insert_message, resolve_turn
@@ -47,9 +49,44 @@ from clarion.store.predicates import (
 from clarion.store.rows import StoreBase
 from clarion.store.schema import task_session_messages as messages
 from clarion.store.sql import flag
+from clarion.store.turns import read_session_and_current_turn
 
 log = logging.getLogger(__name__)
 INTENT = MetaKey.RESPONSE_DELIVERY_PENDING
+
+# Built once with bind parameters; see bundles.py for why.
+_SESSION: BindParameter[str] = bindparam("session_id")
+_PENDING_ID: BindParameter[str] = bindparam("pending_id")
+_IDS: BindParameter[list[str]] = bindparam("message_ids", expanding=True)
+_ACTIVE_IDS = (
+    select(messages.c.pending_id)
+    .distinct()
+    .where(pending_in_current_turn(session_id=_SESSION))
+    .order_by(messages.c.pending_id)
+)
+_CLAIMABLE = select(messages).where(
+    messages.c.pending_id == _PENDING_ID,
+    pending_in_current_turn(session_id=_SESSION),
+    session_not_terminal(messages.c.task_session_id),
+)
+_WITH_INTENT = select(messages).where(
+    messages.c.id.in_(_IDS),
+    messages.c.pending_id == _PENDING_ID,
+    flag(messages.c.metadata, INTENT),
+)
+_RESTORABLE = select(messages).where(
+    messages.c.id.in_(_IDS),
+    messages.c.pending_id == _PENDING_ID,
+    clarification_rows(),
+    flag(messages.c.metadata, INTENT),
+    in_current_turn(session_id=_SESSION),
+    session_not_terminal(messages.c.task_session_id),
+)
+_NOT_DETACHED = not_(flag(messages.c.metadata, MetaKey.AGENT_DISCONNECTED))
+_DETACHABLE = select(messages).where(pending_in_current_turn(session_id=_SESSION), _NOT_DETACHED)
+_DETACHABLE_BUNDLE = _DETACHABLE.where(messages.c.pending_id == _PENDING_ID)
+_PENDING_OF_SESSION = select(messages).where(pending_in_current_turn(session_id=_SESSION))
+_PENDING_OF_BUNDLE = _PENDING_OF_SESSION.where(messages.c.pending_id == _PENDING_ID)
 
 
 class ClarificationQueries(StoreBase):
@@ -78,14 +115,9 @@ class ClarificationQueries(StoreBase):
             return await read_bundle(conn, pending_id)
 
     async def list_active_bundle_ids(self, session_id: str) -> list[str]:
-        query = (
-            select(messages.c.pending_id)
-            .distinct()
-            .where(pending_in_current_turn(session_id=session_id))
-            .order_by(messages.c.pending_id)
-        )
         async with self._db.read() as conn:
-            return [str(value) for value in (await conn.execute(query)).scalars()]
+            result = await conn.execute(_ACTIVE_IDS, {"session_id": session_id})
+            return [str(value) for value in result.scalars()]
 
     async def claim_response(
         self, response: ClarificationResponse, *, now: datetime
@@ -97,13 +129,11 @@ class ClarificationQueries(StoreBase):
                 raise NotFound("clarification not found", pending_id=pending_id)
             await self._db.lock_session(conn, session_id)
             claimed: tuple[Message, ...] = ()
+            rows = await bundle_rows(conn, pending_id)
             # A bundle spanning sessions, turns or types has no single owner: claim nothing.
-            if is_well_formed(await bundle_rows(conn, pending_id)):
-                pending = await select_rows(
-                    conn,
-                    messages.c.pending_id == pending_id,
-                    pending_in_current_turn(session_id=session_id),
-                    session_not_terminal(messages.c.task_session_id),
+            if is_well_formed(rows):
+                pending = await run_rows(
+                    conn, _CLAIMABLE, {"pending_id": pending_id, "session_id": session_id}
                 )
                 answers = {a.question_id: a for a in response.answers}
                 taken: list[Message] = []
@@ -111,8 +141,16 @@ class ClarificationQueries(StoreBase):
                     change = _claim_change(row, response, answers)
                     taken.extend(await rewrite(conn, [row], change, now=now))
                 claimed = tuple(taken)
-            bundle = await read_bundle(conn, pending_id)
-        assert bundle is not None  # the rows cannot vanish inside the transaction
+            # The bundle as it now stands: the rows read above with the claimed ones replaced
+            # (nothing else in it can change under the session lock), so no second read.
+            updated = {row.id: row for row in claimed}
+            session, current = await read_session_and_current_turn(conn, session_id)
+            bundle = Bundle(
+                pending_id=pending_id,
+                session=session,
+                rows=tuple(sorted((updated.get(r.id, r) for r in rows), key=bundle_order)),
+                current_turn_id=current,
+            )
         log.info(
             "clarification response claimed" if claimed else "clarification claim did not apply",
             extra={
@@ -132,11 +170,8 @@ class ClarificationQueries(StoreBase):
             if session_id is None or not wanted:
                 return False
             await self._db.lock_session(conn, session_id)
-            rows = await select_rows(
-                conn,
-                messages.c.id.in_(sorted(wanted)),
-                messages.c.pending_id == pending_id,
-                flag(messages.c.metadata, INTENT),
+            rows = await run_rows(
+                conn, _WITH_INTENT, {"message_ids": sorted(wanted), "pending_id": pending_id}
             )
             if len(rows) != len(wanted):
                 return False
@@ -151,14 +186,10 @@ class ClarificationQueries(StoreBase):
             if session_id is None or not wanted:
                 return False
             await self._db.lock_session(conn, session_id)
-            rows = await select_rows(
+            rows = await run_rows(
                 conn,
-                messages.c.id.in_(sorted(wanted)),
-                messages.c.pending_id == pending_id,
-                clarification_rows(),
-                flag(messages.c.metadata, INTENT),
-                in_current_turn(session_id=session_id),
-                session_not_terminal(messages.c.task_session_id),
+                _RESTORABLE,
+                {"message_ids": sorted(wanted), "pending_id": pending_id, "session_id": session_id},
             )
             if len(rows) != len(wanted):
                 return False
@@ -169,15 +200,12 @@ class ClarificationQueries(StoreBase):
     async def detach_bundles(
         self, session_id: str, *, pending_id: str | None = None
     ) -> tuple[Message, ...]:
-        where = [
-            pending_in_current_turn(session_id=session_id),
-            not_(flag(messages.c.metadata, MetaKey.AGENT_DISCONNECTED)),
-        ]
+        query, params = _DETACHABLE, {"session_id": session_id}
         if pending_id is not None:
-            where.append(messages.c.pending_id == pending_id)
+            query, params = _DETACHABLE_BUNDLE, {**params, "pending_id": pending_id}
         async with self._db.write() as conn:
             await self._db.lock_session(conn, session_id)
-            rows = await select_rows(conn, *where)
+            rows = await run_rows(conn, query, params)
             changed = await rewrite(
                 conn, rows, set_keys(**{MetaKey.AGENT_DISCONNECTED: True}), now=self._clock.now()
             )
@@ -194,7 +222,7 @@ class ClarificationQueries(StoreBase):
         )
         async with self._db.write() as conn:
             await self._db.lock_session(conn, session_id)
-            rows = await select_rows(conn, pending_in_current_turn(session_id=session_id))
+            rows = await run_rows(conn, _PENDING_OF_SESSION, {"session_id": session_id})
             changed = await rewrite(conn, rows, change, now=self._clock.now())
         if changed:
             log.info("clarification bundles expired", extra={"session_id": session_id})
@@ -208,10 +236,8 @@ class ClarificationQueries(StoreBase):
             if session_id is None:
                 return ()
             await self._db.lock_session(conn, session_id)
-            rows = await select_rows(
-                conn,
-                messages.c.pending_id == pending_id,
-                pending_in_current_turn(session_id=session_id),
+            rows = await run_rows(
+                conn, _PENDING_OF_BUNDLE, {"pending_id": pending_id, "session_id": session_id}
             )
             changed = await rewrite(conn, rows, change, now=self._clock.now())
         if changed:

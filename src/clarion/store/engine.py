@@ -17,7 +17,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import event, select, text
+from sqlalchemy import bindparam, event, select, text
 from sqlalchemy.engine import Connection, make_url
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
@@ -46,13 +46,17 @@ def open_engine(url: str) -> AsyncEngine:
     target = make_url(async_url(url))
     if target.get_backend_name() == "sqlite":
         return _sqlite_engine(target.render_as_string(hide_password=False), target.database)
-    return create_async_engine(target, pool_pre_ping=True)
+    return create_async_engine(target, pool_pre_ping=True, pool_reset_on_return=None)
 
 
 def _sqlite_engine(url: str, database: str | None) -> AsyncEngine:
     if database and database != ":memory:" and not database.startswith("file:"):
         Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
-    engine = create_async_engine(url, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000})
+    engine = create_async_engine(
+        url,
+        connect_args={"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000},
+        pool_reset_on_return=None,
+    )
 
     @event.listens_for(engine.sync_engine, "connect")
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:
@@ -75,41 +79,57 @@ def _sqlite_engine(url: str, database: str | None) -> AsyncEngine:
     return engine
 
 
+_LOCK_KEY = text("SELECT pg_advisory_xact_lock(hashtextextended(:key, 0))")
+_LOCK_SESSION_ROW = (
+    select(task_sessions.c.id)
+    .where(task_sessions.c.id == bindparam("session_id"))
+    .with_for_update()
+)
+
+
 class Db:
-    """Transactions with the discipline above. One per store; shares the engine's pool."""
+    """Transactions with the discipline above. One per store; shares the engine's pool.
+
+    Every use of a pooled connection goes through `read()` or `write()`, whose transaction
+    always ends in COMMIT or ROLLBACK, so the engines skip the pool's reset-on-return
+    rollback (one more driver round trip per call).
+
+    The read and write flavours are engine copies carrying their execution options, made once:
+    a transaction then costs a pool checkout and BEGIN/COMMIT, with no per-call option setup.
+    """
 
     def __init__(self, engine: AsyncEngine) -> None:
         self.engine = engine
         self.is_postgres = engine.dialect.name == "postgresql"
+        self._writer = engine.execution_options(**{_WRITE_OPTION: True})
+        self._reader = (
+            engine.execution_options(isolation_level="REPEATABLE READ")
+            if self.is_postgres
+            else engine
+        )
 
     @asynccontextmanager
     async def read(self) -> AsyncIterator[AsyncConnection]:
         """A read-only transaction over one consistent snapshot; never waits on a writer."""
-        async with self.engine.connect() as conn:
-            if self.is_postgres:
-                await conn.execution_options(isolation_level="REPEATABLE READ")
-            async with conn.begin():
-                yield conn
+        async with self._reader.connect() as conn, conn.begin():
+            yield conn
 
     @asynccontextmanager
     async def write(self) -> AsyncIterator[AsyncConnection]:
         """A write transaction; on SQLite it holds the database write lock from its start."""
-        async with self.engine.connect() as conn:
-            await conn.execution_options(**{_WRITE_OPTION: True})
-            async with conn.begin():
-                yield conn
+        async with self._writer.connect() as conn, conn.begin():
+            yield conn
 
     async def lock_key(self, conn: AsyncConnection, key: str) -> None:
         """Serialize writers on `key` until the transaction ends (SQLite already is serial)."""
         if self.is_postgres:
-            await conn.execute(
-                text("SELECT pg_advisory_xact_lock(hashtextextended(:key, 0))"), {"key": key}
-            )
+            await conn.execute(_LOCK_KEY, {"key": key})
 
     async def lock_session(self, conn: AsyncConnection, session_id: str) -> None:
-        """Serialize every write to one session's turns and clarification rows."""
-        await self.lock_key(conn, "task-session-turn:" + session_id)
-        # FOR UPDATE is dropped by the SQLite compiler; there BEGIN IMMEDIATE already holds.
-        await conn.execute(
-            select(task_sessions.c.id).where(task_sessions.c.id == session_id).with_for_update()
-        )
+        """Serialize every write to one session's turns and clarification rows.
+
+        On SQLite `BEGIN IMMEDIATE` already holds the only write lock, so there is nothing to
+        take (and no statement to spend)."""
+        if self.is_postgres:
+            await self.lock_key(conn, "task-session-turn:" + session_id)
+            await conn.execute(_LOCK_SESSION_ROW, {"session_id": session_id})

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import and_, delete, func, insert, or_, select, update
+from sqlalchemy import and_, bindparam, delete, func, insert, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from clarion.domain.errors import Conflict, NotFound
@@ -17,11 +17,14 @@ from clarion.store.rows import StoreBase, to_message
 from clarion.store.schema import task_session_messages as messages
 from clarion.store.schema import task_session_turns as turns
 from clarion.store.tasks import read_session
-from clarion.store.turns import read_current_turn_id, read_turn
+from clarion.store.turns import read_session_and_current_turn, read_turn
+
+_MESSAGE_BY_ID = select(messages).where(messages.c.id == bindparam("message_id"))
+_INSERT_MESSAGE = insert(messages)
 
 
 async def read_message(conn: AsyncConnection, message_id: str) -> Message | None:
-    row = (await conn.execute(select(messages).where(messages.c.id == message_id))).first()
+    row = (await conn.execute(_MESSAGE_BY_ID, {"message_id": message_id})).first()
     return None if row is None else to_message(row)
 
 
@@ -60,7 +63,7 @@ async def insert_message(
         "created_at": now,
         "updated_at": now,
     }
-    await conn.execute(insert(messages).values(values))
+    await conn.execute(_INSERT_MESSAGE, values)
     return message
 
 
@@ -69,12 +72,12 @@ async def resolve_turn(
 ) -> tuple[str, str]:
     """(task_id, turn_id) for a new row: the given turn (which must be the session's) or the
     current turn."""
-    session = await read_session(conn, session_id)
     if turn_id is None:
-        turn_id = await read_current_turn_id(conn, session_id)
-        if turn_id is None:
+        session, current = await read_session_and_current_turn(conn, session_id)
+        if current is None:
             raise Conflict("session has no current turn", session_id=session_id)
-        return session.task_id, turn_id
+        return session.task_id, current
+    session = await read_session(conn, session_id)
     turn = await read_turn(conn, turn_id)
     if turn is None or turn.session_id != session_id:
         raise NotFound("turn not found", session_id=session_id, turn_id=turn_id)

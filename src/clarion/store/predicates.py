@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from sqlalchemy import Select, and_, exists, func, not_, or_, select
-from sqlalchemy.sql.elements import ColumnElement
+from sqlalchemy.sql.elements import BindParameter, ColumnElement
 
 from clarion.domain.models import (
     TERMINAL_SESSION_STATES,
@@ -104,7 +104,7 @@ def clarification_rows(messages: Any = task_session_messages) -> ColumnElement[b
 
 
 def in_current_turn(
-    messages: Any = task_session_messages, *, session_id: str | None = None
+    messages: Any = task_session_messages, *, session_id: str | BindParameter[Any] | None = None
 ) -> ColumnElement[bool]:
     """The row belongs to its session's current turn.
 
@@ -130,7 +130,7 @@ def current_turns(sessions: ColumnElement[bool]) -> Select[tuple[Any, Any]]:
 
 
 def pending_in_current_turn(
-    messages: Any = task_session_messages, *, session_id: str | None = None
+    messages: Any = task_session_messages, *, session_id: str | BindParameter[Any] | None = None
 ) -> ColumnElement[bool]:
     """Operationally pending: status missing/pending, in the current turn. A missing status in
     an older turn is superseded history, never pending."""

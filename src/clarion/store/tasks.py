@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from sqlalchemy import insert, select, update
+from sqlalchemy import bindparam, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from clarion.domain.errors import NotFound
@@ -23,9 +23,11 @@ from clarion.store.schema import task_sessions, tasks, workspaces
 NON_TERMINAL = tuple(s for s in SessionState if s not in TERMINAL_SESSION_STATES)
 
 
+_SESSION_BY_ID = select(task_sessions).where(task_sessions.c.id == bindparam("session_id"))
+
+
 async def read_session(conn: AsyncConnection, session_id: str) -> Session:
-    query = select(task_sessions).where(task_sessions.c.id == session_id)
-    row = (await conn.execute(query)).first()
+    row = (await conn.execute(_SESSION_BY_ID, {"session_id": session_id})).first()
     if row is None:
         raise NotFound("session not found", session_id=session_id)
     return to_session(row)

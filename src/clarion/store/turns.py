@@ -9,29 +9,49 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from sqlalchemy import and_, insert, not_, or_, select, update
+from sqlalchemy import and_, bindparam, insert, not_, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from clarion.domain.errors import NotFound
 from clarion.domain.ids import new_id
-from clarion.domain.models import DISPATCH_KEYS, MetaKey, Turn
+from clarion.domain.models import DISPATCH_KEYS, MetaKey, Session, Turn
 from clarion.store.predicates import authoritative, current_turn_id, referenced
-from clarion.store.rows import StoreBase, to_turn
+from clarion.store.rows import StoreBase, to_session, to_turn
 from clarion.store.schema import task_session_turns as turns
+from clarion.store.schema import task_sessions
 from clarion.store.sql import flag
 from clarion.store.tasks import read_session
 
 log = logging.getLogger(__name__)
 
 
+# Built once: composing the current-turn expression costs more than running it.
+_TURN_BY_ID = select(turns).where(turns.c.id == bindparam("turn_id"))
+_CURRENT_TURN_ID = select(current_turn_id(bindparam("session_id")))
+_SESSION_WITH_CURRENT_TURN = select(
+    task_sessions, current_turn_id(task_sessions.c.id).label("current_turn_id")
+).where(task_sessions.c.id == bindparam("session_id"))
+
+
 async def read_turn(conn: AsyncConnection, turn_id: str) -> Turn | None:
-    row = (await conn.execute(select(turns).where(turns.c.id == turn_id))).first()
+    row = (await conn.execute(_TURN_BY_ID, {"turn_id": turn_id})).first()
     return None if row is None else to_turn(row)
 
 
 async def read_current_turn_id(conn: AsyncConnection, session_id: str) -> str | None:
-    value = (await conn.execute(select(current_turn_id(session_id)))).scalar()
+    value = (await conn.execute(_CURRENT_TURN_ID, {"session_id": session_id})).scalar()
     return None if value is None else str(value)
+
+
+async def read_session_and_current_turn(
+    conn: AsyncConnection, session_id: str
+) -> tuple[Session, str | None]:
+    """The session (NotFound if missing) and its current turn id, in one statement."""
+    row = (await conn.execute(_SESSION_WITH_CURRENT_TURN, {"session_id": session_id})).first()
+    if row is None:
+        raise NotFound("session not found", session_id=session_id)
+    current = row.current_turn_id
+    return to_session(row), None if current is None else str(current)
 
 
 def strip_private(metadata: Mapping[str, Any]) -> dict[str, Any]:
