@@ -88,6 +88,7 @@ class App:
     store: Store
     runtime: AgentRuntime
     bus: Bus
+    waiters: LiveWaiters
 
 
 RuntimeFactory = Callable[
@@ -221,6 +222,7 @@ async def build(
                 store=store,
                 runtime=runtime,
                 bus=bus,
+                waiters=waiters,
             )
         finally:
             watchdogs.cancel_all()

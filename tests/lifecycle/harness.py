@@ -141,24 +141,30 @@ class Lifecycle:
     async def ask(
         self, session_id: str, arguments: object = ASK_DB
     ) -> tuple[asyncio.Task[str], str]:
-        """Start the agent's tool call; returns it (still waiting) and the bundle's pending id."""
-        before = set(await self.store.list_active_bundle_ids(session_id))
+        """Start the agent's tool call; returns it (still waiting) and the bundle's pending id
+        once its rows are committed and its live waiter is registered."""
+        before = {w.pending_id for w in self.app.waiters.for_session(session_id)}
+        added = len(self.events_of("session.message.added"))
 
         async def progress(_: str) -> None:
             return None
 
         call = asyncio.create_task(self.app.services.asker.ask(session_id, arguments, progress))
 
-        async def new_bundle() -> str:
+        async def asked() -> str:
+            # The asker publishes the rows' `added` events after committing them.
             while True:
                 if call.done():
                     call.result()
-                fresh = set(await self.store.list_active_bundle_ids(session_id)) - before
-                if fresh:
+                fresh = {w.pending_id for w in self.app.waiters.for_session(session_id)} - before
+                if fresh and any(
+                    e.payload.get("metadata", {}).get("pending_id") in fresh
+                    for e in self.events_of("session.message.added")[added:]
+                ):
                     return fresh.pop()
-                await asyncio.sleep(0.005)
+                await asyncio.sleep(0.001)
 
-        return call, await asyncio.wait_for(new_bundle(), 5)
+        return call, await asyncio.wait_for(asked(), 10)
 
     async def bundle(self, pending_id: str) -> Bundle:
         bundle = await self.store.find_bundle(pending_id)

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import asyncio
 
-from tests.lifecycle.harness import Lifecycle, answer_db
+from clarion.ports import Store
+from tests.lifecycle.harness import FailingStore, Lifecycle, answer_db, running_lifecycle
 
 RESUME = "You previously asked the user:"
 
@@ -65,14 +66,29 @@ async def test_silent_agent_gets_the_answer_again_as_one_replacement_prompt(
     assert len(life.runtime.prompts) == 2, "handed off exactly once"
 
 
-async def test_successor_turn_prevents_the_stale_hand_off(life: Lifecycle) -> None:
-    session_id, _ = await answered_live(life)
+async def test_successor_turn_prevents_the_stale_hand_off(store_url: str) -> None:
+    holder: dict[str, FailingStore] = {}
 
-    await life.store.create_turn(session_id)  # newer work became current
-    await asyncio.sleep(0.5)
+    def wrap(store: Store) -> Store:
+        holder["store"] = FailingStore(store)
+        return holder["store"]  # type: ignore[return-value]
 
-    assert life.runtime.cancels == []
-    assert len(life.runtime.prompts) == 1
+    async with running_lifecycle(store_url, store_wrapper=wrap) as life:
+        _, session_id = await life.start_session()
+        call, pending_id = await life.ask(session_id)
+
+        async def newer_work() -> None:
+            # Newer work becomes current right as the answer is confirmed, before the
+            # watchdog can fire.
+            await life.store.create_turn(session_id)
+
+        holder["store"].after["confirm_delivery"] = newer_work
+        await life.app.services.resolver.respond(pending_id, answer_db())
+        await asyncio.wait_for(call, 5)
+        await asyncio.sleep(0.5)
+
+        assert life.runtime.cancels == []
+        assert len(life.runtime.prompts) == 1
 
 
 async def test_own_cancellation_acknowledgement_does_not_cancel_recovery(
