@@ -268,6 +268,28 @@ class Store(Protocol):
         """(session_id, pending_id) of current-turn pending bundles not yet detached."""
         ...
 
+    async def detach_all_bundles(self) -> tuple[Message, ...]:
+        """`detach_bundles` for every bundle `list_detachable_bundles` lists, in one
+        transaction. Returns the rows it changed (so a repeat returns ())."""
+        ...
+
+    async def complete_open_turns(
+        self, *, metadata_patch: Mapping[str, Any] | None = None
+    ) -> list[Turn]:
+        """`complete_turn` for every turn `list_open_turns` lists, in one transaction.
+        Returns the turns as completed."""
+        ...
+
+    async def transition_sessions(
+        self,
+        session_ids: Sequence[str],
+        to: SessionState,
+        *,
+        allowed_from: Sequence[SessionState] | None = None,
+    ) -> list[str]:
+        """`transition_session` for many sessions in one transaction; the ids that moved."""
+        ...
+
 
 # --------------------------------------------------------------------------- bus
 

@@ -66,7 +66,7 @@ async def test_migration_two_adds_the_access_tables_to_a_version_one_database(
             tables = await conn.run_sync(lambda c: set(inspect(c).get_table_names()))
         assert "api_tokens" not in tables
 
-        assert await migrate(engine) == 2
+        assert await migrate(engine) >= 2  # later migrations apply too
         async with engine.connect() as conn:
             tables = await conn.run_sync(lambda c: set(inspect(c).get_table_names()))
             names = (await conn.execute(select(workspaces.c.name))).scalars().all()

@@ -9,13 +9,15 @@ failure aborts startup: nothing may supersede an unrecovered claim.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from clarion import failpoints
-from clarion.domain.models import SessionState
-from clarion.ports import Store
+from clarion.domain.models import Message, MetaKey, SessionState
+from clarion.domain.wire import message_wire
+from clarion.ports import Event, Store
 from clarion.projection.events import EventPublisher
-from clarion.projection.pending import PendingProjector
+from clarion.projection.pending import PendingProjector, Projection
 
 log = logging.getLogger(__name__)
 
@@ -81,24 +83,25 @@ class StartupRecovery:
                 extra={"session_id": turn.session_id, "turn_id": turn.id},
             )
 
-        detached = 0
-        for session_id, pending_id in await self._store.list_detachable_bundles():
-            changed = await self._store.detach_bundles(session_id, pending_id=pending_id)
-            detached += bool(changed)
+        # Set-based: one transaction for every orphaned bundle, one projection read for every
+        # affected session, one summary refresh per task (not one of each per row).
+        changed = await self._store.detach_all_bundles()
+        bundles = sorted({(m.session_id, _pending_id(m)) for m in changed})
+        for session_id, pending_id in bundles:
             log.info(
                 "startup: bundle lost its waiter; detached",
                 extra={"session_id": session_id, "pending_id": pending_id},
             )
-            await self._publisher.messages("updated", changed)
+        await self._publish_updated(changed)
+        detached = len(bundles)
 
-        open_turns = await self._store.list_open_turns()
+        open_turns = await self._store.complete_open_turns(metadata_patch={"interrupted": True})
         for turn in open_turns:
-            if await self._store.complete_turn(turn.id, metadata_patch={"interrupted": True}):
-                log.info(
-                    "startup: open turn completed as interrupted",
-                    extra={"session_id": turn.session_id, "turn_id": turn.id},
-                )
-                await self._publisher.turn_quietly("completed", await self._store.get_turn(turn.id))
+            log.info(
+                "startup: open turn completed as interrupted",
+                extra={"session_id": turn.session_id, "turn_id": turn.id},
+            )
+            await self._publisher.turn_quietly("completed", turn)
         await self._settle_sessions()
 
         report = RecoveryReport(
@@ -114,11 +117,52 @@ class StartupRecovery:
         log.info("startup recovery finished", extra={"report": report})
         return report
 
+    async def _publish_updated(self, changed: Sequence[Message]) -> None:
+        """`session.message.updated` for each changed row, as EventPublisher.messages would
+        publish it, but with one projection read for all sessions and one summary refresh
+        per task."""
+        if not changed:
+            return
+        sessions = sorted({m.session_id for m in changed})
+        projections: dict[str, Projection] = {}
+        try:
+            projections = await self._projector.project(sessions)
+        except Exception:
+            log.exception("pending projection failed; events carry no pending_action")
+        for message in changed:
+            payload = message_wire(message)
+            projection = projections.get(message.session_id)
+            if projection is not None:
+                action = projection.pending_action
+                payload["pending_action"] = None if action is None else str(action)
+                payload["pending_action_revision"] = projection.revision.as_wire()
+            await self._publisher.raw(
+                Event(
+                    type="session.message.updated",
+                    task_id=message.task_id,
+                    session_id=message.session_id,
+                    payload=payload,
+                )
+            )
+        if projections:
+            for task_id in sorted({m.task_id for m in changed}):
+                await self._publisher.refresh_summary(task_id)
+
     async def _settle_sessions(self) -> None:
         """No agent survives a restart: running sessions wait for input or sit idle."""
         live = [SessionState.STARTING, SessionState.RUNNING, SessionState.WAITING_FOR_INPUT]
-        for session in await self._store.list_sessions_in_states(live):
-            active = await self._store.list_active_bundle_ids(session.id)
-            target = SessionState.WAITING_FOR_INPUT if active else SessionState.IDLE
+        sessions = await self._store.list_sessions_in_states(live)
+        active: set[str] = set()
+        for task_id in sorted({s.task_id for s in sessions}):
+            active.update(await self._store.sessions_with_active_clarification(task_id))
+        targets: dict[SessionState, list[str]] = {}
+        for session in sessions:
+            target = SessionState.WAITING_FOR_INPUT if session.id in active else SessionState.IDLE
             if target is not session.state:
-                await self._store.transition_session(session.id, target)
+                targets.setdefault(target, []).append(session.id)
+        for target, ids in targets.items():
+            await self._store.transition_sessions(ids, target)
+
+
+def _pending_id(message: Message) -> str:
+    return str(message.metadata.get(MetaKey.PENDING_ID, ""))

@@ -12,7 +12,7 @@ under REPEATABLE READ so a multi-statement read sees one snapshot.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -86,6 +86,18 @@ _LOCK_SESSION_ROW = (
     .with_for_update()
 )
 
+# Keys locked one after the other in array order (WITH ORDINALITY keeps it explicit).
+_LOCK_KEYS = text(
+    "SELECT pg_advisory_xact_lock(hashtextextended(k.key, 0)) "
+    "FROM unnest(CAST(:keys AS text[])) WITH ORDINALITY AS k(key, n) ORDER BY k.n"
+)
+_LOCK_SESSION_ROWS = (
+    select(task_sessions.c.id)
+    .where(task_sessions.c.id.in_(bindparam("session_ids", expanding=True)))
+    .order_by(task_sessions.c.id)
+    .with_for_update()
+)
+
 
 class Db:
     """Transactions with the discipline above. One per store; shares the engine's pool.
@@ -133,3 +145,12 @@ class Db:
         if self.is_postgres:
             await self.lock_key(conn, "task-session-turn:" + session_id)
             await conn.execute(_LOCK_SESSION_ROW, {"session_id": session_id})
+
+    async def lock_sessions(self, conn: AsyncConnection, session_ids: Sequence[str]) -> None:
+        """`lock_session` for many sessions, in id order (so two callers cannot deadlock),
+        with two statements in all rather than two per session."""
+        if not self.is_postgres or not session_ids:
+            return
+        ordered = sorted(set(session_ids))
+        await conn.execute(_LOCK_KEYS, {"keys": ["task-session-turn:" + s for s in ordered]})
+        await conn.execute(_LOCK_SESSION_ROWS, {"session_ids": ordered})

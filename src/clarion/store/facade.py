@@ -25,6 +25,7 @@ from clarion.store.migrations import migrate
 from clarion.store.projections import ProjectionQueries
 from clarion.store.recovery import RecoveryQueries
 from clarion.store.reservations import ReservationQueries
+from clarion.store.startup import StartupQueries
 from clarion.store.summaries import SummaryQueries
 from clarion.store.tasks import TaskQueries
 from clarion.store.turns import TurnQueries
@@ -69,6 +70,7 @@ class SqlStore(
     SummaryQueries,
     MetaQueries,
     RecoveryQueries,
+    StartupQueries,
     AuthQueries,
 ):
     """Every method is one transaction. Writes that touch a session's turns or clarification

@@ -13,13 +13,14 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import delete, not_, select, update
+from sqlalchemy import bindparam, delete, not_, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy.sql.elements import BindParameter
 
 from clarion.domain.flags import is_truthy as truthy
 from clarion.domain.models import DISPATCH_KEYS, Message, MetaKey, Turn
 from clarion.ports import IntentRecovery, ReservationRecovery
-from clarion.store.bundles import drop_keys, restore_pending, rewrite, select_rows
+from clarion.store.bundles import drop_keys, restore_pending, rewrite, run_rows, select_rows
 from clarion.store.predicates import (
     TERMINAL_STATES,
     clarification_rows,
@@ -34,7 +35,7 @@ from clarion.store.rows import StoreBase, to_turn
 from clarion.store.schema import task_session_messages as messages
 from clarion.store.schema import task_session_turns as turns
 from clarion.store.schema import task_sessions
-from clarion.store.sql import flag
+from clarion.store.sql import JsonText, UtcDateTime, flag
 from clarion.store.turns import read_turn
 
 log = logging.getLogger(__name__)
@@ -82,26 +83,40 @@ async def _reservations(conn: AsyncConnection) -> list[Turn]:
     return [to_turn(row) for row in await conn.execute(query)]
 
 
-async def _claimed_rows(conn: AsyncConnection, pending_id: str, ids: Any) -> list[Message]:
-    return await select_rows(
-        conn,
-        messages.c.id.in_(list(ids)),
-        messages.c.pending_id == pending_id,
-        flag(messages.c.metadata, INTENT),
+# Built once with bind parameters: startup runs them once per reservation or bundle.
+_IDS: BindParameter[list[str]] = bindparam("message_ids", expanding=True)
+_CLAIMED = select(messages).where(
+    messages.c.id.in_(_IDS),
+    messages.c.pending_id == bindparam("pending_id"),
+    flag(messages.c.metadata, INTENT),
+)
+_STILL_CURRENT = select(messages).where(
+    messages.c.id.in_(_IDS),
+    clarification_rows(),
+    in_current_turn(),
+    session_not_terminal(messages.c.task_session_id),
+)
+_IS_REFERENCED = select(referenced(turns.c.id)).where(turns.c.id == bindparam("turn_id"))
+_DELETE_TURN = delete(turns).where(turns.c.id == bindparam("turn_id"))
+_SET_TURN_METADATA = (
+    update(turns)
+    .where(turns.c.id == bindparam("turn_id"))
+    .values(
+        metadata=bindparam("new_metadata", type_=JsonText),
+        updated_at=bindparam("new_updated_at", type_=UtcDateTime),
     )
+)
+
+
+async def _claimed_rows(conn: AsyncConnection, pending_id: str, ids: Any) -> list[Message]:
+    return await run_rows(conn, _CLAIMED, {"message_ids": list(ids), "pending_id": pending_id})
 
 
 async def _restore_or_retire(conn: AsyncConnection, rows: list[Message], now: Any) -> bool:
     """Restore the claim if every row is still current in a live session; otherwise retire
     the intent and keep the terminal history. Returns whether it restored."""
     ids = [m.id for m in rows]
-    current = await select_rows(
-        conn,
-        messages.c.id.in_(ids),
-        clarification_rows(),
-        in_current_turn(),
-        session_not_terminal(messages.c.task_session_id),
-    )
+    current = await run_rows(conn, _STILL_CURRENT, {"message_ids": ids})
     if rows and len(current) == len(rows):
         await rewrite(conn, rows, restore_pending, now=now)
         return True
@@ -115,8 +130,7 @@ class RecoveryQueries(StoreBase):
         async with self._db.write() as conn:
             await self._db.lock_key(conn, "clarion-startup-recovery")
             plans = [_plan(turn) for turn in await _reservations(conn)]
-            for session_id in sorted({p.turn.session_id for p in plans}):
-                await self._db.lock_session(conn, session_id)
+            await self._db.lock_sessions(conn, [p.turn.session_id for p in plans])
             for plan in plans:
                 decisions.append(await self._reconcile_one(conn, plan))
         for decision in decisions:
@@ -133,11 +147,7 @@ class RecoveryQueries(StoreBase):
 
     async def _reconcile_one(self, conn: AsyncConnection, plan: _Plan) -> ReservationRecovery:
         turn = plan.turn
-        is_referenced = bool(
-            (
-                await conn.execute(select(referenced(turns.c.id)).where(turns.c.id == turn.id))
-            ).scalar()
-        )
+        is_referenced = bool((await conn.execute(_IS_REFERENCED, {"turn_id": turn.id})).scalar())
         kept = is_referenced or truthy(turn.metadata.get(MetaKey.PROMPT_DISPATCH_ATTEMPTED))
         rows = await _claimed_rows(conn, plan.pending_id, plan.message_ids)
         now = self._clock.now()
@@ -148,10 +158,11 @@ class RecoveryQueries(StoreBase):
             meta = drop_keys(*DISPATCH_KEYS)(dict(turn.metadata))
             meta[MetaKey.PROMPT_DISPATCH_START_EVENT_PENDING] = True
             await conn.execute(
-                update(turns).where(turns.c.id == turn.id).values(metadata=meta, updated_at=now)
+                _SET_TURN_METADATA,
+                {"turn_id": turn.id, "new_metadata": meta, "new_updated_at": now},
             )
         else:
-            await conn.execute(delete(turns).where(turns.c.id == turn.id))
+            await conn.execute(_DELETE_TURN, {"turn_id": turn.id})
             await _restore_or_retire(conn, rows, now)
         return ReservationRecovery(
             turn_id=turn.id,
@@ -177,8 +188,9 @@ class RecoveryQueries(StoreBase):
             for row in intents:
                 if row.id not in owned:
                     bundles[str(row.metadata.get(MetaKey.PENDING_ID, ""))].append(row)
-            for session_id in sorted({r.session_id for rows in bundles.values() for r in rows}):
-                await self._db.lock_session(conn, session_id)
+            await self._db.lock_sessions(
+                conn, [r.session_id for rows in bundles.values() for r in rows]
+            )
             now = self._clock.now()
             for pending_id, rows in sorted(bundles.items()):
                 restored = await _restore_or_retire(conn, rows, now)

@@ -1,0 +1,103 @@
+"""Store contract: the set-based startup steps and migration 3."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from sqlalchemy import Connection, insert, inspect
+
+from clarion.domain.models import MetaKey, SessionState
+from clarion.store import migrate, open_engine
+from clarion.store.migrations import LATEST_VERSION, MIGRATIONS, schema_version
+
+from .conftest import World
+
+
+async def test_detach_all_bundles_changes_exactly_the_listed_bundles_once(world: World) -> None:
+    first = await world.session()
+    second = await world.session()
+    old = await world.turn(first)
+    await world.bundle(first, pending_id="superseded", turn_id=old.id)
+    await world.turn(first)
+    await world.bundle(first, pending_id="a")
+    await world.turn(second)
+    await world.bundle(second, ("x", "y"), pending_id="b")
+    ended = await world.session()
+    await world.turn(ended)
+    await world.bundle(ended, pending_id="ended")
+    await world.store.transition_session(ended.id, SessionState.COMPLETED)
+
+    listed = await world.store.list_detachable_bundles()
+    changed = await world.store.detach_all_bundles()
+
+    assert sorted({(m.session_id, m.metadata["pending_id"]) for m in changed}) == listed
+    assert {m.metadata["pending_id"] for m in changed} == {"a", "b"}
+    assert all(m.metadata[MetaKey.AGENT_DISCONNECTED] is True for m in changed)
+    stored = await world.store.get_message(changed[0].id)
+    assert stored.metadata == changed[0].metadata and stored.updated_at == changed[0].updated_at
+    assert await world.store.list_detachable_bundles() == []
+    assert await world.store.detach_all_bundles() == ()
+
+
+async def test_complete_open_turns_interrupts_open_authoritative_turns_only(
+    world: World,
+) -> None:
+    session = await world.session()
+    source = await world.turn(session)
+    await world.bundle(session, pending_id="p")
+    reservation = await world.store.reserve_successor(
+        session.id,
+        source_turn_id=source.id,
+        pending_id="p",
+        message_ids=[(await world.store.find_bundle("p")).rows[0].id],  # type: ignore[union-attr]
+    )
+    listed = {t.id for t in await world.store.list_open_turns()}
+
+    done = await world.store.complete_open_turns(metadata_patch={"interrupted": True})
+
+    assert {t.id for t in done} == listed == {source.id}
+    assert reservation.id not in listed
+    stored = await world.store.get_turn(source.id)
+    assert stored.completed_at is not None and stored.metadata.get("interrupted") is True
+    assert await world.store.complete_open_turns() == []
+
+
+async def test_transition_sessions_moves_only_sessions_in_an_allowed_state(world: World) -> None:
+    running = await world.session()
+    await world.store.transition_session(running.id, SessionState.RUNNING)
+    ended = await world.session()
+    await world.store.transition_session(ended.id, SessionState.COMPLETED)
+
+    moved = await world.store.transition_sessions([running.id, ended.id], SessionState.IDLE)
+
+    assert moved == [running.id]
+    assert (await world.store.get_session(running.id)).state is SessionState.IDLE
+    assert (await world.store.get_session(ended.id)).state is SessionState.COMPLETED
+
+
+async def test_migration_three_adds_the_open_turn_index_to_a_version_two_database(
+    db_url: str,
+) -> None:
+    engine = open_engine(db_url)
+    try:
+
+        def version_two(conn: Connection) -> None:
+            schema_version.create(conn)
+            for version in (1, 2):
+                MIGRATIONS[version - 1](conn)
+                conn.execute(
+                    insert(schema_version).values(version=version, applied_at=datetime.now(UTC))
+                )
+
+        def turn_indexes(conn: Connection) -> set[str]:
+            return {str(i["name"]) for i in inspect(conn).get_indexes("task_session_turns")}
+
+        async with engine.begin() as conn:
+            await conn.run_sync(version_two)
+            assert "ix_turns_session_open" not in await conn.run_sync(turn_indexes)
+        assert await migrate(engine) == LATEST_VERSION == 3
+        async with engine.connect() as conn:
+            assert "ix_turns_session_open" in await conn.run_sync(turn_indexes)
+        assert await migrate(engine) == LATEST_VERSION
+    finally:
+        await engine.dispose()
