@@ -10,68 +10,45 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
-from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import bindparam, delete, not_, select, update
+from sqlalchemy import not_, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
-from sqlalchemy.sql.elements import BindParameter
 
-from clarion.domain.flags import is_truthy as truthy
-from clarion.domain.models import DISPATCH_KEYS, Message, MetaKey, Turn
+from clarion.domain.models import Message, MetaKey, Turn
 from clarion.ports import IntentRecovery, ReservationRecovery
-from clarion.store.bundles import drop_keys, restore_pending, rewrite, run_rows, select_rows
+from clarion.store.bundles import (
+    drop_keys,
+    restore_pending,
+    rewrite,
+    run_rows,
+    select_rows,
+)
 from clarion.store.predicates import (
     TERMINAL_STATES,
     clarification_rows,
     current_turns,
-    in_current_turn,
-    referenced,
-    session_not_terminal,
     status_pending,
 )
 from clarion.store.projections import chunks
+from clarion.store.reservation_recovery import (
+    STILL_CURRENT,
+    CorruptReservationError,
+    plan,
+    reconcile_plans,
+)
 from clarion.store.rows import StoreBase, to_turn
 from clarion.store.schema import task_session_messages as messages
 from clarion.store.schema import task_session_turns as turns
 from clarion.store.schema import task_sessions
-from clarion.store.sql import JsonText, UtcDateTime, flag
+from clarion.store.sql import flag
 from clarion.store.turns import read_turn
+
+__all__ = ["CorruptReservationError", "RecoveryQueries"]
 
 log = logging.getLogger(__name__)
 _LIVE = task_sessions.c.state.not_in(TERMINAL_STATES)
 INTENT = MetaKey.RESPONSE_DELIVERY_PENDING
-
-
-class CorruptReservationError(RuntimeError):
-    """A reservation's recovery metadata is missing or malformed; nothing was changed."""
-
-    def __init__(self, turn_id: str, reason: str) -> None:
-        super().__init__(f"reservation {turn_id}: {reason}")
-        self.turn_id = turn_id
-
-
-@dataclass(frozen=True, slots=True)
-class _Plan:
-    turn: Turn
-    pending_id: str
-    message_ids: tuple[str, ...]
-
-
-def _plan(turn: Turn) -> _Plan:
-    meta = turn.metadata
-    pending_id = meta.get(MetaKey.PROMPT_DISPATCH_PENDING_ID)
-    source = meta.get(MetaKey.PROMPT_DISPATCH_TURN_ID)
-    ids = meta.get(MetaKey.PROMPT_DISPATCH_MESSAGE_IDS)
-    if not isinstance(pending_id, str) or not pending_id:
-        raise CorruptReservationError(turn.id, "missing or empty pending id")
-    if not isinstance(source, str) or not source:
-        raise CorruptReservationError(turn.id, "missing or empty clarification turn id")
-    if not isinstance(ids, list) or not ids:
-        raise CorruptReservationError(turn.id, "claimed message ids are not a non-empty list")
-    if not all(isinstance(i, str) and i for i in ids):
-        raise CorruptReservationError(turn.id, "a claimed message id is not a non-empty string")
-    return _Plan(turn=turn, pending_id=pending_id, message_ids=tuple(ids))
 
 
 async def _reservations(conn: AsyncConnection) -> list[Turn]:
@@ -83,40 +60,11 @@ async def _reservations(conn: AsyncConnection) -> list[Turn]:
     return [to_turn(row) for row in await conn.execute(query)]
 
 
-# Built once with bind parameters: startup runs them once per reservation or bundle.
-_IDS: BindParameter[list[str]] = bindparam("message_ids", expanding=True)
-_CLAIMED = select(messages).where(
-    messages.c.id.in_(_IDS),
-    messages.c.pending_id == bindparam("pending_id"),
-    flag(messages.c.metadata, INTENT),
-)
-_STILL_CURRENT = select(messages).where(
-    messages.c.id.in_(_IDS),
-    clarification_rows(),
-    in_current_turn(),
-    session_not_terminal(messages.c.task_session_id),
-)
-_IS_REFERENCED = select(referenced(turns.c.id)).where(turns.c.id == bindparam("turn_id"))
-_DELETE_TURN = delete(turns).where(turns.c.id == bindparam("turn_id"))
-_SET_TURN_METADATA = (
-    update(turns)
-    .where(turns.c.id == bindparam("turn_id"))
-    .values(
-        metadata=bindparam("new_metadata", type_=JsonText),
-        updated_at=bindparam("new_updated_at", type_=UtcDateTime),
-    )
-)
-
-
-async def _claimed_rows(conn: AsyncConnection, pending_id: str, ids: Any) -> list[Message]:
-    return await run_rows(conn, _CLAIMED, {"message_ids": list(ids), "pending_id": pending_id})
-
-
 async def _restore_or_retire(conn: AsyncConnection, rows: list[Message], now: Any) -> bool:
     """Restore the claim if every row is still current in a live session; otherwise retire
     the intent and keep the terminal history. Returns whether it restored."""
     ids = [m.id for m in rows]
-    current = await run_rows(conn, _STILL_CURRENT, {"message_ids": ids})
+    current = await run_rows(conn, STILL_CURRENT, {"message_ids": ids})
     if rows and len(current) == len(rows):
         await rewrite(conn, rows, restore_pending, now=now)
         return True
@@ -129,10 +77,9 @@ class RecoveryQueries(StoreBase):
         decisions: list[ReservationRecovery] = []
         async with self._db.write() as conn:
             await self._db.lock_key(conn, "clarion-startup-recovery")
-            plans = [_plan(turn) for turn in await _reservations(conn)]
+            plans = [plan(turn) for turn in await _reservations(conn)]
             await self._db.lock_sessions(conn, [p.turn.session_id for p in plans])
-            for plan in plans:
-                decisions.append(await self._reconcile_one(conn, plan))
+            decisions = await reconcile_plans(conn, plans, self._clock.now())
         for decision in decisions:
             log.info(
                 "reservation reconciled",
@@ -144,33 +91,6 @@ class RecoveryQueries(StoreBase):
                 },
             )
         return decisions
-
-    async def _reconcile_one(self, conn: AsyncConnection, plan: _Plan) -> ReservationRecovery:
-        turn = plan.turn
-        is_referenced = bool((await conn.execute(_IS_REFERENCED, {"turn_id": turn.id})).scalar())
-        kept = is_referenced or truthy(turn.metadata.get(MetaKey.PROMPT_DISPATCH_ATTEMPTED))
-        rows = await _claimed_rows(conn, plan.pending_id, plan.message_ids)
-        now = self._clock.now()
-        if kept:
-            # Dispatch may have happened: the successor stays authoritative, the answer stays
-            # terminal, and the start event is replayed from the outbox marker.
-            await rewrite(conn, rows, drop_keys(INTENT), now=None)
-            meta = drop_keys(*DISPATCH_KEYS)(dict(turn.metadata))
-            meta[MetaKey.PROMPT_DISPATCH_START_EVENT_PENDING] = True
-            await conn.execute(
-                _SET_TURN_METADATA,
-                {"turn_id": turn.id, "new_metadata": meta, "new_updated_at": now},
-            )
-        else:
-            await conn.execute(_DELETE_TURN, {"turn_id": turn.id})
-            await _restore_or_retire(conn, rows, now)
-        return ReservationRecovery(
-            turn_id=turn.id,
-            session_id=turn.session_id,
-            pending_id=plan.pending_id,
-            kept=kept,
-            message_ids=plan.message_ids,
-        )
 
     async def reconcile_intents(self) -> list[IntentRecovery]:
         decisions: list[IntentRecovery] = []

@@ -1,0 +1,199 @@
+"""Reconciling unpublished successor reservations at startup, as a batch.
+
+Imported only by `clarion.store.recovery`. Reservation metadata is validated for every
+reservation (`plan`) before the first write: a malformed one raises CorruptReservationError and
+leaves everything (that row included) as it was.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import bindparam, delete, select, update
+from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy.sql.elements import BindParameter
+
+from clarion.domain.flags import is_truthy as truthy
+from clarion.domain.models import DISPATCH_KEYS, Message, MetaKey, Turn
+from clarion.ports import ReservationRecovery
+from clarion.store.bundles import bundle_order, drop_keys, restore_pending, run_rows
+from clarion.store.predicates import clarification_rows, in_current_turn, session_not_terminal
+from clarion.store.projections import chunks
+from clarion.store.rows import to_message
+from clarion.store.schema import task_session_messages as messages
+from clarion.store.schema import task_session_turns as turns
+from clarion.store.sql import JsonText, UtcDateTime, flag
+
+INTENT = MetaKey.RESPONSE_DELIVERY_PENDING
+
+
+class CorruptReservationError(RuntimeError):
+    """A reservation's recovery metadata is missing or malformed; nothing was changed."""
+
+    def __init__(self, turn_id: str, reason: str) -> None:
+        super().__init__(f"reservation {turn_id}: {reason}")
+        self.turn_id = turn_id
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    turn: Turn
+    pending_id: str
+    message_ids: tuple[str, ...]
+
+
+def plan(turn: Turn) -> Plan:
+    meta = turn.metadata
+    pending_id = meta.get(MetaKey.PROMPT_DISPATCH_PENDING_ID)
+    source = meta.get(MetaKey.PROMPT_DISPATCH_TURN_ID)
+    ids = meta.get(MetaKey.PROMPT_DISPATCH_MESSAGE_IDS)
+    if not isinstance(pending_id, str) or not pending_id:
+        raise CorruptReservationError(turn.id, "missing or empty pending id")
+    if not isinstance(source, str) or not source:
+        raise CorruptReservationError(turn.id, "missing or empty clarification turn id")
+    if not isinstance(ids, list) or not ids:
+        raise CorruptReservationError(turn.id, "claimed message ids are not a non-empty list")
+    if not all(isinstance(i, str) and i for i in ids):
+        raise CorruptReservationError(turn.id, "a claimed message id is not a non-empty string")
+    return Plan(turn=turn, pending_id=pending_id, message_ids=tuple(ids))
+
+
+# Built once with bind parameters: startup runs them once per reservation or bundle.
+_IDS: BindParameter[list[str]] = bindparam("message_ids", expanding=True)
+_CLAIMED = select(messages).where(
+    messages.c.id.in_(_IDS),
+    messages.c.pending_id == bindparam("pending_id"),
+    flag(messages.c.metadata, INTENT),
+)
+STILL_CURRENT = select(messages).where(
+    messages.c.id.in_(_IDS),
+    clarification_rows(),
+    in_current_turn(),
+    session_not_terminal(messages.c.task_session_id),
+)
+_REFERENCED_AMONG = (
+    select(messages.c.turn_id)
+    .distinct()
+    .where(messages.c.turn_id.in_(bindparam("turn_ids", expanding=True)))
+)
+_WITH_INTENT_AMONG = select(messages).where(
+    messages.c.id.in_(_IDS), flag(messages.c.metadata, INTENT)
+)
+_SET_METADATA_KEEP_TIME = (
+    update(messages)
+    .where(messages.c.id == bindparam("message_id"))
+    .values(metadata=bindparam("new_metadata", type_=JsonText))
+)
+_SET_METADATA_WITH_TIME = (
+    update(messages)
+    .where(messages.c.id == bindparam("message_id"))
+    .values(
+        metadata=bindparam("new_metadata", type_=JsonText),
+        updated_at=bindparam("new_updated_at", type_=UtcDateTime),
+    )
+)
+_DELETE_TURN = delete(turns).where(turns.c.id == bindparam("turn_id"))
+_SET_TURN_METADATA = (
+    update(turns)
+    .where(turns.c.id == bindparam("turn_id"))
+    .values(
+        metadata=bindparam("new_metadata", type_=JsonText),
+        updated_at=bindparam("new_updated_at", type_=UtcDateTime),
+    )
+)
+
+
+async def reconcile_plans(
+    conn: AsyncConnection, plans: list[Plan], now: datetime
+) -> list[ReservationRecovery]:
+    """Every plan's decision with a fixed number of statements. Processing them one by
+    one would give the same result: reconciliation never changes a session's current
+    turn (a deleted reservation was not authority, a kept one already was), and each
+    claimed row loses its intent when a plan takes it, so a later plan naming the same
+    row finds nothing, exactly as in sequence."""
+    if not plans:
+        return []
+    turn_ids = [p.turn.id for p in plans]
+    referenced_ids: set[str] = set()
+    for part in chunks(turn_ids):
+        result = await conn.execute(_REFERENCED_AMONG, {"turn_ids": part})
+        referenced_ids.update(str(v) for v in result.scalars())
+    wanted = sorted({i for p in plans for i in p.message_ids})
+    # message id -> (row, its pending_id column, which claims match on)
+    with_intent: dict[str, tuple[Message, str | None]] = {}
+    for part in chunks(wanted):
+        for row in await conn.execute(_WITH_INTENT_AMONG, {"message_ids": part}):
+            with_intent[row.id] = (to_message(row), row.pending_id)
+    decisions: list[ReservationRecovery] = []
+    taken: list[tuple[Plan, bool, list[Message]]] = []
+    for plan in plans:
+        turn = plan.turn
+        kept = turn.id in referenced_ids or truthy(
+            turn.metadata.get(MetaKey.PROMPT_DISPATCH_ATTEMPTED)
+        )
+        rows = [
+            with_intent.pop(i)[0]
+            for i in dict.fromkeys(plan.message_ids)
+            if i in with_intent and with_intent[i][1] == plan.pending_id
+        ]
+        taken.append((plan, kept, sorted(rows, key=bundle_order)))
+        decisions.append(
+            ReservationRecovery(
+                turn_id=turn.id,
+                session_id=turn.session_id,
+                pending_id=plan.pending_id,
+                kept=kept,
+                message_ids=plan.message_ids,
+            )
+        )
+    restorable = [m.id for _, kept, rows in taken if not kept for m in rows]
+    current: set[str] = set()
+    for part in chunks(restorable):
+        current.update(m.id for m in await run_rows(conn, STILL_CURRENT, {"message_ids": part}))
+    retire: list[Message] = []
+    restore: list[Message] = []
+    keep_turns: list[dict[str, Any]] = []
+    drop_turns: list[dict[str, Any]] = []
+    for plan, kept, rows in taken:
+        if kept:
+            # Dispatch may have happened: the successor stays authoritative, the answer
+            # stays terminal, and the start event is replayed from the outbox marker.
+            retire.extend(rows)
+            meta = drop_keys(*DISPATCH_KEYS)(dict(plan.turn.metadata))
+            meta[MetaKey.PROMPT_DISPATCH_START_EVENT_PENDING] = True
+            keep_turns.append(
+                {"turn_id": plan.turn.id, "new_metadata": meta, "new_updated_at": now}
+            )
+        else:
+            drop_turns.append({"turn_id": plan.turn.id})
+            if rows and all(m.id in current for m in rows):
+                restore.extend(rows)
+            else:
+                retire.extend(rows)
+    if keep_turns:
+        await conn.execute(_SET_TURN_METADATA, keep_turns)
+    if drop_turns:
+        await conn.execute(_DELETE_TURN, drop_turns)
+    if retire:
+        await conn.execute(
+            _SET_METADATA_KEEP_TIME,
+            [
+                {"message_id": m.id, "new_metadata": drop_keys(INTENT)(dict(m.metadata))}
+                for m in retire
+            ],
+        )
+    if restore:
+        await conn.execute(
+            _SET_METADATA_WITH_TIME,
+            [
+                {
+                    "message_id": m.id,
+                    "new_metadata": restore_pending(dict(m.metadata)),
+                    "new_updated_at": now,
+                }
+                for m in restore
+            ],
+        )
+    return decisions
