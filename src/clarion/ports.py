@@ -121,7 +121,8 @@ class Store(Protocol):
         *,
         allowed_from: Sequence[SessionState] | None = None,
     ) -> bool:
-        """Set the state if the current one is in `allowed_from` (any non-terminal when None)."""
+        """Set the state if the current one is in `allowed_from` (any non-terminal when None).
+        A session already in `to` (with `to` allowed) reports True and is not rewritten."""
         ...
 
     # turns
@@ -183,8 +184,16 @@ class Store(Protocol):
         `response_delivery_pending=true`. Terminal siblings are untouched."""
         ...
 
-    async def confirm_delivery(self, pending_id: str, message_ids: Sequence[str]) -> bool:
-        """Retire the delivery intent on exactly these rows; False if any lacks it."""
+    async def confirm_delivery(
+        self,
+        pending_id: str,
+        message_ids: Sequence[str],
+        *,
+        session_state: SessionState | None = None,
+    ) -> bool:
+        """Retire the delivery intent on exactly these rows; False if any lacks it. With
+        `session_state`, a confirmation that applies also moves the session (from any
+        non-terminal state) to it in the same transaction, saving a commit."""
         ...
 
     async def restore_claim(self, pending_id: str, message_ids: Sequence[str]) -> bool:
@@ -266,6 +275,10 @@ class Store(Protocol):
     async def clear_outbox(self, turn_id: str) -> bool: ...
     async def list_detachable_bundles(self) -> list[tuple[str, str]]:
         """(session_id, pending_id) of current-turn pending bundles not yet detached."""
+        ...
+
+    async def clear_outboxes(self, turn_ids: Sequence[str]) -> list[str]:
+        """`clear_outbox` for many turns in one transaction; the ids it cleared."""
         ...
 
     async def detach_all_bundles(self) -> tuple[Message, ...]:

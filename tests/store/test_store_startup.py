@@ -101,3 +101,17 @@ async def test_migration_three_adds_the_open_turn_index_to_a_version_two_databas
         assert await migrate(engine) == LATEST_VERSION
     finally:
         await engine.dispose()
+
+
+async def test_clear_outboxes_clears_only_turns_carrying_the_marker(world: World) -> None:
+    session = await world.session()
+    marked = await world.turn(session)
+    plain = await world.turn(session)
+    key = MetaKey.PROMPT_DISPATCH_START_EVENT_PENDING
+    await world.raw_turn_metadata(marked.id, {key: True, "kept": 1})
+
+    assert await world.store.clear_outboxes([marked.id, plain.id, "missing"]) == [marked.id]
+
+    assert (await world.store.get_turn(marked.id)).metadata == {"kept": 1}
+    assert await world.store.list_outbox_turns() == []
+    assert await world.store.clear_outboxes([marked.id]) == []

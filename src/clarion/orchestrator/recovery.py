@@ -14,10 +14,9 @@ from dataclasses import dataclass
 
 from clarion import failpoints
 from clarion.domain.models import Message, MetaKey, SessionState
-from clarion.domain.wire import message_wire
-from clarion.ports import Event, Store
+from clarion.ports import Store
 from clarion.projection.events import EventPublisher
-from clarion.projection.pending import PendingProjector, Projection
+from clarion.projection.pending import PendingProjector
 
 log = logging.getLogger(__name__)
 
@@ -77,14 +76,15 @@ class StartupRecovery:
             await self._publisher.turn("started", turn)
             if turn.completed_at is not None:
                 await self._publisher.turn("completed", turn)
-            await self._store.clear_outbox(turn.id)
             log.info(
                 "startup: turn start replayed from the outbox",
                 extra={"session_id": turn.session_id, "turn_id": turn.id},
             )
+        # Cleared only after every event went out (one transaction): a failed publication
+        # leaves the markers, and the next start replays them (at least once, as before).
+        await self._store.clear_outboxes([turn.id for turn in outbox])
 
-        # Set-based: one transaction for every orphaned bundle, one projection read for every
-        # affected session, one summary refresh per task (not one of each per row).
+        # Set-based: one transaction for every orphaned bundle, one summary refresh per task.
         changed = await self._store.detach_all_bundles()
         bundles = sorted({(m.session_id, _pending_id(m)) for m in changed})
         for session_id, pending_id in bundles:
@@ -92,7 +92,7 @@ class StartupRecovery:
                 "startup: bundle lost its waiter; detached",
                 extra={"session_id": session_id, "pending_id": pending_id},
             )
-        await self._publish_updated(changed)
+        await self._refresh_summaries(changed)
         detached = len(bundles)
 
         open_turns = await self._store.complete_open_turns(metadata_patch={"interrupted": True})
@@ -117,36 +117,14 @@ class StartupRecovery:
         log.info("startup recovery finished", extra={"report": report})
         return report
 
-    async def _publish_updated(self, changed: Sequence[Message]) -> None:
-        """`session.message.updated` for each changed row, as EventPublisher.messages would
-        publish it, but with one projection read for all sessions and one summary refresh
-        per task."""
-        if not changed:
-            return
-        sessions = sorted({m.session_id for m in changed})
-        projections: dict[str, Projection] = {}
-        try:
-            projections = await self._projector.project(sessions)
-        except Exception:
-            log.exception("pending projection failed; events carry no pending_action")
-        for message in changed:
-            payload = message_wire(message)
-            projection = projections.get(message.session_id)
-            if projection is not None:
-                action = projection.pending_action
-                payload["pending_action"] = None if action is None else str(action)
-                payload["pending_action_revision"] = projection.revision.as_wire()
-            await self._publisher.raw(
-                Event(
-                    type="session.message.updated",
-                    task_id=message.task_id,
-                    session_id=message.session_id,
-                    payload=payload,
-                )
-            )
-        if projections:
-            for task_id in sorted({m.task_id for m in changed}):
-                await self._publisher.refresh_summary(task_id)
+    async def _refresh_summaries(self, changed: Sequence[Message]) -> None:
+        """One summary refresh per affected task instead of a `session.message.updated` per
+        row. Nothing can observe per-row events yet: until recovery is done the readiness
+        gate refuses every WebSocket, and clients read afresh once they connect (events are
+        triggers for reads, never pending truth). The summary refresh publishes its own
+        change, so a summary left stale by the previous process is corrected now."""
+        for task_id in sorted({m.task_id for m in changed}):
+            await self._publisher.refresh_summary(task_id)
 
     async def _settle_sessions(self) -> None:
         """No agent survives a restart: running sessions wait for input or sit idle."""

@@ -24,6 +24,7 @@ from clarion.domain.models import (
     Message,
     MessageType,
     MetaKey,
+    SessionState,
 )
 from clarion.ports import ClaimResult, NewMessage
 from clarion.store.bundles import (
@@ -49,6 +50,7 @@ from clarion.store.predicates import (
 from clarion.store.rows import StoreBase
 from clarion.store.schema import task_session_messages as messages
 from clarion.store.sql import flag
+from clarion.store.tasks import NON_TERMINAL, set_session_state
 from clarion.store.turns import read_session_and_current_turn
 
 log = logging.getLogger(__name__)
@@ -163,7 +165,13 @@ class ClarificationQueries(StoreBase):
         )
         return ClaimResult(claimed=claimed, bundle=bundle)
 
-    async def confirm_delivery(self, pending_id: str, message_ids: Sequence[str]) -> bool:
+    async def confirm_delivery(
+        self,
+        pending_id: str,
+        message_ids: Sequence[str],
+        *,
+        session_state: SessionState | None = None,
+    ) -> bool:
         wanted = set(message_ids)
         async with self._db.write() as conn:
             session_id = await bundle_session_id(conn, pending_id)
@@ -176,6 +184,10 @@ class ClarificationQueries(StoreBase):
             if len(rows) != len(wanted):
                 return False
             await rewrite(conn, rows, drop_keys(INTENT), now=None)
+            if session_state is not None:
+                await set_session_state(
+                    conn, session_id, session_state, NON_TERMINAL, self._clock.now()
+                )
         log.info("clarification delivery confirmed", extra={"pending_id": pending_id})
         return True
 

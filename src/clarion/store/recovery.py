@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
+from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import not_, select, update
+from sqlalchemy import bindparam, not_, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from clarion.domain.models import Message, MetaKey, Turn
@@ -32,6 +33,7 @@ from clarion.store.predicates import (
 )
 from clarion.store.projections import chunks
 from clarion.store.reservation_recovery import (
+    SET_TURN_METADATA,
     STILL_CURRENT,
     CorruptReservationError,
     plan,
@@ -47,6 +49,7 @@ from clarion.store.turns import read_turn
 __all__ = ["CorruptReservationError", "RecoveryQueries"]
 
 log = logging.getLogger(__name__)
+_TURNS_AMONG = select(turns).where(turns.c.id.in_(bindparam("ids", expanding=True)))
 _LIVE = task_sessions.c.state.not_in(TERMINAL_STATES)
 INTENT = MetaKey.RESPONSE_DELIVERY_PENDING
 
@@ -158,6 +161,29 @@ class RecoveryQueries(StoreBase):
                 .values(metadata=drop_keys(key)(dict(turn.metadata)), updated_at=self._clock.now())
             )
         return True
+
+    async def clear_outboxes(self, turn_ids: Sequence[str]) -> list[str]:
+        key = MetaKey.PROMPT_DISPATCH_START_EVENT_PENDING
+        wanted = sorted(set(turn_ids))
+        cleared: list[dict[str, Any]] = []
+        now = self._clock.now()
+        async with self._db.write() as conn:
+            found: list[Turn] = []
+            for part in chunks(wanted):
+                found.extend(to_turn(r) for r in await conn.execute(_TURNS_AMONG, {"ids": part}))
+            await self._db.lock_sessions(conn, [t.session_id for t in found])
+            for turn in found:
+                if key in turn.metadata:
+                    cleared.append(
+                        {
+                            "turn_id": turn.id,
+                            "new_metadata": drop_keys(key)(dict(turn.metadata)),
+                            "new_updated_at": now,
+                        }
+                    )
+            if cleared:
+                await conn.execute(SET_TURN_METADATA, cleared)
+        return [c["turn_id"] for c in cleared]
 
     async def list_detachable_bundles(self) -> list[tuple[str, str]]:
         found: set[tuple[str, str]] = set()

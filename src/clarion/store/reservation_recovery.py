@@ -95,7 +95,7 @@ _SET_METADATA_WITH_TIME = (
     )
 )
 _DELETE_TURN = delete(turns).where(turns.c.id == bindparam("turn_id"))
-_SET_TURN_METADATA = (
+SET_TURN_METADATA = (
     update(turns)
     .where(turns.c.id == bindparam("turn_id"))
     .values(
@@ -173,7 +173,7 @@ async def reconcile_plans(
             else:
                 retire.extend(rows)
     if keep_turns:
-        await conn.execute(_SET_TURN_METADATA, keep_turns)
+        await conn.execute(SET_TURN_METADATA, keep_turns)
     if drop_turns:
         await conn.execute(_DELETE_TURN, drop_turns)
     if retire:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 
 from sqlalchemy import bindparam, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -31,6 +32,31 @@ async def read_session(conn: AsyncConnection, session_id: str) -> Session:
     if row is None:
         raise NotFound("session not found", session_id=session_id)
     return to_session(row)
+
+
+_SESSION_STATE = select(task_sessions.c.state).where(task_sessions.c.id == bindparam("session_id"))
+
+
+async def set_session_state(
+    conn: AsyncConnection,
+    session_id: str,
+    to: SessionState,
+    allowed: Sequence[SessionState],
+    now: datetime,
+) -> bool:
+    """Move the session to `to` if its state is in `allowed` and not `to` already. Returns
+    whether a row changed. The UPDATE locks the row it changes (what `lock_session` would
+    take), and one that matches nothing writes nothing: no commit on SQLite, no transaction
+    id on PostgreSQL."""
+    result = await conn.execute(
+        update(task_sessions)
+        .where(
+            task_sessions.c.id == session_id,
+            task_sessions.c.state.in_([s.value for s in allowed if s is not to]),
+        )
+        .values(state=to.value, updated_at=now)
+    )
+    return bool(result.rowcount == 1)
 
 
 class TaskQueries(StoreBase):
@@ -167,13 +193,9 @@ class TaskQueries(StoreBase):
     ) -> bool:
         allowed = NON_TERMINAL if allowed_from is None else tuple(allowed_from)
         async with self._db.write() as conn:
-            await self._db.lock_session(conn, session_id)
-            result = await conn.execute(
-                update(task_sessions)
-                .where(
-                    task_sessions.c.id == session_id,
-                    task_sessions.c.state.in_([s.value for s in allowed]),
-                )
-                .values(state=to.value, updated_at=self._clock.now())
-            )
-            return result.rowcount == 1
+            if await set_session_state(conn, session_id, to, allowed, self._clock.now()):
+                return True
+            # Already in the target state (and that state is allowed): true, as before, but
+            # nothing is written, so the transaction commits nothing.
+            state = (await conn.execute(_SESSION_STATE, {"session_id": session_id})).scalar()
+            return state == to.value and to in allowed

@@ -1,0 +1,70 @@
+"""Store contract: writes folded into one transaction, and transitions that write nothing."""
+
+from __future__ import annotations
+
+from clarion.domain.models import SessionState
+
+from .conftest import World
+
+
+async def test_confirm_delivery_can_move_the_session_in_the_same_transaction(
+    world: World,
+) -> None:
+    session = await world.session()
+    await world.turn(session)
+    rows = await world.bundle(session, pending_id="p")
+    await world.store.transition_session(session.id, SessionState.WAITING_FOR_INPUT)
+    claim = await world.answer("p", "db")
+    world.clock.advance(1)
+
+    ok = await world.store.confirm_delivery(
+        "p", [r.id for r in claim.claimed], session_state=SessionState.RUNNING
+    )
+
+    assert ok
+    after = await world.store.get_session(session.id)
+    assert after.state is SessionState.RUNNING and after.updated_at == world.clock.now()
+    assert "response_delivery_pending" not in (await world.store.get_message(rows[0].id)).metadata
+
+
+async def test_a_confirmation_that_does_not_apply_leaves_the_session_alone(world: World) -> None:
+    session = await world.session()
+    await world.turn(session)
+    rows = await world.bundle(session, pending_id="p")
+    await world.store.transition_session(session.id, SessionState.WAITING_FOR_INPUT)
+
+    ok = await world.store.confirm_delivery("p", [rows[0].id], session_state=SessionState.RUNNING)
+
+    assert not ok
+    assert (await world.store.get_session(session.id)).state is SessionState.WAITING_FOR_INPUT
+
+
+async def test_confirm_delivery_never_revives_a_terminal_session(world: World) -> None:
+    session = await world.session()
+    await world.turn(session)
+    await world.bundle(session, pending_id="p")
+    claim = await world.answer("p", "db")
+    await world.store.transition_session(session.id, SessionState.COMPLETED)
+
+    await world.store.confirm_delivery(
+        "p", [r.id for r in claim.claimed], session_state=SessionState.RUNNING
+    )
+
+    assert (await world.store.get_session(session.id)).state is SessionState.COMPLETED
+
+
+async def test_transition_to_the_current_state_reports_true_and_rewrites_nothing(
+    world: World,
+) -> None:
+    session = await world.session()
+    assert await world.store.transition_session(session.id, SessionState.RUNNING)
+    before = await world.store.get_session(session.id)
+    world.clock.advance(5)
+
+    assert await world.store.transition_session(session.id, SessionState.RUNNING)
+    assert (await world.store.get_session(session.id)).updated_at == before.updated_at
+    # Not allowed from its own state: false, as before.
+    assert not await world.store.transition_session(
+        session.id, SessionState.RUNNING, allowed_from=[SessionState.IDLE]
+    )
+    assert not await world.store.transition_session("missing", SessionState.RUNNING)
