@@ -31,6 +31,7 @@ def outcomes(results: list[object]) -> tuple[list[RespondResult], list[NotActive
     return wins, losses
 
 
+@pytest.mark.timeout(400)
 async def test_concurrent_live_responders_exactly_one_wins(life: Lifecycle) -> None:
     _, session_id = await life.start_session()
     resolver = life.app.services.resolver
@@ -51,6 +52,7 @@ async def test_concurrent_live_responders_exactly_one_wins(life: Lifecycle) -> N
         assert winner[0] in delivered, "the agent got the winner's answer"
 
 
+@pytest.mark.timeout(400)
 async def test_concurrent_detached_responders_make_one_successor(life: Lifecycle) -> None:
     _, session_id = await life.start_session()
     resolver = life.app.services.resolver

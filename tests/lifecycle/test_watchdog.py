@@ -54,7 +54,7 @@ async def test_silent_agent_gets_the_answer_again_as_one_replacement_prompt(
     session_id, _ = await answered_live(life)
     clarification_turn = await life.store.find_current_turn(session_id)
 
-    await life.runtime.wait_for_prompts(2)
+    await life.runtime.wait_for_prompts(2, within=20)
 
     assert life.runtime.cancels == [session_id], "the silent prompt was cancelled first"
     replacement = life.runtime.prompts[1][1]
@@ -97,7 +97,7 @@ async def test_own_cancellation_acknowledgement_does_not_cancel_recovery(
     _session_id, _ = await answered_live(life)
 
     # The scripted runtime emits a cancel_ack for the generation the fallback cancels.
-    await life.runtime.wait_for_prompts(2)
+    await life.runtime.wait_for_prompts(2, within=20)
 
     assert life.runtime.prompts[1][1].startswith(RESUME)
 

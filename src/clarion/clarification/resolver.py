@@ -25,6 +25,7 @@ from clarion.domain.models import (
     ClarificationResponse,
     ClarificationStatus,
     MetaKey,
+    SessionState,
     Turn,
 )
 from clarion.ports import ClaimResult, Clock, Store
@@ -189,7 +190,12 @@ class Resolver:
     async def _confirm_live(self, claim: ClaimResult, response: ClarificationResponse) -> bool:
         await failpoints.hit("live.before_confirm")
         ids = [row.id for row in claim.claimed]
-        ok = await bounded(self._store.confirm_delivery(response.pending_id, ids), self._persist_s)
+        ok = await bounded(
+            self._store.confirm_delivery(
+                response.pending_id, ids, session_state=SessionState.RUNNING
+            ),
+            self._persist_s,
+        )
         if ok:
             log.info(
                 "live delivery confirmed",
