@@ -274,3 +274,18 @@ class FailingStore:
             raise error
 
         return failing
+
+
+@contextlib.asynccontextmanager
+async def lifecycle_with_failing_store(
+    database_url: str, **timeouts: float
+) -> AsyncIterator[tuple[Lifecycle, FailingStore]]:
+    """A lifecycle whose services see the store through a FailingStore the test steers."""
+    holder: dict[str, FailingStore] = {}
+
+    def wrap(store: Store) -> Store:
+        holder["store"] = FailingStore(store)
+        return holder["store"]  # type: ignore[return-value]
+
+    async with running_lifecycle(database_url, store_wrapper=wrap, **timeouts) as life:
+        yield life, holder["store"]

@@ -10,13 +10,13 @@ import pytest
 from clarion import failpoints
 from clarion.domain.errors import AcceptedButUnfinalized, Conflict, NotActive, RetryableFailure
 from clarion.domain.models import DISPATCH_KEYS, MetaKey
-from clarion.ports import PromptFinished, Store
+from clarion.ports import PromptFinished
 from tests.lifecycle.harness import (
     SKIP,
-    FailingStore,
     Lifecycle,
     answer_db,
     detached_question,
+    lifecycle_with_failing_store,
     running_lifecycle,
 )
 
@@ -84,44 +84,32 @@ async def test_refused_dispatch_rolls_back_and_is_retryable(life: Lifecycle) -> 
 
 @pytest.mark.parametrize("method", ["reserve_successor", "mark_attempted"])
 async def test_persistence_failure_before_dispatch_rolls_back(store_url: str, method: str) -> None:
-    holder: dict[str, FailingStore] = {}
-
-    def wrap(store: Store) -> Store:
-        holder["store"] = FailingStore(store)
-        return holder["store"]  # type: ignore[return-value]
-
-    async with running_lifecycle(store_url, store_wrapper=wrap) as life:
+    async with lifecycle_with_failing_store(store_url) as (life, failing):
         _, session_id = await life.start_session()
         pending_id = await detached_question(life, session_id)
         prompts_before = len(life.runtime.prompts)
-        holder["store"].fail[method] = RuntimeError("disk on fire")
+        failing.fail[method] = RuntimeError("disk on fire")
 
         with pytest.raises(RetryableFailure):
             await life.app.services.resolver.respond(pending_id, answer_db())
 
-        holder["store"].fail.clear()
+        failing.fail.clear()
         assert len(life.runtime.prompts) == prompts_before, "no external call was made"
         assert await life.state(pending_id) == "active_detached"
         assert await life.store.find_live_reservation(session_id) is None
 
 
 async def test_failed_rollback_blocks_admission_until_restart(store_url: str) -> None:
-    holder: dict[str, FailingStore] = {}
-
-    def wrap(store: Store) -> Store:
-        holder["store"] = FailingStore(store)
-        return holder["store"]  # type: ignore[return-value]
-
-    async with running_lifecycle(store_url, store_wrapper=wrap) as life:
+    async with lifecycle_with_failing_store(store_url) as (life, failing):
         _, session_id = await life.start_session()
         pending_id = await detached_question(life, session_id)
         life.runtime.refuse_prompts = True
-        holder["store"].fail["rollback_successor"] = RuntimeError("lock timeout")
+        failing.fail["rollback_successor"] = RuntimeError("lock timeout")
 
         with pytest.raises(AcceptedButUnfinalized):
             await life.app.services.resolver.respond(pending_id, answer_db())
 
-        holder["store"].fail.clear()
+        failing.fail.clear()
         life.runtime.refuse_prompts = False
         assert await life.store.find_live_reservation(session_id) is not None
         with pytest.raises(Conflict):

@@ -12,8 +12,12 @@ from clarion import failpoints
 from clarion.clarification.resolver import RespondResult
 from clarion.domain.errors import AcceptedButUnfinalized, NotActive, RetryableFailure
 from clarion.domain.models import MetaKey
-from clarion.ports import Store
-from tests.lifecycle.harness import SKIP, FailingStore, Lifecycle, answer_db, running_lifecycle
+from tests.lifecycle.harness import (
+    SKIP,
+    Lifecycle,
+    answer_db,
+    lifecycle_with_failing_store,
+)
 
 
 async def test_live_answer_is_durable_before_the_agent_sees_it(life: Lifecycle) -> None:
@@ -81,13 +85,7 @@ async def test_delivery_failure_before_confirmation_restores_a_retryable_bundle(
 async def test_claim_superseded_before_handoff_is_never_restored_or_resumed(
     store_url: str,
 ) -> None:
-    holder: dict[str, FailingStore] = {}
-
-    def wrap(store: Store) -> Store:
-        holder["store"] = FailingStore(store)
-        return holder["store"]  # type: ignore[return-value]
-
-    async with running_lifecycle(store_url, store_wrapper=wrap) as life:
+    async with lifecycle_with_failing_store(store_url) as (life, failing):
         _, session_id = await life.start_session()
         call, pending_id = await life.ask(session_id)
         prompts_before = len(life.runtime.prompts)
@@ -99,7 +97,7 @@ async def test_claim_superseded_before_handoff_is_never_restored_or_resumed(
                 await call
             await life.store.create_turn(session_id)
 
-        holder["store"].after["claim_response"] = supersede
+        failing.after["claim_response"] = supersede
 
         with pytest.raises(AcceptedButUnfinalized):
             await life.app.services.resolver.respond(pending_id, answer_db())

@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import asyncio
 
-from clarion.ports import Store
-from tests.lifecycle.harness import FailingStore, Lifecycle, answer_db, running_lifecycle
+from tests.lifecycle.harness import (
+    Lifecycle,
+    answer_db,
+    lifecycle_with_failing_store,
+)
 
 RESUME = "You previously asked the user:"
 
@@ -67,13 +70,7 @@ async def test_silent_agent_gets_the_answer_again_as_one_replacement_prompt(
 
 
 async def test_successor_turn_prevents_the_stale_hand_off(store_url: str) -> None:
-    holder: dict[str, FailingStore] = {}
-
-    def wrap(store: Store) -> Store:
-        holder["store"] = FailingStore(store)
-        return holder["store"]  # type: ignore[return-value]
-
-    async with running_lifecycle(store_url, store_wrapper=wrap) as life:
+    async with lifecycle_with_failing_store(store_url) as (life, failing):
         _, session_id = await life.start_session()
         call, pending_id = await life.ask(session_id)
 
@@ -82,7 +79,7 @@ async def test_successor_turn_prevents_the_stale_hand_off(store_url: str) -> Non
             # watchdog can fire.
             await life.store.create_turn(session_id)
 
-        holder["store"].after["confirm_delivery"] = newer_work
+        failing.after["confirm_delivery"] = newer_work
         await life.app.services.resolver.respond(pending_id, answer_db())
         await asyncio.wait_for(call, 5)
         await asyncio.sleep(0.5)
