@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 
 import pytest
-from agent_helpers import AskServer, RecordingSink, serve_ask_server
+from agent_harness import AskServer, RecordingSink, serve_ask_server
 
 from clarion.agents.runtime import AcpRuntime
 from clarion.config import builtin_profile

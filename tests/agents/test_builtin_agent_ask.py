@@ -6,7 +6,7 @@ import asyncio
 import json
 
 import pytest
-from agent_helpers import AskServer, RecordingSink, launch
+from agent_harness import AskServer, RecordingSink, launch
 
 from clarion.agents.runtime import AcpRuntime
 

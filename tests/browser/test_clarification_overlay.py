@@ -9,7 +9,7 @@ import re
 import pytest
 from playwright.sync_api import Page, WebSocketRoute, expect
 
-from tests.browser.helpers import open_board, open_pending_task, screenshot, start_session
+from tests.browser.ui_steps import open_board, open_pending_task, screenshot, start_session
 from tests.e2e.harness import ServerProcess, answer
 
 pytestmark = pytest.mark.browser

@@ -10,7 +10,7 @@ from collections.abc import Callable
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.browser.helpers import open_board, open_pending_task, screenshot, start_session
+from tests.browser.ui_steps import open_board, open_pending_task, screenshot, start_session
 from tests.e2e.harness import ServerProcess
 
 pytestmark = pytest.mark.browser

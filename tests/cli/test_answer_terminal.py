@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.cli.helpers import Terminal, cli, pending_of
+from tests.cli.cli_runner import Terminal, cli, pending_of
 from tests.e2e.harness import ServerProcess
 
 pytestmark = pytest.mark.e2e

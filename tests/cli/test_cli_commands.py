@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from tests.cli.helpers import pending_of, run_cli
+from tests.cli.cli_runner import pending_of, run_cli
 from tests.e2e.harness import ServerProcess
 
 pytestmark = pytest.mark.e2e

@@ -6,7 +6,7 @@ import subprocess
 
 import pytest
 
-from tests.cli.helpers import child_env, cli
+from tests.cli.cli_runner import child_env, cli
 
 pytestmark = pytest.mark.e2e
 

@@ -7,7 +7,7 @@ from collections.abc import Callable
 import pytest
 
 from clarion.cli.errors import api_error
-from tests.cli.helpers import run_cli
+from tests.cli.cli_runner import run_cli
 from tests.e2e.harness import ServerProcess
 
 pytestmark = pytest.mark.e2e

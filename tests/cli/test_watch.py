@@ -11,7 +11,7 @@ from typing import IO
 
 import pytest
 
-from tests.cli.helpers import child_env, cli
+from tests.cli.cli_runner import child_env, cli
 from tests.e2e.harness import ServerProcess
 
 pytestmark = pytest.mark.e2e

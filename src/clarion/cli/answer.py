@@ -13,7 +13,7 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
-from clarion.cli.common import DEFAULT_SERVER, ServerOpt, TokenOpt, client_for
+from clarion.cli.connection import DEFAULT_SERVER, ServerOpt, TokenOpt, client_for
 from clarion.cli.errors import EXIT_CONFLICT, EXIT_USAGE, CliError, describe_response
 from clarion.cli.render import question_block, stdout
 

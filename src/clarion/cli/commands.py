@@ -11,7 +11,7 @@ import typer
 from rich.text import Text
 
 from clarion.cli.client import ClarionClient
-from clarion.cli.common import DEFAULT_SERVER, ServerOpt, TokenOpt, client_for
+from clarion.cli.connection import DEFAULT_SERVER, ServerOpt, TokenOpt, client_for
 from clarion.cli.render import question_block, stdout, tasks_table
 
 ACTIVE_STATES = ("active_live", "active_detached")

@@ -10,7 +10,7 @@ import typer
 from websockets.exceptions import ConnectionClosed
 
 from clarion.cli.client import ClarionClient
-from clarion.cli.common import DEFAULT_SERVER, ServerOpt, TokenOpt, client_for
+from clarion.cli.connection import DEFAULT_SERVER, ServerOpt, TokenOpt, client_for
 from clarion.cli.errors import EXIT_SERVER_ERROR, EXIT_UNREACHABLE, CliError
 from clarion.cli.render import event_line
 
