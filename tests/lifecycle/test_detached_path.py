@@ -163,9 +163,11 @@ async def test_late_ready_event_waits_for_the_reservation_and_never_completes_th
     _, session_id = await life.start_session()
     first_generation = life.runtime.active[session_id]
     pending_id = await detached_question(life, session_id)
-    life.runtime.accept_delay = 0.2
+    life.runtime.accept_delay = 0.6  # inside the 1 s acceptance window
     respond = asyncio.create_task(life.app.services.resolver.respond(pending_id, answer_db()))
-    await asyncio.sleep(0.05)
+    while await life.store.find_live_reservation(session_id) is None:
+        assert not respond.done(), "the reservation never became live"
+        await asyncio.sleep(0.005)
 
     # A duplicate, delayed completion of the predecessor's prompt arrives mid-reservation.
     late = asyncio.create_task(
