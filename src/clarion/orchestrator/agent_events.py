@@ -51,7 +51,6 @@ class AgentEvents:
         self._persist_s = persist_s
         # (session, generation) -> (kind, message_id) of the message that chunks extend
         self._streaming: dict[tuple[str, int], tuple[str, str]] = {}
-        self._tool_messages: dict[tuple[str, str], str] = {}
 
     async def on_output(self, output: AgentOutput) -> None:
         self._watchdogs.observe(output)
@@ -104,21 +103,15 @@ class AgentEvents:
                 turn_id=turn_id,
             )
         )
-        tool_call_id = str(data.get("tool_call_id", ""))
-        if tool_call_id:
-            self._tool_messages[(output.session_id, tool_call_id)] = message.id
         await self._publisher.message("added", message)
 
     async def _update_tool_call(self, output: AgentOutput) -> None:
         # Progress of a tool call is not part of the durable transcript; the call itself is.
-        message_id = self._tool_messages.get(
-            (output.session_id, str(output.data.get("tool_call_id", "")))
-        )
         log.debug(
             "tool call updated",
             extra={
                 "session_id": output.session_id,
-                "message_id": message_id,
+                "tool_call_id": output.data.get("tool_call_id"),
                 "status": output.data.get("status"),
             },
         )

@@ -107,11 +107,7 @@ class SessionService:
         if not await self._store.transition_session(session_id, target):
             raise Conflict("session has already ended", session_id=session_id)
         log.info("session finished", extra={"session_id": session_id, "state": str(target)})
-        for watch in self._watchdogs.armed(session_id):
-            log.info(
-                "session ended; watchdog dropped",
-                extra={"session_id": session_id, "pending_id": watch.pending_id},
-            )
+        self._watchdogs.cancel_session(session_id)
         self._lanes.get(session_id).queue.clear()
         try:
             await self._canceller.expire_session(session_id)

@@ -94,6 +94,14 @@ class Watchdogs:
             )
             self._cancel(watch.key)
 
+    def cancel_session(self, session_id: str) -> None:
+        for watch in self.armed(session_id):
+            log.info(
+                "session ended; watchdog dropped",
+                extra={"session_id": session_id, "pending_id": watch.pending_id},
+            )
+            self._cancel(watch.key)
+
     def cancel_all(self) -> None:
         for key in list(self._watches):
             self._cancel(key)
