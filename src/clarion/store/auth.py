@@ -7,16 +7,16 @@ the database and the lookup is one indexed equality.
 from __future__ import annotations
 
 from sqlalchemy import insert, select
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 from clarion.domain.ids import new_id
 from clarion.domain.models import Workspace
 from clarion.ports import TokenOwner
 from clarion.store.rows import StoreBase, to_workspace
 from clarion.store.schema import api_tokens, users, workspace_members, workspaces
+from clarion.store.tx import Tx
 
 
-async def _memberships(conn: AsyncConnection, user_id: str) -> tuple[Workspace, ...]:
+async def _memberships(conn: Tx, user_id: str) -> tuple[Workspace, ...]:
     query = (
         select(workspaces)
         .join(workspace_members, workspace_members.c.workspace_id == workspaces.c.id)

@@ -7,7 +7,6 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Executable, bindparam, select, update
-from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.sql.elements import ColumnElement
 
 from clarion.domain.models import Bundle, Message, MetaKey
@@ -16,6 +15,7 @@ from clarion.store.rows import to_message
 from clarion.store.schema import task_session_messages as messages
 from clarion.store.sql import JsonText, UtcDateTime
 from clarion.store.turns import read_session_and_current_turn
+from clarion.store.tx import Tx
 
 MetaChange = Callable[[dict[str, Any]], dict[str, Any]]
 
@@ -54,32 +54,32 @@ _SET_METADATA_AND_TIME = (
 
 
 async def select_rows(
-    conn: AsyncConnection,
+    conn: Tx,
     *where: ColumnElement[bool],
 ) -> list[Message]:
     return await run_rows(conn, select(messages).where(*where))
 
 
 async def run_rows(
-    conn: AsyncConnection, query: Executable, params: Mapping[str, Any] | None = None
+    conn: Tx, query: Executable, params: Mapping[str, Any] | None = None
 ) -> list[Message]:
     """Message rows of `query` (a prebuilt statement with `params`), in bundle order."""
     rows = [to_message(row) for row in await conn.execute(query, dict(params or {}))]
     return sorted(rows, key=bundle_order)
 
 
-async def bundle_rows(conn: AsyncConnection, pending_id: str) -> list[Message]:
+async def bundle_rows(conn: Tx, pending_id: str) -> list[Message]:
     """Every row carrying the pending id (any type, so malformed bundles are visible), except
     parent questions, which are ignored everywhere."""
     return await run_rows(conn, _BUNDLE_ROWS, {"pending_id": pending_id})
 
 
-async def bundle_session_id(conn: AsyncConnection, pending_id: str) -> str | None:
+async def bundle_session_id(conn: Tx, pending_id: str) -> str | None:
     value = (await conn.execute(_BUNDLE_SESSION, {"pending_id": pending_id})).scalar()
     return None if value is None else str(value)
 
 
-async def read_bundle(conn: AsyncConnection, pending_id: str) -> Bundle | None:
+async def read_bundle(conn: Tx, pending_id: str) -> Bundle | None:
     rows = await bundle_rows(conn, pending_id)
     if not rows:
         return None
@@ -93,7 +93,7 @@ def is_well_formed(rows: Sequence[Message]) -> bool:
 
 
 async def rewrite(
-    conn: AsyncConnection,
+    conn: Tx,
     rows: Iterable[Message],
     change: MetaChange,
     *,

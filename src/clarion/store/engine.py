@@ -4,24 +4,33 @@ Imported by the rest of `clarion.store` and by `clarion.wiring`; nothing else.
 
 SQLite: WAL so readers never wait on the writer, foreign keys on, a busy timeout, and every
 write transaction starts with `BEGIN IMMEDIATE` so two writers serialize at BEGIN instead of
-failing when a deferred read lock is upgraded. PostgreSQL: writes that touch one session's
-clarification state take a per-session advisory lock and lock the session row; reads run
-under REPEATABLE READ so a multi-statement read sees one snapshot.
+failing when a deferred read lock is upgraded. Transactions run inline on the event loop's
+thread through the synchronous driver (see `clarion.store.tx` for why); the writers of one
+process queue on an asyncio lock before BEGIN, so the loop never sits in SQLite's busy wait
+behind a writer of its own. Only another process's write transaction (the `clarion token`
+command, say) can make it wait, for as long as that transaction lasts.
+
+PostgreSQL: writes that touch one session's clarification state take a per-session advisory
+lock and lock the session row; reads run under REPEATABLE READ so a multi-statement read sees
+one snapshot.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import weakref
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import bindparam, event, select, text
-from sqlalchemy.engine import Connection, make_url
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
+from sqlalchemy import bindparam, create_engine, event, select, text
+from sqlalchemy.engine import Connection, Engine, make_url
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from clarion.store.schema import task_sessions
+from clarion.store.tx import AsyncTx, InlineTx, Tx
 
 log = logging.getLogger(__name__)
 
@@ -57,8 +66,28 @@ def _sqlite_engine(url: str, database: str | None) -> AsyncEngine:
         connect_args={"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000},
         pool_reset_on_return=None,
     )
+    _configure_sqlite(engine.sync_engine)
+    return engine
 
-    @event.listens_for(engine.sync_engine, "connect")
+
+def _inline_sqlite_engine(engine: AsyncEngine) -> Engine:
+    """The synchronous twin of `engine` (same file, same settings) that transactions use."""
+    inline = create_engine(
+        engine.url.set(drivername="sqlite+pysqlite"),
+        connect_args={
+            "timeout": SQLITE_BUSY_TIMEOUT_MS / 1000,
+            # Connections are made and used on the loop's thread, but disposal may run on
+            # another (a test's teardown, interpreter exit).
+            "check_same_thread": False,
+        },
+        pool_reset_on_return=None,
+    )
+    _configure_sqlite(inline)
+    return inline
+
+
+def _configure_sqlite(engine: Engine) -> None:
+    @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:
         # Take BEGIN out of the driver's hands so the "begin" hook below decides its mode.
         dbapi_connection.isolation_level = None
@@ -71,12 +100,26 @@ def _sqlite_engine(url: str, database: str | None) -> AsyncEngine:
         finally:
             cursor.close()
 
-    @event.listens_for(engine.sync_engine, "begin")
+    @event.listens_for(engine, "begin")
     def _on_begin(conn: Connection) -> None:
         writing = bool(conn.get_execution_options().get(_WRITE_OPTION))
         conn.exec_driver_sql("BEGIN IMMEDIATE" if writing else "BEGIN")
 
-    return engine
+
+# One writer queue per database file and event loop, shared by every store of this process
+# that opens the file (tests open several), so none of them blocks the loop on another's lock.
+_WRITER_QUEUES: weakref.WeakValueDictionary[tuple[str, int], asyncio.Lock] = (
+    weakref.WeakValueDictionary()
+)
+
+
+def _writer_queue(database: str, loop: asyncio.AbstractEventLoop) -> asyncio.Lock:
+    key = (database, id(loop))
+    queue = _WRITER_QUEUES.get(key)
+    if queue is None:
+        queue = asyncio.Lock()
+        _WRITER_QUEUES[key] = queue
+    return queue
 
 
 _LOCK_KEY = text("SELECT pg_advisory_xact_lock(hashtextextended(:key, 0))")
@@ -113,31 +156,54 @@ class Db:
     def __init__(self, engine: AsyncEngine) -> None:
         self.engine = engine
         self.is_postgres = engine.dialect.name == "postgresql"
-        self._writer = engine.execution_options(**{_WRITE_OPTION: True})
-        self._reader = (
-            engine.execution_options(isolation_level="REPEATABLE READ")
-            if self.is_postgres
-            else engine
-        )
+        self._inline: Engine | None = None
+        if self.is_postgres:
+            self._async_writer = engine.execution_options(**{_WRITE_OPTION: True})
+            self._async_reader = engine.execution_options(isolation_level="REPEATABLE READ")
+        else:
+            self._inline = _inline_sqlite_engine(engine)
+            self._inline_writer = self._inline.execution_options(**{_WRITE_OPTION: True})
+            self._database = str(Path(engine.url.database or "").expanduser().resolve())
+        self._writers: tuple[asyncio.AbstractEventLoop, asyncio.Lock] | None = None
 
     @asynccontextmanager
-    async def read(self) -> AsyncIterator[AsyncConnection]:
+    async def read(self) -> AsyncIterator[Tx]:
         """A read-only transaction over one consistent snapshot; never waits on a writer."""
-        async with self._reader.connect() as conn, conn.begin():
-            yield conn
+        if self._inline is not None:
+            with self._inline.connect() as conn, conn.begin():
+                yield InlineTx(conn)
+            return
+        async with self._async_reader.connect() as aconn, aconn.begin():
+            yield AsyncTx(aconn)
 
     @asynccontextmanager
-    async def write(self) -> AsyncIterator[AsyncConnection]:
+    async def write(self) -> AsyncIterator[Tx]:
         """A write transaction; on SQLite it holds the database write lock from its start."""
-        async with self._writer.connect() as conn, conn.begin():
-            yield conn
+        if self._inline is not None:
+            async with self._writer_queue():
+                with self._inline_writer.connect() as conn, conn.begin():
+                    yield InlineTx(conn)
+            return
+        async with self._async_writer.connect() as aconn, aconn.begin():
+            yield AsyncTx(aconn)
 
-    async def lock_key(self, conn: AsyncConnection, key: str) -> None:
+    def _writer_queue(self) -> asyncio.Lock:
+        loop = asyncio.get_running_loop()
+        if self._writers is None or self._writers[0] is not loop:
+            self._writers = (loop, _writer_queue(self._database, loop))
+        return self._writers[1]
+
+    def close(self) -> None:
+        """Close the inline connections (the async engine is disposed by its owner)."""
+        if self._inline is not None:
+            self._inline.dispose()
+
+    async def lock_key(self, conn: Tx, key: str) -> None:
         """Serialize writers on `key` until the transaction ends (SQLite already is serial)."""
         if self.is_postgres:
             await conn.execute(_LOCK_KEY, {"key": key})
 
-    async def lock_session(self, conn: AsyncConnection, session_id: str) -> None:
+    async def lock_session(self, conn: Tx, session_id: str) -> None:
         """Serialize every write to one session's turns and clarification rows.
 
         On SQLite `BEGIN IMMEDIATE` already holds the only write lock, so there is nothing to
@@ -146,7 +212,7 @@ class Db:
             await self.lock_key(conn, "task-session-turn:" + session_id)
             await conn.execute(_LOCK_SESSION_ROW, {"session_id": session_id})
 
-    async def lock_sessions(self, conn: AsyncConnection, session_ids: Sequence[str]) -> None:
+    async def lock_sessions(self, conn: Tx, session_ids: Sequence[str]) -> None:
         """`lock_session` for many sessions, in id order (so two callers cannot deadlock),
         with two statements in all rather than two per session."""
         if not self.is_postgres or not session_ids:

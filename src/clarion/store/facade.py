@@ -106,5 +106,6 @@ async def open_store(url: str, clock: Clock) -> AsyncIterator[SqlStore]:
             yield store
         finally:
             await store._drain()
+            store._db.close()
     finally:
         await engine.dispose()

@@ -6,7 +6,6 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import and_, bindparam, delete, func, insert, or_, select, update
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 from clarion.domain.errors import Conflict, NotFound
 from clarion.domain.flags import is_truthy as truthy
@@ -18,18 +17,19 @@ from clarion.store.schema import task_session_messages as messages
 from clarion.store.schema import task_session_turns as turns
 from clarion.store.tasks import read_session
 from clarion.store.turns import read_session_and_current_turn, read_turn
+from clarion.store.tx import Tx
 
 _MESSAGE_BY_ID = select(messages).where(messages.c.id == bindparam("message_id"))
 _INSERT_MESSAGE = insert(messages)
 
 
-async def read_message(conn: AsyncConnection, message_id: str) -> Message | None:
+async def read_message(conn: Tx, message_id: str) -> Message | None:
     row = (await conn.execute(_MESSAGE_BY_ID, {"message_id": message_id})).first()
     return None if row is None else to_message(row)
 
 
 async def insert_message(
-    conn: AsyncConnection, new: NewMessage, *, task_id: str, turn_id: str, now: datetime
+    conn: Tx, new: NewMessage, *, task_id: str, turn_id: str, now: datetime
 ) -> Message:
     """Insert one row into a turn the caller has already resolved (session lock held)."""
     metadata = dict(new.metadata)
@@ -67,9 +67,7 @@ async def insert_message(
     return message
 
 
-async def resolve_turn(
-    conn: AsyncConnection, session_id: str, turn_id: str | None
-) -> tuple[str, str]:
+async def resolve_turn(conn: Tx, session_id: str, turn_id: str | None) -> tuple[str, str]:
     """(task_id, turn_id) for a new row: the given turn (which must be the session's) or the
     current turn."""
     if turn_id is None:
@@ -156,7 +154,7 @@ class MessageQueries(StoreBase):
         return None if row is None else to_message(row)
 
 
-async def _keep_reservation_evidence(conn: AsyncConnection, turn_id: str, now: datetime) -> None:
+async def _keep_reservation_evidence(conn: Tx, turn_id: str, now: datetime) -> None:
     """A message in an unpublished reservation is evidence its prompt may have run, and that
     evidence made the reservation authoritative. Deleting the message must not move ownership
     back, so the evidence is kept as the attempt marker it stands for."""

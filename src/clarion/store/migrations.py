@@ -83,9 +83,12 @@ def _apply(conn: Connection) -> list[int]:
 async def migrate(engine: AsyncEngine) -> int:
     """Bring the database to LATEST_VERSION; returns the version it is at."""
     db = Db(engine)
-    async with db.write() as conn:
-        await db.lock_key(conn, "clarion-schema-migration")
-        applied = await conn.run_sync(_apply)
+    try:
+        async with db.write() as conn:
+            await db.lock_key(conn, "clarion-schema-migration")
+            applied = await conn.run_sync(_apply)
+    finally:
+        db.close()
     if applied:
         log.info("schema migrated", extra={"versions": applied})
     return LATEST_VERSION

@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from sqlalchemy import bindparam, select
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 from clarion.domain.models import MessageType, MetaKey, PendingAction
 from clarion.store.predicates import (
@@ -24,6 +23,7 @@ from clarion.store.predicates import (
 from clarion.store.rows import StoreBase
 from clarion.store.schema import task_session_messages as messages
 from clarion.store.schema import task_sessions
+from clarion.store.tx import Tx
 
 # Bound parameters per IN list: far below every driver's limit.
 CHUNK = 500
@@ -60,7 +60,7 @@ def chunks(values: Sequence[str]) -> Iterable[list[str]]:
         yield list(values[start : start + CHUNK])
 
 
-async def live_current_turns(conn: AsyncConnection, session_ids: Sequence[str]) -> dict[str, str]:
+async def live_current_turns(conn: Tx, session_ids: Sequence[str]) -> dict[str, str]:
     """Current turn id per non-terminal session among `session_ids` (sessions without a
     current turn are left out)."""
     found: dict[str, str] = {}
@@ -71,7 +71,7 @@ async def live_current_turns(conn: AsyncConnection, session_ids: Sequence[str]) 
     return found
 
 
-async def sessions_with_pending(conn: AsyncConnection, current: dict[str, str]) -> set[str]:
+async def sessions_with_pending(conn: Tx, current: dict[str, str]) -> set[str]:
     """Sessions with a pending clarification row in their current turn (`current`: session
     id -> current turn id)."""
     found: set[str] = set()
@@ -83,7 +83,7 @@ async def sessions_with_pending(conn: AsyncConnection, current: dict[str, str]) 
     return found
 
 
-async def _permission_pending(conn: AsyncConnection, session_id: str, turn_id: str) -> bool:
+async def _permission_pending(conn: Tx, session_id: str, turn_id: str) -> bool:
     """The newest current-turn permission request decides; older ones are history."""
     row = (
         await conn.execute(_NEWEST_PERMISSION, {"turn_id": turn_id, "session_id": session_id})

@@ -14,7 +14,6 @@ from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import bindparam, not_, select, update
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 from clarion.domain.models import Message, MetaKey, Turn
 from clarion.ports import IntentRecovery, ReservationRecovery
@@ -45,6 +44,7 @@ from clarion.store.schema import task_session_turns as turns
 from clarion.store.schema import task_sessions
 from clarion.store.sql import flag
 from clarion.store.turns import read_turn
+from clarion.store.tx import Tx
 
 __all__ = ["CorruptReservationError", "RecoveryQueries"]
 
@@ -54,7 +54,7 @@ _LIVE = task_sessions.c.state.not_in(TERMINAL_STATES)
 INTENT = MetaKey.RESPONSE_DELIVERY_PENDING
 
 
-async def _reservations(conn: AsyncConnection) -> list[Turn]:
+async def _reservations(conn: Tx) -> list[Turn]:
     query = (
         select(turns)
         .where(flag(turns.c.metadata, MetaKey.PROMPT_DISPATCH_PENDING))
@@ -63,7 +63,7 @@ async def _reservations(conn: AsyncConnection) -> list[Turn]:
     return [to_turn(row) for row in await conn.execute(query)]
 
 
-async def _restore_or_retire(conn: AsyncConnection, rows: list[Message], now: Any) -> bool:
+async def _restore_or_retire(conn: Tx, rows: list[Message], now: Any) -> bool:
     """Restore the claim if every row is still current in a live session; otherwise retire
     the intent and keep the terminal history. Returns whether it restored."""
     ids = [m.id for m in rows]

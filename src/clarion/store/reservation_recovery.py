@@ -12,7 +12,6 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import bindparam, delete, select, update
-from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.sql.elements import BindParameter
 
 from clarion.domain.flags import is_truthy as truthy
@@ -25,6 +24,7 @@ from clarion.store.rows import to_message
 from clarion.store.schema import task_session_messages as messages
 from clarion.store.schema import task_session_turns as turns
 from clarion.store.sql import JsonText, UtcDateTime, flag
+from clarion.store.tx import Tx
 
 INTENT = MetaKey.RESPONSE_DELIVERY_PENDING
 
@@ -105,9 +105,7 @@ SET_TURN_METADATA = (
 )
 
 
-async def reconcile_plans(
-    conn: AsyncConnection, plans: list[Plan], now: datetime
-) -> list[ReservationRecovery]:
+async def reconcile_plans(conn: Tx, plans: list[Plan], now: datetime) -> list[ReservationRecovery]:
     """Every plan's decision with a fixed number of statements. Processing them one by
     one would give the same result: reconciliation never changes a session's current
     turn (a deleted reservation was not authority, a kept one already was), and each

@@ -10,7 +10,6 @@ import logging
 from collections.abc import Sequence
 
 from sqlalchemy import delete, insert, select, update
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 from clarion.domain.errors import Conflict, InvalidInput
 from clarion.domain.flags import is_truthy as truthy
@@ -24,6 +23,7 @@ from clarion.store.schema import task_session_turns as turns
 from clarion.store.sql import flag
 from clarion.store.tasks import read_session
 from clarion.store.turns import read_turn
+from clarion.store.tx import Tx
 
 log = logging.getLogger(__name__)
 
@@ -35,7 +35,7 @@ def claimed_ids(message_ids: Sequence[str]) -> list[str]:
     return ids
 
 
-async def live_reservation(conn: AsyncConnection, session_id: str) -> Turn | None:
+async def live_reservation(conn: Tx, session_id: str) -> Turn | None:
     row = (
         await conn.execute(
             select(turns)
@@ -162,7 +162,7 @@ class ReservationQueries(StoreBase):
         async with self._db.read() as conn:
             return await live_reservation(conn, session_id)
 
-    async def _locked_turn(self, conn: AsyncConnection, turn_id: str) -> Turn | None:
+    async def _locked_turn(self, conn: Tx, turn_id: str) -> Turn | None:
         turn = await read_turn(conn, turn_id)
         if turn is None:
             return None
@@ -170,9 +170,7 @@ class ReservationQueries(StoreBase):
         return await read_turn(conn, turn_id)
 
 
-async def _finalize_claim(
-    conn: AsyncConnection, pending_id: str, message_ids: Sequence[str]
-) -> None:
+async def _finalize_claim(conn: Tx, pending_id: str, message_ids: Sequence[str]) -> None:
     """Retire the delivery intent on exactly the claimed rows; updated_at keeps the claim time."""
     if not message_ids:
         return

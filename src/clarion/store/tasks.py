@@ -6,7 +6,6 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from sqlalchemy import bindparam, insert, select, update
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 from clarion.domain.errors import NotFound
 from clarion.domain.ids import new_id
@@ -20,6 +19,7 @@ from clarion.domain.models import (
 )
 from clarion.store.rows import StoreBase, to_session, to_task, to_workspace
 from clarion.store.schema import task_sessions, tasks, workspaces
+from clarion.store.tx import Tx
 
 NON_TERMINAL = tuple(s for s in SessionState if s not in TERMINAL_SESSION_STATES)
 
@@ -27,7 +27,7 @@ NON_TERMINAL = tuple(s for s in SessionState if s not in TERMINAL_SESSION_STATES
 _SESSION_BY_ID = select(task_sessions).where(task_sessions.c.id == bindparam("session_id"))
 
 
-async def read_session(conn: AsyncConnection, session_id: str) -> Session:
+async def read_session(conn: Tx, session_id: str) -> Session:
     row = (await conn.execute(_SESSION_BY_ID, {"session_id": session_id})).first()
     if row is None:
         raise NotFound("session not found", session_id=session_id)
@@ -38,7 +38,7 @@ _SESSION_STATE = select(task_sessions.c.state).where(task_sessions.c.id == bindp
 
 
 async def set_session_state(
-    conn: AsyncConnection,
+    conn: Tx,
     session_id: str,
     to: SessionState,
     allowed: Sequence[SessionState],

@@ -10,7 +10,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from sqlalchemy import and_, bindparam, insert, not_, or_, select, update
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 from clarion.domain.errors import NotFound
 from clarion.domain.ids import new_id
@@ -21,6 +20,7 @@ from clarion.store.schema import task_session_turns as turns
 from clarion.store.schema import task_sessions
 from clarion.store.sql import flag
 from clarion.store.tasks import read_session
+from clarion.store.tx import Tx
 
 log = logging.getLogger(__name__)
 
@@ -33,19 +33,17 @@ _SESSION_WITH_CURRENT_TURN = select(
 ).where(task_sessions.c.id == bindparam("session_id"))
 
 
-async def read_turn(conn: AsyncConnection, turn_id: str) -> Turn | None:
+async def read_turn(conn: Tx, turn_id: str) -> Turn | None:
     row = (await conn.execute(_TURN_BY_ID, {"turn_id": turn_id})).first()
     return None if row is None else to_turn(row)
 
 
-async def read_current_turn_id(conn: AsyncConnection, session_id: str) -> str | None:
+async def read_current_turn_id(conn: Tx, session_id: str) -> str | None:
     value = (await conn.execute(_CURRENT_TURN_ID, {"session_id": session_id})).scalar()
     return None if value is None else str(value)
 
 
-async def read_session_and_current_turn(
-    conn: AsyncConnection, session_id: str
-) -> tuple[Session, str | None]:
+async def read_session_and_current_turn(conn: Tx, session_id: str) -> tuple[Session, str | None]:
     """The session (NotFound if missing) and its current turn id, in one statement."""
     row = (await conn.execute(_SESSION_WITH_CURRENT_TURN, {"session_id": session_id})).first()
     if row is None:
