@@ -137,12 +137,12 @@ class Api:
         body = await self.ok("POST", "/tasks", 201, json={"title": title, "description": ""})
         return str(body["task"]["id"])
 
-    async def start_session(self, task_id: str, prompt: str) -> str:
+    async def start_session(self, task_id: str, prompt: str, agent: str = "builtin") -> str:
         body = await self.ok(
             "POST",
             f"/tasks/{task_id}/task-sessions",
             201,
-            json={"agent": "builtin", "prompt": prompt},
+            json={"agent": agent, "prompt": prompt},
         )
         return str(body["session"]["id"])
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import secrets
 import signal
@@ -21,6 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
+
+from bench.relay_agent import RELAY_DIR_ENV
 
 POSTGRES_URL = os.environ.get(
     "CLARION_BENCH_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test"
@@ -103,6 +106,26 @@ class BenchServer:
         return f"http://127.0.0.1:{self.port}"
 
     @property
+    def relay_dir(self) -> Path:
+        """Where `bench.relay_agent` leaves each session's MCP endpoint."""
+        return self.workdir / "relay"
+
+    def _write_config(self) -> Path:
+        """The agent profile `relay` (see bench.relay_agent) beside the always-present builtin."""
+        config = self.workdir / "clarion.toml"
+        repo_root = Path(__file__).resolve().parent.parent
+        command = ", ".join(
+            json.dumps(part) for part in (sys.executable, "-m", "bench.relay_agent")
+        )
+        config.write_text(
+            "[agents.relay]\n"
+            f"command = [{command}]\n"
+            f"env = {{ {RELAY_DIR_ENV} = {json.dumps(str(self.relay_dir))}, "
+            f"PYTHONPATH = {json.dumps(str(repo_root))} }}\n"
+        )
+        return config
+
+    @property
     def api(self) -> str:
         return f"{self.url}/api/v1"
 
@@ -122,7 +145,16 @@ class BenchServer:
         log = (self.workdir / f"server-{self.starts}.log").open("wb")
         started = time.perf_counter()
         self.proc = subprocess.Popen(
-            [*self.launcher, "serve", "--port", str(self.port), "--database", self.database_url],
+            [
+                *self.launcher,
+                "serve",
+                "--port",
+                str(self.port),
+                "--database",
+                self.database_url,
+                "--config",
+                str(self._write_config()),
+            ],
             stdout=log,
             stderr=subprocess.STDOUT,
             env=env,

@@ -58,6 +58,15 @@ class NewMessage:
 
 
 @dataclass(frozen=True, slots=True)
+class SummaryInputs:
+    """What a task summary is computed from, read in one transaction."""
+
+    summary: StatusSummary | None
+    sessions: tuple[Session, ...]
+    actions: Mapping[str, PendingAction | None]
+
+
+@dataclass(frozen=True, slots=True)
 class ClaimResult:
     """What a response claim did. `claimed` empty means nothing applied (lost race, stale)."""
 
@@ -120,9 +129,14 @@ class Store(Protocol):
         to: SessionState,
         *,
         allowed_from: Sequence[SessionState] | None = None,
-    ) -> bool:
+    ) -> Session | None:
         """Set the state if the current one is in `allowed_from` (any non-terminal when None).
-        A session already in `to` (with `to` allowed) reports True and is not rewritten."""
+        Returns the session as it now stands when it is in `to` (a session already there, with
+        `to` allowed, is not rewritten), None when the move is not allowed."""
+        ...
+
+    async def session_with_current_turn(self, session_id: str) -> tuple[Session, str | None]:
+        """The session (NotFound if missing) and its current turn id, from one read."""
         ...
 
     # turns
@@ -247,6 +261,11 @@ class Store(Protocol):
 
     # summaries and meta
     async def find_summary(self, task_id: str) -> StatusSummary | None: ...
+    async def summary_inputs(self, task_id: str) -> SummaryInputs:
+        """The task's stored summary, its sessions and their pending actions, from one snapshot
+        (the summary read first, see `clarion.projection.summaries`)."""
+        ...
+
     async def cas_summary(
         self, task_id: str, *, expected_revision: int | None, data: Mapping[str, Any]
     ) -> StatusSummary | None:

@@ -64,17 +64,16 @@ class Asker:
         """Returns the tool result text; raises InvalidInput (nothing written),
         QuestionDetached, or NotFound when the session has no durable turn."""
         questions, context = parse_ask(arguments)
-        session = await self._store.get_session(session_id)
+        session, turn_id = await self._store.session_with_current_turn(session_id)
         if session.state.is_terminal:
             raise NotFound("session has ended", session_id=session_id)
-        turn = await self._store.find_current_turn(session_id)
-        if turn is None:
+        if turn_id is None:
             raise NotFound("session has no durable turn to own a question", session_id=session_id)
         pending_id = new_id()
         metadata = bundle_row_metadata(pending_id, questions, context)
         # The waiter exists before the rows do: a responder that sees the rows always finds
         # the live waiter, and never mistakes a question still being asked for a detached one.
-        waiter = self._waiters.register(pending_id, session_id, turn.id)
+        waiter = self._waiters.register(pending_id, session_id, turn_id)
         try:
             rows = await self._store.create_bundle(
                 session_id,
@@ -85,18 +84,18 @@ class Asker:
                         type=MessageType.CLARIFICATION_REQUEST,
                         content=question.prompt,
                         metadata=meta,
-                        turn_id=turn.id,
+                        turn_id=turn_id,
                         requests_input=index == len(questions) - 1,
                     )
                     for index, (question, meta) in enumerate(zip(questions, metadata, strict=True))
                 ],
-                turn_id=turn.id,
+                turn_id=turn_id,
             )
             log.info(
                 "clarification asked",
                 extra={
                     "session_id": session_id,
-                    "turn_id": turn.id,
+                    "turn_id": turn_id,
                     "pending_id": pending_id,
                     "rows": len(rows),
                 },

@@ -152,5 +152,6 @@ class TurnAdmission:
                 )
 
     async def transition(self, session_id: str, to: SessionState) -> None:
-        if await self._store.transition_session(session_id, to):
-            await self._publisher.session_state(await self._store.get_session(session_id))
+        session = await self._store.transition_session(session_id, to)
+        if session is not None:
+            await self._publisher.session_state(session)

@@ -21,7 +21,7 @@ from clarion import failpoints
 from clarion.domain.errors import Unavailable
 from clarion.domain.models import PendingAction, SessionState, StatusSummary
 from clarion.domain.wire import summary_wire
-from clarion.ports import Bus, Event, Store
+from clarion.ports import Bus, Event, Store, SummaryInputs
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +57,21 @@ class TaskPending:
     legacy_task_action: PendingAction | None
 
 
+def task_pending(inputs: SummaryInputs) -> TaskPending:
+    sessions, actions = inputs.sessions, inputs.actions
+    primary = next(
+        (s for s in sessions if s.is_primary and s.state is SessionState.WAITING_FOR_INPUT),
+        None,
+    )
+    return TaskPending(
+        task_action=task_level_action(actions),
+        primary_session_action=None if primary is None else actions.get(primary.id),
+        legacy_task_action=task_level_action(
+            {s.id: actions.get(s.id) for s in sessions if s.state in LEGACY_ACTIVE_STATES}
+        ),
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class Repair:
     """The outcome of a read repair, for one task of a task list.
@@ -77,19 +92,7 @@ class SummaryService:
         self._bus = bus
 
     async def pending_of_task(self, task_id: str) -> TaskPending:
-        sessions = await self._store.list_sessions(task_id)
-        actions = await self._store.pending_actions([s.id for s in sessions])
-        primary = next(
-            (s for s in sessions if s.is_primary and s.state is SessionState.WAITING_FOR_INPUT),
-            None,
-        )
-        return TaskPending(
-            task_action=task_level_action(actions),
-            primary_session_action=None if primary is None else actions.get(primary.id),
-            legacy_task_action=task_level_action(
-                {s.id: actions.get(s.id) for s in sessions if s.state in LEGACY_ACTIVE_STATES}
-            ),
-        )
+        return task_pending(await self._store.summary_inputs(task_id))
 
     async def refresh(self, task_id: str, *, publish: bool = True) -> StatusSummary | None:
         """Bring the summary in line with the repository. Returns the summary as stored
@@ -132,8 +135,9 @@ class SummaryService:
         repository was read but the write failed or kept losing."""
         pending: TaskPending | None = None
         for attempt in range(CAS_ATTEMPTS):
-            current = await self._store.find_summary(task_id)
-            pending = await self.pending_of_task(task_id)
+            # One snapshot, the stored summary read before the repository rows.
+            inputs = await self._store.summary_inputs(task_id)
+            current, pending = inputs.summary, task_pending(inputs)
             desired = _wire(pending.task_action)
             stored = None if current is None else current.data.get("pending_action")
             if stored == desired:

@@ -94,21 +94,30 @@ async def _permission_pending(conn: Tx, session_id: str, turn_id: str) -> bool:
     return (status or "") in PENDING_STATUSES
 
 
+async def read_pending_actions(
+    conn: Tx, session_ids: Sequence[str]
+) -> dict[str, PendingAction | None]:
+    """`Store.pending_actions` inside an open transaction."""
+    wanted = list(dict.fromkeys(session_ids))
+    result: dict[str, PendingAction | None] = dict.fromkeys(wanted)
+    if not wanted:
+        return result
+    current = await live_current_turns(conn, wanted)
+    clarifying = await sessions_with_pending(conn, current)
+    for session_id, turn_id in current.items():
+        if session_id in clarifying:
+            result[session_id] = PendingAction.CLARIFICATION
+        elif await _permission_pending(conn, session_id, turn_id):
+            result[session_id] = PendingAction.PERMISSION
+    return result
+
+
 class ProjectionQueries(StoreBase):
     async def pending_actions(self, session_ids: Sequence[str]) -> dict[str, PendingAction | None]:
-        wanted = list(dict.fromkeys(session_ids))
-        result: dict[str, PendingAction | None] = dict.fromkeys(wanted)
-        if not wanted:
-            return result
+        if not session_ids:
+            return {}
         async with self._db.read() as conn:
-            current = await live_current_turns(conn, wanted)
-            clarifying = await sessions_with_pending(conn, current)
-            for session_id, turn_id in current.items():
-                if session_id in clarifying:
-                    result[session_id] = PendingAction.CLARIFICATION
-                elif await _permission_pending(conn, session_id, turn_id):
-                    result[session_id] = PendingAction.PERMISSION
-        return result
+            return await read_pending_actions(conn, session_ids)
 
     async def sessions_with_active_clarification(self, task_id: str) -> list[str]:
         async with self._db.read() as conn:

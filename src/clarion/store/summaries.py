@@ -9,29 +9,52 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from sqlalchemy import insert, select, update
+from sqlalchemy import bindparam, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from clarion.domain.errors import NotFound
 from clarion.domain.models import StatusSummary
-from clarion.store.rows import StoreBase
-from clarion.store.schema import task_status_summaries, tasks
+from clarion.ports import SummaryInputs
+from clarion.store.projections import read_pending_actions
+from clarion.store.rows import StoreBase, to_session
+from clarion.store.schema import task_sessions, task_status_summaries, tasks
+from clarion.store.tx import Tx
 
 log = logging.getLogger(__name__)
 summaries = task_status_summaries
 
 
+_SUMMARY_OF_TASK = select(summaries).where(summaries.c.task_id == bindparam("task_id"))
+_SESSIONS_OF_TASK = (
+    select(task_sessions)
+    .where(task_sessions.c.task_id == bindparam("task_id"))
+    .order_by(task_sessions.c.created_at, task_sessions.c.id)
+)
+
+
+async def _read_summary(conn: Tx, task_id: str) -> StatusSummary | None:
+    row = (await conn.execute(_SUMMARY_OF_TASK, {"task_id": task_id})).first()
+    if row is None:
+        return None
+    return StatusSummary(
+        task_id=row.task_id, revision=row.revision, data=row.summary, updated_at=row.updated_at
+    )
+
+
 class SummaryQueries(StoreBase):
     async def find_summary(self, task_id: str) -> StatusSummary | None:
         async with self._db.read() as conn:
-            row = (
-                await conn.execute(select(summaries).where(summaries.c.task_id == task_id))
-            ).first()
-        if row is None:
-            return None
-        return StatusSummary(
-            task_id=row.task_id, revision=row.revision, data=row.summary, updated_at=row.updated_at
-        )
+            return await _read_summary(conn, task_id)
+
+    async def summary_inputs(self, task_id: str) -> SummaryInputs:
+        async with self._db.read() as conn:
+            summary = await _read_summary(conn, task_id)
+            sessions = tuple(
+                to_session(row)
+                for row in await conn.execute(_SESSIONS_OF_TASK, {"task_id": task_id})
+            )
+            actions = await read_pending_actions(conn, [s.id for s in sessions])
+        return SummaryInputs(summary=summary, sessions=sessions, actions=actions)
 
     async def cas_summary(
         self, task_id: str, *, expected_revision: int | None, data: Mapping[str, Any]

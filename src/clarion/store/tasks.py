@@ -34,7 +34,14 @@ async def read_session(conn: Tx, session_id: str) -> Session:
     return to_session(row)
 
 
-_SESSION_STATE = select(task_sessions.c.state).where(task_sessions.c.id == bindparam("session_id"))
+_MOVE_SESSION = (
+    update(task_sessions)
+    .where(
+        task_sessions.c.id == bindparam("session_id"),
+        task_sessions.c.state.in_(bindparam("allowed", expanding=True)),
+    )
+    .values(state=bindparam("to"), updated_at=bindparam("now"))
+)
 
 
 async def set_session_state(
@@ -48,13 +55,12 @@ async def set_session_state(
     whether a row changed. The UPDATE locks the row it changes (what `lock_session` would
     take), and one that matches nothing writes nothing: no commit on SQLite, no transaction
     id on PostgreSQL."""
+    sources = [s.value for s in allowed if s is not to]
+    if not sources:
+        return False
     result = await conn.execute(
-        update(task_sessions)
-        .where(
-            task_sessions.c.id == session_id,
-            task_sessions.c.state.in_([s.value for s in allowed if s is not to]),
-        )
-        .values(state=to.value, updated_at=now)
+        _MOVE_SESSION,
+        {"session_id": session_id, "allowed": sources, "to": to.value, "now": now},
     )
     return bool(result.rowcount == 1)
 
@@ -190,12 +196,13 @@ class TaskQueries(StoreBase):
         to: SessionState,
         *,
         allowed_from: Sequence[SessionState] | None = None,
-    ) -> bool:
+    ) -> Session | None:
         allowed = NON_TERMINAL if allowed_from is None else tuple(allowed_from)
         async with self._db.write() as conn:
-            if await set_session_state(conn, session_id, to, allowed, self._clock.now()):
-                return True
-            # Already in the target state (and that state is allowed): true, as before, but
-            # nothing is written, so the transaction commits nothing.
-            state = (await conn.execute(_SESSION_STATE, {"session_id": session_id})).scalar()
-            return state == to.value and to in allowed
+            moved = await set_session_state(conn, session_id, to, allowed, self._clock.now())
+            # Already in the target state (and that state allowed) counts as moved; nothing is
+            # written then, so the transaction commits nothing.
+            row = (await conn.execute(_SESSION_BY_ID, {"session_id": session_id})).first()
+        if row is None or not (moved or (row.state == to.value and to in allowed)):
+            return None
+        return to_session(row)

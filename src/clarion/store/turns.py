@@ -118,6 +118,10 @@ class TurnQueries(StoreBase):
             raise NotFound("turn not found", turn_id=turn_id)
         return turn
 
+    async def session_with_current_turn(self, session_id: str) -> tuple[Session, str | None]:
+        async with self._db.read() as conn:
+            return await read_session_and_current_turn(conn, session_id)
+
     async def find_current_turn(self, session_id: str) -> Turn | None:
         async with self._db.read() as conn:
             turn_id = await read_current_turn_id(conn, session_id)

@@ -12,7 +12,7 @@ and cannot tell which one they got.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Protocol, TypeVar, Unpack
+from typing import Any, Protocol, TypeVar
 
 from sqlalchemy.engine import Connection, CursorResult
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -20,7 +20,7 @@ from sqlalchemy.sql.base import Executable
 from sqlalchemy.util.typing import TupleAny
 
 T = TypeVar("T")
-Rows = CursorResult[Unpack[TupleAny]]
+Rows = CursorResult[*TupleAny]
 
 
 class Tx(Protocol):

@@ -1,0 +1,85 @@
+"""`python -m bench.relay_agent`: an ACP agent that hands its MCP endpoint to the benchmark.
+
+The throughput and live-latency measurements play the agent's MCP side themselves (an MCP
+client per session calling the real `ask_user_question` tool over HTTP), as the benchmark
+issue asks. The per-session MCP secret only ever travels in ACP `session/new`, so something
+has to receive it: this agent writes each session's MCP URL and headers to a JSON file in
+`$CLARION_BENCH_RELAY_DIR` and then holds every prompt open until it is cancelled, so the
+session has a running turn for the questions to belong to. It says nothing and calls nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import uuid
+from pathlib import Path
+from typing import Any, cast
+
+import acp
+from acp.schema import (
+    AgentCapabilities,
+    HttpMcpServer,
+    InitializeResponse,
+    McpCapabilities,
+    NewSessionResponse,
+    PromptResponse,
+)
+
+RELAY_DIR_ENV = "CLARION_BENCH_RELAY_DIR"
+
+
+class RelayAgent:
+    def __init__(self, relay_dir: Path) -> None:
+        self._relay_dir = relay_dir
+        self._running: dict[str, asyncio.Task[Any]] = {}
+
+    def on_connect(self, conn: acp.Client) -> None:
+        pass
+
+    async def initialize(self, protocol_version: int, **kwargs: Any) -> InitializeResponse:
+        return InitializeResponse(
+            protocol_version=acp.PROTOCOL_VERSION,
+            agent_capabilities=AgentCapabilities(mcp_capabilities=McpCapabilities(http=True)),
+        )
+
+    async def new_session(
+        self, cwd: str, mcp_servers: list[Any] | None = None, **kwargs: Any
+    ) -> NewSessionResponse:
+        session_id = uuid.uuid4().hex
+        for server in mcp_servers or []:
+            if isinstance(server, HttpMcpServer):
+                endpoint = {"url": server.url, "headers": {h.name: h.value for h in server.headers}}
+                target = self._relay_dir / f"{session_id}.json"
+                partial = target.with_suffix(".tmp")
+                partial.write_text(json.dumps(endpoint))
+                partial.rename(target)  # readers never see a half-written file
+        return NewSessionResponse(session_id=session_id)
+
+    async def prompt(self, session_id: str, prompt: list[Any], **kwargs: Any) -> PromptResponse:
+        task = asyncio.current_task()
+        assert task is not None
+        self._running[session_id] = task
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            task.uncancel()
+        finally:
+            self._running.pop(session_id, None)
+        return PromptResponse(stop_reason="cancelled")
+
+    async def cancel(self, session_id: str, **kwargs: Any) -> None:
+        task = self._running.get(session_id)
+        if task is not None:
+            task.cancel()
+
+
+def main() -> None:
+    relay_dir = Path(os.environ[RELAY_DIR_ENV])
+    relay_dir.mkdir(parents=True, exist_ok=True)
+    asyncio.run(acp.run_agent(cast(acp.Agent, RelayAgent(relay_dir))))
+
+
+if __name__ == "__main__":
+    main()
