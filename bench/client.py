@@ -58,6 +58,17 @@ def is_turn_completed(note: Notification) -> bool:
     return bool(note["action"] == "session.turn.completed")
 
 
+def is_summary(pending_action: str | None) -> Predicate:
+    def match(note: Notification) -> bool:
+        summary = note["payload"].get("status_summary") or {}
+        return bool(
+            note["action"] == "task.status_summary.updated"
+            and summary.get("pending_action") == pending_action
+        )
+
+    return match
+
+
 def pending_id_of(note: Notification) -> str:
     return str(note["payload"]["metadata"]["pending_id"])
 
@@ -84,7 +95,8 @@ class Feed:
     def expect(
         self, session_id: str, predicate: Predicate
     ) -> asyncio.Future[tuple[float, Notification]]:
-        """A future for the next notification about `session_id` matching `predicate`."""
+        """A future for the next notification about `session_id` matching `predicate`
+        (task-level notifications, which name no session, are keyed by their task id)."""
         fut: asyncio.Future[tuple[float, Notification]] = asyncio.get_running_loop().create_future()
         self._waiters[session_id].append(_Waiter(predicate, fut))
         return fut
@@ -95,7 +107,8 @@ class Feed:
             note = json.loads(raw)
             if note.get("type") != "notification":
                 continue
-            sid = (note.get("payload") or {}).get("session_id")
+            payload = note.get("payload") or {}
+            sid = payload.get("session_id") or payload.get("task_id")
             waiters = self._waiters.get(sid) if sid else None
             if not waiters:
                 continue

@@ -1,9 +1,12 @@
 """Answer latency, one answer at a time on an otherwise idle server.
 
-Live: the builtin agent's `/scenario ask` holds the MCP tool call open; the benchmark POSTs
-the answer and records (a) POST sent -> 200 received, and (b) POST sent -> the WebSocket
-notification carrying the agent's `You answered: ...` message, which the agent can only
-send after the MCP tool call returned with the answer.
+Live, as the agent sees it (`live_mcp`): a simulated agent (`bench.simulated`) holds the real
+MCP tool call open; the benchmark POSTs the answer and records (a) POST sent -> 200 received
+and (b) POST sent -> the tool call returned the answer to the MCP client.
+
+Live, through the builtin agent (`live`): its `/scenario ask` holds the MCP tool call open;
+the benchmark records (a) and POST sent -> the WebSocket notification carrying the agent's
+`You answered: ...` message, which the agent can only send after its MCP tool call returned.
 
 Detached: `/scenario ask-timeout t=1` makes the agent's own MCP client give up after one
 second, which detaches the bundle; once that turn has ended the benchmark POSTs the answer
@@ -27,6 +30,7 @@ from bench.client import (
     wait,
 )
 from bench.context import Ctx, progress
+from bench.simulated import SimulatedAgent, relay_session
 
 WARMUP = 3
 
@@ -58,6 +62,22 @@ async def live(ctx: Ctx, samples: int) -> tuple[list[float], list[float]]:
             to_reply.append(b)
     progress(f"{ctx.db}: live latency, {samples} answers")
     return to_200, to_reply
+
+
+async def live_mcp(ctx: Ctx, samples: int) -> tuple[list[float], list[float]]:
+    """Live answers to a simulated agent's MCP tool call: (POST -> 200, POST -> tool returns)."""
+    task_id = await ctx.api.create_task("live latency, MCP client")
+    session_id, endpoint = await relay_session(ctx, task_id)
+    to_200: list[float] = []
+    to_return: list[float] = []
+    async with SimulatedAgent.connect(ctx, session_id, endpoint) as agent:
+        for i in range(WARMUP + samples):
+            cycle = await agent.cycle(quiet_task_id=task_id)
+            if i >= WARMUP:
+                to_200.append(cycle.to_200)
+                to_return.append(cycle.to_tool_return)
+    progress(f"{ctx.db}: live latency (MCP client), {samples} answers")
+    return to_200, to_return
 
 
 async def wait_detached(ctx: Ctx, session_id: str, pending_id: str, limit: float = 60) -> None:

@@ -24,8 +24,8 @@ from bench.stats import Row, latency_rows, ms, percentile, render
 class Sizes:
     live: int = 30
     detached: int = 20
-    sessions: tuple[int, ...] = (1, 10, 100)
-    postgres_sessions: tuple[int, ...] = (1, 10)
+    sessions: tuple[int, ...] = (1, 10, 100)  # simulated MCP agents, both databases
+    builtin_sessions: tuple[int, ...] = (1, 10)  # full turns through the builtin agent
     throughput_s: float = 5.0
     history: tuple[int, ...] = (10, 1_000, 100_000)
     history_samples: int = 5
@@ -39,7 +39,7 @@ QUICK = Sizes(
     live=2,
     detached=1,
     sessions=(1, 2),
-    postgres_sessions=(1,),
+    builtin_sessions=(1,),
     throughput_s=0.5,
     history=(10, 30, 250),
     history_samples=1,
@@ -53,7 +53,7 @@ QUICK = Sizes(
 @dataclass
 class Results:
     rows: list[Row] = field(default_factory=list)
-    live_reply_p50: dict[str, float] = field(default_factory=dict)
+    live_return_p50: dict[str, float] = field(default_factory=dict)
     detached_p50: dict[str, float] = field(default_factory=dict)
     one_session_rate: dict[str, float] = field(default_factory=dict)
 
@@ -65,14 +65,26 @@ async def _online(db: str, workdir: Path, sizes: Sizes, out: Results) -> None:
         await server.start()
         ctx = await Ctx.connect(db, server)
         try:
-            to_200, to_reply = await latency.live(ctx, sizes.live)
+            to_200, to_return = await latency.live_mcp(ctx, sizes.live)
             out.rows += latency_rows(
                 db, "live answer POST -> 200", to_200, p50_target=5, p99_target=15
             )
             out.rows += latency_rows(
-                db, "live answer POST -> agent reply event", to_reply, p50_target=5, p99_target=15
+                db,
+                "live answer POST -> MCP tool call returns",
+                to_return,
+                p50_target=5,
+                p99_target=15,
             )
-            out.live_reply_p50[db] = percentile(to_reply, 50)
+            out.live_return_p50[db] = percentile(to_return, 50)
+            _, to_reply = await latency.live(ctx, sizes.live)
+            out.rows += latency_rows(
+                db,
+                "live answer POST -> builtin agent's reply event",
+                to_reply,
+                p50_target=None,
+                p99_target=None,
+            )
             det = await latency.detached(ctx, sizes.detached)
             out.rows += latency_rows(
                 db, "detached answer POST -> 200 resumed", det, p50_target=15, p99_target=None
@@ -100,13 +112,13 @@ async def _online(db: str, workdir: Path, sizes: Sizes, out: Results) -> None:
                     f"{how}; {det_c[1]} once quiet, incl. successor turn end",
                 ),
             ]
-            for n in sizes.sessions if db == "sqlite" else sizes.postgres_sessions:
-                rate, done = await throughput.cycles_per_second(ctx, n, sizes.throughput_s)
+            for n in sizes.sessions:
+                rate, done = await throughput.mcp_cycles_per_second(ctx, n, sizes.throughput_s)
                 target = n == 100 and db == "sqlite"
                 out.rows.append(
                     Row(
                         db,
-                        f"throughput, {n} concurrent sessions",
+                        f"throughput, {n} concurrent sessions (MCP clients)",
                         f"{rate:.1f} cycles/s",
                         ">= 1000 cycles/s" if target else "",
                         (rate >= 1000) if target else None,
@@ -115,6 +127,16 @@ async def _online(db: str, workdir: Path, sizes: Sizes, out: Results) -> None:
                 )
                 if n == 1:
                     out.one_session_rate[db] = rate
+            for n in sizes.builtin_sessions:
+                rate, done = await throughput.cycles_per_second(ctx, n, sizes.throughput_s)
+                out.rows.append(
+                    Row(
+                        db,
+                        f"full turns, {n} concurrent sessions (builtin agent)",
+                        f"{rate:.1f} cycles/s",
+                        note=f"{done} cycles",
+                    )
+                )
         finally:
             await ctx.close()
             server.stop()
@@ -196,9 +218,9 @@ def _peer(workdir: Path, sizes: Sizes, out: Results) -> None:
     out.rows.append(
         Row("langgraph", "commits per resume", str(r.commits_per_resume), note="COMMIT statements")
     )
-    for db, value in out.live_reply_p50.items():
+    for db, value in out.live_return_p50.items():
         out.rows.append(
-            Row(db, "ratio: live reply p50 / LangGraph resume p50", f"{value / lg:.2f}x")
+            Row(db, "ratio: live tool return p50 / LangGraph resume p50", f"{value / lg:.2f}x")
         )
     for db, value in out.detached_p50.items():
         out.rows.append(Row(db, "ratio: detached p50 / LangGraph resume p50", f"{value / lg:.2f}x"))

@@ -22,7 +22,7 @@ from httpx2 import AsyncClient, Timeout
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from bench.client import is_question, pending_id_of, wait
+from bench.client import is_question, is_summary, pending_id_of, wait
 from bench.context import Ctx
 
 TOOL = "ask_user_question"
@@ -82,17 +82,28 @@ class SimulatedAgent:
         ):
             yield cls(ctx, session_id, mc)
 
-    async def cycle(self) -> Cycle:
-        question = self._ctx.feed.expect(self.session_id, is_question)
+    async def cycle(self, *, quiet_task_id: str | None = None) -> Cycle:
+        """One cycle. With `quiet_task_id` the answer is sent only once the server finished
+        the question's follow-up work (the task summary turned to clarification), and the
+        cycle ends only once the answer's follow-up work is done too (the summary is clean):
+        each answer then meets an otherwise idle server."""
+        feed = self._ctx.feed
+        question = feed.expect(self.session_id, is_question)
+        asked = feed.expect(quiet_task_id, is_summary("clarification")) if quiet_task_id else None
         call = asyncio.ensure_future(self._client.call_tool(TOOL, QUESTION))
         try:
             _, note = await wait(question)
+            if asked is not None:
+                await wait(asked)
+            cleared = feed.expect(quiet_task_id, is_summary(None)) if quiet_task_id else None
             began = time.perf_counter()
             to_200, body = await self._ctx.api.respond(pending_id_of(note))
             if body.get("resumed"):
                 raise RuntimeError(f"live answer unexpectedly resumed: {body}")
             result = await call
             returned = time.perf_counter()
+            if cleared is not None:
+                await wait(cleared)
         finally:
             call.cancel()
         if result.is_error:

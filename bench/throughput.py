@@ -1,21 +1,28 @@
 """Throughput: complete ask -> answer -> resume cycles per second with N concurrent sessions.
 
-Each session runs the builtin agent (one subprocess per session, as in production) and one
-benchmark worker. A cycle is: POST a `/scenario ask` prompt -> the question's
-`session.message.added` notification -> POST the answer (200) -> the agent's
-`You answered: ...` notification -> `session.turn.completed`. Workers start new cycles for
-`duration` seconds; the figure is completed cycles divided by the time from the start until
-the last cycle finished. Agent start-up and one warm-up cycle per session are not timed.
+`mcp_cycles_per_second` (the issue's measurement): agents simulated by MCP clients. Each session
+runs the relay agent (`bench.relay_agent`, which holds the turn open) and one benchmark worker
+with its own MCP client; a cycle is: call `ask_user_question` -> the question's
+`session.message.added` notification -> POST the answer (200) -> the tool call returns the
+answer. `cycles_per_second`: full turns through the builtin agent (one subprocess per session):
+POST a `/scenario ask` prompt -> question notification -> POST the answer (200) -> the agent's
+`You answered: ...` notification -> `session.turn.completed`.
+
+Workers start new cycles for `duration` seconds; the figure is completed cycles divided by the
+time from the start until the last cycle finished. Agent start-up and one warm-up cycle per
+session are not timed.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
+from typing import Any
 
 from bench.client import ask_and_wait, new_asking_session
 from bench.context import Ctx, progress
 from bench.latency import answer_live
+from bench.simulated import SimulatedAgent, relay_session
 
 SPAWN_CONCURRENCY = 8
 
@@ -54,6 +61,49 @@ async def cycles_per_second(ctx: Ctx, n: int, duration: float) -> tuple[float, i
     elapsed = max(last - began, 1e-9)
     progress(f"{ctx.db}: throughput, {n} sessions: {done} cycles in {elapsed:.1f}s")
     await _finish(ctx, sessions)
+    return done / elapsed, done
+
+
+async def mcp_cycles_per_second(ctx: Ctx, n: int, duration: float) -> tuple[float, int]:
+    """Returns (cycles per second, cycles completed) with `n` simulated MCP agents."""
+    gate = asyncio.Semaphore(SPAWN_CONCURRENCY)
+
+    async def relay(i: int) -> tuple[str, dict[str, Any]]:
+        async with gate:
+            task_id = await ctx.api.create_task(f"throughput (MCP) {n}/{i}")
+            return await relay_session(ctx, task_id)
+
+    sessions = await asyncio.gather(*(relay(i) for i in range(n)))
+    ready = asyncio.Barrier(n + 1)
+    start = asyncio.Event()
+    began = stop_at = last = 0.0
+    done = 0
+
+    async def worker(session_id: str, endpoint: dict[str, Any]) -> None:
+        nonlocal done, last
+        async with SimulatedAgent.connect(ctx, session_id, endpoint) as agent:
+            await agent.cycle()  # warm-up
+            await ready.wait()
+            await start.wait()
+            while time.perf_counter() < stop_at:
+                await agent.cycle()
+                done += 1
+                last = time.perf_counter()
+
+    workers = [asyncio.ensure_future(worker(s, e)) for s, e in sessions]
+    try:
+        await asyncio.wait_for(ready.wait(), 300)
+        progress(f"{ctx.db}: throughput (MCP), {n} sessions ready; measuring for {duration:g}s")
+        began = time.perf_counter()
+        stop_at = began + duration
+        start.set()
+        await asyncio.wait_for(asyncio.gather(*workers), duration + 120)
+    finally:
+        for w in workers:
+            w.cancel()
+    elapsed = max(last - began, 1e-9)
+    progress(f"{ctx.db}: throughput (MCP), {n} sessions: {done} cycles in {elapsed:.1f}s")
+    await _finish(ctx, [s for s, _ in sessions])
     return done / elapsed, done
 
 

@@ -16,7 +16,7 @@ from clarion.store import open_store
 
 pytestmark = pytest.mark.e2e
 
-TINY = Sizes(live=1, detached=1, sessions=(1,), throughput_s=0.2, peer=2)
+TINY = Sizes(live=1, detached=1, sessions=(1,), builtin_sessions=(1,), throughput_s=0.2, peer=2)
 
 
 async def test_online_measurements_produce_figures(
@@ -29,7 +29,9 @@ async def test_online_measurements_produce_figures(
     assert "live answer POST -> 200 p50" in names
     assert "detached answer POST -> 200 resumed p50" in names
     assert "commits per live respond (at 200)" in names
-    assert "throughput, 1 concurrent sessions" in names
+    assert "live answer POST -> MCP tool call returns p50" in names
+    assert "throughput, 1 concurrent sessions (MCP clients)" in names
+    assert "full turns, 1 concurrent sessions (builtin agent)" in names
     assert all(row.value for row in out.rows)
     assert "live answer POST -> 200 p50" in render(out.rows)
 
@@ -48,7 +50,7 @@ async def test_seeding_builds_history_bundles_and_reservations(tmp_path: Path) -
 
 
 def test_peer_cycle_runs_when_langgraph_is_installed(tmp_path: Path) -> None:
-    out = Results(live_reply_p50={"sqlite": 0.01})
+    out = Results(live_return_p50={"sqlite": 0.01})
     _peer(tmp_path, TINY, out)
     if not peer.available():
         assert out.rows[0].value == "skipped"
