@@ -58,6 +58,13 @@ from clarion.sample import offer_sample_task
 from clarion.store import open_store
 from clarion.supervisor import Supervisor
 
+try:  # the C HTTP parser where installed (a dependency on Linux and macOS); h11 otherwise
+    import httptools  # noqa: F401
+
+    _HTTP_PROTOCOL = "httptools"
+except ImportError:
+    _HTTP_PROTOCOL = "h11"
+
 log = logging.getLogger(__name__)
 
 
@@ -239,6 +246,7 @@ async def run_server(settings: Settings, on_listening: Callable[[str], None]) ->
             log_level="warning",
             access_log=False,  # request lines could carry a `?token=`
             lifespan="on",
+            http=_HTTP_PROTOCOL,
         )
         server = uvicorn.Server(config)
         serving = asyncio.ensure_future(server.serve())

@@ -6,6 +6,7 @@ import asyncio
 import ipaddress
 import os
 import sys
+from collections.abc import Callable
 
 import typer
 
@@ -32,6 +33,16 @@ answer.register(app)
 watch.register(app)
 demo.register(app)
 token.register(app)
+
+
+def _event_loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
+    """uvloop where it is installed (it is a dependency on Linux and macOS): the server spends
+    a large share of its time in the event loop itself, which uvloop runs in C."""
+    try:
+        import uvloop
+    except ImportError:
+        return None
+    return uvloop.new_event_loop
 
 
 def _is_loopback(host: str) -> bool:
@@ -90,7 +101,8 @@ def serve(
         sys.stdout.flush()
 
     try:
-        asyncio.run(run_server(settings, announce))
+        with asyncio.Runner(loop_factory=_event_loop_factory()) as runner:
+            runner.run(run_server(settings, announce))
     except RecoveryFailed as exc:
         typer.echo(f"clarion: {exc}", err=True)
         raise typer.Exit(1) from exc
