@@ -237,9 +237,15 @@ class Store(Protocol):
     ) -> Turn: ...
     async def mark_attempted(self, turn_id: str) -> bool: ...
     async def publish_successor(
-        self, turn_id: str, *, pending_id: str, message_ids: Sequence[str]
+        self,
+        turn_id: str,
+        *,
+        pending_id: str,
+        message_ids: Sequence[str],
+        session_state: SessionState | None = None,
     ) -> bool:
-        """Clear the dispatch keys on the turn and the intents on exactly the claimed rows."""
+        """Clear the dispatch keys on the turn and the intents on exactly the claimed rows;
+        with `session_state`, also move a non-terminal session there, in the same commit."""
         ...
 
     async def rollback_successor(self, turn_id: str) -> bool:

@@ -68,3 +68,57 @@ async def test_transition_to_the_current_state_reports_true_and_rewrites_nothing
         session.id, SessionState.RUNNING, allowed_from=[SessionState.IDLE]
     )
     assert not await world.store.transition_session("missing", SessionState.RUNNING)
+
+
+async def test_transition_returns_the_session_as_it_now_stands(world: World) -> None:
+    session = await world.session()
+    world.clock.advance(2)
+
+    moved = await world.store.transition_session(session.id, SessionState.WAITING_FOR_INPUT)
+
+    assert moved is not None
+    assert moved == await world.store.get_session(session.id)
+    assert moved.state is SessionState.WAITING_FOR_INPUT and moved.updated_at == world.clock.now()
+    assert await world.store.transition_session(session.id, SessionState.COMPLETED) is not None
+    # From a terminal state nothing moves, and nothing comes back.
+    assert await world.store.transition_session(session.id, SessionState.RUNNING) is None
+
+
+async def test_publish_successor_can_move_the_session_in_the_same_transaction(
+    world: World,
+) -> None:
+    session = await world.session()
+    source = await world.turn(session)
+    await world.bundle(session, pending_id="p")
+    claimed = (await world.answer("p", "db")).claimed
+    await world.store.transition_session(session.id, SessionState.IDLE)
+    ids = [m.id for m in claimed]
+    turn = await world.store.reserve_successor(
+        session.id, source_turn_id=source.id, pending_id="p", message_ids=ids
+    )
+    world.clock.advance(3)
+
+    assert await world.store.publish_successor(
+        turn.id, pending_id="p", message_ids=ids, session_state=SessionState.RUNNING
+    )
+
+    after = await world.store.get_session(session.id)
+    assert after.state is SessionState.RUNNING and after.updated_at == world.clock.now()
+
+
+async def test_a_refused_publication_leaves_the_session_alone(world: World) -> None:
+    session = await world.session()
+    source = await world.turn(session)
+    await world.bundle(session, pending_id="p")
+    claimed = (await world.answer("p", "db")).claimed
+    await world.store.transition_session(session.id, SessionState.IDLE)
+    ids = [m.id for m in claimed]
+    turn = await world.store.reserve_successor(
+        session.id, source_turn_id=source.id, pending_id="p", message_ids=ids
+    )
+
+    assert not await world.store.publish_successor(
+        turn.id, pending_id="other", message_ids=ids, session_state=SessionState.RUNNING
+    )
+
+    assert (await world.store.get_session(session.id)).state is SessionState.IDLE

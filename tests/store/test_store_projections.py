@@ -127,3 +127,30 @@ async def test_a_corrupt_epoch_raises_instead_of_restarting(world: World, raw: s
         await conn.execute(update(kandev_meta).values(value=raw))
     with pytest.raises(CorruptEpochError):
         await world.store.next_epoch()
+
+
+async def test_summary_inputs_read_summary_sessions_and_pending_together(world: World) -> None:
+    asking = await world.session()
+    quiet = await world.session(task_id=asking.task_id)
+    other_task = await world.session()
+    for session in (asking, quiet, other_task):
+        await world.turn(session)
+    await world.bundle(asking)
+    await world.bundle(other_task)
+    stored = await world.store.cas_summary(asking.task_id, expected_revision=None, data={"k": 1})
+
+    inputs = await world.store.summary_inputs(asking.task_id)
+
+    assert inputs.summary == stored
+    assert [s.id for s in inputs.sessions] == [asking.id, quiet.id]
+    assert inputs.sessions[0] == await world.store.get_session(asking.id)
+    assert dict(inputs.actions) == {asking.id: PendingAction.CLARIFICATION, quiet.id: None}
+
+
+async def test_summary_inputs_of_a_task_without_sessions_or_summary(world: World) -> None:
+    workspace = await world.store.ensure_workspace("default")
+    task = await world.store.create_task(title="t", description="", workspace_id=workspace.id)
+
+    inputs = await world.store.summary_inputs(task.id)
+
+    assert inputs.summary is None and inputs.sessions == () and dict(inputs.actions) == {}

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import pytest
 from sqlalchemy import select
 
 from clarion.domain import turns as rules
+from clarion.domain.errors import NotFound
 from clarion.domain.models import MetaKey
 from clarion.store.schema import task_session_messages
 
@@ -239,3 +241,18 @@ async def test_list_open_turns_spans_sessions_and_skips_empty_reservations(world
         s2.id, source_turn_id=done.id, pending_id="p", message_ids=[m.id for m in claimed]
     )
     assert [t.id for t in await world.store.list_open_turns()] == [open1.id]
+
+
+async def test_session_with_current_turn_reads_both_at_once(world: World) -> None:
+    session = await world.session()
+    assert await world.store.session_with_current_turn(session.id) == (session, None)
+    first = await world.turn(session)
+    await world.store.complete_turn(first.id)
+    second = await world.turn(session)
+
+    found, turn_id = await world.store.session_with_current_turn(session.id)
+
+    assert found == await world.store.get_session(session.id)
+    assert turn_id == second.id == (await world.store.find_current_turn(session.id)).id  # type: ignore[union-attr]
+    with pytest.raises(NotFound):
+        await world.store.session_with_current_turn("missing")

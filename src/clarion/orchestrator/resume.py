@@ -113,6 +113,7 @@ class DetachedResume:
                     turn.id,
                     pending_id=claim.bundle.pending_id,
                     message_ids=[row.id for row in claim.claimed],
+                    session_state=SessionState.RUNNING,
                 ),
                 self._persist_s,
             )
@@ -126,6 +127,7 @@ class DetachedResume:
                 turn_id=turn.id,
             ) from exc
         log.info("successor turn published", extra=extra)
+        # The state moved with the publication; this writes nothing and announces it.
         await self._admission.transition(session.id, SessionState.RUNNING)
         return turn
 

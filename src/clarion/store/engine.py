@@ -1,14 +1,8 @@
-"""Opening the database: URL mapping, per-connection SQLite settings, and write serialization.
+"""Opening the database: URL mapping, read and write transactions, and write serialization.
 
 Imported by the rest of `clarion.store` and by `clarion.wiring`; nothing else.
 
-SQLite: WAL so readers never wait on the writer, foreign keys on, a busy timeout, and every
-write transaction starts with `BEGIN IMMEDIATE` so two writers serialize at BEGIN instead of
-failing when a deferred read lock is upgraded. Transactions run inline on the event loop's
-thread through the synchronous driver (see `clarion.store.tx` for why); the writers of one
-process queue on an asyncio lock before BEGIN, so the loop never sits in SQLite's busy wait
-behind a writer of its own. Only another process's write transaction (the `clarion token`
-command, say) can make it wait, for as long as that transaction lasts.
+SQLite: see `clarion.store.sqlite` (WAL, `BEGIN IMMEDIATE` writers, transactions run inline).
 
 PostgreSQL: writes that touch one session's clarification state take a per-session advisory
 lock and lock the session row; reads run under REPEATABLE READ so a multi-statement read sees
@@ -17,26 +11,20 @@ one snapshot.
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import weakref
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
 
-from sqlalchemy import bindparam, create_engine, event, select, text
-from sqlalchemy.engine import Connection, Engine, make_url
+from sqlalchemy import bindparam, select, text
+from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
+from clarion.store import sqlite
 from clarion.store.schema import task_sessions
-from clarion.store.tx import AsyncTx, InlineTx, Tx
+from clarion.store.tx import AsyncTx, Tx
 
 log = logging.getLogger(__name__)
-
-# Execution option marking a connection whose transaction will write.
-_WRITE_OPTION = "clarion_write"
-SQLITE_BUSY_TIMEOUT_MS = 30_000
 
 
 def async_url(url: str) -> str:
@@ -63,63 +51,11 @@ def _sqlite_engine(url: str, database: str | None) -> AsyncEngine:
         Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
     engine = create_async_engine(
         url,
-        connect_args={"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000},
+        connect_args={"timeout": sqlite.BUSY_TIMEOUT_MS / 1000},
         pool_reset_on_return=None,
     )
-    _configure_sqlite(engine.sync_engine)
+    sqlite.configure(engine.sync_engine)
     return engine
-
-
-def _inline_sqlite_engine(engine: AsyncEngine) -> Engine:
-    """The synchronous twin of `engine` (same file, same settings) that transactions use."""
-    inline = create_engine(
-        engine.url.set(drivername="sqlite+pysqlite"),
-        connect_args={
-            "timeout": SQLITE_BUSY_TIMEOUT_MS / 1000,
-            # Connections are made and used on the loop's thread, but disposal may run on
-            # another (a test's teardown, interpreter exit).
-            "check_same_thread": False,
-        },
-        pool_reset_on_return=None,
-    )
-    _configure_sqlite(inline)
-    return inline
-
-
-def _configure_sqlite(engine: Engine) -> None:
-    @event.listens_for(engine, "connect")
-    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
-        # Take BEGIN out of the driver's hands so the "begin" hook below decides its mode.
-        dbapi_connection.isolation_level = None
-        cursor = dbapi_connection.cursor()
-        try:
-            cursor.execute("PRAGMA journal_mode=WAL")
-            cursor.execute("PRAGMA foreign_keys=ON")
-            cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
-            cursor.execute("PRAGMA synchronous=NORMAL")
-        finally:
-            cursor.close()
-
-    @event.listens_for(engine, "begin")
-    def _on_begin(conn: Connection) -> None:
-        writing = bool(conn.get_execution_options().get(_WRITE_OPTION))
-        conn.exec_driver_sql("BEGIN IMMEDIATE" if writing else "BEGIN")
-
-
-# One writer queue per database file and event loop, shared by every store of this process
-# that opens the file (tests open several), so none of them blocks the loop on another's lock.
-_WRITER_QUEUES: weakref.WeakValueDictionary[tuple[str, int], asyncio.Lock] = (
-    weakref.WeakValueDictionary()
-)
-
-
-def _writer_queue(database: str, loop: asyncio.AbstractEventLoop) -> asyncio.Lock:
-    key = (database, id(loop))
-    queue = _WRITER_QUEUES.get(key)
-    if queue is None:
-        queue = asyncio.Lock()
-        _WRITER_QUEUES[key] = queue
-    return queue
 
 
 _LOCK_KEY = text("SELECT pg_advisory_xact_lock(hashtextextended(:key, 0))")
@@ -156,47 +92,37 @@ class Db:
     def __init__(self, engine: AsyncEngine) -> None:
         self.engine = engine
         self.is_postgres = engine.dialect.name == "postgresql"
-        self._inline: Engine | None = None
+        self._inline: sqlite.InlineSqlite | None = None
         if self.is_postgres:
-            self._async_writer = engine.execution_options(**{_WRITE_OPTION: True})
+            self._async_writer = engine.execution_options(**{sqlite.WRITE_OPTION: True})
             self._async_reader = engine.execution_options(isolation_level="REPEATABLE READ")
         else:
-            self._inline = _inline_sqlite_engine(engine)
-            self._inline_writer = self._inline.execution_options(**{_WRITE_OPTION: True})
-            self._database = str(Path(engine.url.database or "").expanduser().resolve())
-        self._writers: tuple[asyncio.AbstractEventLoop, asyncio.Lock] | None = None
+            self._inline = sqlite.InlineSqlite(engine.url)
 
     @asynccontextmanager
     async def read(self) -> AsyncIterator[Tx]:
         """A read-only transaction over one consistent snapshot; never waits on a writer."""
         if self._inline is not None:
-            with self._inline.connect() as conn, conn.begin():
-                yield InlineTx(conn)
+            async with self._inline.read() as tx:
+                yield tx
             return
-        async with self._async_reader.connect() as aconn, aconn.begin():
-            yield AsyncTx(aconn)
+        async with self._async_reader.connect() as conn, conn.begin():
+            yield AsyncTx(conn)
 
     @asynccontextmanager
     async def write(self) -> AsyncIterator[Tx]:
         """A write transaction; on SQLite it holds the database write lock from its start."""
         if self._inline is not None:
-            async with self._writer_queue():
-                with self._inline_writer.connect() as conn, conn.begin():
-                    yield InlineTx(conn)
+            async with self._inline.write() as tx:
+                yield tx
             return
-        async with self._async_writer.connect() as aconn, aconn.begin():
-            yield AsyncTx(aconn)
-
-    def _writer_queue(self) -> asyncio.Lock:
-        loop = asyncio.get_running_loop()
-        if self._writers is None or self._writers[0] is not loop:
-            self._writers = (loop, _writer_queue(self._database, loop))
-        return self._writers[1]
+        async with self._async_writer.connect() as conn, conn.begin():
+            yield AsyncTx(conn)
 
     def close(self) -> None:
-        """Close the inline connections (the async engine is disposed by its owner)."""
+        """Close the inline SQLite connections (the async engine is disposed by its owner)."""
         if self._inline is not None:
-            self._inline.dispose()
+            self._inline.close()
 
     async def lock_key(self, conn: Tx, key: str) -> None:
         """Serialize writers on `key` until the transaction ends (SQLite already is serial)."""

@@ -14,14 +14,14 @@ from sqlalchemy import delete, insert, select, update
 from clarion.domain.errors import Conflict, InvalidInput
 from clarion.domain.flags import is_truthy as truthy
 from clarion.domain.ids import new_id
-from clarion.domain.models import DISPATCH_KEYS, MetaKey, Turn
+from clarion.domain.models import DISPATCH_KEYS, MetaKey, SessionState, Turn
 from clarion.store.bundles import drop_keys, rewrite, select_rows
 from clarion.store.predicates import current_turn_id, referenced
 from clarion.store.rows import StoreBase, to_turn
 from clarion.store.schema import task_session_messages as messages
 from clarion.store.schema import task_session_turns as turns
 from clarion.store.sql import flag
-from clarion.store.tasks import read_session
+from clarion.store.tasks import NON_TERMINAL, read_session, set_session_state
 from clarion.store.turns import read_turn
 from clarion.store.tx import Tx
 
@@ -126,7 +126,12 @@ class ReservationQueries(StoreBase):
         return True
 
     async def publish_successor(
-        self, turn_id: str, *, pending_id: str, message_ids: Sequence[str]
+        self,
+        turn_id: str,
+        *,
+        pending_id: str,
+        message_ids: Sequence[str],
+        session_state: SessionState | None = None,
     ) -> bool:
         async with self._db.write() as conn:
             turn = await self._locked_turn(conn, turn_id)
@@ -143,6 +148,10 @@ class ReservationQueries(StoreBase):
                 )
             )
             await _finalize_claim(conn, pending_id, message_ids)
+            if session_state is not None:
+                await set_session_state(
+                    conn, turn.session_id, session_state, NON_TERMINAL, self._clock.now()
+                )
         log.info("successor published", extra={"turn_id": turn_id, "pending_id": pending_id})
         return True
 
