@@ -96,6 +96,7 @@ class AskServer:
     base_url: str = ""
     calls: list[dict[str, Any]] = field(default_factory=list)
     unauthorized: int = 0
+    mcp_sessions: set[str] = field(default_factory=set)  # Mcp-Session-Id values seen
     called: asyncio.Event = field(default_factory=asyncio.Event)
     cancelled: asyncio.Event = field(default_factory=asyncio.Event)
     answer: asyncio.Future[str] | None = None
@@ -119,6 +120,8 @@ class _TokenGate:
             self._state.unauthorized += 1
             await JSONResponse({"error": "unauthenticated"}, status_code=401)(scope, receive, send)
             return
+        if session := headers.get(b"mcp-session-id"):
+            self._state.mcp_sessions.add(session.decode())
         await self._app(scope, receive, send)
 
 

@@ -43,6 +43,42 @@ async def test_ask_replies_with_the_exact_tool_result(
     assert ask_server.unauthorized == 0
 
 
+async def test_questions_of_one_session_share_one_mcp_session(
+    runtime: AcpRuntime, sink: RecordingSink, ask_server: AskServer
+) -> None:
+    await _start(runtime, ask_server)
+    for generation in (1, 2):
+        ask_server.called.clear()
+        await runtime.prompt("s1", "/scenario ask", generation=generation)
+        async with asyncio.timeout(10):
+            await ask_server.called.wait()
+        ask_server.reply(ANSWER)
+        assert (await sink.finished(generation)).stop_reason == "end_turn"
+    assert sink.messages(2) == [f"You answered: {ANSWER}"]
+    assert len(ask_server.calls) == 2
+    assert len(ask_server.mcp_sessions) == 1
+
+
+async def test_a_timed_out_call_drops_the_session_and_the_next_question_opens_another(
+    runtime: AcpRuntime, sink: RecordingSink, ask_server: AskServer
+) -> None:
+    ask_server.mode = "hang"
+    await _start(runtime, ask_server)
+    await runtime.prompt("s1", "/scenario ask-timeout t=1", generation=1)
+    assert (await sink.finished(1)).stop_reason == "end_turn"
+    async with asyncio.timeout(5):
+        await ask_server.cancelled.wait()
+    ask_server.mode = "answer"
+    ask_server.called.clear()
+    await runtime.prompt("s1", "/scenario ask", generation=2)
+    async with asyncio.timeout(10):
+        await ask_server.called.wait()
+    ask_server.reply(ANSWER)
+    assert (await sink.finished(2)).stop_reason == "end_turn"
+    assert sink.messages(2) == [f"You answered: {ANSWER}"]
+    assert len(ask_server.mcp_sessions) == 2
+
+
 async def _pending(sink: RecordingSink) -> bool:
     """The prompt has not finished while the tool waits for its answer."""
     return not any(type(i).__name__ == "PromptFinished" for i in sink.items)

@@ -70,15 +70,17 @@ class _Endpoint:
 class _Session:
     endpoint: _Endpoint | None
     running: asyncio.Task[Any] | None = None
+    mcp: Any = None  # the session's McpConnection, opened on its first question
 
 
 class _Host:
     """What scenarios see of one running prompt."""
 
-    def __init__(self, agent: BuiltinAgent, session_id: str, endpoint: _Endpoint | None):
+    def __init__(self, agent: BuiltinAgent, session_id: str, session: _Session):
         self._agent = agent
         self._session_id = session_id
-        self._endpoint = endpoint
+        self._session = session
+        self._endpoint = session.endpoint
 
     async def say(self, text: str) -> None:
         await self._agent.send(self._session_id, acp.update_agent_message_text(text))
@@ -95,12 +97,10 @@ class _Host:
         )
         # Waits for the background import without blocking the event loop.
         mcp_call = await asyncio.to_thread(importlib.import_module, _MCP_CALL_MODULE)
-        outcome: ToolOutcome = await mcp_call.call_tool(
-            self._endpoint.url,
-            self._endpoint.headers,
-            ASK_TOOL,
-            arguments,
-            read_timeout=read_timeout,
+        if self._session.mcp is None:
+            self._session.mcp = mcp_call.McpConnection(self._endpoint.url, self._endpoint.headers)
+        outcome: ToolOutcome = await self._session.mcp.call_tool(
+            ASK_TOOL, arguments, read_timeout=read_timeout
         )
         if report_end:
             ok = not (outcome.is_error or outcome.timed_out or outcome.failure)
@@ -174,7 +174,7 @@ class BuiltinAgent:
         task = asyncio.current_task()
         session.running = task
         try:
-            await play(_Host(self, session_id, session.endpoint), text)
+            await play(_Host(self, session_id, session), text)
         except asyncio.CancelledError:
             if task is not None:
                 task.uncancel()

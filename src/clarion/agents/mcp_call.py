@@ -1,14 +1,19 @@
-"""One MCP tool call from inside the built-in agent, over streamable HTTP.
+"""The built-in agent's MCP client: tool calls over streamable HTTP on one kept session.
 
-Imported only by `clarion.agents.builtin`. Opens a fresh MCP client per call (legacy handshake,
-as today's agents do), sends the session's headers (the `X-Clarion-Token`), and asks for
-progress so the server's keep-alive notifications hold the SSE stream open. Every outcome,
-including our own client giving up, comes back as a `ToolOutcome`; only cancellation of the
-calling task propagates, which makes the MCP client cancel the call on the server.
+Imported only by `clarion.agents.builtin`. One `McpConnection` per ACP session, opened on the
+first call (legacy handshake, as today's agents do) with the session's headers (the
+`X-Clarion-Token`) and kept for the calls after it, as real agents keep their MCP servers
+connected. Calls ask for progress so the server's keep-alive notifications hold the SSE stream
+open. Every outcome, including our own client giving up, comes back as a `ToolOutcome`; only
+cancellation of the calling task propagates. A call that was cancelled, timed out or failed
+closes the connection (the server then sees the call dropped and detaches the question, as
+with any disconnecting agent); the next call opens a new one.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 from collections.abc import Mapping
 from typing import Any
@@ -40,27 +45,67 @@ def _result_text(content: list[Any]) -> str:
     return "\n".join(str(getattr(block, "text", "")) for block in content if block.type == "text")
 
 
-async def call_tool(
-    url: str,
-    headers: Mapping[str, str],
-    name: str,
-    arguments: dict[str, Any],
-    *,
-    read_timeout: float | None = None,
-) -> ToolOutcome:
-    """Call `name` on the MCP server at `url` (given in `session/new`, with its `headers`) and wait
-    for the result; `read_timeout` bounds that wait."""
-    timeout = Timeout(HTTP_CONNECT_TIMEOUT_S, read=HTTP_READ_TIMEOUT_S)
-    try:
-        async with (
-            AsyncClient(headers=dict(headers), timeout=timeout) as http,
-            Client(streamable_http_client(url, http_client=http), mode="legacy") as mc,
-        ):
-            outcome = await _call(mc, name, arguments, read_timeout)
-    except Exception as exc:  # connection refused, handshake rejected (401), ...
-        logger.warning("MCP session to %s failed: %r", url, exc)
-        return ToolOutcome(failure=f"{type(exc).__name__}: {exc}")
-    return outcome
+class McpConnection:
+    """One MCP client session to the server at `url` (given in `session/new`, with `headers`).
+
+    The client's task groups must be entered and left by one task, so a dedicated owner task
+    holds the session open; calls from any task go through it."""
+
+    def __init__(self, url: str, headers: Mapping[str, str]) -> None:
+        self._url = url
+        self._headers = dict(headers)
+        self._client: asyncio.Future[Client] | None = None
+        self._closing = asyncio.Event()
+        self._owner: asyncio.Task[None] | None = None
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], *, read_timeout: float | None = None
+    ) -> ToolOutcome:
+        """Call `name` and wait for the result; `read_timeout` bounds that wait."""
+        try:
+            client = await self._open()
+        except Exception as exc:  # connection refused, handshake rejected (401), ...
+            logger.warning("MCP session to %s failed: %r", self._url, exc)
+            await self.close()
+            return ToolOutcome(failure=f"{type(exc).__name__}: {exc}")
+        try:
+            outcome = await _call(client, name, arguments, read_timeout)
+        except BaseException:
+            await asyncio.shield(self.close())
+            raise
+        if outcome.timed_out or outcome.failure is not None:
+            await self.close()
+        return outcome
+
+    async def _open(self) -> Client:
+        if self._client is None:
+            self._client = asyncio.get_running_loop().create_future()
+            self._closing = asyncio.Event()
+            self._owner = asyncio.create_task(self._own(self._client, self._closing))
+        return await asyncio.shield(self._client)
+
+    async def _own(self, ready: asyncio.Future[Client], closing: asyncio.Event) -> None:
+        timeout = Timeout(HTTP_CONNECT_TIMEOUT_S, read=HTTP_READ_TIMEOUT_S)
+        try:
+            async with (
+                AsyncClient(headers=self._headers, timeout=timeout) as http,
+                Client(streamable_http_client(self._url, http_client=http), mode="legacy") as mc,
+            ):
+                ready.set_result(mc)
+                await closing.wait()
+        except Exception as exc:
+            if not ready.done():
+                ready.set_exception(exc)
+            else:
+                logger.info("MCP session to %s ended: %r", self._url, exc)
+
+    async def close(self) -> None:
+        """End the session (the server drops whatever call is still open on it)."""
+        owner, self._owner, self._client = self._owner, None, None
+        self._closing.set()
+        if owner is not None:
+            with contextlib.suppress(Exception):
+                await owner
 
 
 async def _call(
