@@ -86,6 +86,19 @@ class flag_true(FunctionElement[bool]):
     name = "flag_true"
 
 
+class json_with_true(FunctionElement[str]):
+    """The JSON text of `column` with `key` set to true, computed by the database."""
+
+    type = Text()
+    inherit_cache = True
+    name = "json_with_true"
+
+
+def with_flag(column: ColumnElement[Any], key: str) -> ColumnElement[str]:
+    """For set-based updates: no row makes a round trip to Python to gain one flag."""
+    return json_with_true(column, _key(key))
+
+
 def meta_text(column: ColumnElement[Any], key: str) -> ColumnElement[str]:
     return json_text(column, _key(key))
 
@@ -128,3 +141,16 @@ def _flag_sqlite(element: flag_true, compiler: SQLCompiler, **kw: Any) -> str:
 @compiles(flag_true, "postgresql")
 def _flag_pg(element: flag_true, compiler: SQLCompiler, **kw: Any) -> str:
     return f"({_pg_text(element, compiler, **kw)} IN ('true', '1'))"
+
+
+@compiles(json_with_true, "sqlite")
+def _with_true_sqlite(element: json_with_true, compiler: SQLCompiler, **kw: Any) -> str:
+    col, key = _key_of(element)
+    return f"json_set({compiler.process(col, **kw)}, '$.{key}', json('true'))"
+
+
+@compiles(json_with_true, "postgresql")
+def _with_true_pg(element: json_with_true, compiler: SQLCompiler, **kw: Any) -> str:
+    col, key = _key_of(element)
+    target = f"CAST({compiler.process(col, **kw)} AS JSONB)"
+    return f"CAST(jsonb_set({target}, '{{{key}}}', 'true'::jsonb) AS TEXT)"

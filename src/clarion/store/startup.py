@@ -29,7 +29,7 @@ from clarion.store.rows import StoreBase, to_message, to_turn
 from clarion.store.schema import task_session_messages as messages
 from clarion.store.schema import task_session_turns as turns
 from clarion.store.schema import task_sessions
-from clarion.store.sql import JsonText, UtcDateTime, flag
+from clarion.store.sql import JsonText, UtcDateTime, flag, with_flag
 from clarion.store.tasks import NON_TERMINAL
 
 log = logging.getLogger(__name__)
@@ -41,12 +41,12 @@ _DETACHABLE_IN_TURNS = select(messages).where(
     status_pending(),
     not_(flag(messages.c.metadata, MetaKey.AGENT_DISCONNECTED)),
 )
-_SET_MESSAGE_METADATA = (
+_MARK_DISCONNECTED = (
     update(messages)
-    .where(messages.c.id == bindparam("message_id"))
+    .where(messages.c.id.in_(bindparam("message_ids", expanding=True)))
     .values(
-        metadata=bindparam("new_metadata", type_=JsonText),
-        updated_at=bindparam("new_updated_at", type_=UtcDateTime),
+        metadata=with_flag(messages.c.metadata, MetaKey.AGENT_DISCONNECTED),
+        updated_at=bindparam("now", type_=UtcDateTime),
     )
 )
 _OPEN_TURNS = (
@@ -86,18 +86,8 @@ class StartupQueries(StoreBase):
             changed = [
                 _replace(m, {**m.metadata, MetaKey.AGENT_DISCONNECTED: True}, now) for m in found
             ]
-            if changed:
-                await conn.execute(
-                    _SET_MESSAGE_METADATA,
-                    [
-                        {
-                            "message_id": m.id,
-                            "new_metadata": dict(m.metadata),
-                            "new_updated_at": now,
-                        }
-                        for m in changed
-                    ],
-                )
+            for part in chunks([m.id for m in changed]):
+                await conn.execute(_MARK_DISCONNECTED, {"message_ids": part, "now": now})
         if changed:
             log.info(
                 "clarification bundles detached at startup",
