@@ -12,13 +12,23 @@ so the loop never sits in SQLite's busy wait behind a writer of its own; only an
 write transaction (the `clarion token` command, say) can make it wait, for as long as that
 transaction lasts. Connections stay open between transactions: a pool checkout would cost more
 than most of the statements in a transaction.
+
+WAL checkpoints (copying committed pages back into the database file, with an fsync) would
+otherwise run inside whichever commit crosses SQLite's threshold, on the loop's thread, and
+stall every request for their duration (tens of milliseconds here, more when the disk is slow).
+So automatic checkpoints are off on the inline connections, and a passive checkpoint runs on a
+worker thread after every `CHECKPOINT_EVERY` write transactions; it never blocks a writer or a
+reader.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
+import sqlite3
 import weakref
 from collections.abc import AsyncIterator, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
@@ -28,12 +38,16 @@ from sqlalchemy.engine import URL, Connection, Engine
 
 from clarion.store.tx import InlineTx
 
+log = logging.getLogger(__name__)
+
 BUSY_TIMEOUT_MS = 30_000
 # Execution option marking a connection whose transaction will write.
 WRITE_OPTION = "clarion_write"
+# A few pages per transaction: about SQLite's own 1,000-page threshold.
+CHECKPOINT_EVERY = 250
 
 
-def configure(engine: Engine) -> None:
+def configure(engine: Engine, *, auto_checkpoint: bool = True) -> None:
     """Install the connection settings and the BEGIN hook on `engine` (sync or an async
     engine's `sync_engine`)."""
 
@@ -47,6 +61,8 @@ def configure(engine: Engine) -> None:
             cursor.execute("PRAGMA foreign_keys=ON")
             cursor.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
             cursor.execute("PRAGMA synchronous=NORMAL")
+            if not auto_checkpoint:
+                cursor.execute("PRAGMA wal_autocheckpoint=0")
         finally:
             cursor.close()
 
@@ -86,12 +102,13 @@ class InlineSqlite:
             },
             pool_reset_on_return=None,
         )
-        configure(self._engine)
+        configure(self._engine, auto_checkpoint=False)
         self._writer_engine = self._engine.execution_options(**{WRITE_OPTION: True})
         self._database = str(Path(url.database or "").expanduser().resolve())
         self._writers: tuple[asyncio.AbstractEventLoop, asyncio.Lock] | None = None
         self._idle_readers: list[Connection] = []
         self._idle_writers: list[Connection] = []
+        self._checkpoints = _Checkpointer(self._database)
 
     @asynccontextmanager
     async def read(self) -> AsyncIterator[InlineTx]:
@@ -103,6 +120,7 @@ class InlineSqlite:
         async with self._writer_queue():
             with self._transaction(self._idle_writers, self._writer_engine) as conn:
                 yield InlineTx(conn)
+        self._checkpoints.after_write()
 
     @contextmanager
     def _transaction(self, idle: list[Connection], engine: Engine) -> Iterator[Connection]:
@@ -122,9 +140,61 @@ class InlineSqlite:
             self._writers = (loop, _writer_queue(self._database, loop))
         return self._writers[1]
 
+    @property
+    def checkpoints(self) -> int:
+        """Background checkpoints completed so far."""
+        return self._checkpoints.done
+
     def close(self) -> None:
+        self._checkpoints.close()
         for conn in (*self._idle_readers, *self._idle_writers):
             conn.close()
         self._idle_readers.clear()
         self._idle_writers.clear()
         self._engine.dispose()
+
+
+class _Checkpointer:
+    """Passive WAL checkpoints on one worker thread, with a connection of its own."""
+
+    def __init__(self, database: str) -> None:
+        self._database = database
+        self._writes = 0
+        self._executor: ThreadPoolExecutor | None = None
+        self._running: Future[None] | None = None
+        self._conn: sqlite3.Connection | None = None  # used by the worker thread only
+        self.done = 0
+
+    def after_write(self) -> None:
+        self._writes += 1
+        if self._writes < CHECKPOINT_EVERY:
+            return
+        if self._running is not None and not self._running.done():
+            return  # still at it; the next write tries again
+        self._writes = 0
+        if self._executor is None:
+            self._executor = ThreadPoolExecutor(1, thread_name_prefix="clarion-wal-checkpoint")
+        self._running = self._executor.submit(self._checkpoint)
+
+    def _checkpoint(self) -> None:
+        try:
+            if self._conn is None:
+                self._conn = sqlite3.connect(self._database, timeout=BUSY_TIMEOUT_MS / 1000)
+            busy, frames, copied = self._conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+            self.done += 1
+            log.debug(
+                "WAL checkpoint", extra={"busy": busy, "wal_frames": frames, "copied": copied}
+            )
+        except sqlite3.Error:
+            log.warning("WAL checkpoint failed; the next one retries", exc_info=True)
+
+    def _close_connection(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    def close(self) -> None:
+        if self._executor is not None:
+            self._executor.submit(self._close_connection)
+            self._executor.shutdown(wait=True)
+            self._executor = None

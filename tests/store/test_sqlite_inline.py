@@ -1,0 +1,81 @@
+"""SQLite's inline transactions: automatic checkpoints off, passive ones on a worker thread."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from pathlib import Path
+
+import pytest
+from sqlalchemy import text
+from sqlalchemy.engine import make_url
+
+from clarion.store import sqlite
+from clarion.store.sqlite import CHECKPOINT_EVERY, InlineSqlite
+
+
+def _inline(tmp_path: Path) -> InlineSqlite:
+    return InlineSqlite(make_url(f"sqlite:///{tmp_path / 'inline.db'}"))
+
+
+async def test_inline_connections_leave_checkpoints_to_the_worker(tmp_path: Path) -> None:
+    db = _inline(tmp_path)
+    try:
+        async with db.read() as tx:
+            assert (await tx.execute(text("PRAGMA wal_autocheckpoint"))).scalar() == 0
+            assert (await tx.execute(text("PRAGMA journal_mode"))).scalar() == "wal"
+    finally:
+        db.close()
+
+
+async def test_a_passive_checkpoint_follows_every_batch_of_writes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db = _inline(tmp_path)
+    threads: list[str] = []
+    checkpointed = threading.Event()
+    original = sqlite._Checkpointer._checkpoint
+
+    def spy(self: sqlite._Checkpointer) -> None:
+        threads.append(threading.current_thread().name)
+        original(self)
+        checkpointed.set()
+
+    monkeypatch.setattr(sqlite._Checkpointer, "_checkpoint", spy)
+    try:
+        async with db.write() as tx:
+            await tx.execute(text("CREATE TABLE scratch (x INTEGER)"))
+        for i in range(CHECKPOINT_EVERY - 2):
+            async with db.write() as tx:
+                await tx.execute(text("INSERT INTO scratch (x) VALUES (:x)"), {"x": i})
+        assert not checkpointed.is_set() and db.checkpoints == 0
+        async with db.write() as tx:
+            await tx.execute(text("INSERT INTO scratch (x) VALUES (-1)"))
+
+        assert await asyncio.to_thread(checkpointed.wait, 10)
+        assert db.checkpoints == 1
+        assert threads == ["clarion-wal-checkpoint_0"]
+        async with db.read() as tx:
+            count = (await tx.execute(text("SELECT count(*) FROM scratch"))).scalar()
+        assert count == CHECKPOINT_EVERY - 1
+    finally:
+        db.close()
+
+
+async def test_reads_and_writes_reuse_their_connections(tmp_path: Path) -> None:
+    db = _inline(tmp_path)
+    try:
+        seen = set()
+        for _ in range(5):
+            async with db.read() as tx:
+                seen.add((await tx.execute(text("SELECT 1"))).scalar())
+        async with db.write() as tx:
+            await tx.execute(text("CREATE TABLE t (x INTEGER)"))
+        async with db.read() as first:
+            pass
+        async with db.read() as second:
+            pass
+        assert first._conn is second._conn
+        assert seen == {1}
+    finally:
+        db.close()
