@@ -19,6 +19,10 @@ import httpx
 from websockets.asyncio.client import ClientConnection, connect
 
 Notification = dict[str, Any]
+
+# Below the server's keep-alive timeout (uvicorn's 5 s): a client that keeps an idle connection
+# exactly as long as the server does can send a request into a connection the server is closing.
+KEEPALIVE_EXPIRY_S = 2.0
 Predicate = Callable[[Notification], bool]
 
 ASK = "/scenario ask"
@@ -134,7 +138,11 @@ class Api:
     """Thin HTTP helpers over one pooled client."""
 
     def __init__(self, base: str, *, connections: int = 200) -> None:
-        limits = httpx.Limits(max_connections=connections, max_keepalive_connections=connections)
+        limits = httpx.Limits(
+            max_connections=connections,
+            max_keepalive_connections=connections,
+            keepalive_expiry=KEEPALIVE_EXPIRY_S,
+        )
         self.http = httpx.AsyncClient(base_url=base, timeout=60, limits=limits)
 
     async def close(self) -> None:

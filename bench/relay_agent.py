@@ -15,7 +15,7 @@ import json
 import os
 import uuid
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import acp
 from acp.schema import (
@@ -26,6 +26,8 @@ from acp.schema import (
     NewSessionResponse,
     PromptResponse,
 )
+
+from clarion.agents.builtin import serve
 
 RELAY_DIR_ENV = "CLARION_BENCH_RELAY_DIR"
 
@@ -78,7 +80,7 @@ class RelayAgent:
 def main() -> None:
     relay_dir = Path(os.environ[RELAY_DIR_ENV])
     relay_dir.mkdir(parents=True, exist_ok=True)
-    asyncio.run(acp.run_agent(cast(acp.Agent, RelayAgent(relay_dir))))
+    asyncio.run(serve(RelayAgent(relay_dir)))
 
 
 if __name__ == "__main__":

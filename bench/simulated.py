@@ -18,11 +18,11 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
-from httpx2 import AsyncClient, Timeout
+from httpx2 import AsyncClient, Limits, Timeout
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from bench.client import is_question, is_summary, pending_id_of, wait
+from bench.client import KEEPALIVE_EXPIRY_S, is_question, is_summary, pending_id_of, wait
 from bench.context import Ctx
 
 TOOL = "ask_user_question"
@@ -76,8 +76,9 @@ class SimulatedAgent:
         cls, ctx: Ctx, session_id: str, endpoint: dict[str, Any]
     ) -> AsyncIterator[SimulatedAgent]:
         timeout = Timeout(30.0, read=300.0)
+        limits = Limits(keepalive_expiry=KEEPALIVE_EXPIRY_S)
         async with (
-            AsyncClient(headers=endpoint["headers"], timeout=timeout) as http,
+            AsyncClient(headers=endpoint["headers"], timeout=timeout, limits=limits) as http,
             Client(streamable_http_client(endpoint["url"], http_client=http), mode="legacy") as mc,
         ):
             yield cls(ctx, session_id, mc)

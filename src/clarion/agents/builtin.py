@@ -194,6 +194,30 @@ def _headers(headers: list[HttpHeader]) -> dict[str, str]:
     return {h.name: h.value for h in headers}
 
 
+async def exit_when_orphaned(interval_s: float = 0.5) -> None:
+    """Exit once the process that started us is gone.
+
+    Clarion stops its agents itself (stdin closed, then signals), but a server that is killed
+    outright cannot, and an agent holding a prompt open (`ask-silent`) would otherwise outlive
+    it. The kernel re-parents an orphan, which is what this watches for."""
+    parent = os.getppid()
+    # No event exists for a parent's death; polling getppid is the portable way to see it.
+    while os.getppid() == parent:  # noqa: ASYNC110
+        await asyncio.sleep(interval_s)
+    logger.warning("the process that started this agent is gone; exiting")
+    logging.shutdown()
+    os._exit(0)
+
+
+async def serve(agent: Any) -> None:
+    """Run an ACP agent on stdio until its client leaves."""
+    watcher = asyncio.create_task(exit_when_orphaned())
+    try:
+        await acp.run_agent(cast(acp.Agent, agent))
+    finally:
+        watcher.cancel()
+
+
 def main() -> None:
     logging.basicConfig(
         stream=sys.stderr,
@@ -202,7 +226,7 @@ def main() -> None:
     )
     threading.Thread(target=importlib.import_module, args=(_MCP_CALL_MODULE,), daemon=True).start()
     with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(acp.run_agent(cast(acp.Agent, BuiltinAgent())))
+        asyncio.run(serve(BuiltinAgent()))
 
 
 if __name__ == "__main__":
