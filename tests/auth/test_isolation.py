@@ -345,6 +345,16 @@ def test_mcp_endpoint_refuses_a_missing_or_wrong_secret(team: Team, world: Alice
 
 
 def test_tokens_never_appear_in_the_server_log(team: Team, world: AliceWorld) -> None:
+    # Refusals of its own, so the test stands alone when the module's tests are spread over
+    # workers: an API token offered as the MCP secret, and one offered for another's task.
+    refused = httpx.post(
+        f"{team.server.url}/mcp/sessions/{world.live_session}",
+        json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+        headers={"X-Clarion-Token": team.bob_token, "Accept": "application/json"},
+        timeout=10,
+    )
+    assert refused.status_code == 401
+    assert team.bob.request("GET", f"/tasks/{world.task_id}").status_code in (403, 404)
     logs = team.server.logs()
-    assert "request refused" in logs  # the refusals above were logged ...
+    assert "request refused" in logs  # the refusals were logged ...
     assert team.alice_token not in logs and team.bob_token not in logs  # ... without tokens
