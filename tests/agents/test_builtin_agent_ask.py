@@ -48,12 +48,7 @@ async def test_questions_of_one_session_share_one_mcp_session(
 ) -> None:
     await _start(runtime, ask_server)
     for generation in (1, 2):
-        ask_server.called.clear()
-        await runtime.prompt("s1", "/scenario ask", generation=generation)
-        async with asyncio.timeout(10):
-            await ask_server.called.wait()
-        ask_server.reply(ANSWER)
-        assert (await sink.finished(generation)).stop_reason == "end_turn"
+        await _ask_and_answer(runtime, sink, ask_server, generation)
     assert sink.messages(2) == [f"You answered: {ANSWER}"]
     assert len(ask_server.calls) == 2
     assert len(ask_server.mcp_sessions) == 1
@@ -69,14 +64,20 @@ async def test_a_timed_out_call_drops_the_session_and_the_next_question_opens_an
     async with asyncio.timeout(5):
         await ask_server.cancelled.wait()
     ask_server.mode = "answer"
+    await _ask_and_answer(runtime, sink, ask_server, 2)
+    assert sink.messages(2) == [f"You answered: {ANSWER}"]
+    assert len(ask_server.mcp_sessions) == 2
+
+
+async def _ask_and_answer(
+    runtime: AcpRuntime, sink: RecordingSink, ask_server: AskServer, generation: int
+) -> None:
     ask_server.called.clear()
-    await runtime.prompt("s1", "/scenario ask", generation=2)
+    await runtime.prompt("s1", "/scenario ask", generation=generation)
     async with asyncio.timeout(10):
         await ask_server.called.wait()
     ask_server.reply(ANSWER)
-    assert (await sink.finished(2)).stop_reason == "end_turn"
-    assert sink.messages(2) == [f"You answered: {ANSWER}"]
-    assert len(ask_server.mcp_sessions) == 2
+    assert (await sink.finished(generation)).stop_reason == "end_turn"
 
 
 async def _pending(sink: RecordingSink) -> bool:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from clarion.domain.models import SessionState
+from clarion.domain.models import Session, SessionState, Turn
 
 from .conftest import World
 
@@ -84,9 +84,8 @@ async def test_transition_returns_the_session_as_it_now_stands(world: World) -> 
     assert await world.store.transition_session(session.id, SessionState.RUNNING) is None
 
 
-async def test_publish_successor_can_move_the_session_in_the_same_transaction(
-    world: World,
-) -> None:
+async def _reserved_successor(world: World) -> tuple[Session, Turn, list[str]]:
+    """An idle session whose detached answer `p` holds a reserved successor turn."""
     session = await world.session()
     source = await world.turn(session)
     await world.bundle(session, pending_id="p")
@@ -96,6 +95,13 @@ async def test_publish_successor_can_move_the_session_in_the_same_transaction(
     turn = await world.store.reserve_successor(
         session.id, source_turn_id=source.id, pending_id="p", message_ids=ids
     )
+    return session, turn, ids
+
+
+async def test_publish_successor_can_move_the_session_in_the_same_transaction(
+    world: World,
+) -> None:
+    session, turn, ids = await _reserved_successor(world)
     world.clock.advance(3)
 
     assert await world.store.publish_successor(
@@ -107,15 +113,7 @@ async def test_publish_successor_can_move_the_session_in_the_same_transaction(
 
 
 async def test_a_refused_publication_leaves_the_session_alone(world: World) -> None:
-    session = await world.session()
-    source = await world.turn(session)
-    await world.bundle(session, pending_id="p")
-    claimed = (await world.answer("p", "db")).claimed
-    await world.store.transition_session(session.id, SessionState.IDLE)
-    ids = [m.id for m in claimed]
-    turn = await world.store.reserve_successor(
-        session.id, source_turn_id=source.id, pending_id="p", message_ids=ids
-    )
+    session, turn, ids = await _reserved_successor(world)
 
     assert not await world.store.publish_successor(
         turn.id, pending_id="other", message_ids=ids, session_state=SessionState.RUNNING
