@@ -1,14 +1,8 @@
-"""The seams between services and I/O. Services import these Protocols, never an implementation.
-
-Each method's docstring is its contract; the contract suites under tests/ run every
-implementation against it. Conventions: `get_x` raises NotFound, `find_x` returns None,
-guarded transitions return whether (or which rows) they applied. A lost race is a False or an
-empty tuple, never an exception.
-"""
+"""The storage seam: the Store protocol, its result types, and the Clock it writes times with."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
@@ -327,92 +321,3 @@ class Store(Protocol):
     ) -> list[str]:
         """`transition_session` for many sessions in one transaction; the ids that moved."""
         ...
-
-
-# --------------------------------------------------------------------------- bus
-
-
-@dataclass(frozen=True, slots=True)
-class Event:
-    """A fact that happened, published after it is durable.
-
-    `type` is the wire action (`session.message.added`, ...). `payload` is JSON-ready.
-    `inline_handled` tells local subscribers that the publisher already ran the local
-    reaction synchronously (the watchdog), so they must not repeat it.
-    """
-
-    type: str
-    task_id: str
-    session_id: str | None
-    payload: Mapping[str, Any]
-    inline_handled: bool = False
-
-
-class Bus(Protocol):
-    async def publish(self, event: Event) -> None:
-        """Returns once the bus accepted the event; raises if it could not."""
-        ...
-
-    def subscribe(self) -> AsyncIterator[Event]:
-        """Every event published after the call, in publication order."""
-        ...
-
-
-# --------------------------------------------------------------------------- agents
-
-
-@dataclass(frozen=True, slots=True)
-class AgentOutput:
-    """One streamed frame from an agent, tagged with the prompt generation that caused it."""
-
-    session_id: str
-    generation: int
-    kind: str  # "message" | "thought" | "tool_call" | "tool_call_update" | "cancel_ack"
-    text: str = ""
-    data: Mapping[str, Any] = field(default_factory=dict)
-
-
-@dataclass(frozen=True, slots=True)
-class PromptFinished:
-    session_id: str
-    generation: int
-    stop_reason: str  # end_turn | cancelled | error | ...
-    error: str | None = None
-
-
-class AgentSink(Protocol):
-    """Where a runtime reports what its agents do. Called in arrival order per session."""
-
-    async def on_output(self, output: AgentOutput) -> None: ...
-    async def on_prompt_finished(self, finished: PromptFinished) -> None: ...
-
-
-@dataclass(frozen=True, slots=True)
-class AgentLaunch:
-    session_id: str
-    profile: str
-    mcp_url: str
-    mcp_token: str
-
-
-class AgentRuntime(Protocol):
-    """The only way services reach agent processes."""
-
-    async def ensure_started(self, launch: AgentLaunch) -> bool:
-        """Start the agent process and ACP session if not running. True if it started now."""
-        ...
-
-    async def prompt(self, session_id: str, text: str, *, generation: int) -> None:
-        """Hand a prompt to the running agent. Returns once the agent accepted it (the request
-        is on its way to a live process); the turn's end arrives via on_prompt_finished.
-        Raises if the agent is not running or refuses."""
-        ...
-
-    async def cancel(self, session_id: str) -> None: ...
-
-    async def stop(self, session_id: str) -> None: ...
-
-    def is_running(self, session_id: str) -> bool: ...
-
-
-ProfileResolver = Callable[[str], Awaitable[bool]]

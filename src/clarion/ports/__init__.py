@@ -1,0 +1,48 @@
+"""The seams between services and I/O. Services import these Protocols, never an implementation.
+
+Each method's docstring is its contract; the contract suites under tests/ run every
+implementation against it. Conventions: `get_x` raises NotFound, `find_x` returns None,
+guarded transitions return whether (or which rows) they applied. A lost race is a False or an
+empty tuple, never an exception.
+"""
+
+from clarion.ports.agents import (
+    AgentLaunch,
+    AgentOutput,
+    AgentRuntime,
+    AgentSink,
+    ProfileResolver,
+    PromptFinished,
+)
+from clarion.ports.bus import Bus, Event
+from clarion.ports.store import (
+    ClaimResult,
+    Clock,
+    IntentRecovery,
+    MessagePage,
+    NewMessage,
+    ReservationRecovery,
+    Store,
+    SummaryInputs,
+    TokenOwner,
+)
+
+__all__ = [
+    "AgentLaunch",
+    "AgentOutput",
+    "AgentRuntime",
+    "AgentSink",
+    "Bus",
+    "ClaimResult",
+    "Clock",
+    "Event",
+    "IntentRecovery",
+    "MessagePage",
+    "NewMessage",
+    "ProfileResolver",
+    "PromptFinished",
+    "ReservationRecovery",
+    "Store",
+    "SummaryInputs",
+    "TokenOwner",
+]

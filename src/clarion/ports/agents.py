@@ -1,0 +1,64 @@
+"""The agent seam: the runtime services drive agents through, and what it reports back."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+
+@dataclass(frozen=True, slots=True)
+class AgentOutput:
+    """One streamed frame from an agent, tagged with the prompt generation that caused it."""
+
+    session_id: str
+    generation: int
+    kind: str  # "message" | "thought" | "tool_call" | "tool_call_update" | "cancel_ack"
+    text: str = ""
+    data: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class PromptFinished:
+    session_id: str
+    generation: int
+    stop_reason: str  # end_turn | cancelled | error | ...
+    error: str | None = None
+
+
+class AgentSink(Protocol):
+    """Where a runtime reports what its agents do. Called in arrival order per session."""
+
+    async def on_output(self, output: AgentOutput) -> None: ...
+    async def on_prompt_finished(self, finished: PromptFinished) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class AgentLaunch:
+    session_id: str
+    profile: str
+    mcp_url: str
+    mcp_token: str
+
+
+class AgentRuntime(Protocol):
+    """The only way services reach agent processes."""
+
+    async def ensure_started(self, launch: AgentLaunch) -> bool:
+        """Start the agent process and ACP session if not running. True if it started now."""
+        ...
+
+    async def prompt(self, session_id: str, text: str, *, generation: int) -> None:
+        """Hand a prompt to the running agent. Returns once the agent accepted it (the request
+        is on its way to a live process); the turn's end arrives via on_prompt_finished.
+        Raises if the agent is not running or refuses."""
+        ...
+
+    async def cancel(self, session_id: str) -> None: ...
+
+    async def stop(self, session_id: str) -> None: ...
+
+    def is_running(self, session_id: str) -> bool: ...
+
+
+ProfileResolver = Callable[[str], Awaitable[bool]]
