@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 
 from clarion.domain.models import PendingAction, SessionState
-from clarion.projection.summaries import task_level_action
+from clarion.projection.summaries import task_level_action, task_pending
 from clarion.store import SqlStore
 from tests.projection.builders import World, projections
 
@@ -82,13 +82,12 @@ async def test_an_answered_bundle_projects_clean(store: SqlStore, world: World) 
 
 
 async def test_permission_beats_clarification_at_task_level(store: SqlStore, world: World) -> None:
-    p = await projections(store)
     task = await world.task()
     asking = await world.session(task.id)
     permitting = await world.session(task.id, primary=False)
     await world.ask(asking.id)
     await world.permission(permitting.id)
-    pending = await p.summaries.pending_of_task(task.id)
+    pending = task_pending(await store.summary_inputs(task.id))
     assert pending.task_action is PendingAction.PERMISSION
     assert task_level_action({"a": PendingAction.CLARIFICATION, "b": None}) is (
         PendingAction.CLARIFICATION

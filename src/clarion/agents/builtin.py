@@ -18,7 +18,7 @@ import sys
 import threading
 import uuid
 from dataclasses import dataclass
-from typing import Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 import acp
 from acp.schema import (
@@ -41,6 +41,9 @@ from acp.schema import (
 )
 
 from clarion.agents.scenarios import ToolOutcome, play
+
+if TYPE_CHECKING:  # imported for real in the background at start (see _MCP_CALL_MODULE)
+    from clarion.agents.mcp_call import McpConnection
 
 logger = logging.getLogger("clarion.agents.builtin")
 
@@ -70,7 +73,7 @@ class _Endpoint:
 class _Session:
     endpoint: _Endpoint | None
     running: asyncio.Task[Any] | None = None
-    mcp: Any = None  # the session's McpConnection, opened on its first question
+    mcp: McpConnection | None = None  # opened on the session's first question
 
 
 class _Host:

@@ -18,7 +18,7 @@ from clarion.domain.models import MetaKey, Session, Task
 from clarion.domain.wire import message_wire, session_wire, task_wire, turn_wire
 from clarion.ports import Store
 from clarion.projection.pending import PendingProjector
-from clarion.projection.summaries import Repair, SummaryService
+from clarion.projection.summaries import Repair, SummaryService, task_pending
 
 log = logging.getLogger(__name__)
 
@@ -58,11 +58,8 @@ class Reads:
         if repair:
             outcome = await self._summaries.repair(task.id)
         else:
-            outcome = Repair(
-                summary=await self._store.find_summary(task.id),
-                pending=await self._summaries.pending_of_task(task.id),
-                failed=False,
-            )
+            inputs = await self._store.summary_inputs(task.id)
+            outcome = Repair(summary=inputs.summary, pending=task_pending(inputs), failed=False)
         pending = outcome.pending
         return task_wire(
             task,

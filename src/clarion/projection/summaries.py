@@ -91,9 +91,6 @@ class SummaryService:
         self._store = store
         self._bus = bus
 
-    async def pending_of_task(self, task_id: str) -> TaskPending:
-        return task_pending(await self._store.summary_inputs(task_id))
-
     async def refresh(self, task_id: str, *, publish: bool = True) -> StatusSummary | None:
         """Bring the summary in line with the repository. Returns the summary as stored
         (None when the task has no summary and nothing is pending).

@@ -17,7 +17,8 @@ from clarion.domain.models import StatusSummary
 from clarion.ports import SummaryInputs
 from clarion.store.projections import read_pending_actions
 from clarion.store.rows import StoreBase, to_session
-from clarion.store.schema import task_sessions, task_status_summaries, tasks
+from clarion.store.schema import task_status_summaries, tasks
+from clarion.store.tasks import SESSIONS_OF_TASK
 from clarion.store.tx import Tx
 
 log = logging.getLogger(__name__)
@@ -25,11 +26,6 @@ summaries = task_status_summaries
 
 
 _SUMMARY_OF_TASK = select(summaries).where(summaries.c.task_id == bindparam("task_id"))
-_SESSIONS_OF_TASK = (
-    select(task_sessions)
-    .where(task_sessions.c.task_id == bindparam("task_id"))
-    .order_by(task_sessions.c.created_at, task_sessions.c.id)
-)
 
 
 async def _read_summary(conn: Tx, task_id: str) -> StatusSummary | None:
@@ -51,7 +47,7 @@ class SummaryQueries(StoreBase):
             summary = await _read_summary(conn, task_id)
             sessions = tuple(
                 to_session(row)
-                for row in await conn.execute(_SESSIONS_OF_TASK, {"task_id": task_id})
+                for row in await conn.execute(SESSIONS_OF_TASK, {"task_id": task_id})
             )
             actions = await read_pending_actions(conn, [s.id for s in sessions])
         return SummaryInputs(summary=summary, sessions=sessions, actions=actions)

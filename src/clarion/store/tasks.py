@@ -25,6 +25,11 @@ NON_TERMINAL = tuple(s for s in SessionState if s not in TERMINAL_SESSION_STATES
 
 
 _SESSION_BY_ID = select(task_sessions).where(task_sessions.c.id == bindparam("session_id"))
+SESSIONS_OF_TASK = (
+    select(task_sessions)
+    .where(task_sessions.c.task_id == bindparam("task_id"))
+    .order_by(task_sessions.c.created_at, task_sessions.c.id)
+)
 
 
 async def read_session(conn: Tx, session_id: str) -> Session:
@@ -173,13 +178,9 @@ class TaskQueries(StoreBase):
             return await read_session(conn, session_id)
 
     async def list_sessions(self, task_id: str) -> list[Session]:
-        query = (
-            select(task_sessions)
-            .where(task_sessions.c.task_id == task_id)
-            .order_by(task_sessions.c.created_at, task_sessions.c.id)
-        )
         async with self._db.read() as conn:
-            return [to_session(row) for row in await conn.execute(query)]
+            rows = await conn.execute(SESSIONS_OF_TASK, {"task_id": task_id})
+            return [to_session(row) for row in rows]
 
     async def list_sessions_in_states(self, states: Sequence[SessionState]) -> list[Session]:
         query = (
