@@ -27,7 +27,7 @@ from clarion.clarification.waiters import LiveWaiters
 from clarion.clock import SystemClock
 from clarion.config import AgentProfile, Settings
 from clarion.domain.bundles import questions_of
-from clarion.domain.models import ClarificationResponse, SessionState
+from clarion.domain.models import ClarificationResponse
 from clarion.domain.prompts import resume_prompt
 from clarion.mcp.tools import McpEndpoint, build_mcp_server
 from clarion.orchestrator.access import AccessControl
@@ -174,15 +174,11 @@ async def build(
             persist_s=t.persist,
         )
 
-        async def transition(session_id: str, to: SessionState) -> None:
-            await admission.transition(session_id, to)
-
         asker = Asker(
             store,
             waiters,
             publisher,
             canceller,
-            transition,
             AskLimits(wait_s=t.clarification_wait, keepalive_s=t.keepalive),
         )
         sessions = SessionService(

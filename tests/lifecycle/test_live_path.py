@@ -11,7 +11,7 @@ import pytest
 from clarion import failpoints
 from clarion.clarification.resolver import RespondResult
 from clarion.domain.errors import AcceptedButUnfinalized, NotActive, RetryableFailure
-from clarion.domain.models import MetaKey
+from clarion.domain.models import MetaKey, SessionState
 from tests.lifecycle.harness import (
     SKIP,
     Lifecycle,
@@ -34,6 +34,39 @@ async def test_live_answer_is_durable_before_the_agent_sees_it(life: Lifecycle) 
     assert [r.metadata["status"] for r in rows] == ["answered"]
     assert result.resumed is False
     assert await life.state(pending_id) == "terminal"
+
+
+async def test_a_live_cycle_announces_waiting_then_running_once_each(life: Lifecycle) -> None:
+    _, session_id = await life.start_session()
+    before = len(life.events_of("session.state_changed"))
+    call, pending_id = await life.ask(session_id)
+
+    await life.app.services.resolver.respond(pending_id, answer_db("sqlite"))
+    await asyncio.wait_for(call, 5)
+
+    def updated() -> list[dict[str, object]]:
+        return [
+            e.payload
+            for e in life.events_of("session.message.updated")
+            if e.payload.get("metadata", {}).get("pending_id") == pending_id
+        ]
+
+    async def published() -> None:  # the answered row is announced in the background
+        while not updated():
+            await asyncio.sleep(0.005)
+
+    await asyncio.wait_for(published(), 5)
+    states = [
+        e.payload["state"]
+        for e in life.events_of("session.state_changed")[before:]
+        if e.session_id == session_id
+    ]
+    assert states == ["WAITING_FOR_INPUT", "RUNNING"]
+    assert (await life.store.get_session(session_id)).state is SessionState.RUNNING
+    # The answered row is announced as the confirmation left it, with no delivery intent.
+    metadata = updated()[-1]["metadata"]
+    assert isinstance(metadata, dict) and metadata["status"] == "answered"
+    assert MetaKey.RESPONSE_DELIVERY_PENDING not in metadata
 
 
 async def test_live_rejection_is_delivered_to_the_waiter(life: Lifecycle) -> None:

@@ -40,7 +40,7 @@ async def test_restart_detaches_bundles_and_interrupts_open_turns(store_url: str
     async with running_lifecycle(store_url) as life:
         _, session_id = await life.start_session()
         # What a crash leaves: a question's rows in the running, open turn, and no waiter.
-        rows = await life.store.create_bundle(
+        written = await life.store.create_bundle(
             session_id,
             [
                 NewMessage(
@@ -53,6 +53,7 @@ async def test_restart_detaches_bundles_and_interrupts_open_turns(store_url: str
                 for q, m in zip(*_bundle_parts("p-crash"), strict=True)
             ],
         )
+        rows = written.rows
         pending_id = rows[0].metadata["pending_id"]
         assert MetaKey.AGENT_DISCONNECTED not in rows[0].metadata
 

@@ -143,7 +143,7 @@ class World:
             )
             for index, qid in enumerate(questions)
         ]
-        return await self.store.create_bundle(session_id, rows, turn_id=turn_id)
+        return (await self.store.create_bundle(session_id, rows, turn_id=turn_id)).rows
 
     async def answer(self, rows: Sequence[Message]) -> tuple[Message, ...]:
         """Claim and confirm the bundle of `rows`: it becomes terminal."""

@@ -21,9 +21,10 @@ from clarion.domain.models import (
     Message,
     MessageType,
     Session,
+    SessionState,
     Turn,
 )
-from clarion.ports import NewMessage
+from clarion.ports import NewMessage, Written
 from clarion.store import SqlStore, open_store
 from clarion.store.schema import task_session_messages, task_session_turns
 
@@ -68,6 +69,23 @@ class World:
         pending_id: str | None = None,
         extra: Mapping[str, Any] | None = None,
     ) -> tuple[Message, ...]:
+        return (
+            await self.write_bundle(
+                session, questions, turn_id=turn_id, pending_id=pending_id, extra=extra
+            )
+        ).rows
+
+    async def write_bundle(
+        self,
+        session: Session,
+        questions: Sequence[str] = ("db",),
+        *,
+        turn_id: str | None = None,
+        pending_id: str | None = None,
+        extra: Mapping[str, Any] | None = None,
+        session_state: SessionState | None = None,
+    ) -> Written:
+        """`bundle`, returning everything the store's write returned."""
         pid = pending_id or new_id()
         rows = [
             NewMessage(
@@ -87,7 +105,9 @@ class World:
             )
             for index, qid in enumerate(questions)
         ]
-        return await self.store.create_bundle(session.id, rows, turn_id=turn_id)
+        return await self.store.create_bundle(
+            session.id, rows, turn_id=turn_id, session_state=session_state
+        )
 
     async def say(self, session: Session, text: str = "hi", **kwargs: Any) -> Message:
         return await self.store.add_message(

@@ -50,14 +50,12 @@ class Asker:
         waiters: LiveWaiters,
         publisher: EventPublisher,
         canceller: ClarificationCanceller,
-        transition: Callable[[str, SessionState], Awaitable[None]],
         limits: AskLimits,
     ) -> None:
         self._store = store
         self._waiters = waiters
         self._publisher = publisher
         self._canceller = canceller
-        self._transition = transition
         self._limits = limits
 
     async def ask(self, session_id: str, arguments: object, progress: Progress) -> str:
@@ -75,7 +73,8 @@ class Asker:
         # the live waiter, and never mistakes a question still being asked for a detached one.
         waiter = self._waiters.register(pending_id, session_id, turn_id)
         try:
-            rows = await self._store.create_bundle(
+            # The session waits for input from the same commit that stores the question.
+            written = await self._store.create_bundle(
                 session_id,
                 [
                     NewMessage(
@@ -90,6 +89,7 @@ class Asker:
                     for index, (question, meta) in enumerate(zip(questions, metadata, strict=True))
                 ],
                 turn_id=turn_id,
+                session_state=SessionState.WAITING_FOR_INPUT,
             )
             log.info(
                 "clarification asked",
@@ -97,11 +97,12 @@ class Asker:
                     "session_id": session_id,
                     "turn_id": turn_id,
                     "pending_id": pending_id,
-                    "rows": len(rows),
+                    "rows": len(written.rows),
                 },
             )
-            await self._transition(session_id, SessionState.WAITING_FOR_INPUT)
-            await self._publisher.messages("added", rows)
+            if written.session is not None:
+                await self._publisher.session_state(written.session)
+            await self._publisher.messages("added", written.rows)
             return await self._wait(waiter, progress)
         except asyncio.CancelledError:
             log.info(
@@ -144,7 +145,7 @@ class Asker:
                 )
                 confirmed = False
             if confirmed:
-                await self._transition(waiter.session_id, SessionState.RUNNING)
+                # The confirmation moved the session to running and announced it.
                 return tool_result_text(item.response)
             # Not confirmed: the responder restores the claim, and a retry comes back here.
 

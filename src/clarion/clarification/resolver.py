@@ -24,11 +24,12 @@ from clarion.domain.models import (
     BundleState,
     ClarificationResponse,
     ClarificationStatus,
+    Message,
     MetaKey,
     SessionState,
     Turn,
 )
-from clarion.ports import ClaimResult, Clock, Store
+from clarion.ports import ClaimResult, Clock, Store, Written
 from clarion.projection.events import EventPublisher
 from clarion.supervisor import Supervisor, bounded
 
@@ -131,11 +132,14 @@ class Resolver:
         self._publish_in_background(claim)
         return RespondResult(response=stamped, resumed=True, successor_turn_id=turn.id)
 
-    def _publish_in_background(self, claim: ClaimResult) -> None:
+    def _publish_in_background(
+        self, claim: ClaimResult, rows: tuple[Message, ...] | None = None
+    ) -> None:
         """The outcome is durable; clients learn of it without the responder waiting for the
-        fan-out (a projection read and a summary refresh)."""
+        fan-out (a projection read and a summary refresh). `rows`: the claimed rows as the
+        write that settled them returned them, when it did (saves reading them again)."""
         self._supervisor.spawn(
-            self._restorer.publish_claimed(claim), name=f"publish:{claim.bundle.pending_id}"
+            self._restorer.publish_claimed(claim, rows), name=f"publish:{claim.bundle.pending_id}"
         )
 
     def _lost(self, claim: ClaimResult) -> Exception:
@@ -159,9 +163,13 @@ class Resolver:
         self, claim: ClaimResult, response: ClarificationResponse
     ) -> RespondResult:
         pending_id = response.pending_id
+        confirmed: list[Written] = []
 
         async def confirm() -> bool:
-            return await self._supervisor.run_detached(self._confirm_live(claim, response))
+            written = await self._supervisor.run_detached(self._confirm_live(claim, response))
+            if written is not None:
+                confirmed.append(written)
+            return written is not None
 
         delivery = Delivery(response=response, confirm=confirm)
         if self._waiters.offer(pending_id, delivery):
@@ -181,22 +189,24 @@ class Resolver:
         else:
             delivery.abandon()
         if delivery.state is DeliveryState.CONFIRMED:
-            self._publish_in_background(claim)
+            self._publish_in_background(claim, confirmed[0].rows if confirmed else None)
             return RespondResult(response=response, resumed=False, successor_turn_id=None)
         await self._restorer.restore_or_fail(
             claim, code="delivery_failed", message="failed to deliver clarification response"
         )
 
-    async def _confirm_live(self, claim: ClaimResult, response: ClarificationResponse) -> bool:
+    async def _confirm_live(
+        self, claim: ClaimResult, response: ClarificationResponse
+    ) -> Written | None:
         await failpoints.hit("live.before_confirm")
         ids = [row.id for row in claim.claimed]
-        ok = await bounded(
+        written = await bounded(
             self._store.confirm_delivery(
                 response.pending_id, ids, session_state=SessionState.RUNNING
             ),
             self._persist_s,
         )
-        if ok:
+        if written is not None:
             log.info(
                 "live delivery confirmed",
                 extra={
@@ -205,8 +215,12 @@ class Resolver:
                     "turn_id": claim.bundle.current_turn_id,
                 },
             )
+            if written.session is not None:
+                # Announced before the agent has the answer, so every state it moves the
+                # session to afterwards is announced after this one.
+                await self._publisher.session_state(written.session)
             self._arm_watchdog(claim, response)
-        return ok
+        return written
 
     async def _persist_detached_rejection(
         self, claim: ClaimResult, response: ClarificationResponse

@@ -11,6 +11,7 @@ that a retry will not help.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from typing import NoReturn
 
 from clarion.domain.errors import AcceptedButUnfinalized, RetryableFailure
@@ -56,9 +57,14 @@ class ClaimRestorer:
             pending_id=bundle.pending_id,
         )
 
-    async def publish_claimed(self, claim: ClaimResult) -> None:
-        """Publish the claimed rows as they are now."""
-        await self._publisher.messages("updated", await self.reread(claim))
+    async def publish_claimed(
+        self, claim: ClaimResult, rows: Sequence[Message] | None = None
+    ) -> None:
+        """Publish the claimed rows as they are now: `rows` when the caller has them as the
+        last write left them, else read again."""
+        await self._publisher.messages(
+            "updated", await self.reread(claim) if rows is None else rows
+        )
 
     async def reread(self, claim: ClaimResult) -> list[Message]:
         bundle = await self._store.find_bundle(claim.bundle.pending_id)

@@ -127,8 +127,9 @@ class DetachedResume:
                 turn_id=turn.id,
             ) from exc
         log.info("successor turn published", extra=extra)
-        # The state moved with the publication; this writes nothing and announces it.
-        await self._admission.transition(session.id, SessionState.RUNNING)
+        if published.session is not None:
+            # The state moved with the publication.
+            await self._publisher.session_state(published.session)
         return turn
 
     async def _restore(self, claim: ClaimResult, turn: Turn | None) -> NoReturn:

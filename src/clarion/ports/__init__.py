@@ -25,6 +25,7 @@ from clarion.ports.store import (
     Store,
     SummaryInputs,
     TokenOwner,
+    Written,
 )
 
 __all__ = [
@@ -45,4 +46,5 @@ __all__ = [
     "Store",
     "SummaryInputs",
     "TokenOwner",
+    "Written",
 ]

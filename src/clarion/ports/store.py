@@ -61,6 +61,16 @@ class SummaryInputs:
 
 
 @dataclass(frozen=True, slots=True)
+class Written:
+    """What a write that applied left behind: its rows as they now stand and, when the write
+    was also asked to move the session, the session as it now stands (None when it could not
+    move there: it had ended). Lets the caller announce both without reading them again."""
+
+    rows: tuple[Message, ...]
+    session: Session | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class ClaimResult:
     """What a response claim did. `claimed` empty means nothing applied (lost race, stale)."""
 
@@ -174,9 +184,15 @@ class Store(Protocol):
 
     # clarification bundles
     async def create_bundle(
-        self, session_id: str, rows: Sequence[NewMessage], *, turn_id: str | None = None
-    ) -> tuple[Message, ...]:
-        """Insert all rows of one bundle in the given (default: current) turn, or none."""
+        self,
+        session_id: str,
+        rows: Sequence[NewMessage],
+        *,
+        turn_id: str | None = None,
+        session_state: SessionState | None = None,
+    ) -> Written:
+        """Insert all rows of one bundle in the given (default: current) turn, or none; with
+        `session_state`, also move a non-terminal session there, in the same commit."""
         ...
 
     async def find_bundle(self, pending_id: str) -> Bundle | None: ...
@@ -198,8 +214,8 @@ class Store(Protocol):
         message_ids: Sequence[str],
         *,
         session_state: SessionState | None = None,
-    ) -> bool:
-        """Retire the delivery intent on exactly these rows; False if any lacks it. With
+    ) -> Written | None:
+        """Retire the delivery intent on exactly these rows; None if any lacks it. With
         `session_state`, a confirmation that applies also moves the session (from any
         non-terminal state) to it in the same transaction, saving a commit."""
         ...
@@ -237,8 +253,9 @@ class Store(Protocol):
         pending_id: str,
         message_ids: Sequence[str],
         session_state: SessionState | None = None,
-    ) -> bool:
-        """Clear the dispatch keys on the turn and the intents on exactly the claimed rows;
+    ) -> Written | None:
+        """Clear the dispatch keys on the turn and the intents on exactly the claimed rows
+        (None if the turn is no longer that reservation);
         with `session_state`, also move a non-terminal session there, in the same commit."""
         ...
 

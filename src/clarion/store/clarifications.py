@@ -24,9 +24,10 @@ from clarion.domain.models import (
     Message,
     MessageType,
     MetaKey,
+    Session,
     SessionState,
 )
-from clarion.ports import ClaimResult, NewMessage
+from clarion.ports import ClaimResult, NewMessage, Written
 from clarion.store.bundles import (
     MetaChange,
     bundle_order,
@@ -50,8 +51,9 @@ from clarion.store.predicates import (
 from clarion.store.rows import StoreBase
 from clarion.store.schema import task_session_messages as messages
 from clarion.store.sql import flag
-from clarion.store.tasks import NON_TERMINAL, set_session_state
+from clarion.store.tasks import NON_TERMINAL, move_session
 from clarion.store.turns import read_session_and_current_turn
+from clarion.store.tx import Tx
 
 log = logging.getLogger(__name__)
 INTENT = MetaKey.RESPONSE_DELIVERY_PENDING
@@ -93,8 +95,13 @@ _PENDING_OF_BUNDLE = _PENDING_OF_SESSION.where(messages.c.pending_id == _PENDING
 
 class ClarificationQueries(StoreBase):
     async def create_bundle(
-        self, session_id: str, rows: Sequence[NewMessage], *, turn_id: str | None = None
-    ) -> tuple[Message, ...]:
+        self,
+        session_id: str,
+        rows: Sequence[NewMessage],
+        *,
+        turn_id: str | None = None,
+        session_state: SessionState | None = None,
+    ) -> Written:
         pending_id = _bundle_identity(session_id, rows)
         now = self._clock.now()
         async with self._db.write() as conn:
@@ -106,11 +113,12 @@ class ClarificationQueries(StoreBase):
                 await insert_message(conn, row, task_id=task_id, turn_id=target, now=now)
                 for row in rows
             ]
+            session = await self._move(conn, session_id, session_state)
         log.info(
             "clarification bundle created",
             extra={"session_id": session_id, "turn_id": target, "pending_id": pending_id},
         )
-        return tuple(created)
+        return Written(tuple(created), session)
 
     async def find_bundle(self, pending_id: str) -> Bundle | None:
         async with self._db.read() as conn:
@@ -171,25 +179,27 @@ class ClarificationQueries(StoreBase):
         message_ids: Sequence[str],
         *,
         session_state: SessionState | None = None,
-    ) -> bool:
+    ) -> Written | None:
         wanted = set(message_ids)
         async with self._db.write() as conn:
             session_id = await bundle_session_id(conn, pending_id)
             if session_id is None or not wanted:
-                return False
+                return None
             await self._db.lock_session(conn, session_id)
             rows = await run_rows(
                 conn, _WITH_INTENT, {"message_ids": sorted(wanted), "pending_id": pending_id}
             )
             if len(rows) != len(wanted):
-                return False
-            await rewrite(conn, rows, drop_keys(INTENT), now=None)
-            if session_state is not None:
-                await set_session_state(
-                    conn, session_id, session_state, NON_TERMINAL, self._clock.now()
-                )
+                return None
+            confirmed = await rewrite(conn, rows, drop_keys(INTENT), now=None)
+            session = await self._move(conn, session_id, session_state)
         log.info("clarification delivery confirmed", extra={"pending_id": pending_id})
-        return True
+        return Written(confirmed, session)
+
+    async def _move(self, conn: Tx, session_id: str, to: SessionState | None) -> Session | None:
+        if to is None:
+            return None
+        return await move_session(conn, session_id, to, NON_TERMINAL, self._clock.now())
 
     async def restore_claim(self, pending_id: str, message_ids: Sequence[str]) -> bool:
         wanted = set(message_ids)

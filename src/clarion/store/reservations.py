@@ -14,14 +14,15 @@ from sqlalchemy import delete, insert, select, update
 from clarion.domain.errors import Conflict, InvalidInput
 from clarion.domain.flags import is_truthy as truthy
 from clarion.domain.ids import new_id
-from clarion.domain.models import DISPATCH_KEYS, MetaKey, SessionState, Turn
+from clarion.domain.models import DISPATCH_KEYS, Message, MetaKey, SessionState, Turn
+from clarion.ports import Written
 from clarion.store.bundles import drop_keys, rewrite, select_rows
 from clarion.store.predicates import current_turn_id, referenced
 from clarion.store.rows import StoreBase, to_turn
 from clarion.store.schema import task_session_messages as messages
 from clarion.store.schema import task_session_turns as turns
 from clarion.store.sql import flag
-from clarion.store.tasks import NON_TERMINAL, read_session, set_session_state
+from clarion.store.tasks import NON_TERMINAL, move_session, read_session
 from clarion.store.turns import read_turn
 from clarion.store.tx import Tx
 
@@ -132,13 +133,13 @@ class ReservationQueries(StoreBase):
         pending_id: str,
         message_ids: Sequence[str],
         session_state: SessionState | None = None,
-    ) -> bool:
+    ) -> Written | None:
         async with self._db.write() as conn:
             turn = await self._locked_turn(conn, turn_id)
             if turn is None or not is_reservation(turn):
-                return False
+                return None
             if turn.metadata.get(MetaKey.PROMPT_DISPATCH_PENDING_ID) != pending_id:
-                return False
+                return None
             await conn.execute(
                 update(turns)
                 .where(turns.c.id == turn_id)
@@ -147,13 +148,14 @@ class ReservationQueries(StoreBase):
                     updated_at=self._clock.now(),
                 )
             )
-            await _finalize_claim(conn, pending_id, message_ids)
+            finalized = await _finalize_claim(conn, pending_id, message_ids)
+            session = None
             if session_state is not None:
-                await set_session_state(
+                session = await move_session(
                     conn, turn.session_id, session_state, NON_TERMINAL, self._clock.now()
                 )
         log.info("successor published", extra={"turn_id": turn_id, "pending_id": pending_id})
-        return True
+        return Written(finalized, session)
 
     async def rollback_successor(self, turn_id: str) -> bool:
         async with self._db.write() as conn:
@@ -179,14 +181,17 @@ class ReservationQueries(StoreBase):
         return await read_turn(conn, turn_id)
 
 
-async def _finalize_claim(conn: Tx, pending_id: str, message_ids: Sequence[str]) -> None:
-    """Retire the delivery intent on exactly the claimed rows; updated_at keeps the claim time."""
+async def _finalize_claim(
+    conn: Tx, pending_id: str, message_ids: Sequence[str]
+) -> tuple[Message, ...]:
+    """Retire the delivery intent on exactly the claimed rows; updated_at keeps the claim time.
+    Returns the rows it changed."""
     if not message_ids:
-        return
+        return ()
     rows = await select_rows(
         conn,
         messages.c.id.in_(list(message_ids)),
         messages.c.pending_id == pending_id,
         flag(messages.c.metadata, MetaKey.RESPONSE_DELIVERY_PENDING),
     )
-    await rewrite(conn, rows, drop_keys(MetaKey.RESPONSE_DELIVERY_PENDING), now=None)
+    return await rewrite(conn, rows, drop_keys(MetaKey.RESPONSE_DELIVERY_PENDING), now=None)

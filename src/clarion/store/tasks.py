@@ -70,6 +70,22 @@ async def set_session_state(
     return bool(result.rowcount == 1)
 
 
+async def move_session(
+    conn: Tx,
+    session_id: str,
+    to: SessionState,
+    allowed: Sequence[SessionState],
+    now: datetime,
+) -> Session | None:
+    """`set_session_state`, then the session as it now stands: None when it is missing or
+    could not move (already being in `to`, with `to` allowed, counts as moved)."""
+    moved = await set_session_state(conn, session_id, to, allowed, now)
+    row = (await conn.execute(_SESSION_BY_ID, {"session_id": session_id})).first()
+    if row is None or not (moved or (row.state == to.value and to in allowed)):
+        return None
+    return to_session(row)
+
+
 class TaskQueries(StoreBase):
     async def ensure_workspace(self, name: str) -> Workspace:
         async with self._db.write() as conn:
@@ -200,10 +216,6 @@ class TaskQueries(StoreBase):
     ) -> Session | None:
         allowed = NON_TERMINAL if allowed_from is None else tuple(allowed_from)
         async with self._db.write() as conn:
-            moved = await set_session_state(conn, session_id, to, allowed, self._clock.now())
             # Already in the target state (and that state allowed) counts as moved; nothing is
             # written then, so the transaction commits nothing.
-            row = (await conn.execute(_SESSION_BY_ID, {"session_id": session_id})).first()
-        if row is None or not (moved or (row.state == to.value and to in allowed)):
-            return None
-        return to_session(row)
+            return await move_session(conn, session_id, to, allowed, self._clock.now())
