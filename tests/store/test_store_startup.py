@@ -30,11 +30,20 @@ async def test_detach_all_bundles_changes_exactly_the_listed_bundles_once(world:
     listed = await world.store.list_detachable_bundles()
     changed = await world.store.detach_all_bundles()
 
-    assert sorted({(m.session_id, m.metadata["pending_id"]) for m in changed}) == listed
-    assert {m.metadata["pending_id"] for m in changed} == {"a", "b"}
-    assert all(m.metadata[MetaKey.AGENT_DISCONNECTED] is True for m in changed)
-    stored = await world.store.get_message(changed[0].id)
-    assert stored.metadata == changed[0].metadata and stored.updated_at == changed[0].updated_at
+    assert [(b.session_id, b.pending_id) for b in changed] == listed
+    assert {(b.pending_id, b.task_id, b.rows) for b in changed} == {
+        ("a", first.task_id, 1),
+        ("b", second.task_id, 2),
+    }
+    for pending_id in ("a", "b"):
+        bundle = await world.store.find_bundle(pending_id)
+        assert bundle is not None
+        assert all(r.metadata[MetaKey.AGENT_DISCONNECTED] is True for r in bundle.rows)
+        assert all(r.updated_at == world.clock.now() for r in bundle.rows)
+    for untouched in ("superseded", "ended"):
+        bundle = await world.store.find_bundle(untouched)
+        assert bundle is not None
+        assert all(MetaKey.AGENT_DISCONNECTED not in r.metadata for r in bundle.rows)
     assert await world.store.list_detachable_bundles() == []
     assert await world.store.detach_all_bundles() == ()
 

@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from clarion import failpoints
-from clarion.domain.models import Message, MetaKey, SessionState
-from clarion.ports import Store
+from clarion.domain.models import SessionState
+from clarion.ports import DetachedBundle, Store
 from clarion.projection.events import EventPublisher
 from clarion.projection.pending import PendingProjector
 
@@ -85,14 +85,17 @@ class StartupRecovery:
         await self._store.clear_outboxes([turn.id for turn in outbox])
 
         # Set-based: one transaction for every orphaned bundle, one summary refresh per task.
-        changed = await self._store.detach_all_bundles()
-        bundles = sorted({(m.session_id, _pending_id(m)) for m in changed})
-        for session_id, pending_id in bundles:
+        bundles = await self._store.detach_all_bundles()
+        for bundle in bundles:
             log.info(
                 "startup: bundle lost its waiter; detached",
-                extra={"session_id": session_id, "pending_id": pending_id},
+                extra={
+                    "session_id": bundle.session_id,
+                    "task_id": bundle.task_id,
+                    "pending_id": bundle.pending_id,
+                },
             )
-        await self._refresh_summaries(changed)
+        await self._refresh_summaries(bundles)
         detached = len(bundles)
 
         open_turns = await self._store.complete_open_turns(metadata_patch={"interrupted": True})
@@ -117,13 +120,13 @@ class StartupRecovery:
         log.info("startup recovery finished", extra={"report": report})
         return report
 
-    async def _refresh_summaries(self, changed: Sequence[Message]) -> None:
+    async def _refresh_summaries(self, changed: Sequence[DetachedBundle]) -> None:
         """One summary refresh per affected task instead of a `session.message.updated` per
         row. Nothing can observe per-row events yet: until recovery is done the readiness
         gate refuses every WebSocket, and clients read afresh once they connect (events are
         triggers for reads, never pending truth). The summary refresh publishes its own
         change, so a summary left stale by the previous process is corrected now."""
-        for task_id in sorted({m.task_id for m in changed}):
+        for task_id in sorted({b.task_id for b in changed}):
             await self._publisher.refresh_summary(task_id)
 
     async def _settle_sessions(self) -> None:
@@ -140,7 +143,3 @@ class StartupRecovery:
                 targets.setdefault(target, []).append(session.id)
         for target, ids in targets.items():
             await self._store.transition_sessions(ids, target)
-
-
-def _pending_id(message: Message) -> str:
-    return str(message.metadata.get(MetaKey.PENDING_ID, ""))

@@ -18,6 +18,7 @@ from clarion.ports.bus import Bus, Event
 from clarion.ports.store import (
     ClaimResult,
     Clock,
+    DetachedBundle,
     IntentRecovery,
     MessagePage,
     NewMessage,
@@ -36,6 +37,7 @@ __all__ = [
     "Bus",
     "ClaimResult",
     "Clock",
+    "DetachedBundle",
     "Event",
     "IntentRecovery",
     "MessagePage",

@@ -79,6 +79,16 @@ class ClaimResult:
 
 
 @dataclass(frozen=True, slots=True)
+class DetachedBundle:
+    """One bundle startup recovery detached: whose it is and how many of its rows changed."""
+
+    session_id: str
+    task_id: str
+    pending_id: str
+    rows: int
+
+
+@dataclass(frozen=True, slots=True)
 class ReservationRecovery:
     """One startup decision about an unpublished successor reservation."""
 
@@ -317,9 +327,11 @@ class Store(Protocol):
         """`clear_outbox` for many turns in one transaction; the ids it cleared."""
         ...
 
-    async def detach_all_bundles(self) -> tuple[Message, ...]:
+    async def detach_all_bundles(self) -> tuple[DetachedBundle, ...]:
         """`detach_bundles` for every bundle `list_detachable_bundles` lists, in one
-        transaction. Returns the rows it changed (so a repeat returns ())."""
+        transaction. Returns the bundles it changed, by (session_id, pending_id), so a repeat
+        returns (). Only their keys: startup never needs the rows themselves, and reading
+        thousands of them back would cost more than marking them."""
         ...
 
     async def complete_open_turns(

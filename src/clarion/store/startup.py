@@ -10,13 +10,14 @@ counterpart would (`list_detachable_bundles` + `detach_bundles`, `list_open_turn
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import bindparam, not_, select, update
+from sqlalchemy import bindparam, not_, select, tuple_, update
 
-from clarion.domain.models import Message, MetaKey, SessionState, Turn
-from clarion.store.bundles import bundle_order
+from clarion.domain.models import MetaKey, SessionState, Turn
+from clarion.ports import DetachedBundle
 from clarion.store.predicates import (
     TERMINAL_STATES,
     authoritative,
@@ -24,8 +25,8 @@ from clarion.store.predicates import (
     current_turns,
     status_pending,
 )
-from clarion.store.projections import chunks
-from clarion.store.rows import StoreBase, to_message, to_turn
+from clarion.store.projections import CHUNK, chunks
+from clarion.store.rows import StoreBase, to_turn
 from clarion.store.schema import task_session_messages as messages
 from clarion.store.schema import task_session_turns as turns
 from clarion.store.schema import task_sessions
@@ -35,19 +36,25 @@ from clarion.store.tasks import NON_TERMINAL
 log = logging.getLogger(__name__)
 
 _LIVE = task_sessions.c.state.not_in(TERMINAL_STATES)
-_DETACHABLE_IN_TURNS = select(messages).where(
-    messages.c.turn_id.in_(bindparam("turn_ids", expanding=True)),
-    clarification_rows(),
-    status_pending(),
-    not_(flag(messages.c.metadata, MetaKey.AGENT_DISCONNECTED)),
-)
-_MARK_DISCONNECTED = (
+# One statement per chunk both finds and flags the rows: each row's metadata is parsed once.
+# A row counts only in its own session's current turn, hence the (session, turn) pairs.
+_DETACH_IN_CURRENT_TURNS = (
     update(messages)
-    .where(messages.c.id.in_(bindparam("message_ids", expanding=True)))
+    .where(
+        # The turn ids alone find the rows by index; the pairs then check their sessions.
+        messages.c.turn_id.in_(bindparam("turn_ids", expanding=True)),
+        tuple_(messages.c.task_session_id, messages.c.turn_id).in_(
+            bindparam("pairs", expanding=True)
+        ),
+        clarification_rows(),
+        status_pending(),
+        not_(flag(messages.c.metadata, MetaKey.AGENT_DISCONNECTED)),
+    )
     .values(
         metadata=with_flag(messages.c.metadata, MetaKey.AGENT_DISCONNECTED),
         updated_at=bindparam("now", type_=UtcDateTime),
     )
+    .returning(messages.c.task_session_id, messages.c.task_id, messages.c.pending_id)
 )
 _OPEN_TURNS = (
     select(turns)
@@ -66,7 +73,7 @@ _COMPLETE_TURN = (
 
 
 class StartupQueries(StoreBase):
-    async def detach_all_bundles(self) -> tuple[Message, ...]:
+    async def detach_all_bundles(self) -> tuple[DetachedBundle, ...]:
         now = self._clock.now()
         async with self._db.write() as conn:
             await self._db.lock_key(conn, "clarion-startup-recovery")
@@ -76,27 +83,26 @@ class StartupQueries(StoreBase):
                 if tid is not None
             }
             await self._db.lock_sessions(conn, sorted(current))
-            found: list[Message] = []
-            for part in chunks(list(current.values())):
-                for row in await conn.execute(_DETACHABLE_IN_TURNS, {"turn_ids": part}):
-                    message = to_message(row)
-                    # A row counts only in its own session's current turn.
-                    if current.get(message.session_id) == message.turn_id:
-                        found.append(message)
-            changed = [
-                _replace(m, {**m.metadata, MetaKey.AGENT_DISCONNECTED: True}, now) for m in found
-            ]
-            for part in chunks([m.id for m in changed]):
-                await conn.execute(_MARK_DISCONNECTED, {"message_ids": part, "now": now})
-        if changed:
+            pairs = sorted(current.items())
+            bundles: Counter[tuple[str, str, str]] = Counter()
+            for start in range(0, len(pairs), CHUNK):
+                part = pairs[start : start + CHUNK]
+                result = await conn.execute(
+                    _DETACH_IN_CURRENT_TURNS,
+                    {"turn_ids": [turn for _, turn in part], "pairs": part, "now": now},
+                )
+                for session_id, task_id, pending_id in result:
+                    bundles[(session_id, pending_id or "", task_id)] += 1
+        rows = sum(bundles.values())
+        if rows:
             log.info(
                 "clarification bundles detached at startup",
-                extra={
-                    "rows": len(changed),
-                    "pending_ids": len({m.metadata.get(MetaKey.PENDING_ID) for m in changed}),
-                },
+                extra={"rows": rows, "pending_ids": len(bundles)},
             )
-        return tuple(sorted(changed, key=lambda m: (m.session_id, *bundle_order(m))))
+        return tuple(
+            DetachedBundle(session_id=sid, task_id=tid, pending_id=pid, rows=n)
+            for (sid, pid, tid), n in sorted(bundles.items())
+        )
 
     async def complete_open_turns(
         self, *, metadata_patch: Mapping[str, Any] | None = None
@@ -156,19 +162,3 @@ class StartupQueries(StoreBase):
                 )
                 moved.extend(str(v) for v in result.scalars())
         return sorted(moved)
-
-
-def _replace(message: Message, metadata: dict[str, Any], now: Any) -> Message:
-    return Message(
-        id=message.id,
-        session_id=message.session_id,
-        task_id=message.task_id,
-        turn_id=message.turn_id,
-        author_type=message.author_type,
-        type=message.type,
-        content=message.content,
-        metadata=metadata,
-        created_at=message.created_at,
-        updated_at=now,
-        requests_input=message.requests_input,
-    )
