@@ -127,6 +127,7 @@ class Lifecycle:
     app: App
     runtime: ScriptedRuntime
     events: list[Event]
+    arrived: asyncio.Condition  # notified whenever `events` grows
 
     @property
     def store(self) -> Store:
@@ -177,6 +178,20 @@ class Lifecycle:
     def events_of(self, type_: str) -> list[Event]:
         return [e for e in self.events if e.type == type_]
 
+    async def wait_for_event(
+        self, type_: str, predicate: Callable[[Event], bool], within: float = 5.0
+    ) -> Event:
+        """The first collected `type_` event matching `predicate`, waiting for it if needed."""
+
+        def found() -> Event | None:
+            return next((e for e in self.events_of(type_) if predicate(e)), None)
+
+        async with self.arrived:
+            await asyncio.wait_for(self.arrived.wait_for(lambda: found() is not None), within)
+        event = found()
+        assert event is not None
+        return event
+
     async def settle(self) -> None:
         """Let published events reach the collector."""
         for _ in range(5):
@@ -218,17 +233,20 @@ async def running_lifecycle(
         settings, lambda: "http://127.0.0.1:1", runtime_factory=factory, store_wrapper=store_wrapper
     ) as app:
         events: list[Event] = []
+        arrived = asyncio.Condition()
         subscription = app.bus.subscribe()
 
         async def collect() -> None:
             async for event in subscription:
-                events.append(event)
+                async with arrived:
+                    events.append(event)
+                    arrived.notify_all()
 
         collector = asyncio.create_task(collect())
         await app.recovery.run()
         app.services.ready.set()
         try:
-            yield Lifecycle(app=app, runtime=holder["runtime"], events=events)
+            yield Lifecycle(app=app, runtime=holder["runtime"], events=events, arrived=arrived)
         finally:
             collector.cancel()
             with contextlib.suppress(asyncio.CancelledError):

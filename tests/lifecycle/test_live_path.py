@@ -43,19 +43,12 @@ async def test_a_live_cycle_announces_waiting_then_running_once_each(life: Lifec
 
     await life.app.services.resolver.respond(pending_id, answer_db("sqlite"))
     await asyncio.wait_for(call, 5)
+    # The answered row is announced in the background, as the confirmation left it.
+    updated = await life.wait_for_event(
+        "session.message.updated",
+        lambda e: e.payload.get("metadata", {}).get("pending_id") == pending_id,
+    )
 
-    def updated() -> list[dict[str, object]]:
-        return [
-            e.payload
-            for e in life.events_of("session.message.updated")
-            if e.payload.get("metadata", {}).get("pending_id") == pending_id
-        ]
-
-    async def published() -> None:  # the answered row is announced in the background
-        while not updated():
-            await asyncio.sleep(0.005)
-
-    await asyncio.wait_for(published(), 5)
     states = [
         e.payload["state"]
         for e in life.events_of("session.state_changed")[before:]
@@ -63,9 +56,8 @@ async def test_a_live_cycle_announces_waiting_then_running_once_each(life: Lifec
     ]
     assert states == ["WAITING_FOR_INPUT", "RUNNING"]
     assert (await life.store.get_session(session_id)).state is SessionState.RUNNING
-    # The answered row is announced as the confirmation left it, with no delivery intent.
-    metadata = updated()[-1]["metadata"]
-    assert isinstance(metadata, dict) and metadata["status"] == "answered"
+    metadata = updated.payload["metadata"]
+    assert metadata["status"] == "answered"
     assert MetaKey.RESPONSE_DELIVERY_PENDING not in metadata
 
 
