@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import logging
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
@@ -260,6 +261,7 @@ async def run_server(settings: Settings, on_listening: Callable[[str], None]) ->
             except Exception as exc:
                 log.exception("startup recovery failed")
                 raise RecoveryFailed(f"startup recovery failed: {exc}") from exc
+            _freeze_startup_heap()
             app.services.ready.set()
             # First start on an empty database: a sample task that asks (clarion.sample).
             await offer_sample_task(app.services)
@@ -269,6 +271,18 @@ async def run_server(settings: Settings, on_listening: Callable[[str], None]) ->
             server.should_exit = True
             with contextlib.suppress(Exception):
                 await serving
+
+
+def _freeze_startup_heap() -> None:
+    """What start-up built (modules, the app, compiled statements) lives as long as the
+    process. Taking it out of the collector's view keeps full collections short: over it,
+    each took about 150 ms here, stalling every request in flight."""
+    collected = gc.collect()
+    gc.freeze()
+    log.info(
+        "start-up heap frozen",
+        extra={"collected": collected, "frozen": gc.get_freeze_count()},
+    )
 
 
 def _client_host(host: str) -> str:
