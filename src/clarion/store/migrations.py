@@ -54,10 +54,24 @@ def _v3_current_turn_index(conn: Connection) -> None:
     )
 
 
+def _v4_turn_type_order_index(conn: Connection) -> None:
+    # "The newest row of this type in this turn" (the permission check of the pending rule)
+    # must not be answered by walking the whole session's history backwards through
+    # ix_messages_session_order, which is what SQLite chose without it once the session was
+    # long (250 ms at 100,000 messages, on the event loop).
+    conn.execute(
+        text(
+            "CREATE INDEX IF NOT EXISTS ix_messages_turn_type_order ON task_session_messages "
+            "(turn_id, type, created_at, id)"
+        )
+    )
+
+
 MIGRATIONS: tuple[Callable[[Connection], None], ...] = (
     _v1_initial_tables,
     _v2_access_control,
     _v3_current_turn_index,
+    _v4_turn_type_order_index,
 )
 LATEST_VERSION = len(MIGRATIONS)
 
