@@ -7,8 +7,7 @@ from datetime import UTC, datetime
 from sqlalchemy import Connection, insert, inspect
 
 from clarion.domain.models import MetaKey, SessionState
-from clarion.store import migrate, open_engine
-from clarion.store import SqlStore
+from clarion.store import SqlStore, migrate, open_engine
 from clarion.store.migrations import LATEST_VERSION, MIGRATIONS, schema_version
 from clarion.store.projections import _NEWEST_PERMISSION
 
