@@ -29,7 +29,7 @@ from bench.client import (
     new_idle_session,
     wait,
 )
-from bench.context import Ctx, progress
+from bench.context import Ctx, freeze_heap, progress
 from bench.simulated import SimulatedAgent, relay_session
 
 WARMUP = 3
@@ -54,6 +54,8 @@ async def live(ctx: Ctx, samples: int) -> tuple[list[float], list[float]]:
     to_200: list[float] = []
     to_reply: list[float] = []
     for i in range(WARMUP + samples):
+        if i == WARMUP:
+            freeze_heap()
         if i:
             pending_id = await ask_and_wait(ctx.api, ctx.feed, session_id, ASK)
         a, b = await answer_live(ctx, session_id, pending_id)
@@ -72,6 +74,8 @@ async def live_mcp(ctx: Ctx, samples: int) -> tuple[list[float], list[float]]:
     to_return: list[float] = []
     async with SimulatedAgent.connect(ctx, session_id, endpoint) as agent:
         for i in range(WARMUP + samples):
+            if i == WARMUP:
+                freeze_heap()
             cycle = await agent.cycle(quiet_task_id=task_id)
             if i >= WARMUP:
                 to_200.append(cycle.to_200)
@@ -126,6 +130,7 @@ async def detached(ctx: Ctx, samples: int, width: int = 10) -> list[float]:
             elapsed = await answer_detached(ctx, session_id, pending_id)
             if warm:
                 warm -= 1
+                freeze_heap()
             elif len(results) < samples:
                 results.append(elapsed)
     progress(f"{ctx.db}: detached latency, {samples} answers")

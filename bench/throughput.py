@@ -20,7 +20,7 @@ import time
 from typing import Any
 
 from bench.client import ask_and_wait, new_asking_session
-from bench.context import Ctx, progress
+from bench.context import Ctx, freeze_heap, progress
 from bench.latency import answer_live
 from bench.simulated import SimulatedAgent, relay_session
 
@@ -43,6 +43,7 @@ async def _start(ctx: Ctx, n: int) -> list[str]:
 async def cycles_per_second(ctx: Ctx, n: int, duration: float) -> tuple[float, int]:
     """Returns (cycles per second, cycles completed)."""
     sessions = await _start(ctx, n)
+    freeze_heap()
     progress(f"{ctx.db}: throughput, {n} sessions ready; measuring for {duration:g}s")
     began = time.perf_counter()
     stop_at = began + duration
@@ -93,6 +94,7 @@ async def mcp_cycles_per_second(ctx: Ctx, n: int, duration: float) -> tuple[floa
     workers = [asyncio.ensure_future(worker(s, e)) for s, e in sessions]
     try:
         await asyncio.wait_for(ready.wait(), 300)
+        freeze_heap()
         progress(f"{ctx.db}: throughput (MCP), {n} sessions ready; measuring for {duration:g}s")
         began = time.perf_counter()
         stop_at = began + duration
