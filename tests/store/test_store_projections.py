@@ -48,6 +48,31 @@ async def test_only_the_newest_current_turn_permission_request_counts(world: Wor
     assert await world.store.pending_actions([session.id]) == {session.id: None}
 
 
+async def test_the_newest_permission_decides_per_session_in_one_batched_read(
+    world: World,
+) -> None:
+    answered_last = await world.session()
+    asked_last = await world.session()
+    old_turn_only = await world.session()
+    for session in (answered_last, asked_last, old_turn_only):
+        await world.turn(session)
+    await _permission(world, answered_last.id, "pending")
+    await _permission(world, asked_last.id, "approved")
+    await _permission(world, old_turn_only.id, "pending")
+    world.clock.advance(1)
+    await _permission(world, answered_last.id, "approved")
+    await _permission(world, asked_last.id, "pending")
+    await world.turn(old_turn_only)  # its pending permission is now history
+
+    result = await world.store.pending_actions([answered_last.id, asked_last.id, old_turn_only.id])
+
+    assert result == {
+        answered_last.id: None,
+        asked_last.id: PendingAction.PERMISSION,
+        old_turn_only.id: None,
+    }
+
+
 async def test_superseded_and_terminal_sessions_project_clean(world: World) -> None:
     superseded = await world.session()
     await world.turn(superseded)

@@ -9,7 +9,7 @@ from sqlalchemy import Connection, insert, inspect
 from clarion.domain.models import MetaKey, SessionState
 from clarion.store import SqlStore, migrate, open_engine
 from clarion.store.migrations import LATEST_VERSION, MIGRATIONS, schema_version
-from clarion.store.projections import _NEWEST_PERMISSION
+from clarion.store.projections import _PERMISSIONS_IN_TURNS
 
 from .conftest import World
 
@@ -127,11 +127,12 @@ async def test_clear_outboxes_clears_only_turns_carrying_the_marker(world: World
     assert await world.store.clear_outboxes([marked.id]) == []
 
 
-async def test_the_newest_permission_lookup_uses_the_turn_index_not_the_session_history(
+async def test_the_permission_lookup_uses_the_turn_index_not_the_session_history(
     store: SqlStore,
 ) -> None:
     """Without migration 4, SQLite answered "newest permission request in this turn" by
-    walking the session's whole history backwards (250 ms at 100,000 messages)."""
+    walking the session's whole history backwards (250 ms at 100,000 messages); the batched
+    lookup of every session's current-turn permission requests must seek the turn index."""
 
     def indexes(conn: Connection) -> dict[str, list[str]]:
         return {
@@ -144,14 +145,10 @@ async def test_the_newest_permission_lookup_uses_the_turn_index_not_the_session_
         assert found["ix_messages_turn_type_order"] == ["turn_id", "type", "created_at", "id"]
         if store.dialect != "sqlite":
             return  # PostgreSQL plans from statistics; the index is what it can use
-        compiled = _NEWEST_PERMISSION.compile(dialect=conn.dialect)
-        params = compiled.construct_params(
-            {"turn_id": "t", "session_id": "s"}, _no_postcompile=True
+        sql = _PERMISSIONS_IN_TURNS.params(turn_ids=["t1", "t2"]).compile(
+            dialect=conn.dialect, compile_kwargs={"literal_binds": True}
         )
-        positional = [params[name] for name in compiled.positiontup or ()]
-        plan = await conn.exec_driver_sql(
-            "EXPLAIN QUERY PLAN " + compiled.string, tuple(positional)
-        )
+        plan = await conn.exec_driver_sql(f"EXPLAIN QUERY PLAN {sql}")
         details = " | ".join(str(row[-1]) for row in plan)
     assert "ix_messages_turn_type_order" in details, details
     assert "TEMP B-TREE" not in details, details

@@ -7,7 +7,8 @@ current turns' rows, not on the length of the sessions' histories.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from sqlalchemy import bindparam, select
 
@@ -42,16 +43,18 @@ _PENDING_IN_TURNS = (
         status_pending(),
     )
 )
-_NEWEST_PERMISSION = (
-    select(messages.c.metadata)
-    .where(
-        messages.c.turn_id == bindparam("turn_id"),
-        messages.c.task_session_id == bindparam("session_id"),
-        messages.c.type == MessageType.PERMISSION_REQUEST.value,
-        not_parent_question(),
-    )
-    .order_by(messages.c.created_at.desc(), messages.c.id.desc())
-    .limit(1)
+# Every permission request of the given turns (a turn holds few); the newest one per turn
+# decides. Found through ix_messages_turn_type_order.
+_PERMISSIONS_IN_TURNS = select(
+    messages.c.task_session_id,
+    messages.c.turn_id,
+    messages.c.id,
+    messages.c.created_at,
+    messages.c.metadata,
+).where(
+    messages.c.turn_id.in_(bindparam("turn_ids", expanding=True)),
+    messages.c.type == MessageType.PERMISSION_REQUEST.value,
+    not_parent_question(),
 )
 
 
@@ -83,15 +86,24 @@ async def sessions_with_pending(conn: Tx, current: dict[str, str]) -> set[str]:
     return found
 
 
-async def _permission_pending(conn: Tx, session_id: str, turn_id: str) -> bool:
-    """The newest current-turn permission request decides; older ones are history."""
-    row = (
-        await conn.execute(_NEWEST_PERMISSION, {"turn_id": turn_id, "session_id": session_id})
-    ).first()
-    if row is None:
-        return False
-    status = row.metadata.get(MetaKey.STATUS)
-    return (status or "") in PENDING_STATUSES
+async def sessions_with_pending_permission(conn: Tx, current: dict[str, str]) -> set[str]:
+    """Sessions whose newest permission request in their current turn is still pending (the
+    older ones are history), with one statement per chunk of sessions."""
+    newest: dict[str, tuple[tuple[Any, str], Mapping[str, Any]]] = {}
+    for part in chunks(list(current.values())):
+        for row in await conn.execute(_PERMISSIONS_IN_TURNS, {"turn_ids": part}):
+            session_id = str(row.task_session_id)
+            # A row counts only in its own session's current turn.
+            if current.get(session_id) != row.turn_id:
+                continue
+            order = (row.created_at, str(row.id))
+            if session_id not in newest or order > newest[session_id][0]:
+                newest[session_id] = (order, row.metadata)
+    return {
+        session_id
+        for session_id, (_, metadata) in newest.items()
+        if (metadata.get(MetaKey.STATUS) or "") in PENDING_STATUSES
+    }
 
 
 async def read_pending_actions(
@@ -104,10 +116,12 @@ async def read_pending_actions(
         return result
     current = await live_current_turns(conn, wanted)
     clarifying = await sessions_with_pending(conn, current)
-    for session_id, turn_id in current.items():
+    others = {s: t for s, t in current.items() if s not in clarifying}
+    permitting = await sessions_with_pending_permission(conn, others) if others else set()
+    for session_id in current:
         if session_id in clarifying:
             result[session_id] = PendingAction.CLARIFICATION
-        elif await _permission_pending(conn, session_id, turn_id):
+        elif session_id in permitting:
             result[session_id] = PendingAction.PERMISSION
     return result
 
