@@ -3,6 +3,7 @@ on task lists that keeps every key it does not own, invalidation when repair fai
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -111,6 +112,37 @@ async def test_a_retry_reapplies_fresh_repository_state_not_the_first_read(
 
     stored = await any_store.find_summary(session.task_id)
     assert stored is not None and dict(stored.data) == {"git": "x"}
+
+
+async def test_a_refresh_that_finds_nothing_to_change_cannot_be_overtaken_by_a_stale_one(
+    any_store: SqlStore, clock: ManualClock
+) -> None:
+    """Refresh A read "question pending" (no summary stored yet). Before its write, the
+    question is answered and refresh B reads "clean": nothing to write, the stored row (none)
+    already says so. A's compare-and-set then has nothing to lose against, so A would store
+    its stale `clarification` for good. Refreshes of one task therefore run one at a time:
+    B reads only after A wrote, and corrects it."""
+    world = World(any_store, clock)
+    wrapped = FailingStore(any_store)
+    p = await projections(wrapped)
+    session = await world.session()
+    rows = await world.ask(session.id)
+    second: list[asyncio.Task[Any]] = []
+
+    async def answered_and_refreshed_meanwhile() -> None:
+        if second:
+            return
+        await world.answer(rows)
+        second.append(asyncio.create_task(p.summaries.refresh(session.task_id)))
+        # B either finishes now (refreshes interleave) or waits for A (they do not).
+        await asyncio.wait(second, timeout=1.0)
+
+    wrapped.hooks["cas_summary"] = answered_and_refreshed_meanwhile
+    await p.summaries.refresh(session.task_id)
+    await asyncio.wait_for(second[0], 5)
+
+    stored = await any_store.find_summary(session.task_id)
+    assert stored is None or "pending_action" not in stored.data
 
 
 async def test_compare_and_set_exhaustion_is_an_error(

@@ -7,12 +7,17 @@ the composition root.
 
 Ordering matters for convergence: each attempt reads the stored summary *before* it reads the
 repository. A writer whose repository read is stale then either loses its compare-and-set to the
-writer that saw the newer state, or wins before it, and that writer's retry lands last.
+writer that saw the newer state, or wins before it, and that writer's retry lands last. That
+argument needs the newer writer to write; when it finds nothing to change it writes nothing, so
+refreshes of one task also run one at a time in this process (see `_converge`). Another process
+writing the same summary concurrently is not covered by that; read repair on task lists is.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -90,6 +95,10 @@ class SummaryService:
     def __init__(self, store: Store, bus: Bus) -> None:
         self._store = store
         self._bus = bus
+        # One refresh per task at a time (see _converge); a lock lives while anyone holds it.
+        self._task_locks: weakref.WeakValueDictionary[str, asyncio.Lock] = (
+            weakref.WeakValueDictionary()
+        )
 
     async def refresh(self, task_id: str, *, publish: bool = True) -> StatusSummary | None:
         """Bring the summary in line with the repository. Returns the summary as stored
@@ -128,8 +137,23 @@ class SummaryService:
     async def _converge(
         self, task_id: str, *, publish: bool
     ) -> tuple[StatusSummary | None, TaskPending]:
-        """The compare-and-set loop. Raises _Unconfirmed (a SummaryConflict) once the
-        repository was read but the write failed or kept losing."""
+        """The compare-and-set loop, one at a time per task. Raises _Unconfirmed (a
+        SummaryConflict) once the repository was read but the write failed or kept losing.
+
+        Why one at a time: a refresh that finds nothing to change writes nothing, so it leaves
+        no revision for an older refresh's compare-and-set to lose against. Interleaved, an
+        older refresh that read "pending" could write after a newer one read "clean" and
+        stopped, and the stale value would stay. Serialized, each read comes after the
+        previous refresh's write, and the refresh of the newest change runs last."""
+        lock = self._task_locks.get(task_id)
+        if lock is None:
+            lock = self._task_locks[task_id] = asyncio.Lock()
+        async with lock:
+            return await self._converge_locked(task_id, publish=publish)
+
+    async def _converge_locked(
+        self, task_id: str, *, publish: bool
+    ) -> tuple[StatusSummary | None, TaskPending]:
         pending: TaskPending | None = None
         for attempt in range(CAS_ATTEMPTS):
             # One snapshot, the stored summary read before the repository rows.
