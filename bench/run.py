@@ -175,7 +175,8 @@ async def _recovery(db: str, workdir: Path, sizes: Sizes, out: Results) -> None:
             sizes.reservations,
             sizes.recovery_limit_s,
         )
-    label = f"startup with {sizes.bundles:,} pending bundles + {sizes.reservations:,} reservations"
+    what = f"{sizes.bundles:,} pending bundles + {sizes.reservations:,} reservations"
+    label = f"startup recovery, {what}"
     if r.loaded_s is None:
         rate = r.detached_at_limit / r.limit_s
         est = f"~{sizes.bundles / rate:.0f}s" if rate else "unknown"
@@ -191,14 +192,17 @@ async def _recovery(db: str, workdir: Path, sizes: Sizes, out: Results) -> None:
             )
         )
     else:
+        # The recovery is what the seeded database adds to a start: exec -> ready minus the
+        # same start on an empty database (interpreter, imports, migrations, listening).
+        share = r.loaded_s - r.empty_s
         out.rows.append(
             Row(
                 db,
                 label,
-                f"{r.loaded_s:.2f} s",
+                f"{share:.2f} s",
                 "<= 2 s",
-                r.loaded_s <= 2,
-                f"empty db {r.empty_s:.2f} s; recovery share {r.loaded_s - r.empty_s:.2f} s",
+                share <= 2,
+                f"exec -> ready {r.loaded_s:.2f} s, empty db {r.empty_s:.2f} s",
             )
         )
 
