@@ -61,19 +61,10 @@ class World:
         return await self.store.create_turn(session.id, **kwargs)
 
     async def bundle(
-        self,
-        session: Session,
-        questions: Sequence[str] = ("db",),
-        *,
-        turn_id: str | None = None,
-        pending_id: str | None = None,
-        extra: Mapping[str, Any] | None = None,
+        self, session: Session, questions: Sequence[str] = ("db",), **options: Any
     ) -> tuple[Message, ...]:
-        return (
-            await self.write_bundle(
-                session, questions, turn_id=turn_id, pending_id=pending_id, extra=extra
-            )
-        ).rows
+        """The rows of a new bundle (`write_bundle`'s options)."""
+        return (await self.write_bundle(session, questions, **options)).rows
 
     async def write_bundle(
         self,
