@@ -93,6 +93,7 @@ class StartupRecovery:
                     "session_id": bundle.session_id,
                     "task_id": bundle.task_id,
                     "pending_id": bundle.pending_id,
+                    "rows": bundle.rows,
                 },
             )
         await self._refresh_summaries(bundles)
