@@ -24,7 +24,6 @@ from clarion.domain.models import (
     Message,
     MessageType,
     MetaKey,
-    Session,
     SessionState,
 )
 from clarion.ports import ClaimResult, NewMessage, Written
@@ -51,9 +50,8 @@ from clarion.store.predicates import (
 from clarion.store.rows import StoreBase
 from clarion.store.schema import task_session_messages as messages
 from clarion.store.sql import flag
-from clarion.store.tasks import NON_TERMINAL, move_session
+from clarion.store.tasks import move_with
 from clarion.store.turns import read_session_and_current_turn
-from clarion.store.tx import Tx
 
 log = logging.getLogger(__name__)
 INTENT = MetaKey.RESPONSE_DELIVERY_PENDING
@@ -113,7 +111,7 @@ class ClarificationQueries(StoreBase):
                 await insert_message(conn, row, task_id=task_id, turn_id=target, now=now)
                 for row in rows
             ]
-            session = await self._move(conn, session_id, session_state)
+            session = await move_with(conn, session_id, session_state, self._clock.now())
         log.info(
             "clarification bundle created",
             extra={"session_id": session_id, "turn_id": target, "pending_id": pending_id},
@@ -192,14 +190,9 @@ class ClarificationQueries(StoreBase):
             if len(rows) != len(wanted):
                 return None
             confirmed = await rewrite(conn, rows, drop_keys(INTENT), now=None)
-            session = await self._move(conn, session_id, session_state)
+            session = await move_with(conn, session_id, session_state, self._clock.now())
         log.info("clarification delivery confirmed", extra={"pending_id": pending_id})
         return Written(confirmed, session)
-
-    async def _move(self, conn: Tx, session_id: str, to: SessionState | None) -> Session | None:
-        if to is None:
-            return None
-        return await move_session(conn, session_id, to, NON_TERMINAL, self._clock.now())
 
     async def restore_claim(self, pending_id: str, message_ids: Sequence[str]) -> bool:
         wanted = set(message_ids)

@@ -22,7 +22,7 @@ from clarion.store.rows import StoreBase, to_turn
 from clarion.store.schema import task_session_messages as messages
 from clarion.store.schema import task_session_turns as turns
 from clarion.store.sql import flag
-from clarion.store.tasks import NON_TERMINAL, move_session, read_session
+from clarion.store.tasks import move_with, read_session
 from clarion.store.turns import read_turn
 from clarion.store.tx import Tx
 
@@ -149,11 +149,7 @@ class ReservationQueries(StoreBase):
                 )
             )
             finalized = await _finalize_claim(conn, pending_id, message_ids)
-            session = None
-            if session_state is not None:
-                session = await move_session(
-                    conn, turn.session_id, session_state, NON_TERMINAL, self._clock.now()
-                )
+            session = await move_with(conn, turn.session_id, session_state, self._clock.now())
         log.info("successor published", extra={"turn_id": turn_id, "pending_id": pending_id})
         return Written(finalized, session)
 

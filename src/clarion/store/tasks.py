@@ -86,6 +86,16 @@ async def move_session(
     return to_session(row)
 
 
+async def move_with(
+    conn: Tx, session_id: str, to: SessionState | None, now: datetime
+) -> Session | None:
+    """For writes that may also move a non-terminal session in their transaction: the
+    session as `move_session` leaves it, or None when there was nothing to move to."""
+    if to is None:
+        return None
+    return await move_session(conn, session_id, to, NON_TERMINAL, now)
+
+
 class TaskQueries(StoreBase):
     async def ensure_workspace(self, name: str) -> Workspace:
         async with self._db.write() as conn:
