@@ -70,9 +70,13 @@ def default_database_url(env: Mapping[str, str]) -> str:
 BUILTIN_PROFILE = "builtin"
 
 
-def builtin_profile() -> AgentProfile:
+def builtin_profile(home: Path | None = None) -> AgentProfile:
+    """The built-in agent. With `home`, it keeps its sessions' small state there (so it can
+    load a session after a restart); without, under its own `~/.clarion`."""
     return AgentProfile(
-        name=BUILTIN_PROFILE, command=(sys.executable, "-m", "clarion.agents.builtin")
+        name=BUILTIN_PROFILE,
+        command=(sys.executable, "-m", "clarion.agents.builtin"),
+        env={} if home is None else {"CLARION_HOME": str(home)},
     )
 
 
@@ -121,7 +125,7 @@ class Settings:
             auth=auth if auth is not None else auth_env,
             insecure_no_auth=insecure_no_auth,
             timeouts=Timeouts.from_env(env),
-            agents=load_agent_profiles(config_file),
+            agents=load_agent_profiles(config_file, home=clarion_home(env)),
             failpoints=env.get("CLARION_FAILPOINTS", ""),
         )
 
@@ -149,9 +153,11 @@ def _port(raw: int | str, name: str) -> int:
     return value
 
 
-def load_agent_profiles(config_file: str | None) -> dict[str, AgentProfile]:
+def load_agent_profiles(
+    config_file: str | None, *, home: Path | None = None
+) -> dict[str, AgentProfile]:
     """`[agents.NAME] command = [...]`, optional `env` and `cwd`; `builtin` always exists."""
-    profiles: dict[str, AgentProfile] = {BUILTIN_PROFILE: builtin_profile()}
+    profiles: dict[str, AgentProfile] = {BUILTIN_PROFILE: builtin_profile(home)}
     if not config_file:
         return profiles
     path = Path(config_file)

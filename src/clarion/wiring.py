@@ -37,6 +37,7 @@ from clarion.orchestrator.agent_events import AgentEvents
 from clarion.orchestrator.lanes import Lanes
 from clarion.orchestrator.launch import Launcher, SessionTokens
 from clarion.orchestrator.recovery import RecoveryReport, StartupRecovery
+from clarion.orchestrator.resend import AnswerResender
 from clarion.orchestrator.resume import DetachedResume
 from clarion.orchestrator.sessions import SessionService
 from clarion.orchestrator.tasks import TaskService
@@ -209,6 +210,14 @@ async def build(
             sessions=sessions,
             admission=admission,
             resolver=resolver,
+            resender=AnswerResender(
+                store=store,
+                admission=admission,
+                publisher=publisher,
+                lanes=lanes,
+                resume_accept_s=t.resume_accept,
+                persist_s=t.persist,
+            ),
             canceller=canceller,
             workflow=WorkflowGuard(store),
             asker=asker,

@@ -18,7 +18,7 @@ import pytest
 from clarion.api.app import create_app
 from clarion.config import AgentProfile, Settings, builtin_profile
 from clarion.mcp.tools import McpEndpoint
-from clarion.ports import AgentLaunch, AgentSink
+from clarion.ports import AcpSessionInfo, AgentLaunch, AgentSink
 from clarion.wiring import build
 
 ACCEPT = {"Accept": "application/json, text/event-stream"}
@@ -77,6 +77,9 @@ class RecordingRuntime:
 
     def is_running(self, session_id: str) -> bool:
         return session_id in self.launches
+
+    def acp_session(self, session_id: str) -> AcpSessionInfo | None:
+        return None
 
 
 @dataclass

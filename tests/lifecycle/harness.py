@@ -12,7 +12,15 @@ from typing import Any
 
 from clarion.config import AgentProfile, Settings, Timeouts, builtin_profile
 from clarion.domain.models import Bundle
-from clarion.ports import AgentLaunch, AgentOutput, AgentSink, Event, PromptFinished, Store
+from clarion.ports import (
+    AcpSessionInfo,
+    AgentLaunch,
+    AgentOutput,
+    AgentSink,
+    Event,
+    PromptFinished,
+    Store,
+)
 from clarion.wiring import App, build
 
 ASK_DB = {
@@ -60,6 +68,7 @@ class ScriptedRuntime:
     # Text the agent streams while a cancellation settles (independent activity).
     cancel_chatter: str | None = None
     prompted: asyncio.Condition = field(default_factory=asyncio.Condition)
+    loads_sessions: bool = True
 
     async def __aenter__(self) -> ScriptedRuntime:
         return self
@@ -99,6 +108,12 @@ class ScriptedRuntime:
 
     def is_running(self, session_id: str) -> bool:
         return session_id in self.running
+
+    def acp_session(self, session_id: str) -> AcpSessionInfo | None:
+        # An agent that loads its earlier session, so prompts carry no recap.
+        if session_id not in self.running:
+            return None
+        return AcpSessionInfo(session_id=f"acp-{session_id}", loaded=self.loads_sessions)
 
     # ------------------------------------------------------------ what the test makes agents do
 

@@ -12,12 +12,14 @@ import asyncio
 import contextlib
 import importlib
 import itertools
+import json
 import logging
 import os
 import sys
 import threading
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 import acp
@@ -31,6 +33,7 @@ from acp.schema import (
     ImageContentBlock,
     Implementation,
     InitializeResponse,
+    LoadSessionResponse,
     McpCapabilities,
     McpServerStdio,
     NewSessionResponse,
@@ -74,6 +77,41 @@ class _Session:
     endpoint: _Endpoint | None
     running: asyncio.Task[Any] | None = None
     mcp: McpConnection | None = None  # opened on the session's first question
+    prompts: list[str] = field(default_factory=list)  # newest last, bounded
+
+
+# What the agent remembers of a session, kept on disk so that a restarted agent can load it.
+MEMORY_PROMPTS = 20
+
+
+class _Memory:
+    """Each session's prompts as a small JSON file under `$CLARION_HOME/builtin-agent`."""
+
+    def __init__(self, home: Path) -> None:
+        self._dir = home / "builtin-agent" / "sessions"
+
+    def _path(self, session_id: str) -> Path:
+        # Session ids are ours (uuid hex); anything else is refused rather than used as a path.
+        if not session_id.isalnum():
+            raise ValueError(f"not a session id: {session_id!r}")
+        return self._dir / f"{session_id}.json"
+
+    def load(self, session_id: str) -> list[str] | None:
+        try:
+            data = json.loads(self._path(session_id).read_text())
+        except (OSError, ValueError):
+            return None
+        prompts = data.get("prompts") if isinstance(data, dict) else None
+        if not isinstance(prompts, list):
+            return None
+        return [p for p in prompts if isinstance(p, str)]
+
+    def save(self, session_id: str, prompts: list[str]) -> None:
+        path = self._path(session_id)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps({"prompts": prompts[-MEMORY_PROMPTS:]}))
+        os.replace(tmp, path)
 
 
 class _Host:
@@ -111,6 +149,10 @@ class _Host:
             await self._agent.send(self._session_id, acp.update_tool_call(call_id, status=status))
         return outcome
 
+    def previous_prompt(self) -> str | None:
+        prompts = self._session.prompts
+        return prompts[-2] if len(prompts) >= 2 else None
+
     def write_stderr(self, nbytes: int) -> None:
         line = b"x" * 99 + b"\n"
         full, part = divmod(nbytes, len(line))
@@ -124,9 +166,10 @@ class _Host:
 class BuiltinAgent:
     """The ACP agent side. Methods it lacks answer `method not found` through the SDK router."""
 
-    def __init__(self) -> None:
+    def __init__(self, memory: _Memory | None = None) -> None:
         self._conn: acp.Client | None = None
         self._sessions: dict[str, _Session] = {}
+        self._memory = memory
         self.call_ids = itertools.count(1)
 
     def on_connect(self, conn: acp.Client) -> None:
@@ -145,7 +188,10 @@ class BuiltinAgent:
     ) -> InitializeResponse:
         return InitializeResponse(
             protocol_version=acp.PROTOCOL_VERSION,
-            agent_capabilities=AgentCapabilities(mcp_capabilities=McpCapabilities(http=True)),
+            agent_capabilities=AgentCapabilities(
+                load_session=self._memory is not None,
+                mcp_capabilities=McpCapabilities(http=True),
+            ),
             agent_info=Implementation(name="clarion-builtin", version="1"),
         )
 
@@ -156,15 +202,29 @@ class BuiltinAgent:
         mcp_servers: list[McpServerSpec] | None = None,
         **kwargs: Any,
     ) -> NewSessionResponse:
-        endpoint = None
-        for server in mcp_servers or []:
-            if isinstance(server, HttpMcpServer):
-                endpoint = _Endpoint(url=server.url, headers=_headers(server.headers))
-                break
+        endpoint = _endpoint(mcp_servers)
         session_id = uuid.uuid4().hex
         self._sessions[session_id] = _Session(endpoint=endpoint)
         logger.info("session %s: mcp endpoint %s", session_id, endpoint.url if endpoint else None)
         return NewSessionResponse(session_id=session_id)
+
+    async def load_session(
+        self,
+        cwd: str,
+        session_id: str,
+        mcp_servers: list[McpServerSpec] | None = None,
+        additional_directories: list[str] | None = None,
+        **kwargs: Any,
+    ) -> LoadSessionResponse:
+        prompts = self._memory.load(session_id) if self._memory is not None else None
+        if prompts is None:
+            raise acp.RequestError.resource_not_found(session_id)
+        self._sessions[session_id] = _Session(endpoint=_endpoint(mcp_servers), prompts=prompts)
+        # session/load replays the conversation to the client before answering.
+        for text in prompts:
+            await self.send(session_id, acp.update_user_message_text(text))
+        logger.info("session %s loaded (%d prompts remembered)", session_id, len(prompts))
+        return LoadSessionResponse()
 
     async def prompt(
         self, session_id: str, prompt: list[PromptBlock], **kwargs: Any
@@ -173,6 +233,10 @@ class BuiltinAgent:
         if session is None:
             raise acp.RequestError.invalid_params({"sessionId": f"unknown session {session_id}"})
         text = "".join(b.text for b in prompt if isinstance(b, TextContentBlock))
+        session.prompts.append(text)
+        del session.prompts[:-MEMORY_PROMPTS]
+        if self._memory is not None:
+            self._memory.save(session_id, session.prompts)
         # The SDK does not cancel a running prompt on session/cancel; cancel() does, via this.
         task = asyncio.current_task()
         session.running = task
@@ -191,6 +255,13 @@ class BuiltinAgent:
         session = self._sessions.get(session_id)
         if session is not None and session.running is not None:
             session.running.cancel()
+
+
+def _endpoint(servers: list[McpServerSpec] | None) -> _Endpoint | None:
+    for server in servers or []:
+        if isinstance(server, HttpMcpServer):
+            return _Endpoint(url=server.url, headers=_headers(server.headers))
+    return None
 
 
 def _headers(headers: list[HttpHeader]) -> dict[str, str]:
@@ -221,6 +292,14 @@ async def serve(agent: Any) -> None:
         watcher.cancel()
 
 
+def _memory_from_env() -> _Memory | None:
+    """Sessions are kept under CLARION_HOME (default ~/.clarion) and loadable after a restart;
+    CLARION_BUILTIN_LOAD_SESSION=0 plays an agent without session/load (tests of the recap)."""
+    if os.environ.get("CLARION_BUILTIN_LOAD_SESSION", "1") == "0":
+        return None
+    return _Memory(Path(os.environ.get("CLARION_HOME") or Path.home() / ".clarion"))
+
+
 def main() -> None:
     logging.basicConfig(
         stream=sys.stderr,
@@ -229,7 +308,7 @@ def main() -> None:
     )
     threading.Thread(target=importlib.import_module, args=(_MCP_CALL_MODULE,), daemon=True).start()
     with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(serve(BuiltinAgent()))
+        asyncio.run(serve(BuiltinAgent(_memory_from_env())))
 
 
 if __name__ == "__main__":

@@ -57,10 +57,12 @@ class LiveAgent:
     sink: AgentSink
     stderr_tail: deque[str] = field(default_factory=lambda: deque(maxlen=20))
     acp_session_id: str | None = None
+    loaded: bool = False  # the ACP session was loaded (session/load), not created
     _conn: ClientSideConnection | None = None
     _queue: asyncio.Queue[_Item] = field(default_factory=asyncio.Queue)
     _tasks: dict[str, asyncio.Task[None]] = field(default_factory=dict)
     _generation: int = 0
+    _prompted: bool = False
     _run: _PromptRun | None = None
     _exit_code: int | None = None
     _closing: bool = False
@@ -83,8 +85,11 @@ class LiveAgent:
         self._tasks["consumer"] = asyncio.create_task(self._consume(), name=f"{name}.consumer")
         self._tasks["exit"] = asyncio.create_task(self._watch_exit(), name=f"{name}.exit")
 
-    async def open_session(self, *, mcp_url: str, mcp_token: str, cwd: str) -> None:
-        """ACP initialize and session/new, offering Clarion's MCP endpoint."""
+    async def open_session(
+        self, *, mcp_url: str, mcp_token: str, cwd: str, resume_id: str | None = None
+    ) -> None:
+        """ACP initialize, then session/load of `resume_id` when the agent supports it (it
+        keeps its conversation), else session/new; either offers Clarion's MCP endpoint."""
         conn = self._require_conn()
         init = await conn.initialize(
             protocol_version=acp.PROTOCOL_VERSION,
@@ -104,6 +109,19 @@ class LiveAgent:
             url=mcp_url,
             headers=[HttpHeader(name=TOKEN_HEADER, value=mcp_token)],
         )
+        if resume_id and caps is not None and caps.load_session:
+            try:
+                await conn.load_session(cwd=cwd, session_id=resume_id, mcp_servers=[server])
+            except Exception as exc:
+                logger.warning(
+                    "agent could not load its earlier session; starting a new one: %r",
+                    exc,
+                    extra={"session_id": self.session_id, "acp_session_id": resume_id},
+                )
+            else:
+                self.acp_session_id = resume_id
+                self.loaded = True
+                return
         response = await conn.new_session(cwd=cwd, mcp_servers=[server])
         self.acp_session_id = response.session_id
 
@@ -168,6 +186,7 @@ class LiveAgent:
         run = _PromptRun(generation, asyncio.get_running_loop().create_future())
         self._run = run
         self._generation = generation
+        self._prompted = True
         run.task = asyncio.create_task(
             self._drive(run, text), name=f"agent[{self.session_id}].prompt[{generation}]"
         )
@@ -246,6 +265,10 @@ class LiveAgent:
             run.sent.set_result(None)
 
     def _on_update(self, update: Any) -> None:
+        if not self._prompted:
+            # No prompt was ever sent to this process: what it streams is session/load
+            # replaying the conversation Clarion already recorded (or start-up chatter).
+            return
         output = to_output(self.session_id, self._generation, update)
         if output is not None:
             self._queue.put_nowait(output)

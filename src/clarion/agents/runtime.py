@@ -18,7 +18,7 @@ from clarion.agents.live import LiveAgent
 from clarion.agents.process import build_env, spawn
 from clarion.config import AgentProfile
 from clarion.domain.errors import NotFound
-from clarion.ports import AgentLaunch, AgentSink
+from clarion.ports import AcpSessionInfo, AgentLaunch, AgentSink
 
 logger = logging.getLogger(__name__)
 
@@ -107,7 +107,10 @@ class AcpRuntime:
         try:
             async with asyncio.timeout(self._start_timeout):
                 await agent.open_session(
-                    mcp_url=launch.mcp_url, mcp_token=launch.mcp_token, cwd=cwd
+                    mcp_url=launch.mcp_url,
+                    mcp_token=launch.mcp_token,
+                    cwd=cwd,
+                    resume_id=launch.acp_session_id,
                 )
         except (Exception, TimeoutError) as exc:
             await agent.close(self._stop_grace)
@@ -120,7 +123,11 @@ class AcpRuntime:
                 session_id=sid,
             ) from exc
         logger.info(
-            "agent started (pid %s, acp session %s)", proc.pid, agent.acp_session_id, extra=extra
+            "agent started (pid %s, acp session %s, %s)",
+            proc.pid,
+            agent.acp_session_id,
+            "loaded" if agent.loaded else "new",
+            extra=extra,
         )
         return agent
 
@@ -151,6 +158,12 @@ class AcpRuntime:
     def is_running(self, session_id: str) -> bool:
         agent = self._agents.get(session_id)
         return agent is not None and agent.is_running
+
+    def acp_session(self, session_id: str) -> AcpSessionInfo | None:
+        agent = self._agents.get(session_id)
+        if agent is None or agent.acp_session_id is None:
+            return None
+        return AcpSessionInfo(session_id=agent.acp_session_id, loaded=agent.loaded)
 
 
 def _absolute(path: str | None) -> str:

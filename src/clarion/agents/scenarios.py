@@ -48,6 +48,11 @@ class ScenarioHost(Protocol):
         """Call `ask_user_question`. `report_end=False` keeps silent after the tool returns."""
         ...
 
+    def previous_prompt(self) -> str | None:
+        """The session's prompt before the one running now (across restarts when the session
+        was loaded), or None."""
+        ...
+
     def write_stderr(self, nbytes: int) -> None: ...
 
 
@@ -174,6 +179,11 @@ async def _ask_silent(host: ScenarioHost, call: ScenarioCall) -> None:
     await asyncio.Event().wait()
 
 
+async def _recall(host: ScenarioHost, call: ScenarioCall) -> None:
+    previous = host.previous_prompt()
+    await host.say(f"Remembered: {previous}" if previous is not None else "Remembered: nothing")
+
+
 async def _stream(host: ScenarioHost, call: ScenarioCall) -> None:
     count = int(_number(call, "n", 10))
     delay = _number(call, "ms", 50) / 1000
@@ -194,6 +204,7 @@ SCENARIOS: dict[str, Scenario] = {
     "ask-multi": _ask_multi,
     "ask-timeout": _ask_timeout,
     "ask-silent": _ask_silent,
+    "recall": _recall,
     "stream": _stream,
     # Test-only: proves the runtime keeps draining an agent's stderr.
     "stderr-flood": _stderr_flood,

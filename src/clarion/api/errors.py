@@ -96,6 +96,8 @@ def _extras(exc: ClarionError) -> dict[str, Any]:
         extras: dict[str, Any] = {"state": exc.state}
         if exc.response is not None:
             extras["response"] = exc.response
+        if exc.delivery is not None:
+            extras["delivery"] = exc.delivery
         return extras
     return {}
 

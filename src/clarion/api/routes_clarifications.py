@@ -1,4 +1,4 @@
-"""HTTP routes for clarification bundles: view, respond (answer or Skip), low-level cancel."""
+"""HTTP routes for clarification bundles: view, respond (answer or Skip), resend, cancel."""
 
 from __future__ import annotations
 
@@ -28,6 +28,17 @@ async def respond(pending_id: str, request: Request) -> dict[str, Any]:
     body = await read_json_object(request)
     result = await svc.resolver.respond(pending_id, body)
     return result.wire()
+
+
+@router.post(
+    "/clarification/{pending_id}/resend",
+    summary="Send an answer whose delivery is ambiguous again, as a new turn",
+)
+async def resend(pending_id: str, request: Request) -> dict[str, Any]:
+    svc = services(request)
+    await svc.access.require_bundle(caller_of(request), pending_id)
+    turn_id = await svc.resender.resend(pending_id)
+    return {"turn_id": turn_id}
 
 
 @router.post(

@@ -11,6 +11,7 @@ from clarion.clarification.resolver import Resolver
 from clarion.orchestrator.access import AccessControl
 from clarion.orchestrator.admission import TurnAdmission
 from clarion.orchestrator.launch import SessionTokens
+from clarion.orchestrator.resend import AnswerResender
 from clarion.orchestrator.sessions import SessionService
 from clarion.orchestrator.tasks import TaskService
 from clarion.orchestrator.workflow import WorkflowGuard
@@ -26,6 +27,7 @@ class ApiServices:
     sessions: SessionService
     admission: TurnAdmission
     resolver: Resolver
+    resender: AnswerResender
     canceller: ClarificationCanceller
     workflow: WorkflowGuard
     asker: Asker

@@ -202,7 +202,7 @@ class Resolver:
         ids = [row.id for row in claim.claimed]
         written = await bounded(
             self._store.confirm_delivery(
-                response.pending_id, ids, session_state=SessionState.RUNNING
+                response.pending_id, ids, session_state=SessionState.RUNNING, delivered=True
             ),
             self._persist_s,
         )

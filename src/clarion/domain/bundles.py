@@ -35,6 +35,7 @@ from clarion.domain.models import (
     BundleState,
     ClarificationResponse,
     ClarificationStatus,
+    Delivery,
     Message,
     MessageType,
     MetaKey,
@@ -102,6 +103,21 @@ def bundle_state(bundle: Bundle, *, has_live_waiter: bool) -> BundleState:
     if owned and any(is_actionable(row, bundle.current_turn_id) for row in bundle.rows):
         return BundleState.ACTIVE_LIVE if has_live_waiter else BundleState.ACTIVE_DETACHED
     return BundleState.TERMINAL
+
+
+def delivery_of(bundle: Bundle) -> Delivery | None:
+    """How the bundle's response reached the agent, as its rows record it. Ambiguous wins
+    until a resend settles it: one ambiguous row means the answer may be missing."""
+    recorded = {row.metadata.get(MetaKey.DELIVERY) for row in bundle.rows}
+    if Delivery.AMBIGUOUS.value in recorded:
+        return Delivery.AMBIGUOUS
+    if Delivery.DELIVERED.value in recorded:
+        return Delivery.DELIVERED
+    return None
+
+
+def resend_in_flight(bundle: Bundle) -> bool:
+    return any(flag(row.metadata, MetaKey.RESEND_PENDING) for row in bundle.rows)
 
 
 # --------------------------------------------------------------------------- questions

@@ -58,11 +58,19 @@ class NotActive(Conflict):
     code = "not_active"
 
     def __init__(
-        self, message: str, *, state: str, response: dict[str, Any] | None = None, **ids: Any
+        self,
+        message: str,
+        *,
+        state: str,
+        response: dict[str, Any] | None = None,
+        delivery: str | None = None,
+        **ids: Any,
     ) -> None:
         super().__init__(message, **ids)
         self.state = state
         self.response = response
+        # How the winning response reached the agent, when a resend was refused.
+        self.delivery = delivery
 
 
 class PendingInput(Conflict):

@@ -75,6 +75,18 @@ class BundleState(StrEnum):
     SUPERSEDED_HISTORY = "superseded_history"
 
 
+class Delivery(StrEnum):
+    """Whether a bundle's winning response reached the agent (`GET /clarification` `delivery`).
+
+    No value (null) while nothing was delivered: the bundle is open, was rejected without a
+    resume, or ended without a response."""
+
+    DELIVERED = "delivered"
+    # The process stopped between the attempt marker and the agent's acknowledgement: the
+    # agent may or may not have the answer. Only the person can decide to send it again.
+    AMBIGUOUS = "ambiguous"
+
+
 class PendingAction(StrEnum):
     CLARIFICATION = "clarification"
     PERMISSION = "permission"
@@ -96,6 +108,14 @@ class MetaKey:
     AGENT_DISCONNECTED = "agent_disconnected"
     RESPONSE_DELIVERY_PENDING = "response_delivery_pending"
     PARENT_QUESTION = "parent_question"
+    # How the winning response reached the agent (Clarion's own key): "delivered", or
+    # "ambiguous" when a restart left its dispatch unknown (see Delivery).
+    DELIVERY = "delivery"
+    # An explicit resend of an ambiguous answer: in flight, and the turn it started.
+    RESEND_PENDING = "resend_pending"
+    RESENT_TURN_ID = "resent_turn_id"
+    # sessions (Clarion's own key): the agent's ACP session id, for session/load on restart
+    ACP_SESSION_ID = "acp_session_id"
     # turns
     LIFECYCLE_ONLY = "lifecycle_only"
     INTERRUPTED = "interrupted"

@@ -12,12 +12,17 @@ import logging
 
 from clarion.domain.errors import Conflict
 from clarion.domain.models import AuthorType, MessageType, Session, SessionState, Turn
+from clarion.domain.prompts import recap, recap_entries, with_recap
 from clarion.orchestrator.lanes import Lane, Lanes
 from clarion.orchestrator.launch import Launcher
 from clarion.ports import AgentRuntime, NewMessage, Store
 from clarion.projection.events import EventPublisher
 
 log = logging.getLogger(__name__)
+
+# How many of the newest transcript messages a recap is built from (it is bounded again in
+# characters); a restarted agent needs the recent thread, not the whole history.
+RECAP_MESSAGES = 60
 
 
 class AgentUnavailable(Conflict):
@@ -65,10 +70,14 @@ class TurnAdmission:
                 session_id=lane.session_id,
             )
 
-    async def ensure_agent_locked(self, session: Session) -> None:
-        """Start the session's agent if it is not running, recording a lifecycle turn."""
+    async def ensure_agent_locked(self, session: Session) -> str:
+        """Start the session's agent if it is not running, recording a lifecycle turn.
+
+        Returns what the next prompt must begin with: a recap of the transcript when the
+        agent started without its earlier conversation (it could not load its ACP session),
+        else ""."""
         if self._runtime.is_running(session.id):
-            return
+            return ""
         await self.transition(session.id, SessionState.STARTING)
         try:
             started = await self._runtime.ensure_started(self._launcher.launch_for(session))
@@ -78,16 +87,24 @@ class TurnAdmission:
             raise AgentUnavailable(
                 f"agent {session.agent!r} could not start: {exc}", session_id=session.id
             ) from exc
-        if started:
-            turn = await self._store.create_turn(session.id, lifecycle_only=True)
-            await self._store.complete_turn(turn.id)
-            turn = await self._store.get_turn(turn.id)
-            log.info(
-                "agent started; lifecycle turn recorded",
-                extra={"session_id": session.id, "turn_id": turn.id},
-            )
-            await self._publisher.turn_quietly("started", turn)
-            await self._publisher.turn_quietly("completed", turn)
+        if not started:
+            return ""
+        acp = self._runtime.acp_session(session.id)
+        context = "loaded" if acp is not None and acp.loaded else "new"
+        if acp is not None:
+            await self._store.remember_acp_session(session.id, acp.session_id)
+        turn = await self._store.create_turn(session.id, lifecycle_only=True)
+        await self._store.complete_turn(turn.id, metadata_patch={"agent_context": context})
+        turn = await self._store.get_turn(turn.id)
+        log.info(
+            "agent started; lifecycle turn recorded",
+            extra={"session_id": session.id, "turn_id": turn.id, "agent_context": context},
+        )
+        await self._publisher.turn_quietly("started", turn)
+        await self._publisher.turn_quietly("completed", turn)
+        if context == "loaded":
+            return ""
+        return recap(recap_entries(await self._store.recent_messages(session.id, RECAP_MESSAGES)))
 
     async def dispatch_locked(
         self, lane: Lane, session: Session, text: str, *, record_prompt: bool = True
@@ -96,7 +113,8 @@ class TurnAdmission:
 
         `record_prompt` False is for Clarion's own hand-off prompts, which are not the
         person's words and so are not written into the transcript."""
-        await self.ensure_agent_locked(session)
+        # The recap goes to the agent only; the transcript keeps the person's words.
+        prompt = with_recap(await self.ensure_agent_locked(session), text)
         turn = await self._store.create_turn(session.id)
         generation = lane.begin(turn.id)
         log.info(
@@ -117,7 +135,7 @@ class TurnAdmission:
             await self._publisher.message("added", message)
         await self.transition(session.id, SessionState.RUNNING)
         try:
-            await self._runtime.prompt(session.id, text, generation=generation)
+            await self._runtime.prompt(session.id, prompt, generation=generation)
         except Exception as exc:
             log.exception(
                 "agent refused the prompt", extra={"session_id": session.id, "turn_id": turn.id}

@@ -54,6 +54,7 @@ class StartupRecovery:
                     "turn_id": r.turn_id,
                     "pending_id": r.pending_id,
                     "kept": r.kept,
+                    "delivery": ("ambiguous" if r.ambiguous else "delivered") if r.kept else None,
                     "message_ids": list(r.message_ids),
                 },
             )
@@ -69,6 +70,14 @@ class StartupRecovery:
                     "restored": i.restored,
                     "message_ids": list(i.message_ids),
                 },
+            )
+
+        # A resend in flight when the process stopped may or may not have reached the agent,
+        # like the dispatch it repeated: those answers read ambiguous again.
+        for pending_id in await self._store.release_resends():
+            log.info(
+                "startup: resend in flight released; ambiguous again",
+                extra={"pending_id": pending_id},
             )
 
         outbox = await self._store.list_outbox_turns()

@@ -1,9 +1,10 @@
 """Detached-answer resume: one successor turn, dispatched at most once.
 
 The sequence, each step its own commit or call, while holding the session's admission lane:
-reserve an unpublished successor carrying its recovery identity; mark it attempted right
-before the external call; hand the resume prompt to the agent within a bounded wait; publish
-`session.turn.started` and only then clear the recovery keys. Before the agent accepted, every
+reserve an unpublished successor carrying its recovery identity; start the agent if it is not
+running; mark the reservation attempted right before the prompt is handed over; hand the
+resume prompt to the agent within a bounded wait; publish `session.turn.started` and only
+then clear the recovery keys. Before the agent accepted, every
 failure rolls back (delete the unreferenced reservation, restore exactly the claimed rows).
 After it accepted, nothing can reopen the answer. A rollback that fails leaves the reservation
 unresolved and blocks admission in this process until restart recovery reconciles it.
@@ -19,7 +20,7 @@ from clarion.clarification.restorer import ClaimRestorer
 from clarion.domain.bundles import questions_of
 from clarion.domain.errors import AcceptedButUnfinalized
 from clarion.domain.models import ClarificationResponse, SessionState, Turn
-from clarion.domain.prompts import resume_prompt
+from clarion.domain.prompts import resume_prompt, with_recap
 from clarion.orchestrator.admission import TurnAdmission
 from clarion.orchestrator.lanes import Lane, Lanes
 from clarion.ports import AgentRuntime, ClaimResult, Store
@@ -88,15 +89,20 @@ class DetachedResume:
         generation: int | None = None
         try:
             await failpoints.hit("resume.after_reserve")
+            # The agent is started (which can take seconds) before the marker: until the
+            # marker is written a crash rolls the reservation back and the answer stays
+            # answerable, so the at-most-once boundary sits right before the hand-over.
+            recap = await self._admission.ensure_agent_locked(session)
+            await failpoints.hit("resume.agent_ready")
             if not await bounded(self._store.mark_attempted(turn.id), self._persist_s):
                 raise RuntimeError("attempt marker did not apply")
             log.info("resume attempt marked", extra=extra)
             await failpoints.hit("resume.after_attempt")
-            await self._admission.ensure_agent_locked(session)
             await failpoints.hit("resume.dispatch")
             generation = lane.begin(turn.id)
             await bounded(
-                self._runtime.prompt(session.id, prompt, generation=generation), self._accept_s
+                self._runtime.prompt(session.id, with_recap(recap, prompt), generation=generation),
+                self._accept_s,
             )
         except Exception:
             log.exception("resume prompt not accepted; rolling back", extra=extra)
@@ -121,6 +127,7 @@ class DetachedResume:
                 raise RuntimeError("successor publication did not apply")
         except Exception as exc:
             log.exception("accepted resume could not be published", extra=extra)
+            await self._settle_unpublished(claim)
             raise AcceptedButUnfinalized(
                 "clarification response was accepted, but dispatch state could not be finalized",
                 pending_id=claim.bundle.pending_id,
@@ -131,6 +138,24 @@ class DetachedResume:
             # The state moved with the publication.
             await self._publisher.session_state(published.session)
         return turn
+
+    async def _settle_unpublished(self, claim: ClaimResult) -> None:
+        """The agent has the answer but the successor's publication failed: retire the
+        delivery intent on its own, so the bundle reads terminal (delivered) now rather
+        than `delivery_claimed` until a restart. The reservation keeps its dispatch keys,
+        which startup recovery finalizes. Best effort: if this write fails too, recovery
+        still settles the rows."""
+        ids = [row.id for row in claim.claimed]
+        try:
+            written = await bounded(
+                self._store.confirm_delivery(claim.bundle.pending_id, ids, delivered=True),
+                self._persist_s,
+            )
+        except Exception:
+            log.exception("delivery intent of an accepted resume not retired", extra=_ids(claim))
+            return
+        if written is not None:
+            await self._restorer.publish_claimed(claim, written.rows)
 
     async def _restore(self, claim: ClaimResult, turn: Turn | None) -> NoReturn:
         """Roll back a dispatch known not to have been accepted, then raise."""

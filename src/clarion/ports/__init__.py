@@ -7,6 +7,7 @@ empty tuple, never an exception.
 """
 
 from clarion.ports.agents import (
+    AcpSessionInfo,
     AgentLaunch,
     AgentOutput,
     AgentRuntime,
@@ -30,6 +31,7 @@ from clarion.ports.store import (
 )
 
 __all__ = [
+    "AcpSessionInfo",
     "AgentLaunch",
     "AgentOutput",
     "AgentRuntime",

@@ -39,6 +39,18 @@ class AgentLaunch:
     profile: str
     mcp_url: str
     mcp_token: str
+    # The ACP session the agent had before a restart: loaded (session/load) when the agent
+    # supports it, so it keeps its conversation.
+    acp_session_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AcpSessionInfo:
+    """The running agent's ACP session: its id, and whether it was loaded from before (the
+    agent has its earlier conversation) rather than created new."""
+
+    session_id: str
+    loaded: bool
 
 
 class AgentRuntime(Protocol):
@@ -59,6 +71,10 @@ class AgentRuntime(Protocol):
     async def stop(self, session_id: str) -> None: ...
 
     def is_running(self, session_id: str) -> bool: ...
+
+    def acp_session(self, session_id: str) -> AcpSessionInfo | None:
+        """The running agent's ACP session, or None when no agent runs for the session."""
+        ...
 
 
 ProfileResolver = Callable[[str], Awaitable[bool]]

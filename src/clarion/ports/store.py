@@ -97,6 +97,9 @@ class ReservationRecovery:
     pending_id: str | None
     kept: bool  # True: attempted or referenced, kept as authoritative; False: deleted
     message_ids: tuple[str, ...]
+    # For a kept reservation: no output references it, so whether the agent got the prompt
+    # is unknown and its answer reads `delivery: "ambiguous"`.
+    ambiguous: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -224,10 +227,12 @@ class Store(Protocol):
         message_ids: Sequence[str],
         *,
         session_state: SessionState | None = None,
+        delivered: bool = False,
     ) -> Written | None:
         """Retire the delivery intent on exactly these rows; None if any lacks it. With
         `session_state`, a confirmation that applies also moves the session (from any
-        non-terminal state) to it in the same transaction, saving a commit."""
+        non-terminal state) to it in the same transaction, saving a commit. With
+        `delivered`, the rows also record `delivery: "delivered"` (the agent has it)."""
         ...
 
     async def restore_claim(self, pending_id: str, message_ids: Sequence[str]) -> bool:
@@ -275,6 +280,37 @@ class Store(Protocol):
 
     async def find_live_reservation(self, session_id: str) -> Turn | None:
         """A reservation still carrying prompt_dispatch_pending, if any."""
+        ...
+
+    # ambiguous dispatch: the person's explicit resend
+    async def claim_resend(self, pending_id: str) -> tuple[Message, ...]:
+        """Mark the bundle's `delivery: "ambiguous"` rows `resend_pending`; () (nothing
+        written) when none is ambiguous, a resend is already in flight, or the session
+        ended. Returns the claimed rows."""
+        ...
+
+    async def release_resend(self, pending_id: str) -> tuple[Message, ...]:
+        """A resend the agent did not accept: drop `resend_pending`, so the rows read
+        ambiguous again. Returns the rows it changed."""
+        ...
+
+    async def finish_resend(self, pending_id: str, turn_id: str) -> tuple[Message, ...]:
+        """The agent accepted the resend started in `turn_id`: the rows in flight record
+        `delivery: "delivered"` and `resent_turn_id`. Returns the rows it changed."""
+        ...
+
+    async def release_resends(self) -> list[str]:
+        """Startup: every resend a stopped process left in flight reads ambiguous again.
+        Returns the pending ids released."""
+        ...
+
+    # agents' context across restarts
+    async def recent_messages(self, session_id: str, limit: int) -> list[Message]:
+        """The session's newest `limit` messages, oldest first."""
+        ...
+
+    async def remember_acp_session(self, session_id: str, acp_session_id: str) -> bool:
+        """Record the agent's ACP session id on the session; False if it was already that."""
         ...
 
     # projections

@@ -12,7 +12,7 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-from clarion.domain.bundles import bundle_state, questions_of
+from clarion.domain.bundles import bundle_state, delivery_of, questions_of
 from clarion.domain.errors import NotFound, Unavailable
 from clarion.domain.models import MetaKey, Session, Task
 from clarion.domain.wire import message_wire, session_wire, task_wire, turn_wire
@@ -140,6 +140,7 @@ class Reads:
         if bundle is None:
             raise NotFound("clarification request not found", pending_id=pending_id)
         first = bundle.rows[0]
+        delivery = delivery_of(bundle)
         return {
             "pending_id": pending_id,
             "session_id": bundle.session.id,
@@ -159,5 +160,6 @@ class Reads:
                 for q in questions_of(bundle)
             ],
             "context": first.metadata.get(MetaKey.CONTEXT, "") or "",
+            "delivery": None if delivery is None else delivery.value,
             "rows": [message_wire(m) for m in bundle.rows],
         }

@@ -21,6 +21,7 @@ from clarion.domain.models import (
     Bundle,
     ClarificationResponse,
     ClarificationStatus,
+    Delivery,
     Message,
     MessageType,
     MetaKey,
@@ -177,6 +178,7 @@ class ClarificationQueries(StoreBase):
         message_ids: Sequence[str],
         *,
         session_state: SessionState | None = None,
+        delivered: bool = False,
     ) -> Written | None:
         wanted = set(message_ids)
         async with self._db.write() as conn:
@@ -189,7 +191,7 @@ class ClarificationQueries(StoreBase):
             )
             if len(rows) != len(wanted):
                 return None
-            confirmed = await rewrite(conn, rows, drop_keys(INTENT), now=None)
+            confirmed = await rewrite(conn, rows, _retire_intent(delivered=delivered), now=None)
             session = await move_with(conn, session_id, session_state, self._clock.now())
         log.info("clarification delivery confirmed", extra={"pending_id": pending_id})
         return Written(confirmed, session)
@@ -310,3 +312,15 @@ def _question_id(row: Message) -> str:
     if isinstance(question, dict) and isinstance(question.get("id"), str):
         return str(question["id"])
     return ""
+
+
+def _retire_intent(*, delivered: bool) -> MetaChange:
+    """Drop the delivery intent; with `delivered`, record that the agent has the response."""
+    drop = drop_keys(INTENT)
+    if not delivered:
+        return drop
+
+    def change(meta: dict[str, Any]) -> dict[str, Any]:
+        return {**drop(meta), MetaKey.DELIVERY: Delivery.DELIVERED.value}
+
+    return change

@@ -18,6 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from clarion.ports import Clock
 from clarion.store.auth import AuthQueries
 from clarion.store.clarifications import ClarificationQueries
+from clarion.store.delivery import DeliveryQueries
 from clarion.store.engine import Db, open_engine
 from clarion.store.messages import MessageQueries
 from clarion.store.meta import MetaQueries
@@ -66,6 +67,7 @@ class SqlStore(
     MessageQueries,
     ClarificationQueries,
     ReservationQueries,
+    DeliveryQueries,
     ProjectionQueries,
     SummaryQueries,
     MetaQueries,

@@ -8,7 +8,6 @@ one raises CorruptReservationError and leaves everything (that row included) as 
 
 from __future__ import annotations
 
-import logging
 from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
@@ -48,7 +47,6 @@ from clarion.store.tx import Tx
 
 __all__ = ["CorruptReservationError", "RecoveryQueries"]
 
-log = logging.getLogger(__name__)
 _TURNS_AMONG = select(turns).where(turns.c.id.in_(bindparam("ids", expanding=True)))
 _LIVE = task_sessions.c.state.not_in(TERMINAL_STATES)
 INTENT = MetaKey.RESPONSE_DELIVERY_PENDING
@@ -83,16 +81,6 @@ class RecoveryQueries(StoreBase):
             plans = [plan(turn) for turn in await _reservations(conn)]
             await self._db.lock_sessions(conn, [p.turn.session_id for p in plans])
             decisions = await reconcile_plans(conn, plans, self._clock.now())
-        for decision in decisions:
-            log.info(
-                "reservation reconciled",
-                extra={
-                    "session_id": decision.session_id,
-                    "turn_id": decision.turn_id,
-                    "pending_id": decision.pending_id,
-                    "kept": decision.kept,
-                },
-            )
         return decisions
 
     async def reconcile_intents(self) -> list[IntentRecovery]:
@@ -125,15 +113,6 @@ class RecoveryQueries(StoreBase):
                         message_ids=tuple(r.id for r in rows),
                     )
                 )
-        for decision in decisions:
-            log.info(
-                "delivery intent reconciled",
-                extra={
-                    "session_id": decision.session_id,
-                    "pending_id": decision.pending_id,
-                    "restored": decision.restored,
-                },
-            )
         return decisions
 
     async def list_outbox_turns(self) -> list[Turn]:

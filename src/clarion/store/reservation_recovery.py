@@ -15,7 +15,7 @@ from sqlalchemy import bindparam, delete, select, update
 from sqlalchemy.sql.elements import BindParameter
 
 from clarion.domain.flags import is_truthy as truthy
-from clarion.domain.models import DISPATCH_KEYS, Message, MetaKey, Turn
+from clarion.domain.models import DISPATCH_KEYS, Delivery, Message, MetaKey, Turn
 from clarion.ports import ReservationRecovery
 from clarion.store.bundles import bundle_order, drop_keys, restore_pending, run_rows
 from clarion.store.predicates import clarification_rows, in_current_turn, session_not_terminal
@@ -144,6 +144,7 @@ async def reconcile_plans(conn: Tx, plans: list[Plan], now: datetime) -> list[Re
                 pending_id=plan.pending_id,
                 kept=kept,
                 message_ids=plan.message_ids,
+                ambiguous=kept and turn.id not in referenced_ids,
             )
         )
     restorable = [m.id for _, kept, rows in taken if not kept for m in rows]
@@ -151,6 +152,9 @@ async def reconcile_plans(conn: Tx, plans: list[Plan], now: datetime) -> list[Re
     for part in chunks(restorable):
         current.update(m.id for m in await run_rows(conn, STILL_CURRENT, {"message_ids": part}))
     retire: list[Message] = []
+    # Kept reservations' rows: delivered when the agent's output references the successor
+    # (it had the prompt), otherwise ambiguous, which the person may resolve by a resend.
+    settle: list[tuple[Message, Delivery]] = []
     restore: list[Message] = []
     keep_turns: list[dict[str, Any]] = []
     drop_turns: list[dict[str, Any]] = []
@@ -158,7 +162,8 @@ async def reconcile_plans(conn: Tx, plans: list[Plan], now: datetime) -> list[Re
         if kept:
             # Dispatch may have happened: the successor stays authoritative, the answer
             # stays terminal, and the start event is replayed from the outbox marker.
-            retire.extend(rows)
+            outcome = Delivery.DELIVERED if plan.turn.id in referenced_ids else Delivery.AMBIGUOUS
+            settle.extend((m, outcome) for m in rows)
             meta = drop_keys(*DISPATCH_KEYS)(dict(plan.turn.metadata))
             meta[MetaKey.PROMPT_DISPATCH_START_EVENT_PENDING] = True
             keep_turns.append(
@@ -180,6 +185,20 @@ async def reconcile_plans(conn: Tx, plans: list[Plan], now: datetime) -> list[Re
             [
                 {"message_id": m.id, "new_metadata": drop_keys(INTENT)(dict(m.metadata))}
                 for m in retire
+            ],
+        )
+    if settle:
+        await conn.execute(
+            _SET_METADATA_KEEP_TIME,
+            [
+                {
+                    "message_id": m.id,
+                    "new_metadata": {
+                        **drop_keys(INTENT)(dict(m.metadata)),
+                        MetaKey.DELIVERY: outcome.value,
+                    },
+                }
+                for m, outcome in settle
             ],
         )
     if restore:

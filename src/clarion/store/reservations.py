@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from typing import Any
 
 from sqlalchemy import delete, insert, select, update
 
 from clarion.domain.errors import Conflict, InvalidInput
 from clarion.domain.flags import is_truthy as truthy
 from clarion.domain.ids import new_id
-from clarion.domain.models import DISPATCH_KEYS, Message, MetaKey, SessionState, Turn
+from clarion.domain.models import DISPATCH_KEYS, Delivery, Message, MetaKey, SessionState, Turn
 from clarion.ports import Written
 from clarion.store.bundles import drop_keys, rewrite, select_rows
 from clarion.store.predicates import current_turn_id, referenced
@@ -190,4 +191,11 @@ async def _finalize_claim(
         messages.c.pending_id == pending_id,
         flag(messages.c.metadata, MetaKey.RESPONSE_DELIVERY_PENDING),
     )
-    return await rewrite(conn, rows, drop_keys(MetaKey.RESPONSE_DELIVERY_PENDING), now=None)
+    return await rewrite(conn, rows, delivered, now=None)
+
+
+def delivered(meta: dict[str, Any]) -> dict[str, Any]:
+    """A claimed row whose answer the agent accepted: intent retired, delivery recorded."""
+    kept = drop_keys(MetaKey.RESPONSE_DELIVERY_PENDING)(meta)
+    kept[MetaKey.DELIVERY] = Delivery.DELIVERED.value
+    return kept

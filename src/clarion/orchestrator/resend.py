@@ -1,0 +1,109 @@
+"""Sending an ambiguous answer again, as the person's explicit decision.
+
+A detached answer whose dispatch outcome a restart left unknown (`delivery: "ambiguous"`) is
+terminal: Clarion never re-sends it by itself, since the agent may already have it. The
+person may. A resend claims the bundle durably (one resend in flight at most), starts a new
+turn with the same resume prompt through ordinary admission, and records the turn once the
+agent accepted the prompt. A refusal releases the claim, so the answer reads ambiguous again
+and may be resent; a crash mid-way is released at startup for the same reason.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from clarion.domain.bundles import (
+    bundle_state,
+    delivery_of,
+    questions_of,
+    stored_response,
+    winning_response,
+)
+from clarion.domain.errors import AcceptedButUnfinalized, NotActive, NotFound, RetryableFailure
+from clarion.domain.models import Bundle, Delivery
+from clarion.domain.prompts import resume_prompt
+from clarion.orchestrator.admission import TurnAdmission
+from clarion.orchestrator.lanes import Lanes
+from clarion.ports import Store
+from clarion.projection.events import EventPublisher
+from clarion.supervisor import bounded
+
+log = logging.getLogger(__name__)
+
+
+class AnswerResender:
+    def __init__(
+        self,
+        *,
+        store: Store,
+        admission: TurnAdmission,
+        publisher: EventPublisher,
+        lanes: Lanes,
+        resume_accept_s: float,
+        persist_s: float,
+    ) -> None:
+        self._store = store
+        self._admission = admission
+        self._publisher = publisher
+        self._lanes = lanes
+        self._accept_s = resume_accept_s
+        self._persist_s = persist_s
+
+    async def resend(self, pending_id: str) -> str:
+        """Start one new turn carrying the bundle's answer; returns its id. 409 unless the
+        answer's delivery is ambiguous and no resend of it is in flight."""
+        bundle = await self._store.find_bundle(pending_id)
+        if bundle is None:
+            raise NotFound("clarification request not found", pending_id=pending_id)
+        response = stored_response(bundle)
+        if delivery_of(bundle) is not Delivery.AMBIGUOUS or response is None:
+            raise _not_resendable(bundle)
+        session = bundle.session
+        extra = {"pending_id": pending_id, "session_id": session.id, "task_id": session.task_id}
+        lane = self._lanes.get(session.id)
+        async with lane.admission:
+            # A prompt still running gets the resend after it, as a detached answer would.
+            await bounded(lane.idle.wait(), self._accept_s)
+            claimed = await bounded(self._store.claim_resend(pending_id), self._persist_s)
+            if not claimed:
+                raise _not_resendable(await self._store.find_bundle(pending_id) or bundle)
+            log.info("resend claimed", extra=extra)
+            prompt = resume_prompt(questions_of(bundle), response)
+            try:
+                turn = await self._admission.dispatch_locked(
+                    lane, session, prompt, record_prompt=False
+                )
+            except Exception as exc:
+                log.exception("resend not accepted by the agent; released", extra=extra)
+                released = await bounded(self._store.release_resend(pending_id), self._persist_s)
+                await self._publisher.messages("updated", released)
+                raise RetryableFailure(
+                    "the agent did not accept the resent answer; it may be sent again",
+                    code="resume_not_accepted",
+                    pending_id=pending_id,
+                ) from exc
+        try:
+            finished = await bounded(
+                self._store.finish_resend(pending_id, turn.id), self._persist_s
+            )
+        except Exception as exc:
+            log.exception("resent answer accepted but not recorded", extra=extra)
+            raise AcceptedButUnfinalized(
+                "the agent accepted the resent answer, but that could not be recorded",
+                pending_id=pending_id,
+                turn_id=turn.id,
+            ) from exc
+        log.info("resent answer accepted by the agent", extra={**extra, "turn_id": turn.id})
+        await self._publisher.messages("updated", finished)
+        return turn.id
+
+
+def _not_resendable(bundle: Bundle) -> NotActive:
+    delivery = delivery_of(bundle)
+    return NotActive(
+        "only an answer whose delivery is ambiguous can be sent again",
+        state=str(bundle_state(bundle, has_live_waiter=False)),
+        response=winning_response(bundle),
+        delivery=None if delivery is None else delivery.value,
+        pending_id=bundle.pending_id,
+    )
