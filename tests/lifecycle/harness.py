@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -69,6 +69,10 @@ class ScriptedRuntime:
     cancel_chatter: str | None = None
     prompted: asyncio.Condition = field(default_factory=asyncio.Condition)
     loads_sessions: bool = True
+    fail_starts: bool = False
+    # Called at each start, before it succeeds or fails (what the store holds at that moment).
+    on_start: Callable[[AgentLaunch], Awaitable[None]] | None = None
+    launches: list[AgentLaunch] = field(default_factory=list)
 
     async def __aenter__(self) -> ScriptedRuntime:
         return self
@@ -79,6 +83,11 @@ class ScriptedRuntime:
     async def ensure_started(self, launch: AgentLaunch) -> bool:
         if launch.session_id in self.running:
             return False
+        self.launches.append(launch)
+        if self.on_start is not None:
+            await self.on_start(launch)
+        if self.fail_starts:
+            raise AgentRefused("the agent could not start")
         self.running.add(launch.session_id)
         return True
 

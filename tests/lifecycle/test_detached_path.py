@@ -184,3 +184,67 @@ async def test_late_ready_event_waits_for_the_reservation_and_never_completes_th
     assert successor.completed_at is None, "the successor is not completed by a stale event"
     session = await life.store.get_session(session_id)
     assert str(session.state) == "RUNNING"
+
+
+async def test_agent_started_by_the_resume_is_ready_before_the_attempt_marker(
+    life: Lifecycle,
+) -> None:
+    _, session_id = await life.start_session()
+    pending_id = await detached_question(life, session_id)
+    await life.runtime.stop(session_id)  # as after a restart: the answer must start the agent
+    markers_at_start: list[object] = []
+
+    async def record(launch: object) -> None:
+        reservation = await life.store.find_live_reservation(session_id)
+        assert reservation is not None, "the successor is reserved before the agent starts"
+        markers_at_start.append(reservation.metadata.get(MetaKey.PROMPT_DISPATCH_ATTEMPTED))
+
+    life.runtime.on_start = record
+
+    result = await life.app.services.resolver.respond(pending_id, answer_db())
+
+    assert result.resumed
+    assert markers_at_start == [None], "no attempt marker while the agent was starting"
+    assert len(resume_prompts(life)) == 1
+
+
+async def test_agent_that_cannot_start_rolls_the_resume_back_and_is_retryable(
+    life: Lifecycle,
+) -> None:
+    _, session_id = await life.start_session()
+    pending_id = await detached_question(life, session_id)
+    turns_before = await life.store.list_visible_turns(session_id)
+    await life.runtime.stop(session_id)
+    life.runtime.fail_starts = True
+
+    with pytest.raises(RetryableFailure) as raised:
+        await life.app.services.resolver.respond(pending_id, answer_db())
+
+    assert raised.value.code == "resume_not_accepted"
+    assert await life.state(pending_id) == "active_detached"
+    assert await life.store.find_live_reservation(session_id) is None
+    assert [t.id for t in await life.store.list_visible_turns(session_id)] == [
+        t.id for t in turns_before
+    ]
+    assert resume_prompts(life) == []
+    life.runtime.fail_starts = False
+    assert (await life.app.services.resolver.respond(pending_id, answer_db())).resumed
+    assert len(resume_prompts(life)) == 1
+
+
+async def test_restarted_agent_that_cannot_load_its_session_gets_a_recap_first(
+    life: Lifecycle,
+) -> None:
+    _, session_id = await life.start_session(prompt="Build the payments service")
+    await life.runtime.end_turn(session_id)
+    await life.runtime.stop(session_id)
+    life.runtime.loads_sessions = False
+
+    await life.app.services.admission.submit(session_id, "Continue")
+
+    _, text, _ = life.runtime.prompts[-1]
+    assert text.startswith("[Clarion] Your process was restarted")
+    assert "User: Build the payments service" in text
+    assert text.endswith("\n\nContinue")
+    launch = life.runtime.launches[-1]
+    assert launch.acp_session_id == f"acp-{session_id}", "the next start asks to load it"

@@ -1,0 +1,148 @@
+"""Store contract: how an answer reached the agent (`delivery`), the person's resend of an
+ambiguous one, and each session's remembered ACP session. Runs on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from clarion.domain.bundles import delivery_of
+from clarion.domain.models import Delivery, Session, SessionState
+
+from .conftest import World
+
+
+async def _ambiguous(world: World, *, pending_id: str = "p") -> tuple[Session, list[str]]:
+    """An answered bundle whose attempted successor a restart kept without evidence."""
+    session = await world.session()
+    source = await world.turn(session)
+    await world.bundle(session, ("a", "b"), pending_id=pending_id)
+    ids = [m.id for m in (await world.answer(pending_id, "a", "b")).claimed]
+    world.clock.advance(1)
+    turn = await world.store.reserve_successor(
+        session.id, source_turn_id=source.id, pending_id=pending_id, message_ids=ids
+    )
+    assert await world.store.mark_attempted(turn.id)
+    (decision,) = await world.store.reconcile_reservations()
+    assert decision.kept and decision.ambiguous
+    return session, ids
+
+
+async def _metas(world: World, ids: list[str]) -> list[dict[str, Any]]:
+    return [dict((await world.store.get_message(i)).metadata) for i in ids]
+
+
+async def _delivery(world: World, pending_id: str) -> Delivery | None:
+    bundle = await world.store.find_bundle(pending_id)
+    assert bundle is not None
+    return delivery_of(bundle)
+
+
+async def test_kept_reservation_without_output_marks_its_answer_ambiguous(world: World) -> None:
+    _, ids = await _ambiguous(world)
+    assert all(m["delivery"] == "ambiguous" for m in await _metas(world, ids))
+    assert await _delivery(world, "p") is Delivery.AMBIGUOUS
+
+
+async def test_kept_reservation_with_output_marks_its_answer_delivered(world: World) -> None:
+    session = await world.session()
+    source = await world.turn(session)
+    await world.bundle(session, ("a",), pending_id="p")
+    ids = [m.id for m in (await world.answer("p", "a")).claimed]
+    world.clock.advance(1)
+    turn = await world.store.reserve_successor(
+        session.id, source_turn_id=source.id, pending_id="p", message_ids=ids
+    )
+    await world.say(session, "the agent has it", turn_id=turn.id)
+    (decision,) = await world.store.reconcile_reservations()
+    assert decision.kept and not decision.ambiguous
+    assert await _delivery(world, "p") is Delivery.DELIVERED
+
+
+async def test_published_successor_and_confirmed_delivery_record_delivered(world: World) -> None:
+    session = await world.session()
+    source = await world.turn(session)
+    await world.bundle(session, ("a",), pending_id="resumed")
+    ids = [m.id for m in (await world.answer("resumed", "a")).claimed]
+    turn = await world.store.reserve_successor(
+        session.id, source_turn_id=source.id, pending_id="resumed", message_ids=ids
+    )
+    assert await world.store.publish_successor(turn.id, pending_id="resumed", message_ids=ids)
+    assert await _delivery(world, "resumed") is Delivery.DELIVERED
+
+    await world.bundle(session, ("a",), pending_id="skipped", turn_id=turn.id)
+    skipped = [m.id for m in (await world.reject("skipped")).claimed]
+    assert await world.store.confirm_delivery("skipped", skipped)
+    assert await _delivery(world, "skipped") is None, "a detached Skip reaches no agent"
+
+
+async def test_resend_claims_once_and_settles_as_delivered(world: World) -> None:
+    session, ids = await _ambiguous(world)
+    claimed = await world.store.claim_resend("p")
+    assert sorted(m.id for m in claimed) == sorted(ids)
+    assert all(m.metadata["resend_pending"] is True for m in claimed)
+    assert await world.store.claim_resend("p") == (), "one resend in flight at most"
+    turn = await world.turn(session)
+
+    finished = await world.store.finish_resend("p", turn.id)
+
+    assert len(finished) == len(ids)
+    for meta in await _metas(world, ids):
+        assert meta["delivery"] == "delivered" and meta["resent_turn_id"] == turn.id
+        assert "resend_pending" not in meta
+    assert await world.store.claim_resend("p") == ()
+
+
+async def test_racing_resend_claims_let_exactly_one_win(world: World) -> None:
+    await _ambiguous(world)
+    results = await asyncio.gather(*(world.store.claim_resend("p") for _ in range(5)))
+    assert sum(bool(r) for r in results) == 1
+
+
+async def test_released_resend_reads_ambiguous_and_can_be_claimed_again(world: World) -> None:
+    _, ids = await _ambiguous(world)
+    await world.store.claim_resend("p")
+    assert len(await world.store.release_resend("p")) == len(ids)
+    assert await _delivery(world, "p") is Delivery.AMBIGUOUS
+    assert await world.store.claim_resend("p")
+
+
+async def test_startup_releases_every_resend_left_in_flight(world: World) -> None:
+    await _ambiguous(world, pending_id="p")
+    await _ambiguous(world, pending_id="q")
+    await world.store.claim_resend("p")
+    await world.store.claim_resend("q")
+    assert await world.store.release_resends() == ["p", "q"]
+    assert await world.store.release_resends() == []
+    assert await world.store.claim_resend("p")
+
+
+async def test_resend_is_refused_for_answers_not_ambiguous_or_ended_sessions(world: World) -> None:
+    session = await world.session()
+    await world.turn(session)
+    await world.bundle(session, ("a",), pending_id="open")
+    assert await world.store.claim_resend("open") == ()
+    assert await world.store.claim_resend("missing") == ()
+    ended, _ = await _ambiguous(world, pending_id="ended")
+    await world.store.transition_session(ended.id, SessionState.COMPLETED)
+    assert await world.store.claim_resend("ended") == ()
+
+
+async def test_recent_messages_are_the_newest_oldest_first(world: World) -> None:
+    session = await world.session()
+    turn = await world.turn(session)
+    for n in range(5):
+        await world.say(session, f"m{n}", turn_id=turn.id)
+        world.clock.advance(1)
+    recent = await world.store.recent_messages(session.id, 3)
+    assert [m.content for m in recent] == ["m2", "m3", "m4"]
+
+
+async def test_acp_session_is_remembered_on_the_session(world: World) -> None:
+    session = await world.session()
+    assert await world.store.remember_acp_session(session.id, "acp-1")
+    assert not await world.store.remember_acp_session(session.id, "acp-1")
+    stored = await world.store.get_session(session.id)
+    assert stored.metadata["acp_session_id"] == "acp-1"
+    assert await world.store.remember_acp_session(session.id, "acp-2")
+    assert (await world.store.get_session(session.id)).metadata["acp_session_id"] == "acp-2"
