@@ -6,6 +6,7 @@ database; the built-in agent is a real ACP subprocess."""
 from __future__ import annotations
 
 import contextlib
+import re
 import sys
 import threading
 from collections.abc import Callable
@@ -14,6 +15,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.cli.cli_runner import run_cli
 from tests.e2e.harness import ServerProcess, answer, wait_until
 
 DBS = [
@@ -138,11 +140,18 @@ def test_crash_after_the_attempt_marker_reads_ambiguous_and_one_resend_starts_on
     refused = server.respond(pending_id, answer("db", "sqlite"))
     assert refused.status_code == 409
     turns_before = len(_conversational_turns(server, session_id))
+    assert pending_id not in run_cli(server, "questions").stdout, "not answerable"
+    listed = run_cli(server, "questions", "--all")
+    assert listed.exit_code == 0, listed
+    assert "may not have received" in listed.stdout
+    assert f"clarion resend {pending_id}" in listed.stdout
 
-    resent = server.request("POST", f"/clarification/{pending_id}/resend")
+    resent = run_cli(server, "resend", pending_id)
 
-    assert resent.status_code == 200, resent.text
-    turn_id = resent.json()["turn_id"]
+    assert resent.exit_code == 0, resent
+    match = re.search(r"Answer sent again in turn (\S+)\.", resent.stdout)
+    assert match, resent.stdout
+    turn_id = match.group(1)
     server.wait_for_agent_text(session_id, RESUME_MARK)
     assert _resume_prompts_seen(server, session_id) == 1
     turns = _conversational_turns(server, session_id)

@@ -143,6 +143,8 @@ class _Host:
         outcome: ToolOutcome = await self._session.mcp.call_tool(
             ASK_TOOL, arguments, read_timeout=read_timeout
         )
+        if not (outcome.is_error or outcome.timed_out or outcome.failure):
+            self._agent.journal("tool_result", self._session_id, outcome.text)
         if report_end:
             ok = not (outcome.is_error or outcome.timed_out or outcome.failure)
             status: Literal["completed", "failed"] = "completed" if ok else "failed"
@@ -166,11 +168,22 @@ class _Host:
 class BuiltinAgent:
     """The ACP agent side. Methods it lacks answer `method not found` through the SDK router."""
 
-    def __init__(self, memory: _Memory | None = None) -> None:
+    def __init__(self, memory: _Memory | None = None, journal: Path | None = None) -> None:
         self._conn: acp.Client | None = None
         self._sessions: dict[str, _Session] = {}
         self._memory = memory
+        self._journal = journal
         self.call_ids = itertools.count(1)
+
+    def journal(self, kind: str, session_id: str, text: str) -> None:
+        """Append what this agent received to the journal file, if one is configured: the
+        ground truth a soak test checks "delivered exactly once" against. One short write per
+        line in append mode, so lines from several agent processes never interleave."""
+        if self._journal is None:
+            return
+        line = json.dumps({"kind": kind, "acp_session": session_id, "text": text}) + "\n"
+        with self._journal.open("a") as out:
+            out.write(line)
 
     def on_connect(self, conn: acp.Client) -> None:
         self._conn = conn
@@ -233,6 +246,7 @@ class BuiltinAgent:
         if session is None:
             raise acp.RequestError.invalid_params({"sessionId": f"unknown session {session_id}"})
         text = "".join(b.text for b in prompt if isinstance(b, TextContentBlock))
+        self.journal("prompt", session_id, text)
         session.prompts.append(text)
         del session.prompts[:-MEMORY_PROMPTS]
         if self._memory is not None:
@@ -308,7 +322,9 @@ def main() -> None:
     )
     threading.Thread(target=importlib.import_module, args=(_MCP_CALL_MODULE,), daemon=True).start()
     with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(serve(BuiltinAgent(_memory_from_env())))
+        journal = os.environ.get("CLARION_BUILTIN_JOURNAL")
+        agent = BuiltinAgent(_memory_from_env(), Path(journal) if journal else None)
+        asyncio.run(serve(agent))
 
 
 if __name__ == "__main__":

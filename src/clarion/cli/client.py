@@ -131,6 +131,13 @@ class ClarionClient:
     def bundle(self, pending_id: str) -> dict[str, Any]:
         return dict(self.json("GET", f"/clarification/{pending_id}", what="reading the question"))
 
+    def resend(self, pending_id: str) -> dict[str, Any]:
+        return dict(
+            self.json(
+                "POST", f"/clarification/{pending_id}/resend", what="sending the answer again"
+            )
+        )
+
     def respond(self, pending_id: str, body: dict[str, Any]) -> dict[str, Any]:
         return dict(
             self.json(

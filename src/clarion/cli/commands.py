@@ -74,17 +74,27 @@ def session_start(
     stdout().print(f"Follow it with: clarion watch --session {session['id']}")
 
 
-def find_open_questions(client: ClarionClient) -> list[tuple[dict[str, Any], dict[str, Any]]]:
-    """(task, bundle) for every bundle that can be answered now, oldest task first."""
+def _needs_a_look(meta: dict[str, Any], *, ambiguous: bool) -> bool:
+    # Only a bundle with a pending row can be active, and only an answered one can be
+    # ambiguous: the rest is not worth a read.
+    if meta.get("status") == "pending":
+        return True
+    return ambiguous and meta.get("delivery") == "ambiguous"
+
+
+def find_open_questions(
+    client: ClarionClient, *, ambiguous: bool = False
+) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """(task, bundle) for every bundle that can be answered now, oldest task first; with
+    `ambiguous`, also every answer a restart left possibly undelivered."""
     found: list[tuple[dict[str, Any], dict[str, Any]]] = []
     for task in client.tasks():
         for session in client.sessions(task["id"]):
             candidates: list[str] = []
             for message in client.messages(session["id"]):
                 meta = message.get("metadata") or {}
-                # Only a bundle with a pending row can be active: skip reading the rest.
-                if message.get("type") != "clarification_request" or meta.get("status") != (
-                    "pending"
+                if message.get("type") != "clarification_request" or not _needs_a_look(
+                    meta, ambiguous=ambiguous
                 ):
                     continue
                 pid = meta.get("pending_id")
@@ -92,32 +102,64 @@ def find_open_questions(client: ClarionClient) -> list[tuple[dict[str, Any], dic
                     candidates.append(pid)
             for pid in candidates:
                 bundle = client.bundle(pid)
-                if bundle.get("state") in ACTIVE_STATES:
+                if bundle.get("state") in ACTIVE_STATES or (
+                    ambiguous and bundle.get("delivery") == "ambiguous"
+                ):
                     found.append((task, bundle))
     return found
 
 
-def questions(server: ServerOpt = DEFAULT_SERVER, token: TokenOpt = None) -> None:
+def questions(
+    show_all: Annotated[
+        bool,
+        typer.Option(
+            "--all", help="Also list answers the agent may not have received (after a restart)"
+        ),
+    ] = False,
+    server: ServerOpt = DEFAULT_SERVER,
+    token: TokenOpt = None,
+) -> None:
     """List every question you can answer now, across all tasks and sessions."""
     with client_for(server, token) as client:
-        found = find_open_questions(client)
+        found = find_open_questions(client, ambiguous=show_all)
     console = stdout()
     if not found:
         console.print("No open questions.")
         return
     for task, bundle in found:
+        ambiguous = bundle.get("delivery") == "ambiguous"
         header = Text()
         header.append(f"{bundle['pending_id']}", style="bold yellow")
-        header.append(f"  {bundle['state']}  task {task['id']}: {task.get('title', '')}")
+        state = "answered, delivery ambiguous" if ambiguous else bundle["state"]
+        header.append(f"  {state}  task {task['id']}: {task.get('title', '')}")
         console.print(header)
         total = len(bundle["questions"])
         for number, question in enumerate(bundle["questions"], start=1):
             console.print(question_block(number, total, question))
-        console.print(f"  answer with: clarion answer {bundle['pending_id']}\n")
+        if ambiguous:
+            console.print(
+                "  The server restarted while handing this answer to the agent: the agent may"
+                " not have received it."
+            )
+            console.print(f"  send it again with: clarion resend {bundle['pending_id']}\n")
+        else:
+            console.print(f"  answer with: clarion answer {bundle['pending_id']}\n")
+
+
+def resend(
+    pending_id: Annotated[str, typer.Argument(help="The question's pending id")],
+    server: ServerOpt = DEFAULT_SERVER,
+    token: TokenOpt = None,
+) -> None:
+    """Send an answer the agent may not have received again, as a new turn."""
+    with client_for(server, token) as client:
+        result = client.resend(pending_id)
+    stdout().print(Text(f"Answer sent again in turn {result['turn_id']}."))
 
 
 def register(app: typer.Typer) -> None:
     app.command("tasks")(tasks)
     app.command("questions")(questions)
+    app.command("resend")(resend)
     app.add_typer(task_app, name="task")
     app.add_typer(session_app, name="session")

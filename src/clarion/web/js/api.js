@@ -113,6 +113,8 @@ export function createApi(options = {}) {
     bundle: (/** @type {string} */ pendingId) => call("GET", `/clarification/${enc(pendingId)}`),
     respond: (/** @type {string} */ pendingId, /** @type {unknown} */ body) =>
       call("POST", `/clarification/${enc(pendingId)}/respond`, body),
+    resend: (/** @type {string} */ pendingId) =>
+      call("POST", `/clarification/${enc(pendingId)}/resend`, {}),
   };
 }
 

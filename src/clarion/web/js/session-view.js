@@ -53,9 +53,27 @@ function renderItem(item) {
     const status = String(m.metadata?.status || "pending");
     return h("div", { ...attrs, dataset: { ...attrs.dataset, status } },
       h("span", { class: "badge", testid: "question-status", text: status }),
-      h("span", { class: "content", text: content }));
+      h("span", { class: "content", text: content }),
+      ambiguousDelivery(m));
   }
   return h("div", attrs, h("div", { class: "content", text: content }));
+}
+
+/**
+ * The warning and "Send it again" button under the first question of a bundle whose answer a
+ * server restart left possibly undelivered (`delivery: "ambiguous"`); null otherwise.
+ * @param {Message} m
+ */
+function ambiguousDelivery(m) {
+  const meta = m.metadata ?? {};
+  const index = Number(meta.question_index ?? 0);
+  if (meta.delivery !== "ambiguous" || index > 0 || typeof meta.pending_id !== "string") return null;
+  const sending = meta.resend_pending === true;
+  return h("div", { class: "delivery-ambiguous", role: "note", testid: "delivery-ambiguous" },
+    h("span", { text: "The server restarted while handing this answer to the agent: " +
+      "the agent may not have received it." }),
+    h("button", { type: "button", testid: "resend-answer", disabled: sending,
+      dataset: { resend: meta.pending_id } }, sending ? "Sending again…" : "Send it again"));
 }
 
 export class SessionView {
@@ -84,6 +102,11 @@ export class SessionView {
     });
     this.header = h("div", { class: "sheet-header" });
     this.list = h("div", { class: "transcript", testid: "transcript", "aria-live": "polite" });
+    this.list.addEventListener("click", (event) => {
+      const target = /** @type {Element} */ (event.target);
+      const button = /** @type {HTMLButtonElement | null} */ (target.closest("[data-resend]"));
+      if (button?.dataset.resend) void this.resend(button.dataset.resend, button);
+    });
     this.showQuestion = h("button", { type: "button", class: "show-question", testid: "show-question", hidden: true,
       onClick: () => this.restoreQuestion() }, "Show question");
     this.notice = h("div", { class: "notice", testid: "clarification-notice", role: "status", hidden: true });
@@ -237,6 +260,22 @@ export class SessionView {
    * @param {string} text
    * @param {string} [winner]
    */
+  /**
+   * Sends an ambiguous answer again (the person's explicit decision; the server allows it once).
+   * @param {string} pendingId
+   * @param {HTMLButtonElement} button
+   */
+  async resend(pendingId, button) {
+    button.disabled = true;
+    try {
+      await this.deps.api.resend(pendingId);
+      this.setNotice("Answer sent to the agent again.");
+    } catch (err) {
+      button.disabled = false;
+      this.setNotice(`Could not send the answer again: ${/** @type {Error} */ (err).message}`);
+    }
+  }
+
   setNotice(text, winner) {
     this.notice.replaceChildren(h("span", { text }),
       winner ? h("span", { class: "winner", testid: "winning-answer", text: winner }) : "");

@@ -1,0 +1,221 @@
+"""A kill -9 soak: several sessions asking questions, two responders racing on every question,
+the server killed at random moments and started again on the same database, and the
+lifecycle's invariants checked at the end through the API and the agents' own journal.
+
+In `make test` it runs a few rounds on SQLite (about a minute). The longer mode takes its size
+from the environment, for example:
+
+    CLARION_SOAK_ROUNDS=30 CLARION_SOAK_SESSIONS=10 CLARION_SOAK_DB=postgres \\
+        make test PYTEST_ARGS="tests/e2e/test_soak.py -s"
+
+`CLARION_SOAK_SEED` replays a run (each run prints its seed).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import sys
+import threading
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+
+from clarion.domain.prompts import RECAP_FOOTER
+from tests.e2e.harness import ServerProcess, answer, wait_until
+
+ROUNDS = int(os.environ.get("CLARION_SOAK_ROUNDS", "4"))
+SESSIONS = int(os.environ.get("CLARION_SOAK_SESSIONS", "3"))
+DB = os.environ.get("CLARION_SOAK_DB", "sqlite")
+KILL_CHANCE = float(os.environ.get("CLARION_SOAK_KILL_CHANCE", "0.7"))
+ACTIVE = ("active_live", "active_detached")
+SCENARIOS = ("/scenario ask", "/scenario ask-timeout t=1")
+# A 200 whose answer the agent never read is allowed only when the server was killed this soon
+# after the 200: the answer was handed over, and the process died before the agent took it.
+KILL_WINDOW_S = 3.0
+
+
+@dataclass
+class Outcome:
+    pending_id: str
+    token: str
+    status: int | None  # None: the connection failed (the server was killed under it)
+    winner_token: str | None = None  # what a 409 named as the winning response
+    at: float = field(default_factory=time.monotonic)
+
+
+@dataclass
+class Soak:
+    server: ServerProcess
+    journal: Path
+    rng: random.Random
+    outcomes: list[Outcome] = field(default_factory=list)
+    kills: list[float] = field(default_factory=list)
+    pending_seen: set[str] = field(default_factory=set)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def respond(self, pending_id: str, token: str, option: str) -> None:
+        try:
+            response = self.server.respond(pending_id, answer("db", option, text=token))
+        except httpx.HTTPError:
+            outcome = Outcome(pending_id, token, None)
+        else:
+            winner = None
+            if response.status_code == 409:
+                named = response.json()["error"].get("response") or {}
+                winner = _token_of(named)
+            outcome = Outcome(pending_id, token, response.status_code, winner)
+        with self.lock:
+            self.outcomes.append(outcome)
+
+    def active_bundle(self, session_id: str) -> str | None:
+        for pending_id in reversed(self.server.pending_ids(session_id)):
+            self.pending_seen.add(pending_id)
+            if self.server.bundle(pending_id)["state"] in ACTIVE:
+                return pending_id
+        return None
+
+    def ensure_question(self, session_id: str) -> str:
+        """An active bundle in the session, asking again if its last one is settled."""
+        for _ in range(3):
+            found = self.active_bundle(session_id)
+            if found is not None:
+                return found
+            prompt = self.rng.choice(SCENARIOS)
+            self.server.ok(
+                "POST", f"/task-sessions/{session_id}/prompt", 202, json={"text": prompt}
+            )
+            try:
+                return str(
+                    wait_until(lambda: self.active_bundle(session_id), timeout=30, what="question")
+                )
+            except AssertionError:
+                continue  # a queued prompt can be lost with a killed process: ask again
+        raise AssertionError(f"session {session_id} never asked again:\n{self.server.logs()}")
+
+    def round(self, number: int, sessions: list[str]) -> None:
+        bundles = [self.ensure_question(s) for s in sessions]
+        threads = [
+            threading.Thread(
+                target=self.respond,
+                args=(pid, f"tok-{number}-{i}-{side}-{uuid.uuid4().hex[:6]}", option),
+            )
+            for i, pid in enumerate(bundles)
+            for side, option in (("a", "postgres"), ("b", "sqlite"))
+        ]
+        self.rng.shuffle(threads)
+        for thread in threads:
+            thread.start()
+        if self.rng.random() < KILL_CHANCE:
+            time.sleep(self.rng.uniform(0, 0.4))
+            self.server.kill()
+            self.kills.append(time.monotonic())
+        for thread in threads:
+            thread.join(timeout=120)
+        if self.server.proc is None or self.server.proc.poll() is not None:
+            self.server.start()
+
+    def received(self) -> Counter[str]:
+        """How many times each answer token reached an agent, by the agents' own journal."""
+        seen: Counter[str] = Counter()
+        if not self.journal.exists():
+            return seen
+        for line in self.journal.read_text().splitlines():
+            # A recap repeats earlier answers as history; only what follows it was received.
+            text = json.loads(line)["text"].split(RECAP_FOOTER)[-1]
+            for token in {w.strip('",.}') for w in text.split() if "tok-" in w}:
+                seen[token[token.index("tok-") :]] += 1
+        return seen
+
+
+def _token_of(response: dict[str, object]) -> str | None:
+    answers = response.get("answers")
+    if not isinstance(answers, list) or not answers:
+        return None
+    text = answers[0].get("custom_text", "") if isinstance(answers[0], dict) else ""
+    return str(text) or None
+
+
+def _config(workdir: Path, journal: Path) -> Path:
+    config = workdir / "soak.toml"
+    config.write_text(
+        "[agents.soak]\n"
+        f'command = ["{sys.executable}", "-m", "clarion.agents.builtin"]\n'
+        f'env = {{ CLARION_HOME = "{workdir / "home"}", CLARION_BUILTIN_JOURNAL = "{journal}" }}\n'
+    )
+    return config
+
+
+def test_kill_soak_keeps_one_winner_and_delivers_each_accepted_answer_once(
+    make_server: Callable[..., ServerProcess],
+) -> None:
+    seed = int(os.environ.get("CLARION_SOAK_SEED") or random.randrange(1 << 30))
+    print(f"soak seed {seed}: {ROUNDS} rounds, {SESSIONS} sessions, {DB}")
+    server = make_server(db=DB, CLARION_CLARIFICATION_WAIT_S="20")
+    journal = server.workdir / "journal.jsonl"
+    server.args = ["--config", str(_config(server.workdir, journal))]
+    server.start()
+    soak = Soak(server, journal, random.Random(seed))
+    sessions = [
+        server.start_session(server.create_task(f"soak {i}"), soak.rng.choice(SCENARIOS), "soak")
+        for i in range(SESSIONS)
+    ]
+    for number in range(ROUNDS):
+        soak.round(number, sessions)
+
+    # Quiesce: nothing may stay claimed, and every accepted answer has had time to arrive.
+    for pending_id in sorted(soak.pending_seen):
+        wait_until(
+            lambda pid=pending_id: server.bundle(pid)["state"] != "delivery_claimed",  # type: ignore[misc]
+            timeout=30,
+            what=f"{pending_id} to leave delivery_claimed",
+        )
+    by_bundle: dict[str, list[Outcome]] = {}
+    for outcome in soak.outcomes:
+        by_bundle.setdefault(outcome.pending_id, []).append(outcome)
+    accepted = [o for o in soak.outcomes if o.status == 200]
+
+    def arrived() -> bool:
+        seen = soak.received()
+        return all(seen[o.token] >= 1 or _killed_after(soak, o) for o in accepted)
+
+    wait_until(arrived, timeout=60, what="every accepted answer in the agents' journal")
+    seen = soak.received()
+
+    for pending_id, outcomes in by_bundle.items():
+        winners = [o for o in outcomes if o.status == 200]
+        assert len(winners) <= 1, f"{pending_id}: two responders got 200"
+        stored = _token_of(_stored(server, pending_id))
+        if winners:
+            assert stored == winners[0].token, f"{pending_id}: the 200 is not what was stored"
+        for conflict in (o for o in outcomes if o.status == 409 and o.winner_token):
+            assert conflict.winner_token == stored, f"{pending_id}: a 409 named another answer"
+    for token, count in seen.items():
+        assert count <= 1, f"answer {token} reached an agent {count} times"
+    for outcome in accepted:
+        assert seen[outcome.token] == 1 or _killed_after(soak, outcome), (
+            f"answer {outcome.token} got 200 but never reached the agent"
+        )
+    losers = {o.token for o in soak.outcomes if o.status == 409}
+    assert not losers & set(seen), "an answer that lost its race reached an agent"
+    statuses = Counter(o.status for o in soak.outcomes)
+    print(f"soak seed {seed}: {len(soak.kills)} kills, outcomes {dict(statuses)}")
+    assert statuses[200] >= 1, "the soak accepted no answer at all"
+
+
+def _stored(server: ServerProcess, pending_id: str) -> dict[str, object]:
+    """The winning response as the rows record it (the 409's `response` shape)."""
+    answered = [r for r in server.bundle(pending_id)["rows"] if r["metadata"].get("response")]
+    if not answered:
+        return {}
+    return {"answers": [answered[0]["metadata"]["response"]]}
+
+
+def _killed_after(soak: Soak, outcome: Outcome) -> bool:
+    return any(0 <= kill - outcome.at <= KILL_WINDOW_S for kill in soak.kills)
