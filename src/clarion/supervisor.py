@@ -49,18 +49,26 @@ class Supervisor:
         (a bare TaskGroup child that raised would cancel them all).
         """
         if self._group is None:
+            coro.close()  # refused work is never started, and must not warn as un-awaited
             raise RuntimeError("supervisor is not running")
         outcome: asyncio.Future[T] = asyncio.get_running_loop().create_future()
         outcome.add_done_callback(_mark_retrieved)
-        task = self._group.create_task(_run(coro, outcome, name), name=name)
+        try:
+            task = self._group.create_task(_run(coro, outcome, name), name=name)
+        except RuntimeError:  # the group is shutting down
+            coro.close()
+            raise
         # Cancelling the returned future cancels the work itself.
         outcome.add_done_callback(lambda f: task.cancel() if f.cancelled() else None)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+        task.add_done_callback(lambda _: _settle_unstarted(coro, outcome))
         return outcome
 
-    async def run_detached(self, coro: Coroutine[Any, Any, T], *, name: str | None = None) -> T:
-        """Run `coro` to completion even if the caller is cancelled; return its result."""
+    async def run_shielded(self, coro: Coroutine[Any, Any, T], *, name: str | None = None) -> T:
+        """Run `coro` to completion even if the caller is cancelled; return its result.
+
+        (Shielded from the caller's cancellation; unrelated to a clarification's detach.)"""
         return await asyncio.shield(self.spawn(coro, name=name))
 
 
@@ -77,6 +85,15 @@ async def _run(coro: Coroutine[Any, Any, T], outcome: asyncio.Future[T], name: s
     else:
         if not outcome.done():
             outcome.set_result(result)
+
+
+def _settle_unstarted(coro: Coroutine[Any, Any, Any], outcome: asyncio.Future[Any]) -> None:
+    """A task cancelled before its first step never ran `_run`: its work was never awaited
+    (close it, so it does not warn) and its outcome never settled (cancel it, so an awaiter
+    does not wait forever). For a task that ran, both are already done and this is a no-op."""
+    coro.close()
+    if not outcome.done():
+        outcome.cancel()
 
 
 def _mark_retrieved(future: asyncio.Future[Any]) -> None:

@@ -39,7 +39,7 @@ class ClarificationCanceller:
         self, session_id: str, *, pending_id: str | None = None
     ) -> tuple[Message, ...]:
         """Record that no waiter owns the session's current-turn bundles (or one of them)."""
-        return await self._supervisor.run_detached(
+        return await self._supervisor.run_shielded(
             self._detach(session_id, pending_id), name=f"detach:{session_id}"
         )
 
@@ -62,7 +62,7 @@ class ClarificationCanceller:
 
     async def expire_session(self, session_id: str) -> tuple[Message, ...]:
         """The session reached a terminal state: its current-turn bundles expire."""
-        return await self._supervisor.run_detached(
+        return await self._supervisor.run_shielded(
             self._expire(session_id), name=f"expire:{session_id}"
         )
 
@@ -81,7 +81,7 @@ class ClarificationCanceller:
         """Low-level cancel of a bundle still owned by a live waiter in this process."""
         if not self._waiters.has(pending_id):
             raise NotFound("clarification request not found", pending_id=pending_id)
-        return await self._supervisor.run_detached(
+        return await self._supervisor.run_shielded(
             self._cancel(pending_id), name=f"cancel:{pending_id}"
         )
 

@@ -101,7 +101,7 @@ class Resolver:
                 pending_id=pending_id,
             )
         # From the claim on, the sequence must finish even if the HTTP request goes away.
-        return await self._supervisor.run_detached(
+        return await self._supervisor.run_shielded(
             self._claim_and_hand_off(response), name=f"respond:{pending_id}"
         )
 
@@ -166,7 +166,7 @@ class Resolver:
         confirmed: list[Written] = []
 
         async def confirm() -> bool:
-            written = await self._supervisor.run_detached(self._confirm_live(claim, response))
+            written = await self._supervisor.run_shielded(self._confirm_live(claim, response))
             if written is not None:
                 confirmed.append(written)
             return written is not None
