@@ -49,6 +49,7 @@ from clarion.ports import (
     AgentSink,
     Bus,
     ClaimResult,
+    Clock,
     PromptFinished,
     Store,
 )
@@ -112,13 +113,14 @@ async def build(
     *,
     runtime_factory: RuntimeFactory = AcpRuntime,
     store_wrapper: Callable[[Store], Store] | None = None,
+    clock: Clock | None = None,
 ) -> AsyncIterator[App]:
     """Open every resource and wire the services; close them all on exit.
 
-    Tests may swap the agent runtime (the port agents sit behind) and wrap the store to
-    inject failures; production uses the defaults."""
+    Tests may swap the agent runtime (the port agents sit behind), wrap the store to inject
+    failures and drive time with a manual clock; production uses the defaults."""
     failpoints.configure(settings.failpoints)
-    clock = SystemClock()
+    clock = clock or SystemClock()
     t = settings.timeouts
     sink = _LateSink()
     async with (
@@ -144,6 +146,7 @@ async def build(
             supervisor=supervisor,
             watchdog_s=t.watchdog,
             persist_s=t.persist,
+            clock=clock,
         )
         resume = DetachedResume(
             store=store,
@@ -182,6 +185,7 @@ async def build(
             publisher,
             canceller,
             AskLimits(wait_s=t.clarification_wait, keepalive_s=t.keepalive),
+            clock,
         )
         sessions = SessionService(
             store=store,

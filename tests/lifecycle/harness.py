@@ -8,8 +8,10 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
+from clarion.clock import ManualClock
 from clarion.config import AgentProfile, Settings, Timeouts, builtin_profile
 from clarion.domain.models import Bundle
 from clarion.ports import (
@@ -17,6 +19,7 @@ from clarion.ports import (
     AgentLaunch,
     AgentOutput,
     AgentSink,
+    Clock,
     Event,
     PromptFinished,
     Store,
@@ -152,6 +155,7 @@ class Lifecycle:
     runtime: ScriptedRuntime
     events: list[Event]
     arrived: asyncio.Condition  # notified whenever `events` grows
+    keepalives: list[str] = field(default_factory=list)  # progress sent on asked tool calls
 
     @property
     def store(self) -> Store:
@@ -171,8 +175,8 @@ class Lifecycle:
         before = {w.pending_id for w in self.app.waiters.for_session(session_id)}
         added = len(self.events_of("session.message.added"))
 
-        async def progress(_: str) -> None:
-            return None
+        async def progress(message: str) -> None:
+            self.keepalives.append(message)
 
         call = asyncio.create_task(self.app.services.asker.ask(session_id, arguments, progress))
 
@@ -244,6 +248,7 @@ async def running_lifecycle(
     database_url: str,
     *,
     store_wrapper: Callable[[Store], Store] | None = None,
+    clock: Clock | None = None,
     **timeouts: float,
 ) -> AsyncIterator[Lifecycle]:
     holder: dict[str, ScriptedRuntime] = {}
@@ -254,7 +259,11 @@ async def running_lifecycle(
 
     settings = fast_settings(database_url, **timeouts)
     async with build(
-        settings, lambda: "http://127.0.0.1:1", runtime_factory=factory, store_wrapper=store_wrapper
+        settings,
+        lambda: "http://127.0.0.1:1",
+        runtime_factory=factory,
+        store_wrapper=store_wrapper,
+        clock=clock,
     ) as app:
         events: list[Event] = []
         arrived = asyncio.Condition()
@@ -318,9 +327,17 @@ class FailingStore:
         return failing
 
 
+class ManualTimers(ManualClock):
+    """Timers (monotonic time, sleeps) that move only with `advance`; wall time stays real,
+    so records are stamped and ordered as in production."""
+
+    def now(self) -> datetime:
+        return datetime.now(UTC)
+
+
 @contextlib.asynccontextmanager
 async def lifecycle_with_failing_store(
-    database_url: str, **timeouts: float
+    database_url: str, clock: Clock | None = None, **timeouts: float
 ) -> AsyncIterator[tuple[Lifecycle, FailingStore]]:
     """A lifecycle whose services see the store through a FailingStore the test steers."""
     holder: dict[str, FailingStore] = {}
@@ -329,5 +346,5 @@ async def lifecycle_with_failing_store(
         holder["store"] = FailingStore(store)
         return holder["store"]  # type: ignore[return-value]
 
-    async with running_lifecycle(database_url, store_wrapper=wrap, **timeouts) as life:
+    async with running_lifecycle(database_url, store_wrapper=wrap, clock=clock, **timeouts) as life:
         yield life, holder["store"]

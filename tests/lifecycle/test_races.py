@@ -1,10 +1,15 @@
-"""Two real responders racing for one bundle, many times: exactly one wins each time, and a
-detached answer produces exactly one successor turn and one dispatch."""
+"""Two real responders racing for one bundle, round after round: exactly one wins each time,
+and a detached answer produces exactly one successor turn and one dispatch.
+
+Each round is seeded: both responders yield to the loop a seeded number of times before they
+start, so the rounds cover who claims first, both inside one loop step, and one starting while
+the other is mid-claim. A failing round names its seed; the same seed replays it."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import random
 from collections.abc import AsyncIterator
 
 import pytest
@@ -13,7 +18,8 @@ from clarion.clarification.resolver import RespondResult
 from clarion.domain.errors import NotActive
 from tests.lifecycle.harness import Lifecycle, answer_db, running_lifecycle
 
-ROUNDS = 200
+ROUNDS = 24
+MAX_YIELDS = 6  # loop steps a responder may wait before it starts; a claim takes a few
 RESUME = "You previously asked the user:"
 
 
@@ -24,6 +30,23 @@ async def life(store_url: str) -> AsyncIterator[Lifecycle]:
         yield lifecycle
 
 
+async def race(life: Lifecycle, pending_id: str, seed: int) -> list[object]:
+    """Both responders, each starting after its seeded number of loop yields."""
+    rng = random.Random(seed)
+    resolver = life.app.services.resolver
+
+    async def respond_after(yields: int, option: str) -> RespondResult:
+        for _ in range(yields):
+            await asyncio.sleep(0)
+        return await resolver.respond(pending_id, answer_db(option))
+
+    return await asyncio.gather(
+        respond_after(rng.randint(0, MAX_YIELDS), "sqlite"),
+        respond_after(rng.randint(0, MAX_YIELDS), "mongodb"),
+        return_exceptions=True,
+    )
+
+
 def outcomes(results: list[object]) -> tuple[list[RespondResult], list[NotActive]]:
     wins = [r for r in results if isinstance(r, RespondResult)]
     losses = [r for r in results if isinstance(r, NotActive)]
@@ -31,31 +54,27 @@ def outcomes(results: list[object]) -> tuple[list[RespondResult], list[NotActive
     return wins, losses
 
 
-@pytest.mark.timeout(400)
 async def test_concurrent_live_responders_exactly_one_wins(life: Lifecycle) -> None:
     _, session_id = await life.start_session()
-    resolver = life.app.services.resolver
+    winners: set[str] = set()
     for round_ in range(ROUNDS):
         call, pending_id = await life.ask(session_id)
-        results = await asyncio.gather(
-            resolver.respond(pending_id, answer_db("sqlite")),
-            resolver.respond(pending_id, answer_db("mongodb")),
-            return_exceptions=True,
-        )
+        results = await race(life, pending_id, seed=round_)
         wins, losses = outcomes(results)
         assert len(wins) == 1 and len(losses) == 1, (
-            f"round {round_}: {[(type(r).__name__, getattr(r, 'state', None)) for r in results]}"
+            f"seed {round_}: {[(type(r).__name__, getattr(r, 'state', None)) for r in results]}"
         )
         assert losses[0].state in {"delivery_claimed", "terminal"}
         winner = wins[0].response.answers[0].selected_options
+        winners.add(winner[0])
         delivered = await asyncio.wait_for(call, 5)
         assert winner[0] in delivered, "the agent got the winner's answer"
+    assert winners == {"sqlite", "mongodb"}, "the seeded yields let either side win"
 
 
-@pytest.mark.timeout(400)
 async def test_concurrent_detached_responders_make_one_successor(life: Lifecycle) -> None:
     _, session_id = await life.start_session()
-    resolver = life.app.services.resolver
+    winners: set[str] = set()
     for round_ in range(ROUNDS):
         call, pending_id = await life.ask(session_id)
         call.cancel()
@@ -63,15 +82,13 @@ async def test_concurrent_detached_responders_make_one_successor(life: Lifecycle
             await call
         await life.runtime.end_turn(session_id)
         turns_before = len(await life.store.list_visible_turns(session_id))
-        results = await asyncio.gather(
-            resolver.respond(pending_id, answer_db("sqlite")),
-            resolver.respond(pending_id, answer_db("mongodb")),
-            return_exceptions=True,
-        )
+        results = await race(life, pending_id, seed=round_)
         wins, losses = outcomes(results)
-        assert len(wins) == 1 and len(losses) == 1, f"round {round_}: {results!r}"
+        assert len(wins) == 1 and len(losses) == 1, f"seed {round_}: {results!r}"
         assert wins[0].resumed
+        winners.add(wins[0].response.answers[0].selected_options[0])
         turns_after = await life.store.list_visible_turns(session_id)
-        assert len(turns_after) == turns_before + 1, f"round {round_}: one successor"
+        assert len(turns_after) == turns_before + 1, f"seed {round_}: one successor"
     resumes = [t for _, t, _ in life.runtime.prompts if t.startswith(RESUME)]
     assert len(resumes) == ROUNDS, "each answer dispatched exactly once"
+    assert winners == {"sqlite", "mongodb"}, "the seeded yields let either side win"

@@ -11,19 +11,19 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from clarion.clarification.canceller import ClarificationCanceller
 from clarion.clarification.waiters import Cancelled, Delivery, LiveWaiters, Waiter
+from clarion.clock import within
 from clarion.domain.answers import tool_result_text
 from clarion.domain.errors import ClarionError, NotFound
 from clarion.domain.ids import new_id
 from clarion.domain.models import AuthorType, MessageType, SessionState
 from clarion.domain.prompts import DETACHED_TOOL_ERROR
 from clarion.domain.questions import bundle_row_metadata, parse_ask
-from clarion.ports import NewMessage, Store
+from clarion.ports import Clock, NewMessage, Store
 from clarion.projection.events import EventPublisher
 
 log = logging.getLogger(__name__)
@@ -51,7 +51,9 @@ class Asker:
         publisher: EventPublisher,
         canceller: ClarificationCanceller,
         limits: AskLimits,
+        clock: Clock,
     ) -> None:
+        self._clock = clock
         self._store = store
         self._waiters = waiters
         self._publisher = publisher
@@ -116,9 +118,9 @@ class Asker:
             self._close(waiter)
 
     async def _wait(self, waiter: Waiter, progress: Progress) -> str:
-        deadline = time.monotonic() + self._limits.wait_s
+        deadline = self._clock.monotonic() + self._limits.wait_s
         while True:
-            remaining = deadline - time.monotonic()
+            remaining = deadline - self._clock.monotonic()
             if remaining <= 0:
                 log.info(
                     "clarification wait limit reached; detaching",
@@ -128,8 +130,8 @@ class Asker:
                 await self._canceller.detach(waiter.session_id, pending_id=waiter.pending_id)
                 raise QuestionDetached(DETACHED_TOOL_ERROR, pending_id=waiter.pending_id)
             try:
-                item = await asyncio.wait_for(
-                    waiter.inbox.get(), timeout=min(remaining, self._limits.keepalive_s)
+                item = await within(
+                    self._clock, waiter.inbox.get(), min(remaining, self._limits.keepalive_s)
                 )
             except TimeoutError:
                 await self._keepalive(waiter, progress)

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from clarion.orchestrator.admission import TurnAdmission
 from clarion.orchestrator.lanes import Lanes
-from clarion.ports import AgentOutput, AgentRuntime, Store
+from clarion.ports import AgentOutput, AgentRuntime, Clock, Store
 from clarion.supervisor import Supervisor, bounded
 
 log = logging.getLogger(__name__)
@@ -48,7 +48,9 @@ class Watchdogs:
         supervisor: Supervisor,
         watchdog_s: float,
         persist_s: float,
+        clock: Clock,
     ) -> None:
+        self._clock = clock
         self._store = store
         self._runtime = runtime
         self._lanes = lanes
@@ -113,7 +115,7 @@ class Watchdogs:
 
     async def _run(self, watch: Watch) -> None:
         try:
-            await asyncio.sleep(self._watchdog_s)
+            await self._clock.sleep(self._watchdog_s)
             log.warning(
                 "agent silent after a live answer; watchdog fallback",
                 extra={

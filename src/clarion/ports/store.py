@@ -23,8 +23,19 @@ from clarion.domain.models import (
 
 
 class Clock(Protocol):
+    """Time for the services: wall time for records, monotonic time and sleeping for timers
+    (so a test's manual clock drives every deadline)."""
+
     def now(self) -> datetime:
         """Current time, timezone-aware UTC."""
+        ...
+
+    def monotonic(self) -> float:
+        """Seconds on a clock that never goes back; only differences mean anything."""
+        ...
+
+    async def sleep(self, seconds: float) -> None:
+        """Return once `seconds` passed on this clock."""
         ...
 
 
