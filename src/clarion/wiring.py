@@ -27,13 +27,11 @@ from clarion.clarification.resolver import Resolver
 from clarion.clarification.waiters import LiveWaiters
 from clarion.clock import SystemClock
 from clarion.config import AgentProfile, Settings
-from clarion.domain.bundles import questions_of
-from clarion.domain.models import ClarificationResponse
-from clarion.domain.prompts import resume_prompt
 from clarion.mcp.tools import McpEndpoint, build_mcp_server
 from clarion.orchestrator.access import AccessControl
 from clarion.orchestrator.admission import TurnAdmission
 from clarion.orchestrator.agent_events import AgentEvents
+from clarion.orchestrator.handoffs import OrchestratorHandoffs
 from clarion.orchestrator.lanes import Lanes
 from clarion.orchestrator.launch import Launcher, SessionTokens
 from clarion.orchestrator.recovery import RecoveryReport, StartupRecovery
@@ -48,7 +46,6 @@ from clarion.ports import (
     AgentRuntime,
     AgentSink,
     Bus,
-    ClaimResult,
     Clock,
     PromptFinished,
     Store,
@@ -158,23 +155,13 @@ async def build(
             persist_s=t.persist,
         )
 
-        def arm_watchdog(claim: ClaimResult, response: ClarificationResponse) -> None:
-            bundle = claim.bundle
-            watchdogs.arm(
-                bundle.session.id,
-                bundle.pending_id,
-                claim.claimed[0].turn_id or "",
-                resume_prompt(questions_of(bundle), response),
-            )
-
         resolver = Resolver(
             store=store,
             waiters=waiters,
             publisher=publisher,
             supervisor=supervisor,
             clock=clock,
-            resume_detached=resume.resume,
-            arm_watchdog=arm_watchdog,
+            handoffs=OrchestratorHandoffs(resume, watchdogs),
             live_confirm_s=t.live_confirm,
             persist_s=t.persist,
         )

@@ -10,16 +10,22 @@ their turn is still current, and say the request may be retried.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
 from clarion import failpoints
+from clarion.clarification.handoffs import AnswerHandoffs
 from clarion.clarification.restorer import ClaimRestorer
 from clarion.clarification.waiters import Delivery, DeliveryState, LiveWaiters
 from clarion.domain.answers import response_wire, validate_response
 from clarion.domain.bundles import bundle_state, questions_of, winning_response
-from clarion.domain.errors import AcceptedButUnfinalized, NotActive, NotFound
+from clarion.domain.errors import (
+    AcceptedButUnfinalized,
+    AcceptedButUnpublished,
+    NotActive,
+    NotFound,
+    ResumeNotAccepted,
+)
 from clarion.domain.models import (
     BundleState,
     ClarificationResponse,
@@ -27,18 +33,12 @@ from clarion.domain.models import (
     Message,
     MetaKey,
     SessionState,
-    Turn,
 )
 from clarion.ports import ClaimResult, Clock, Store, Written
 from clarion.projection.events import EventPublisher
 from clarion.supervisor import Supervisor, bounded
 
 log = logging.getLogger(__name__)
-
-# (claim, response) -> successor turn; raises RetryableFailure or AcceptedButUnfinalized.
-ResumeDetached = Callable[[ClaimResult, ClarificationResponse], Awaitable[Turn]]
-# Called synchronously inside the live confirmation boundary, before the agent gets the answer.
-ArmWatchdog = Callable[[ClaimResult, ClarificationResponse], None]
 
 ACTIVE = (BundleState.ACTIVE_LIVE, BundleState.ACTIVE_DETACHED)
 
@@ -68,8 +68,7 @@ class Resolver:
         publisher: EventPublisher,
         supervisor: Supervisor,
         clock: Clock,
-        resume_detached: ResumeDetached,
-        arm_watchdog: ArmWatchdog,
+        handoffs: AnswerHandoffs,
         live_confirm_s: float,
         persist_s: float,
     ) -> None:
@@ -78,8 +77,7 @@ class Resolver:
         self._publisher = publisher
         self._supervisor = supervisor
         self._clock = clock
-        self._resume_detached = resume_detached
-        self._arm_watchdog = arm_watchdog
+        self._handoffs = handoffs
         self._live_confirm_s = live_confirm_s
         self._persist_s = persist_s
         self._restorer = ClaimRestorer(store, publisher, persist_s)
@@ -128,9 +126,43 @@ class Resolver:
             return await self._deliver_live(claim, stamped)
         if stamped.rejected:
             return await self._persist_detached_rejection(claim, stamped)
-        turn = await self._resume_detached(claim, stamped)
+        return await self._resume_detached(claim, stamped)
+
+    async def _resume_detached(
+        self, claim: ClaimResult, response: ClarificationResponse
+    ) -> RespondResult:
+        try:
+            turn = await self._handoffs.resume_detached(claim, response)
+        except ResumeNotAccepted:
+            await self._restorer.restore_or_fail(
+                claim, code="resume_not_accepted", message="failed to resume clarification"
+            )
+        except AcceptedButUnpublished:
+            await self._settle_delivered(claim)
+            raise
         self._publish_in_background(claim)
-        return RespondResult(response=stamped, resumed=True, successor_turn_id=turn.id)
+        return RespondResult(response=response, resumed=True, successor_turn_id=turn.id)
+
+    async def _settle_delivered(self, claim: ClaimResult) -> None:
+        """The agent has the answer but its successor's publication failed: retire the
+        delivery intent on its own, so the bundle reads terminal (delivered) now rather than
+        `delivery_claimed` until a restart. The reservation keeps its dispatch keys, which
+        startup recovery finalizes. Best effort: if this write fails too, recovery settles
+        the rows."""
+        ids = [row.id for row in claim.claimed]
+        try:
+            written = await bounded(
+                self._store.confirm_delivery(claim.bundle.pending_id, ids, delivered=True),
+                self._persist_s,
+            )
+        except Exception:
+            log.exception(
+                "delivery intent of an accepted resume not retired",
+                extra={"pending_id": claim.bundle.pending_id},
+            )
+            return
+        if written is not None:
+            self._publish_in_background(claim, written.rows)
 
     def _publish_in_background(
         self, claim: ClaimResult, rows: tuple[Message, ...] | None = None
@@ -219,7 +251,7 @@ class Resolver:
                 # Announced before the agent has the answer, so every state it moves the
                 # session to afterwards is announced after this one.
                 await self._publisher.session_state(written.session)
-            self._arm_watchdog(claim, response)
+            self._handoffs.arm_watchdog(claim, response)
         return written
 
     async def _persist_detached_rejection(

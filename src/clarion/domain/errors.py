@@ -10,6 +10,8 @@ ClarionError
  +-- ServiceStarting           startup recovery has not finished (503)
  +-- RetryableFailure          rolled back; the same request may be sent again (500)
  +-- AcceptedButUnfinalized    accepted; must not be sent again though finalization failed (500)
+ |    +-- AcceptedButUnpublished   the agent has it; its successor's publication failed
+ +-- ResumeNotAccepted         a detached resume rolled back before the agent got it (internal)
  +-- Unavailable               an authoritative read could not be made; try again (500)
  +-- InjectedFailure           a fault point fired with action `error`
 """
@@ -95,6 +97,19 @@ class RetryableFailure(ClarionError):
 
 class AcceptedButUnfinalized(ClarionError):
     code = "dispatch_not_finalized"
+
+
+class AcceptedButUnpublished(AcceptedButUnfinalized):
+    """The agent accepted a detached answer's prompt, but its successor's publication failed:
+    the answer is delivered, only its bookkeeping is not finished."""
+
+
+class ResumeNotAccepted(ClarionError):
+    """A detached answer's prompt certainly did not reach the agent and its reservation was
+    rolled back: the claim may be restored and the answer sent again. Never on the wire: the
+    resolver turns it into a retryable RetryableFailure once the claim is restored."""
+
+    code = "resume_not_accepted"
 
 
 class Unavailable(ClarionError):

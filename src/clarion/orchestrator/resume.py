@@ -8,19 +8,23 @@ then clear the recovery keys. Before the agent accepted, every
 failure rolls back (delete the unreferenced reservation, restore exactly the claimed rows).
 After it accepted, nothing can reopen the answer. A rollback that fails leaves the reservation
 unresolved and blocks admission in this process until restart recovery reconciles it.
+
+It reports how it ended and never touches the claimed rows itself: the resolver, which owns
+the claim, restores it (ResumeNotAccepted) or settles it as delivered (AcceptedButUnpublished).
 """
 
 from __future__ import annotations
 
 import logging
-from typing import NoReturn
 
 from clarion import failpoints
-from clarion.clarification.restorer import ClaimRestorer
-from clarion.domain.bundles import questions_of
-from clarion.domain.errors import AcceptedButUnfinalized
-from clarion.domain.models import ClarificationResponse, SessionState, Turn
-from clarion.domain.prompts import resume_prompt, with_recap
+from clarion.domain.errors import (
+    AcceptedButUnfinalized,
+    AcceptedButUnpublished,
+    ResumeNotAccepted,
+)
+from clarion.domain.models import SessionState, Turn
+from clarion.domain.prompts import with_recap
 from clarion.orchestrator.admission import TurnAdmission
 from clarion.orchestrator.lanes import Lane, Lanes
 from clarion.ports import AgentRuntime, ClaimResult, Store
@@ -49,18 +53,19 @@ class DetachedResume:
         self._admission = admission
         self._accept_s = resume_accept_s
         self._persist_s = persist_s
-        self._restorer = ClaimRestorer(store, publisher, persist_s)
 
-    async def resume(self, claim: ClaimResult, response: ClarificationResponse) -> Turn:
+    async def resume(self, claim: ClaimResult, prompt: str) -> Turn:
         bundle = claim.bundle
         session = bundle.session
         ids = [row.id for row in claim.claimed]
         source_turn_id = claim.claimed[0].turn_id or ""
-        prompt = resume_prompt(questions_of(bundle), response)
         lane = self._lanes.get(session.id)
         async with lane.admission:
             if lane.blocked_reason is not None:
-                await self._restore(claim, None)
+                raise ResumeNotAccepted(
+                    "prompt admission is blocked until restart recovery: " + lane.blocked_reason,
+                    **_ids(claim),
+                )
             try:
                 # An agent still finishing the question's turn gets the resume after it.
                 await bounded(lane.idle.wait(), self._accept_s)
@@ -73,9 +78,11 @@ class DetachedResume:
                     ),
                     self._persist_s,
                 )
-            except Exception:
+            except Exception as exc:
                 log.exception("successor reservation failed", extra=_ids(claim))
-                await self._restore(claim, None)
+                raise ResumeNotAccepted(
+                    "the successor could not be reserved", **_ids(claim)
+                ) from exc
             lane.hold_reservation(turn.id)
             try:
                 return await self._attempt(lane, claim, turn, prompt)
@@ -104,11 +111,12 @@ class DetachedResume:
                 self._runtime.prompt(session.id, with_recap(recap, prompt), generation=generation),
                 self._accept_s,
             )
-        except Exception:
+        except Exception as exc:
             log.exception("resume prompt not accepted; rolling back", extra=extra)
             if generation is not None:
                 lane.end(generation)
-            await self._restore(claim, turn)
+            await self._roll_back(claim, turn)
+            raise ResumeNotAccepted("the agent did not accept the resume prompt", **extra) from exc
         log.info("resume prompt accepted by the agent", extra={**extra, "generation": generation})
         try:
             await failpoints.hit("resume.after_accept")
@@ -127,8 +135,7 @@ class DetachedResume:
                 raise RuntimeError("successor publication did not apply")
         except Exception as exc:
             log.exception("accepted resume could not be published", extra=extra)
-            await self._settle_unpublished(claim)
-            raise AcceptedButUnfinalized(
+            raise AcceptedButUnpublished(
                 "clarification response was accepted, but dispatch state could not be finalized",
                 pending_id=claim.bundle.pending_id,
                 turn_id=turn.id,
@@ -139,51 +146,31 @@ class DetachedResume:
             await self._publisher.session_state(published.session)
         return turn
 
-    async def _settle_unpublished(self, claim: ClaimResult) -> None:
-        """The agent has the answer but the successor's publication failed: retire the
-        delivery intent on its own, so the bundle reads terminal (delivered) now rather
-        than `delivery_claimed` until a restart. The reservation keeps its dispatch keys,
-        which startup recovery finalizes. Best effort: if this write fails too, recovery
-        still settles the rows."""
-        ids = [row.id for row in claim.claimed]
-        try:
-            written = await bounded(
-                self._store.confirm_delivery(claim.bundle.pending_id, ids, delivered=True),
-                self._persist_s,
-            )
-        except Exception:
-            log.exception("delivery intent of an accepted resume not retired", extra=_ids(claim))
-            return
-        if written is not None:
-            await self._restorer.publish_claimed(claim, written.rows)
-
-    async def _restore(self, claim: ClaimResult, turn: Turn | None) -> NoReturn:
-        """Roll back a dispatch known not to have been accepted, then raise."""
+    async def _roll_back(self, claim: ClaimResult, turn: Turn) -> None:
+        """Delete the reservation of a dispatch known not to have been accepted. One that
+        cannot be deleted stays unresolved: admission is blocked until restart recovery, and
+        the answer's outcome is left to it."""
         lane = self._lanes.get(claim.bundle.session.id)
-        if turn is not None:
-            try:
-                deleted = await bounded(self._store.rollback_successor(turn.id), self._persist_s)
-            except Exception:
-                log.exception("reservation rollback failed", extra=_ids(claim))
-                deleted = False
-            if not deleted:
-                lane.blocked_reason = f"reservation {turn.id} could not be rolled back"
-                log.error(
-                    "reservation unresolved; admission blocked until restart",
-                    extra={**_ids(claim), "turn_id": turn.id},
-                )
-                raise AcceptedButUnfinalized(
-                    "clarification resume could not be rolled back; restart recovery will "
-                    "reconcile it",
-                    pending_id=claim.bundle.pending_id,
-                    turn_id=turn.id,
-                )
-        await self._restorer.restore_or_fail(
-            claim, code="resume_not_accepted", message="failed to resume clarification"
+        try:
+            deleted = await bounded(self._store.rollback_successor(turn.id), self._persist_s)
+        except Exception:
+            log.exception("reservation rollback failed", extra=_ids(claim))
+            deleted = False
+        if deleted:
+            return
+        lane.blocked_reason = f"reservation {turn.id} could not be rolled back"
+        log.error(
+            "reservation unresolved; admission blocked until restart",
+            extra={**_ids(claim), "turn_id": turn.id},
+        )
+        raise AcceptedButUnfinalized(
+            "clarification resume could not be rolled back; restart recovery will reconcile it",
+            pending_id=claim.bundle.pending_id,
+            turn_id=turn.id,
         )
 
 
-def _ids(claim: ClaimResult) -> dict[str, str | None]:
+def _ids(claim: ClaimResult) -> dict[str, str]:
     return {
         "pending_id": claim.bundle.pending_id,
         "session_id": claim.bundle.session.id,
