@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
+import pytest
 
 from clarion.domain.prompts import RECAP_FOOTER
 from tests.e2e.harness import ServerProcess, answer, wait_until
