@@ -8,10 +8,9 @@ import sys
 import pytest
 from agent_harness import RecordingSink, launch
 
-from clarion.agents.errors import AgentBusy, AgentUnavailable
 from clarion.agents.runtime import AcpRuntime
 from clarion.config import AgentProfile
-from clarion.domain.errors import NotFound
+from clarion.domain.errors import AgentBusy, AgentUnavailable, NotFound
 from clarion.ports import AgentOutput, PromptFinished
 
 pytestmark = pytest.mark.timeout(30)

@@ -91,19 +91,6 @@ async def test_a_dropped_subscription_is_unsubscribed(bus: MemoryBus | NatsBus) 
     assert bus.subscriber_count == 0
 
 
-async def test_inline_handled_survives_the_round_trip(bus: MemoryBus | NatsBus) -> None:
-    subscription = bus.subscribe()
-    handled = Event(
-        type="session.turn.completed", task_id="t", session_id=None, payload={}, inline_handled=True
-    )
-    await bus.publish(handled)
-    await bus.publish(event(1))
-    first, second = await take(subscription, 2)
-    assert first == handled
-    assert first.inline_handled is True
-    assert second.inline_handled is False
-
-
 async def test_nested_json_payload_survives(bus: MemoryBus | NatsBus) -> None:
     payload = {
         "message": {"id": "m1", "metadata": {"questions": [{"id": "db", "options": []}]}},

@@ -19,7 +19,6 @@ def test_an_event_round_trips() -> None:
         task_id="t1",
         session_id="s1",
         payload={"a": [1, {"b": None}], "c": 1.5},
-        inline_handled=True,
     )
     assert decode_event(encode_event(sent)) == sent
 
@@ -33,7 +32,6 @@ def test_the_wire_form_is_a_plain_json_object() -> None:
         "task_id": "t1",
         "session_id": None,
         "payload": {"revision": 2},
-        "inline_handled": False,
     }
 
 
@@ -47,9 +45,13 @@ def test_read_only_mappings_and_tuples_encode_as_objects_and_lists() -> None:
     assert decode_event(encode_event(sent)).payload == {"ids": ["a", "b"], "m": {"k": 1}}
 
 
-def test_decoding_accepts_text_and_defaults_inline_handled() -> None:
+def test_decoding_accepts_text_and_ignores_keys_it_does_not_know() -> None:
     text = '{"type": "x", "task_id": "t", "session_id": "s", "payload": {}}'
     assert decode_event(text) == Event(type="x", task_id="t", session_id="s", payload={})
+    older = (
+        '{"type": "x", "task_id": "t", "session_id": "s", "payload": {}, "inline_handled": true}'
+    )
+    assert decode_event(older) == Event(type="x", task_id="t", session_id=None, payload={})
 
 
 @pytest.mark.parametrize(
@@ -72,7 +74,7 @@ def test_encoding_refuses_an_empty_type() -> None:
         encode_event(Event(type="", task_id="t", session_id=None, payload={}))
 
 
-VALID = {"type": "x", "task_id": "t", "session_id": None, "payload": {}, "inline_handled": False}
+VALID = {"type": "x", "task_id": "t", "session_id": None, "payload": {}}
 
 
 @pytest.mark.parametrize(
@@ -90,7 +92,6 @@ VALID = {"type": "x", "task_id": "t", "session_id": None, "payload": {}, "inline
         (json.dumps({**VALID, "task_id": None}).encode(), "task_id must be a string"),
         (json.dumps({**VALID, "session_id": 1}).encode(), "session_id must be a string or null"),
         (json.dumps({**VALID, "payload": []}).encode(), "payload must be a JSON object"),
-        (json.dumps({**VALID, "inline_handled": "true"}).encode(), "inline_handled must be"),
     ],
 )
 def test_decoding_malformed_input_raises_value_error_saying_why(data: bytes, reason: str) -> None:

@@ -76,7 +76,6 @@ async def test_buses_on_one_server_and_prefix_see_each_others_events(nats_url: s
             task_id="t",
             session_id="s",
             payload={"state": "IDLE"},
-            inline_handled=True,
         )
         await one.publish(sent)
         async with asyncio.timeout(10):

@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from clarion.clarification.asker import QuestionDetached
+from clarion.domain.errors import QuestionDetached
 from clarion.domain.prompts import DETACHED_TOOL_ERROR
 from tests.lifecycle.harness import Lifecycle, ManualTimers, answer_db, running_lifecycle
 

@@ -10,8 +10,9 @@ import pytest
 
 from clarion import failpoints
 from clarion.clock import ManualClock
+from clarion.domain.errors import SummaryConflict
 from clarion.domain.models import SessionState, StatusSummary
-from clarion.projection.summaries import CAS_ATTEMPTS, SummaryConflict
+from clarion.projection.summaries import CAS_ATTEMPTS
 from clarion.store import SqlStore
 from tests.projection.builders import FailingStore, World, projections
 

@@ -22,9 +22,9 @@ from acp.connection import StreamDirection, StreamEvent
 from acp.schema import ClientCapabilities, HttpHeader, HttpMcpServer, Implementation
 
 from clarion.agents.client import PermissionPolicy, SessionClient
-from clarion.agents.errors import AgentBusy, AgentUnavailable
 from clarion.agents.frames import to_output
 from clarion.agents.process import drain_stderr, shut_down
+from clarion.domain.errors import AgentBusy, AgentUnavailable
 from clarion.ports import AgentOutput, AgentSink, PromptFinished
 
 logger = logging.getLogger(__name__)

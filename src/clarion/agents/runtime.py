@@ -13,11 +13,10 @@ from collections.abc import Mapping
 from types import TracebackType
 
 from clarion.agents.client import PermissionPolicy, deny_all
-from clarion.agents.errors import AgentUnavailable
 from clarion.agents.live import LiveAgent
 from clarion.agents.process import build_env, spawn
 from clarion.config import AgentProfile
-from clarion.domain.errors import NotFound
+from clarion.domain.errors import AgentUnavailable, NotFound
 from clarion.ports import AcpSessionInfo, AgentLaunch, AgentSink
 
 logger = logging.getLogger(__name__)

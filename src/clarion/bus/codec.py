@@ -14,7 +14,7 @@ from typing import Any
 
 from clarion.ports import Event
 
-_KEYS = frozenset({"type", "task_id", "session_id", "payload", "inline_handled"})
+_KEYS = frozenset({"type", "task_id", "session_id", "payload"})
 
 
 def encode_event(event: Event) -> bytes:
@@ -26,7 +26,6 @@ def encode_event(event: Event) -> bytes:
         "task_id": event.task_id,
         "session_id": event.session_id,
         "payload": _plain(event.payload, "payload"),
-        "inline_handled": bool(event.inline_handled),
     }
     return json.dumps(body, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode()
 
@@ -39,11 +38,12 @@ def decode_event(data: bytes | str) -> Event:
         raise ValueError(f"event is not valid JSON: {exc}") from exc
     if not isinstance(body, dict):
         raise ValueError(f"event must be a JSON object, got {type(body).__name__}")
-    missing = sorted(_KEYS - {"inline_handled"} - body.keys())
+    # Keys beyond these (an older server's `inline_handled`) are ignored.
+    missing = sorted(_KEYS - body.keys())
     if missing:
         raise ValueError(f"event is missing {', '.join(missing)}")
     type_, task_id, session_id = body["type"], body["task_id"], body["session_id"]
-    payload, inline_handled = body["payload"], body.get("inline_handled", False)
+    payload = body["payload"]
     if not isinstance(type_, str) or not type_:
         raise ValueError("event type must be a non-empty string")
     if not isinstance(task_id, str):
@@ -52,15 +52,7 @@ def decode_event(data: bytes | str) -> Event:
         raise ValueError("event session_id must be a string or null")
     if not isinstance(payload, dict):
         raise ValueError("event payload must be a JSON object")
-    if not isinstance(inline_handled, bool):
-        raise ValueError("event inline_handled must be a boolean")
-    return Event(
-        type=type_,
-        task_id=task_id,
-        session_id=session_id,
-        payload=payload,
-        inline_handled=inline_handled,
-    )
+    return Event(type=type_, task_id=task_id, session_id=session_id, payload=payload)
 
 
 def _reject_constant(name: str) -> Any:

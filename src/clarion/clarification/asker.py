@@ -18,7 +18,7 @@ from clarion.clarification.canceller import ClarificationCanceller
 from clarion.clarification.waiters import Cancelled, Delivery, LiveWaiters, Waiter
 from clarion.clock import within
 from clarion.domain.answers import tool_result_text
-from clarion.domain.errors import ClarionError, NotFound
+from clarion.domain.errors import NotFound, QuestionDetached
 from clarion.domain.ids import new_id
 from clarion.domain.models import AuthorType, MessageType, SessionState
 from clarion.domain.prompts import DETACHED_TOOL_ERROR
@@ -29,12 +29,6 @@ from clarion.projection.events import EventPublisher
 log = logging.getLogger(__name__)
 
 Progress = Callable[[str], Awaitable[None]]
-
-
-class QuestionDetached(ClarionError):
-    """The wait ended without an answer; the bundle stays open and detached."""
-
-    code = "question_detached"
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,13 +6,18 @@ ClarionError
  +-- Conflict                  the request is well formed but the state forbids it (409)
  |    +-- NotActive            a clarification bundle is not answerable (carries its state)
  |    +-- PendingInput         a workflow move refused while a clarification is active
+ |    +-- AgentUnavailable     the session's agent is not running, could not start, or refused
+ |    +-- AgentBusy            the agent is already running a prompt (ACP allows one)
  +-- Unauthenticated           missing or wrong credentials (401)
  +-- ServiceStarting           startup recovery has not finished (503)
  +-- RetryableFailure          rolled back; the same request may be sent again (500)
  +-- AcceptedButUnfinalized    accepted; must not be sent again though finalization failed (500)
  |    +-- AcceptedButUnpublished   the agent has it; its successor's publication failed
  +-- ResumeNotAccepted         a detached resume rolled back before the agent got it (internal)
+ +-- QuestionDetached          the wait ended without an answer (a tool error, never HTTP)
  +-- Unavailable               an authoritative read could not be made; try again (500)
+ |    +-- ProjectionUnavailable   the pending projection could not be read
+ |    +-- SummaryConflict         a summary compare-and-set kept losing
  +-- InjectedFailure           a fault point fired with action `error`
 """
 
@@ -79,6 +84,25 @@ class PendingInput(Conflict):
     code = "pending_input"
 
 
+class AgentUnavailable(Conflict):
+    """The session's agent process is not running, could not be started, or did not take the
+    request."""
+
+    code = "agent_unavailable"
+
+
+class AgentBusy(Conflict):
+    """A prompt is already running in this session; ACP allows one at a time."""
+
+    code = "agent_busy"
+
+
+class QuestionDetached(ClarionError):
+    """The wait ended without an answer; the bundle stays open and detached."""
+
+    code = "question_detached"
+
+
 class Unauthenticated(ClarionError):
     code = "unauthenticated"
 
@@ -117,6 +141,18 @@ class Unavailable(ClarionError):
     not be made. Nothing was claimed or changed; the same request may be sent again."""
 
     code = "unavailable"
+
+
+class ProjectionUnavailable(Unavailable):
+    """The authoritative pending projection could not be read; the request must fail (500)."""
+
+    code = "projection_unavailable"
+
+
+class SummaryConflict(Unavailable):
+    """Compare-and-set kept losing; the summary could not be confirmed."""
+
+    code = "summary_conflict"
 
 
 class InjectedFailure(ClarionError):

@@ -20,8 +20,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.types import Receive, Scope, Send
 
-from clarion.clarification.asker import Asker, QuestionDetached
-from clarion.domain.errors import InvalidInput, NotFound
+from clarion.clarification.asker import Asker
+from clarion.domain.errors import InvalidInput, NotFound, QuestionDetached
 from clarion.orchestrator.launch import SessionTokens
 
 log = logging.getLogger(__name__)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 
-from clarion.domain.errors import Conflict
+from clarion.domain.errors import AgentUnavailable, Conflict
 from clarion.domain.models import AuthorType, MessageType, Session, SessionState, Turn
 from clarion.domain.prompts import recap, recap_entries, with_recap
 from clarion.orchestrator.lanes import Lane, Lanes
@@ -23,10 +23,6 @@ log = logging.getLogger(__name__)
 # How many of the newest transcript messages a recap is built from (it is bounded again in
 # characters); a restarted agent needs the recent thread, not the whole history.
 RECAP_MESSAGES = 60
-
-
-class AgentUnavailable(Conflict):
-    code = "agent_unavailable"
 
 
 class TurnAdmission:

@@ -12,15 +12,15 @@ class Event:
     """A fact that happened, published after it is durable.
 
     `type` is the wire action (`session.message.added`, ...). `payload` is JSON-ready.
-    `inline_handled` tells local subscribers that the publisher already ran the local
-    reaction synchronously (the watchdog), so they must not repeat it.
+    Events are notifications only: no subscriber reacts to one in a way the publisher must
+    order against (the watchdog is armed synchronously, never through the bus), so an event
+    carries no "already handled" marker.
     """
 
     type: str
     task_id: str
     session_id: str | None
     payload: Mapping[str, Any]
-    inline_handled: bool = False
 
 
 class Bus(Protocol):

@@ -112,23 +112,12 @@ class EventPublisher:
             },
         )
 
-    async def raw(self, event: Event) -> None:
-        await self._publish(
-            event.type,
-            event.task_id,
-            event.session_id,
-            event.payload,
-            inline_handled=event.inline_handled,
-        )
-
     async def _publish(
         self,
         type_: str,
         task_id: str,
         session_id: str | None,
         payload: Any,
-        *,
-        inline_handled: bool = False,
     ) -> None:
         try:
             await self._bus.publish(
@@ -137,7 +126,6 @@ class EventPublisher:
                     task_id=task_id,
                     session_id=session_id,
                     payload=payload,
-                    inline_handled=inline_handled,
                 )
             )
         except Exception:

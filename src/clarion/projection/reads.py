@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from clarion.domain.bundles import bundle_state, delivery_of, questions_of
-from clarion.domain.errors import NotFound, Unavailable
+from clarion.domain.errors import NotFound, ProjectionUnavailable
 from clarion.domain.models import MetaKey, Session, Task
 from clarion.domain.wire import message_wire, session_wire, task_wire, turn_wire
 from clarion.ports import Store
@@ -21,12 +21,6 @@ from clarion.projection.pending import PendingProjector
 from clarion.projection.summaries import Repair, SummaryService, task_pending
 
 log = logging.getLogger(__name__)
-
-
-class ProjectionUnavailable(Unavailable):
-    """The authoritative pending projection could not be read; the request must fail (500)."""
-
-    code = "projection_unavailable"
 
 
 class Reads:

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from clarion import failpoints
-from clarion.domain.errors import Unavailable
+from clarion.domain.errors import SummaryConflict
 from clarion.domain.models import PendingAction, SessionState, StatusSummary
 from clarion.domain.wire import summary_wire
 from clarion.ports import Bus, Event, Store, SummaryInputs
@@ -35,12 +35,6 @@ CAS_ATTEMPTS = 3
 OWNED_KEYS = ("pending_action",)
 # Sessions whose pending action the legacy `task_pending_action` field reports.
 LEGACY_ACTIVE_STATES = frozenset({SessionState.RUNNING, SessionState.WAITING_FOR_INPUT})
-
-
-class SummaryConflict(Unavailable):
-    """Compare-and-set kept losing; the summary could not be confirmed."""
-
-    code = "summary_conflict"
 
 
 def task_level_action(actions: Mapping[str, PendingAction | None]) -> PendingAction | None:

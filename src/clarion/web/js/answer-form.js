@@ -13,7 +13,7 @@
  */
 
 /** Number keys pick options 1..6 (a question has at most six). */
-export const MAX_OPTION_KEYS = 6;
+const MAX_OPTION_KEYS = 6;
 
 /**
  * @param {Bundle} bundle

@@ -134,7 +134,7 @@ export function applySessionList(state, rows) {
  * @param {{session_id?: string, task_id?: string, new_state?: string, state?: string}} payload
  * @returns {StoreState}
  */
-export function applySessionState(state, payload) {
+function applySessionState(state, payload) {
   const id = payload.session_id;
   const newState = payload.new_state ?? payload.state;
   if (!id || !newState) return state;
@@ -166,7 +166,7 @@ export function beginTaskRead(state) {
  * @param {ReadStart} start
  * @param {string} taskId
  */
-export function hasNewerLiveSummary(state, start, taskId) {
+function hasNewerLiveSummary(state, start, taskId) {
   const live = state.summaries[taskId];
   if (!live) return false;
   const atStart = start.summaryRevisions[taskId];

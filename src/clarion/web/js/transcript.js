@@ -61,7 +61,7 @@ export function upsertMessage(t, message) {
  * @param {string} messageId
  * @returns {Transcript}
  */
-export function removeMessage(t, messageId) {
+function removeMessage(t, messageId) {
   return { ...t, messages: t.messages.filter((m) => m.id !== messageId) };
 }
 
