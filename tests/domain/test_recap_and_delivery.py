@@ -84,3 +84,24 @@ def test_delivery_reads_ambiguous_until_a_resend_settles_it() -> None:
     assert delivery_of(mixed) is Delivery.AMBIGUOUS
     assert not resend_in_flight(mixed)
     assert resend_in_flight(bundle(row("a", delivery="ambiguous", resend_pending=True)))
+
+
+def test_a_claim_writes_each_rows_own_answer_or_the_rejection() -> None:
+    from clarion.domain.bundles import claim_values
+    from clarion.domain.models import Answer, ClarificationResponse
+
+    answered = ClarificationResponse(
+        pending_id="p",
+        answers=(Answer("db", ("sqlite",), "small"), Answer("lang", ("go",))),
+        rejected=False,
+    )
+    db_row = row("a", question_id="db")
+    unanswered = row("b", question_id="deploy")
+    assert claim_values(db_row, answered) == {
+        "status": "answered",
+        "response": {"question_id": "db", "selected_options": ["sqlite"], "custom_text": ""}
+        | {"custom_text": "small"},
+    }
+    assert claim_values(unanswered, answered)["response"]["selected_options"] == []
+    skipped = ClarificationResponse(pending_id="p", answers=(), rejected=True, reject_reason="no")
+    assert claim_values(db_row, skipped) == {"status": "rejected", "reject_reason": "no"}

@@ -15,9 +15,9 @@ from typing import Any
 from sqlalchemy import bindparam, not_, select
 from sqlalchemy.sql.elements import BindParameter
 
+from clarion.domain.bundles import claim_values
 from clarion.domain.errors import Conflict, InvalidInput, NotFound
 from clarion.domain.models import (
-    Answer,
     Bundle,
     ClarificationResponse,
     ClarificationStatus,
@@ -144,10 +144,9 @@ class ClarificationQueries(StoreBase):
                 pending = await run_rows(
                     conn, _CLAIMABLE, {"pending_id": pending_id, "session_id": session_id}
                 )
-                answers = {a.question_id: a for a in response.answers}
                 taken: list[Message] = []
                 for row in pending:
-                    change = _claim_change(row, response, answers)
+                    change = set_keys(**claim_values(row, response), **{INTENT: True})
                     taken.extend(await rewrite(conn, [row], change, now=now))
                 claimed = tuple(taken)
             # The bundle as it now stands: the rows read above with the claimed ones replaced
@@ -279,39 +278,6 @@ def _bundle_identity(session_id: str, rows: Sequence[NewMessage]) -> str:
                 "bundle rows must be clarification requests of the session", field="rows"
             )
     return pending_id
-
-
-def _claim_change(
-    row: Message, response: ClarificationResponse, answers: dict[str, Answer]
-) -> MetaChange:
-    question_id = _question_id(row)
-    if response.rejected:
-        values: dict[str, Any] = {
-            MetaKey.STATUS: ClarificationStatus.REJECTED.value,
-            MetaKey.REJECT_REASON: response.reject_reason,
-        }
-    else:
-        answer = answers.get(question_id, Answer(question_id=question_id))
-        values = {
-            MetaKey.STATUS: ClarificationStatus.ANSWERED.value,
-            MetaKey.RESPONSE: {
-                "question_id": question_id,
-                "selected_options": list(answer.selected_options),
-                "custom_text": answer.custom_text,
-            },
-        }
-    values[INTENT] = True
-    return set_keys(**values)
-
-
-def _question_id(row: Message) -> str:
-    value = row.metadata.get(MetaKey.QUESTION_ID)
-    if isinstance(value, str) and value:
-        return value
-    question = row.metadata.get(MetaKey.QUESTION)
-    if isinstance(question, dict) and isinstance(question.get("id"), str):
-        return str(question["id"])
-    return ""
 
 
 def _retire_intent(*, delivered: bool) -> MetaChange:
