@@ -99,8 +99,7 @@ def test_a_claim_writes_each_rows_own_answer_or_the_rejection() -> None:
     unanswered = row("b", question_id="deploy")
     assert claim_values(db_row, answered) == {
         "status": "answered",
-        "response": {"question_id": "db", "selected_options": ["sqlite"], "custom_text": ""}
-        | {"custom_text": "small"},
+        "response": {"question_id": "db", "selected_options": ["sqlite"], "custom_text": "small"},
     }
     assert claim_values(unanswered, answered)["response"]["selected_options"] == []
     skipped = ClarificationResponse(pending_id="p", answers=(), rejected=True, reject_reason="no")
