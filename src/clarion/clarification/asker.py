@@ -23,7 +23,7 @@ from clarion.domain.ids import new_id
 from clarion.domain.models import AuthorType, MessageType, SessionState
 from clarion.domain.prompts import DETACHED_TOOL_ERROR
 from clarion.domain.questions import bundle_row_metadata, parse_ask
-from clarion.ports import Clock, NewMessage, Store
+from clarion.ports import AnswerStore, Clock, NewMessage
 from clarion.projection.events import EventPublisher
 
 log = logging.getLogger(__name__)
@@ -40,7 +40,7 @@ class AskLimits:
 class Asker:
     def __init__(
         self,
-        store: Store,
+        store: AnswerStore,
         waiters: LiveWaiters,
         publisher: EventPublisher,
         canceller: ClarificationCanceller,

@@ -13,7 +13,7 @@ from clarion.clarification.waiters import LiveWaiters
 from clarion.domain.bundles import bundle_state, winning_response
 from clarion.domain.errors import NotActive, NotFound
 from clarion.domain.models import Message
-from clarion.ports import Store
+from clarion.ports import AnswerStore
 from clarion.projection.events import EventPublisher
 from clarion.supervisor import Supervisor, bounded
 
@@ -23,7 +23,7 @@ log = logging.getLogger(__name__)
 class ClarificationCanceller:
     def __init__(
         self,
-        store: Store,
+        store: AnswerStore,
         publisher: EventPublisher,
         waiters: LiveWaiters,
         supervisor: Supervisor,

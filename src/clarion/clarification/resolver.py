@@ -34,7 +34,7 @@ from clarion.domain.models import (
     MetaKey,
     SessionState,
 )
-from clarion.ports import ClaimResult, Clock, Store, Written
+from clarion.ports import AnswerStore, ClaimResult, Clock, Written
 from clarion.projection.events import EventPublisher
 from clarion.supervisor import Supervisor, bounded
 
@@ -63,7 +63,7 @@ class Resolver:
     def __init__(
         self,
         *,
-        store: Store,
+        store: AnswerStore,
         waiters: LiveWaiters,
         publisher: EventPublisher,
         supervisor: Supervisor,

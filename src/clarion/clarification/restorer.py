@@ -16,7 +16,7 @@ from typing import NoReturn
 
 from clarion.domain.errors import AcceptedButUnfinalized, RetryableFailure
 from clarion.domain.models import Message
-from clarion.ports import ClaimResult, Store
+from clarion.ports import AnswerStore, ClaimResult
 from clarion.projection.events import EventPublisher
 from clarion.supervisor import bounded
 
@@ -24,7 +24,7 @@ log = logging.getLogger(__name__)
 
 
 class ClaimRestorer:
-    def __init__(self, store: Store, publisher: EventPublisher, persist_s: float) -> None:
+    def __init__(self, store: AnswerStore, publisher: EventPublisher, persist_s: float) -> None:
         self._store = store
         self._publisher = publisher
         self._persist_s = persist_s

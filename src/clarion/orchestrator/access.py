@@ -1,7 +1,7 @@
 """Who may see what: API tokens, callers, and visibility through a task's workspace.
 
 Imported by the composition root, the HTTP and WebSocket edges and the `clarion token`
-command; depends on the Store port only. With access control off every caller is `EVERYONE`
+command; depends on the AccessStore port only. With access control off every caller is `EVERYONE`
 and no check touches the database, so the open server behaves exactly as before.
 
 Visibility always goes through the task: a session, message, turn or bundle is visible when
@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from clarion.domain.errors import NotFound, Unauthenticated
 from clarion.domain.models import Workspace
-from clarion.ports import Store
+from clarion.ports import AccessStore
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +61,7 @@ EVERYONE = Caller(user=None, workspaces=None)
 
 
 class AccessControl:
-    def __init__(self, store: Store, *, enabled: bool) -> None:
+    def __init__(self, store: AccessStore, *, enabled: bool) -> None:
         self._store = store
         self._enabled = enabled
         self._task_workspace: dict[str, str] = {}

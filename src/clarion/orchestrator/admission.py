@@ -15,7 +15,7 @@ from clarion.domain.models import AuthorType, MessageType, Session, SessionState
 from clarion.domain.prompts import recap, recap_entries, with_recap
 from clarion.orchestrator.lanes import Lane, Lanes
 from clarion.orchestrator.launch import Launcher
-from clarion.ports import AgentRuntime, NewMessage, Store
+from clarion.ports import AgentRuntime, NewMessage, TurnStore
 from clarion.projection.events import EventPublisher
 
 log = logging.getLogger(__name__)
@@ -28,7 +28,7 @@ RECAP_MESSAGES = 60
 class TurnAdmission:
     def __init__(
         self,
-        store: Store,
+        store: TurnStore,
         runtime: AgentRuntime,
         publisher: EventPublisher,
         lanes: Lanes,

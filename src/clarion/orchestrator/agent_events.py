@@ -17,7 +17,7 @@ from clarion.domain.models import AuthorType, MessageType, SessionState
 from clarion.orchestrator.admission import TurnAdmission
 from clarion.orchestrator.lanes import Lanes
 from clarion.orchestrator.watchdog import Watchdogs
-from clarion.ports import AgentOutput, NewMessage, PromptFinished, Store
+from clarion.ports import AgentOutput, NewMessage, PromptFinished, TurnStore
 from clarion.projection.events import EventPublisher
 from clarion.supervisor import Supervisor, bounded
 
@@ -32,7 +32,7 @@ class AgentEvents:
     def __init__(
         self,
         *,
-        store: Store,
+        store: TurnStore,
         publisher: EventPublisher,
         lanes: Lanes,
         admission: TurnAdmission,

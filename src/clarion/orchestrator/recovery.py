@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from clarion import failpoints
 from clarion.domain.models import SessionState
-from clarion.ports import DetachedBundle, Store
+from clarion.ports import DetachedBundle, RecoveryStore
 from clarion.projection.events import EventPublisher
 from clarion.projection.pending import PendingProjector
 
@@ -35,7 +35,7 @@ class RecoveryReport:
 
 class StartupRecovery:
     def __init__(
-        self, store: Store, projector: PendingProjector, publisher: EventPublisher
+        self, store: RecoveryStore, projector: PendingProjector, publisher: EventPublisher
     ) -> None:
         self._store = store
         self._projector = projector

@@ -24,7 +24,7 @@ from clarion.domain.models import Bundle, Delivery
 from clarion.domain.prompts import resume_prompt
 from clarion.orchestrator.admission import TurnAdmission
 from clarion.orchestrator.lanes import Lanes
-from clarion.ports import Store
+from clarion.ports import AnswerStore
 from clarion.projection.events import EventPublisher
 from clarion.supervisor import bounded
 
@@ -35,7 +35,7 @@ class AnswerResender:
     def __init__(
         self,
         *,
-        store: Store,
+        store: AnswerStore,
         admission: TurnAdmission,
         publisher: EventPublisher,
         lanes: Lanes,

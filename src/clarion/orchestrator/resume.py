@@ -27,7 +27,7 @@ from clarion.domain.models import SessionState, Turn
 from clarion.domain.prompts import with_recap
 from clarion.orchestrator.admission import TurnAdmission
 from clarion.orchestrator.lanes import Lane, Lanes
-from clarion.ports import AgentRuntime, ClaimResult, Store
+from clarion.ports import AgentRuntime, AnswerStore, ClaimResult
 from clarion.projection.events import EventPublisher
 from clarion.supervisor import bounded
 
@@ -38,7 +38,7 @@ class DetachedResume:
     def __init__(
         self,
         *,
-        store: Store,
+        store: AnswerStore,
         runtime: AgentRuntime,
         publisher: EventPublisher,
         lanes: Lanes,

@@ -16,7 +16,7 @@ from clarion.orchestrator.admission import TurnAdmission
 from clarion.orchestrator.lanes import Lanes
 from clarion.orchestrator.launch import SessionTokens
 from clarion.orchestrator.watchdog import Watchdogs
-from clarion.ports import AgentRuntime, Store
+from clarion.ports import AgentRuntime, TurnStore
 from clarion.projection.events import EventPublisher
 
 log = logging.getLogger(__name__)
@@ -32,7 +32,7 @@ class SessionService:
     def __init__(
         self,
         *,
-        store: Store,
+        store: TurnStore,
         runtime: AgentRuntime,
         publisher: EventPublisher,
         lanes: Lanes,

@@ -6,7 +6,7 @@ import logging
 
 from clarion.domain.models import Task
 from clarion.domain.wire import task_wire
-from clarion.ports import Bus, Event, Store
+from clarion.ports import Bus, Event, TurnStore
 
 log = logging.getLogger(__name__)
 
@@ -14,7 +14,7 @@ DEFAULT_WORKSPACE = "default"
 
 
 class TaskService:
-    def __init__(self, store: Store, bus: Bus) -> None:
+    def __init__(self, store: TurnStore, bus: Bus) -> None:
         self._store = store
         self._bus = bus
 

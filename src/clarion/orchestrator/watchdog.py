@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from clarion.orchestrator.admission import TurnAdmission
 from clarion.orchestrator.lanes import Lanes
-from clarion.ports import AgentOutput, AgentRuntime, Clock, Store
+from clarion.ports import AgentOutput, AgentRuntime, Clock, TurnStore
 from clarion.supervisor import Supervisor, bounded
 
 log = logging.getLogger(__name__)
@@ -41,7 +41,7 @@ class Watchdogs:
     def __init__(
         self,
         *,
-        store: Store,
+        store: TurnStore,
         runtime: AgentRuntime,
         lanes: Lanes,
         admission: TurnAdmission,

@@ -12,13 +12,13 @@ import logging
 
 from clarion.domain.errors import PendingInput
 from clarion.domain.models import Task, WorkflowStep
-from clarion.ports import Store
+from clarion.ports import TurnStore
 
 log = logging.getLogger(__name__)
 
 
 class WorkflowGuard:
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: TurnStore) -> None:
         self._store = store
 
     async def move(self, task_id: str, step: WorkflowStep) -> Task:

@@ -17,25 +17,32 @@ from clarion.ports.agents import (
 )
 from clarion.ports.bus import Bus, Event
 from clarion.ports.store import (
+    AccessStore,
+    AnswerStore,
     ClaimResult,
     Clock,
     DetachedBundle,
     IntentRecovery,
     MessagePage,
     NewMessage,
+    ReadStore,
+    RecoveryStore,
     ReservationRecovery,
     Store,
     SummaryInputs,
     TokenOwner,
+    TurnStore,
     Written,
 )
 
 __all__ = [
+    "AccessStore",
     "AcpSessionInfo",
     "AgentLaunch",
     "AgentOutput",
     "AgentRuntime",
     "AgentSink",
+    "AnswerStore",
     "Bus",
     "ClaimResult",
     "Clock",
@@ -46,9 +53,12 @@ __all__ = [
     "NewMessage",
     "ProfileResolver",
     "PromptFinished",
+    "ReadStore",
+    "RecoveryStore",
     "ReservationRecovery",
     "Store",
     "SummaryInputs",
     "TokenOwner",
+    "TurnStore",
     "Written",
 ]

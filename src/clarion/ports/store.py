@@ -135,78 +135,42 @@ class TokenOwner:
 # --------------------------------------------------------------------------- store
 
 
-class Store(Protocol):
-    """Durable state. Every method is one transaction; writes are guarded updates."""
+class Lookups(Protocol):
+    """Reads shared by every consumer: the things a request names."""
 
-    # workspaces and tasks
-    async def ensure_workspace(self, name: str) -> Workspace: ...
-    async def get_workspace(self, workspace_id: str) -> Workspace: ...
-    async def create_task(self, *, title: str, description: str, workspace_id: str) -> Task: ...
-    async def get_task(self, task_id: str) -> Task: ...
-    async def list_tasks(self, workspace_ids: Sequence[str] | None = None) -> list[Task]: ...
-    async def set_task_step(self, task_id: str, step: WorkflowStep) -> Task: ...
-
-    # sessions
-    async def create_session(self, *, task_id: str, agent: str, is_primary: bool) -> Session: ...
-    async def get_session(self, session_id: str) -> Session: ...
-    async def list_sessions(self, task_id: str) -> list[Session]: ...
-    async def list_sessions_in_states(self, states: Sequence[SessionState]) -> list[Session]: ...
-    async def transition_session(
-        self,
-        session_id: str,
-        to: SessionState,
-        *,
-        allowed_from: Sequence[SessionState] | None = None,
-    ) -> Session | None:
-        """Set the state if the current one is in `allowed_from` (any non-terminal when None).
-        Returns the session as it now stands when it is in `to` (a session already there, with
-        `to` allowed, is not rewritten), None when the move is not allowed."""
+    async def get_task(self, task_id: str) -> Task:
+        """The task; NotFound if missing."""
         ...
+
+    async def get_session(self, session_id: str) -> Session:
+        """The session; NotFound if missing."""
+        ...
+
+    async def list_sessions(self, task_id: str) -> list[Session]:
+        """The task's sessions, oldest first."""
+        ...
+
+    async def find_bundle(self, pending_id: str) -> Bundle | None:
+        """Every row carrying the pending id, with its session and current turn, from one
+        snapshot; None when no row has it.
+        """
+        ...
+
+    async def sessions_with_active_clarification(self, task_id: str) -> list[str]:
+        """Ids of the task's non-terminal sessions with a pending row in their current turn."""
+        ...
+
+
+class AnswerStore(Lookups, Protocol):
+    """The answer path: asking, claiming, confirming, restoring, detaching, the detached
+    resume's reservation and the person's resend. Every write holds the session's lock; each
+    returns what it changed, so a guarded update that did not apply is an empty tuple, None or
+    False, never an exception."""
 
     async def session_with_current_turn(self, session_id: str) -> tuple[Session, str | None]:
         """The session (NotFound if missing) and its current turn id, from one read."""
         ...
 
-    # turns
-    async def create_turn(
-        self,
-        session_id: str,
-        *,
-        lifecycle_only: bool = False,
-        metadata: Mapping[str, Any] | None = None,
-    ) -> Turn: ...
-    async def complete_turn(
-        self, turn_id: str, *, metadata_patch: Mapping[str, Any] | None = None
-    ) -> bool:
-        """Set completed_at if still open. Returns whether it applied."""
-        ...
-
-    async def get_turn(self, turn_id: str) -> Turn: ...
-    async def find_current_turn(self, session_id: str) -> Turn | None:
-        """The seed's current turn: authoritative, not lifecycle_only, open first, then newest."""
-        ...
-
-    async def list_visible_turns(self, session_id: str) -> list[Turn]:
-        """History ascending by started_at, created_at, id; unpublished reservations hidden
-        unless a message references them. Private dispatch keys are stripped."""
-        ...
-
-    async def list_open_turns(self) -> list[Turn]:
-        """Authoritative turns with completed_at NULL, across sessions (startup)."""
-        ...
-
-    # messages
-    async def add_message(self, new: NewMessage) -> Message: ...
-    async def append_message_content(self, message_id: str, text: str) -> Message: ...
-    async def get_message(self, message_id: str) -> Message: ...
-    async def list_messages(
-        self, session_id: str, *, after: str | None = None, limit: int = 100
-    ) -> MessagePage: ...
-    async def delete_message(self, session_id: str, message_id: str) -> Message | None:
-        """Delete one message; returns it, or None if it did not exist. Never touches turns."""
-        ...
-
-    # clarification bundles
     async def create_bundle(
         self,
         session_id: str,
@@ -217,11 +181,6 @@ class Store(Protocol):
     ) -> Written:
         """Insert all rows of one bundle in the given (default: current) turn, or none; with
         `session_state`, also move a non-terminal session there, in the same commit."""
-        ...
-
-    async def find_bundle(self, pending_id: str) -> Bundle | None: ...
-    async def list_active_bundle_ids(self, session_id: str) -> list[str]:
-        """pending_ids with at least one pending row in the session's current turn."""
         ...
 
     async def claim_response(
@@ -267,11 +226,22 @@ class Store(Protocol):
         """Pending rows of the bundle -> cancelled. Changed rows only."""
         ...
 
-    # detached-answer successor reservations
     async def reserve_successor(
         self, session_id: str, *, source_turn_id: str, pending_id: str, message_ids: Sequence[str]
-    ) -> Turn: ...
-    async def mark_attempted(self, turn_id: str) -> bool: ...
+    ) -> Turn:
+        """An unpublished successor turn carrying kandev's dispatch keys (the recovery identity:
+        source turn, pending id, exactly the claimed message ids). Conflict when a reservation is
+        already live, the session ended, or `source_turn_id` is no longer current; InvalidInput for
+        empty ids. Not current-turn authority until attempted or referenced.
+        """
+        ...
+
+    async def mark_attempted(self, turn_id: str) -> bool:
+        """Set `prompt_dispatch_attempted` on a live reservation (the at-most-once boundary);
+        False when the turn is not one.
+        """
+        ...
+
     async def publish_successor(
         self,
         turn_id: str,
@@ -289,11 +259,6 @@ class Store(Protocol):
         """Delete the reservation if no message references it. True if deleted."""
         ...
 
-    async def find_live_reservation(self, session_id: str) -> Turn | None:
-        """A reservation still carrying prompt_dispatch_pending, if any."""
-        ...
-
-    # ambiguous dispatch: the person's explicit resend
     async def claim_resend(self, pending_id: str) -> tuple[Message, ...]:
         """Mark the bundle's `delivery: "ambiguous"` rows `resend_pending`; () (nothing
         written) when none is ambiguous, a resend is already in flight, or the session
@@ -310,12 +275,79 @@ class Store(Protocol):
         `delivery: "delivered"` and `resent_turn_id`. Returns the rows it changed."""
         ...
 
-    async def release_resends(self) -> list[str]:
-        """Startup: every resend a stopped process left in flight reads ambiguous again.
-        Returns the pending ids released."""
+
+class TurnStore(Lookups, Protocol):
+    """Turns and admission: sessions, their turns and transcript, as the orchestrator drives
+    agents."""
+
+    async def ensure_workspace(self, name: str) -> Workspace:
+        """The workspace called `name`, created if missing (idempotent under races)."""
         ...
 
-    # agents' context across restarts
+    async def create_task(self, *, title: str, description: str, workspace_id: str) -> Task:
+        """A new task in `backlog`, with no summary yet."""
+        ...
+
+    async def set_task_step(self, task_id: str, step: WorkflowStep) -> Task:
+        """Move the task to `step`; returns it as stored. NotFound if missing."""
+        ...
+
+    async def create_session(self, *, task_id: str, agent: str, is_primary: bool) -> Session:
+        """A new session of the task, in CREATED."""
+        ...
+
+    async def transition_session(
+        self,
+        session_id: str,
+        to: SessionState,
+        *,
+        allowed_from: Sequence[SessionState] | None = None,
+    ) -> Session | None:
+        """Set the state if the current one is in `allowed_from` (any non-terminal when None).
+        Returns the session as it now stands when it is in `to` (a session already there, with
+        `to` allowed, is not rewritten), None when the move is not allowed."""
+        ...
+
+    async def create_turn(
+        self,
+        session_id: str,
+        *,
+        lifecycle_only: bool = False,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> Turn:
+        """An open turn started now; a conversational one becomes the current turn at once."""
+        ...
+
+    async def complete_turn(
+        self, turn_id: str, *, metadata_patch: Mapping[str, Any] | None = None
+    ) -> bool:
+        """Set completed_at if still open. Returns whether it applied."""
+        ...
+
+    async def get_turn(self, turn_id: str) -> Turn:
+        """The turn; NotFound if missing."""
+        ...
+
+    async def find_current_turn(self, session_id: str) -> Turn | None:
+        """The seed's current turn: authoritative, not lifecycle_only, open first, then newest."""
+        ...
+
+    async def add_message(self, new: NewMessage) -> Message:
+        """Insert one message (in `new.turn_id`, default the current turn) and return it."""
+        ...
+
+    async def append_message_content(self, message_id: str, text: str) -> Message:
+        """Append `text` to a streamed message's content; returns it. NotFound if missing."""
+        ...
+
+    async def delete_message(self, session_id: str, message_id: str) -> Message | None:
+        """Delete one message; returns it, or None if it did not exist. Never touches turns."""
+        ...
+
+    async def list_active_bundle_ids(self, session_id: str) -> list[str]:
+        """pending_ids with at least one pending row in the session's current turn."""
+        ...
+
     async def recent_messages(self, session_id: str, limit: int) -> list[Message]:
         """The session's newest `limit` messages, oldest first."""
         ...
@@ -324,17 +356,100 @@ class Store(Protocol):
         """Record the agent's ACP session id on the session; False if it was already that."""
         ...
 
-    # projections
+
+class RecoveryStore(Lookups, Protocol):
+    """Startup recovery, in the contract's order; every step harmless to repeat."""
+
+    async def reconcile_reservations(self) -> list[ReservationRecovery]:
+        """Startup, one transaction: every unpublished reservation is kept (attempted or
+        referenced: rows finalized, `delivery` recorded, outbox marker set) or deleted with exactly
+        its claimed rows restored while current. Raises CorruptReservationError, changing nothing,
+        when any reservation's recovery metadata is malformed.
+        """
+        ...
+
+    async def reconcile_intents(self) -> list[IntentRecovery]:
+        """Startup, one transaction: every delivery intent no reservation owns is restored to
+        pending while its turn is current and the session live, else retired as terminal history.
+        """
+        ...
+
+    async def release_resends(self) -> list[str]:
+        """Startup: every resend a stopped process left in flight reads ambiguous again.
+        Returns the pending ids released."""
+        ...
+
+    async def list_outbox_turns(self) -> list[Turn]:
+        """Kept successors whose `session.turn.started` is still to be published (outbox marker)."""
+        ...
+
+    async def clear_outboxes(self, turn_ids: Sequence[str]) -> list[str]:
+        """Drop the outbox marker of these turns, in one transaction; the ids it cleared."""
+        ...
+
+    async def detach_all_bundles(self) -> tuple[DetachedBundle, ...]:
+        """`detach_bundles` for every current-turn pending bundle not yet detached, in one
+        transaction. Returns the bundles it changed, by (session_id, pending_id), so a repeat
+        returns (). Only their keys: startup never needs the rows themselves, and reading
+        thousands of them back would cost more than marking them."""
+        ...
+
+    async def complete_open_turns(
+        self, *, metadata_patch: Mapping[str, Any] | None = None
+    ) -> list[Turn]:
+        """`complete_turn` for every open authoritative turn, across sessions, in one transaction.
+        Returns the turns as completed."""
+        ...
+
+    async def list_sessions_in_states(self, states: Sequence[SessionState]) -> list[Session]:
+        """Every session in one of `states`, across tasks."""
+        ...
+
+    async def transition_sessions(
+        self,
+        session_ids: Sequence[str],
+        to: SessionState,
+        *,
+        allowed_from: Sequence[SessionState] | None = None,
+    ) -> list[str]:
+        """`transition_session` for many sessions in one transaction; the ids that moved."""
+        ...
+
+
+class ReadStore(Lookups, Protocol):
+    """What clients read: tasks, transcripts, pending projections, summaries and epochs."""
+
+    async def get_workspace(self, workspace_id: str) -> Workspace:
+        """The workspace; NotFound if missing."""
+        ...
+
+    async def list_tasks(self, workspace_ids: Sequence[str] | None = None) -> list[Task]:
+        """Tasks oldest first, of these workspaces only (all when None)."""
+        ...
+
+    async def list_visible_turns(self, session_id: str) -> list[Turn]:
+        """History ascending by started_at, created_at, id; unpublished reservations hidden
+        unless a message references them. Private dispatch keys are stripped."""
+        ...
+
+    async def list_messages(
+        self, session_id: str, *, after: str | None = None, limit: int = 100
+    ) -> MessagePage:
+        """One page of the transcript, oldest first, after message `after`; `next` is the
+        id to pass for the following page, None on the last.
+        """
+        ...
+
     async def pending_actions(self, session_ids: Sequence[str]) -> dict[str, PendingAction | None]:
         """Per session: clarification if a current-turn pending row exists, else permission if
         the newest current-turn permission request is pending; None when the session is
         terminal or clean."""
         ...
 
-    async def sessions_with_active_clarification(self, task_id: str) -> list[str]: ...
+    async def find_summary(self, task_id: str) -> StatusSummary | None:
+        """The stored task summary (a cache), or None when none was written yet."""
+        ...
 
-    # summaries and meta
-    async def find_summary(self, task_id: str) -> StatusSummary | None: ...
     async def summary_inputs(self, task_id: str) -> SummaryInputs:
         """The task's stored summary, its sessions and their pending actions, from one snapshot
         (the summary read first, see `clarion.projection.summaries`)."""
@@ -351,7 +466,10 @@ class Store(Protocol):
         """Allocate the next projection epoch (starts at 1, only grows)."""
         ...
 
-    # access control (users, memberships, API tokens)
+
+class AccessStore(Lookups, Protocol):
+    """Access control: API tokens and their owners."""
+
     async def issue_api_token(self, *, user: str, workspace: str, token_hash: str) -> TokenOwner:
         """Create the user and the workspace if missing, make the user a member (once), and
         store `token_hash` (the token itself is never stored). One transaction."""
@@ -361,39 +479,8 @@ class Store(Protocol):
         """The owner of the token with this hash, with current memberships; None if unknown."""
         ...
 
-    # startup
-    async def reconcile_reservations(self) -> list[ReservationRecovery]: ...
-    async def reconcile_intents(self) -> list[IntentRecovery]: ...
-    async def list_outbox_turns(self) -> list[Turn]: ...
-    async def clear_outbox(self, turn_id: str) -> bool: ...
-    async def list_detachable_bundles(self) -> list[tuple[str, str]]:
-        """(session_id, pending_id) of current-turn pending bundles not yet detached."""
-        ...
 
-    async def clear_outboxes(self, turn_ids: Sequence[str]) -> list[str]:
-        """`clear_outbox` for many turns in one transaction; the ids it cleared."""
-        ...
-
-    async def detach_all_bundles(self) -> tuple[DetachedBundle, ...]:
-        """`detach_bundles` for every bundle `list_detachable_bundles` lists, in one
-        transaction. Returns the bundles it changed, by (session_id, pending_id), so a repeat
-        returns (). Only their keys: startup never needs the rows themselves, and reading
-        thousands of them back would cost more than marking them."""
-        ...
-
-    async def complete_open_turns(
-        self, *, metadata_patch: Mapping[str, Any] | None = None
-    ) -> list[Turn]:
-        """`complete_turn` for every turn `list_open_turns` lists, in one transaction.
-        Returns the turns as completed."""
-        ...
-
-    async def transition_sessions(
-        self,
-        session_ids: Sequence[str],
-        to: SessionState,
-        *,
-        allowed_from: Sequence[SessionState] | None = None,
-    ) -> list[str]:
-        """`transition_session` for many sessions in one transaction; the ids that moved."""
-        ...
+class Store(AnswerStore, TurnStore, RecoveryStore, ReadStore, AccessStore, Protocol):
+    """Everything durable. Only the composition root and the store's own tests see the whole;
+    each service is given the narrow protocol of its consumer above. Every method is one
+    transaction; writes are guarded updates."""

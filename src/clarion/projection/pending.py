@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from clarion import failpoints
 from clarion.domain.models import PendingAction, Revision
-from clarion.ports import Store
+from clarion.ports import ReadStore
 
 log = logging.getLogger(__name__)
 
@@ -27,7 +27,7 @@ class Projection:
 
 
 class PendingProjector:
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: ReadStore) -> None:
         self._store = store
         self._epoch = 0
         self._sequence = itertools.count(1)

@@ -16,7 +16,7 @@ from clarion.domain.bundles import bundle_state, delivery_of, questions_of
 from clarion.domain.errors import NotFound, ProjectionUnavailable
 from clarion.domain.models import MetaKey, Session, Task
 from clarion.domain.wire import message_wire, session_wire, task_wire, turn_wire
-from clarion.ports import Store
+from clarion.ports import ReadStore
 from clarion.projection.pending import PendingProjector
 from clarion.projection.summaries import Repair, SummaryService, task_pending
 
@@ -26,7 +26,7 @@ log = logging.getLogger(__name__)
 class Reads:
     def __init__(
         self,
-        store: Store,
+        store: ReadStore,
         projector: PendingProjector,
         summaries: SummaryService,
         has_live_waiter: Any,

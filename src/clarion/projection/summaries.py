@@ -26,7 +26,7 @@ from clarion import failpoints
 from clarion.domain.errors import SummaryConflict
 from clarion.domain.models import PendingAction, SessionState, StatusSummary
 from clarion.domain.wire import summary_wire
-from clarion.ports import Bus, Event, Store, SummaryInputs
+from clarion.ports import Bus, Event, ReadStore, SummaryInputs
 
 log = logging.getLogger(__name__)
 
@@ -86,7 +86,7 @@ class Repair:
 
 
 class SummaryService:
-    def __init__(self, store: Store, bus: Bus) -> None:
+    def __init__(self, store: ReadStore, bus: Bus) -> None:
         self._store = store
         self._bus = bus
         # One refresh per task at a time (see _converge); a lock lives while anyone holds it.
