@@ -259,3 +259,28 @@ def test_agent_without_session_load_gets_a_recap_of_the_transcript(
         if m["author_type"] == "user" and m["type"] == "message"
     ]
     assert user_prompts == ["Remember the blue door", "Go on"], "the recap is not transcript"
+
+
+@pytest.mark.parametrize("db", DBS)
+def test_live_answer_killed_before_the_agent_spoke_reads_ambiguous_and_can_be_resent(
+    make_server: Callable[..., ServerProcess], db: str
+) -> None:
+    server = make_server(db=db)
+    server.start()
+    # ask-silent: the agent takes the answer and says nothing, holding its turn open, so
+    # nothing durable shows that it read the answer when the server dies.
+    session_id = server.start_session(server.create_task(), "/scenario ask-silent")
+    pending_id = server.wait_for_bundle(session_id)
+    server.wait_for_state(pending_id, "active_live")
+    assert server.respond(pending_id, answer("db", "sqlite")).status_code == 200
+    assert server.bundle(pending_id)["delivery"] == "delivered"
+    server.kill()
+    server.start()
+
+    bundle = server.bundle(pending_id)
+    assert bundle["state"] == "terminal"
+    assert bundle["delivery"] == "ambiguous"
+    resent = server.request("POST", f"/clarification/{pending_id}/resend")
+    assert resent.status_code == 200, resent.text
+    server.wait_for_agent_text(session_id, RESUME_MARK)
+    assert _resume_prompts_seen(server, session_id) == 1

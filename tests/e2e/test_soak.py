@@ -37,9 +37,6 @@ DB = os.environ.get("CLARION_SOAK_DB", "sqlite")
 KILL_CHANCE = float(os.environ.get("CLARION_SOAK_KILL_CHANCE", "0.7"))
 ACTIVE = ("active_live", "active_detached")
 SCENARIOS = ("/scenario ask", "/scenario ask-timeout t=1")
-# A 200 whose answer the agent never read is allowed only when the server was killed this soon
-# after the 200: the answer was handed over, and the process died before the agent took it.
-KILL_WINDOW_S = 3.0
 
 
 @dataclass
@@ -114,7 +111,7 @@ class Soak:
         for thread in threads:
             thread.start()
         if self.rng.random() < KILL_CHANCE:
-            time.sleep(self.rng.uniform(0, 0.4))
+            time.sleep(self.rng.uniform(0, 1.0))
             self.server.kill()
             self.kills.append(time.monotonic())
         for thread in threads:
@@ -183,9 +180,15 @@ def test_kill_soak_keeps_one_winner_and_delivers_each_accepted_answer_once(
         by_bundle.setdefault(outcome.pending_id, []).append(outcome)
     accepted = [o for o in soak.outcomes if o.status == 200]
 
+    # A 200 whose answer no agent read is allowed only where Clarion says so: a restart left
+    # its delivery ambiguous (the person sees it and may resend it).
+    ambiguous = {
+        o.token for o in accepted if server.bundle(o.pending_id)["delivery"] == "ambiguous"
+    }
+
     def arrived() -> bool:
         seen = soak.received()
-        return all(seen[o.token] >= 1 or _killed_after(soak, o) for o in accepted)
+        return all(seen[o.token] >= 1 or o.token in ambiguous for o in accepted)
 
     wait_until(arrived, timeout=60, what="every accepted answer in the agents' journal")
     seen = soak.received()
@@ -201,13 +204,16 @@ def test_kill_soak_keeps_one_winner_and_delivers_each_accepted_answer_once(
     for token, count in seen.items():
         assert count <= 1, f"answer {token} reached an agent {count} times"
     for outcome in accepted:
-        assert seen[outcome.token] == 1 or _killed_after(soak, outcome), (
-            f"answer {outcome.token} got 200 but never reached the agent"
+        assert seen[outcome.token] == 1 or outcome.token in ambiguous, (
+            f"answer {outcome.token} got 200, never reached the agent and is not ambiguous"
         )
     losers = {o.token for o in soak.outcomes if o.status == 409}
     assert not losers & set(seen), "an answer that lost its race reached an agent"
     statuses = Counter(o.status for o in soak.outcomes)
-    print(f"soak seed {seed}: {len(soak.kills)} kills, outcomes {dict(statuses)}")
+    print(
+        f"soak seed {seed}: {len(soak.kills)} kills, outcomes {dict(statuses)}, "
+        f"{len(ambiguous)} accepted answers left ambiguous by a kill"
+    )
     assert statuses[200] >= 1, "the soak accepted no answer at all"
 
 
@@ -217,7 +223,3 @@ def _stored(server: ServerProcess, pending_id: str) -> dict[str, object]:
     if not answered:
         return {}
     return {"answers": [answered[0]["metadata"]["response"]]}
-
-
-def _killed_after(soak: Soak, outcome: Outcome) -> bool:
-    return any(0 <= kill - outcome.at <= KILL_WINDOW_S for kill in soak.kills)

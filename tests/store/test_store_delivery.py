@@ -146,3 +146,36 @@ async def test_acp_session_is_remembered_on_the_session(world: World) -> None:
     assert stored.metadata["acp_session_id"] == "acp-1"
     assert await world.store.remember_acp_session(session.id, "acp-2")
     assert (await world.store.get_session(session.id)).metadata["acp_session_id"] == "acp-2"
+
+
+async def _live_delivered(world: World, pending_id: str) -> tuple[Session, list[str]]:
+    session = await world.session()
+    turn = await world.turn(session)
+    await world.bundle(session, ("a",), pending_id=pending_id, turn_id=turn.id)
+    ids = [m.id for m in (await world.answer(pending_id, "a")).claimed]
+    assert await world.store.confirm_delivery(pending_id, ids, delivered=True)
+    world.clock.advance(1)
+    return session, ids
+
+
+async def test_live_answer_the_agent_never_spoke_after_reads_ambiguous_at_startup(
+    world: World,
+) -> None:
+    await _live_delivered(world, "unread")
+    spoke, _ = await _live_delivered(world, "read")
+    await world.say(spoke, "You answered: a")  # in the open turn, after the answer
+
+    assert await world.store.mark_unread_live_answers() == ["unread"]
+
+    assert await _delivery(world, "unread") is Delivery.AMBIGUOUS
+    assert await _delivery(world, "read") is Delivery.DELIVERED
+    assert await world.store.mark_unread_live_answers() == []
+    assert await world.store.claim_resend("unread")
+
+
+async def test_a_completed_turn_proves_the_agent_had_its_live_answer(world: World) -> None:
+    session, _ = await _live_delivered(world, "done")
+    turn = await world.store.find_current_turn(session.id)
+    assert turn is not None and await world.store.complete_turn(turn.id)
+    assert await world.store.mark_unread_live_answers() == []
+    assert await _delivery(world, "done") is Delivery.DELIVERED

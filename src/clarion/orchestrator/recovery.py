@@ -108,6 +108,11 @@ class StartupRecovery:
         await self._refresh_summaries(bundles)
         detached = len(bundles)
 
+        for pending_id in await self._store.mark_unread_live_answers():
+            log.info(
+                "startup: live answer the agent may not have read; delivery ambiguous",
+                extra={"pending_id": pending_id},
+            )
         open_turns = await self._store.complete_open_turns(metadata_patch={"interrupted": True})
         for turn in open_turns:
             log.info(

@@ -379,6 +379,13 @@ class RecoveryStore(Lookups, Protocol):
         Returns the pending ids released."""
         ...
 
+    async def mark_unread_live_answers(self) -> list[str]:
+        """Startup, before open turns are completed: a live-delivered answer in an open turn
+        after which the agent wrote nothing may never have reached it (the process died
+        between the confirmation and the tool result); its rows read `delivery: "ambiguous"`.
+        Returns the pending ids marked; a repeat marks nothing new."""
+        ...
+
     async def list_outbox_turns(self) -> list[Turn]:
         """Kept successors whose `session.turn.started` is still to be published (outbox marker)."""
         ...

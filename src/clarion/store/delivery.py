@@ -1,10 +1,12 @@
-"""After a restart: ambiguous answers sent again on request, and each agent's context.
+"""After a restart: answers whose delivery is unknown, sent again on request; agents' context.
 
-Imported only by the SqlStore facade. A resend is claimed like a response: one write under the
-session lock marks the bundle's ambiguous rows `resend_pending` (at most one resend in flight),
-and it either settles (`delivery: "delivered"`, the turn it started recorded) or is released
-back to ambiguous. Startup releases every resend a stopped process left in flight: whether that
-agent got the prompt is as unknown as the first dispatch was.
+Imported only by the SqlStore facade. A live answer whose turn a restart interrupted before the
+agent wrote anything after it reads ambiguous: the confirmation commits before the tool result
+is written back, so the agent may never have read it. A resend is claimed like a response: one
+write under the session lock marks the bundle's ambiguous rows `resend_pending` (at most one
+resend in flight), and it either settles (`delivery: "delivered"`, the turn it started
+recorded) or is released back to ambiguous. Startup releases every resend a stopped process
+left in flight: whether that agent got the prompt is as unknown as the first dispatch was.
 """
 
 from __future__ import annotations
@@ -17,10 +19,13 @@ from sqlalchemy import bindparam, select, update
 from clarion.domain.flags import flag as is_set
 from clarion.domain.models import Delivery, Message, MetaKey
 from clarion.store.bundles import bundle_rows, bundle_session_id, drop_keys, rewrite, select_rows
+from clarion.store.predicates import authoritative, clarification_rows
+from clarion.store.projections import chunks
 from clarion.store.rows import StoreBase, to_message
 from clarion.store.schema import task_session_messages as messages
+from clarion.store.schema import task_session_turns as turns
 from clarion.store.schema import task_sessions
-from clarion.store.sql import JsonText, flag
+from clarion.store.sql import JsonText, UtcDateTime, flag, meta_text
 from clarion.store.tasks import read_session
 
 log = logging.getLogger(__name__)
@@ -35,6 +40,25 @@ _SET_SESSION_METADATA = (
     update(task_sessions)
     .where(task_sessions.c.id == bindparam("session_id"))
     .values(metadata=bindparam("new_metadata", type_=JsonText))
+)
+
+
+_OPEN_TURN_IDS = select(turns.c.id).where(turns.c.completed_at.is_(None), authoritative(turns))
+# Answers confirmed to a live waiter: the confirmation records `delivery: "delivered"`.
+_DELIVERED_IN = (
+    clarification_rows(),
+    meta_text(messages.c.metadata, MetaKey.DELIVERY) == Delivery.DELIVERED.value,
+)
+# The agent wrote something in the turn after the answer was given: it read the answer.
+_AGENT_SPOKE_AFTER = (
+    select(messages.c.id)
+    .where(
+        messages.c.turn_id == bindparam("turn_id"),
+        messages.c.author_type == "agent",
+        messages.c.type != "clarification_request",
+        messages.c.created_at > bindparam("after", type_=UtcDateTime),
+    )
+    .limit(1)
 )
 
 
@@ -110,6 +134,33 @@ class DeliveryQueries(StoreBase):
             await self._db.lock_sessions(conn, [r.session_id for r in rows])
             released = await rewrite(conn, rows, _releasable, now=None)
         return sorted({str(r.metadata.get(MetaKey.PENDING_ID, "")) for r in released})
+
+    async def mark_unread_live_answers(self) -> list[str]:
+        async with self._db.write() as conn:
+            await self._db.lock_key(conn, "clarion-startup-recovery")
+            open_turns = [str(t) for t in (await conn.execute(_OPEN_TURN_IDS)).scalars()]
+            delivered: list[Message] = []
+            for part in chunks(open_turns):
+                delivered.extend(
+                    await select_rows(conn, *_DELIVERED_IN, messages.c.turn_id.in_(part))
+                )
+            by_bundle: dict[tuple[str, str], list[Message]] = {}
+            for row in delivered:
+                key = (row.turn_id or "", str(row.metadata.get(MetaKey.PENDING_ID, "")))
+                by_bundle.setdefault(key, []).append(row)
+            unread: list[Message] = []
+            for (turn_id, _), rows in sorted(by_bundle.items()):
+                answered_at = max(r.updated_at for r in rows)
+                spoke = await conn.execute(
+                    _AGENT_SPOKE_AFTER, {"turn_id": turn_id, "after": answered_at}
+                )
+                if spoke.first() is None:
+                    unread.extend(rows)
+            await self._db.lock_sessions(conn, [r.session_id for r in unread])
+            marked = await rewrite(
+                conn, unread, lambda m: {**m, MetaKey.DELIVERY: Delivery.AMBIGUOUS.value}, now=None
+            )
+        return sorted({str(r.metadata.get(MetaKey.PENDING_ID, "")) for r in marked})
 
     async def recent_messages(self, session_id: str, limit: int) -> list[Message]:
         async with self._db.read() as conn:
