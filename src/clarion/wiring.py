@@ -56,6 +56,7 @@ from clarion.projection.reads import Reads
 from clarion.projection.summaries import SummaryService
 from clarion.sample import offer_sample_task
 from clarion.store import open_store
+from clarion.store.guard import AnotherServer, single_server
 from clarion.supervisor import Supervisor
 
 try:  # the C HTTP parser where installed (a dependency on Linux and macOS); h11 otherwise
@@ -66,6 +67,9 @@ except ImportError:
     _HTTP_PROTOCOL = "h11"
 
 log = logging.getLogger(__name__)
+
+
+__all__ = ["AnotherServer", "App", "RecoveryFailed", "build", "run_server"]
 
 
 class RecoveryFailed(Exception):
@@ -235,7 +239,9 @@ async def build(
 async def run_server(settings: Settings, on_listening: Callable[[str], None]) -> RecoveryReport:
     """Serve until stopped. Raises RecoveryFailed if startup recovery fails."""
     base = {"url": f"http://{_client_host(settings.host)}:{settings.port}"}
-    async with build(settings, lambda: base["url"]) as app:
+    # Before anything touches the database: a second server's recovery would detach the first
+    # one's live questions. Raises AnotherServer (the CLI exits 3) when one is running.
+    async with single_server(settings.database_url), build(settings, lambda: base["url"]) as app:
         config = uvicorn.Config(
             create_app(app.services, app.mcp),
             host=settings.host,

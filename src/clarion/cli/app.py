@@ -72,7 +72,7 @@ def serve(
     log_level: str = typer.Option(os.environ.get("CLARION_LOG_LEVEL", "INFO"), "--log-level"),
 ) -> None:
     """Start the server. Binds HTTP first, then runs startup recovery before admitting work."""
-    from clarion.wiring import RecoveryFailed, run_server
+    from clarion.wiring import AnotherServer, RecoveryFailed, run_server
 
     configure_logging(log_level.upper())
     try:
@@ -106,5 +106,8 @@ def serve(
     except RecoveryFailed as exc:
         typer.echo(f"clarion: {exc}", err=True)
         raise typer.Exit(1) from exc
+    except AnotherServer as exc:
+        typer.echo(f"clarion: {exc}", err=True)
+        raise typer.Exit(3) from exc
     except KeyboardInterrupt:
         pass
