@@ -39,7 +39,7 @@ lint: install
 PUBLISHED := agents/published
 $(PUBLISHED)/node_modules/.installed: $(PUBLISHED)/package.json $(PUBLISHED)/package-lock.json
 	@if command -v npm >/dev/null 2>&1; then \
-	  (cd $(PUBLISHED) && npm ci --no-audit --no-fund --no-update-notifier --loglevel=error) \
+	  (cd $(PUBLISHED) && npm ci --ignore-scripts --no-audit --no-fund --no-update-notifier --loglevel=error) \
 	    && touch $@ || echo "warning: npm ci in $(PUBLISHED) failed; its tests will skip or fail" >&2; \
 	else echo "warning: npm not found; the published-agent tests will skip or fail" >&2; fi
 
