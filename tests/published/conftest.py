@@ -25,8 +25,6 @@ from tests.e2e.harness import ServerProcess
 from tests.published.gemini_server import GeminiServer
 from tests.published.model_server import ModelServer, Script, ToolResult
 
-pytestmark = pytest.mark.e2e
-
 REPO = Path(__file__).resolve().parents[2]
 CLAUDE_ACP = REPO / "agents/published/node_modules/@zed-industries/claude-agent-acp/dist/index.js"
 CLAUDE_ACP_VERSION = "0.23.1"

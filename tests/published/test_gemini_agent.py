@@ -1,5 +1,6 @@
 """Gemini CLI (`gemini --acp`), end to end under a real `clarion serve`, against a scripted Gemini
-API on 127.0.0.1 (gemini_server.py). Same cases as test_claude_agent.py where Gemini CLI allows:
+API on 127.0.0.1 (gemini_server.py). The core cases of test_claude_agent.py, on SQLite (the
+Claude Code tests cover PostgreSQL and the variants); where Gemini CLI differs:
 its MCP tool timeout cannot be set for a server given over ACP, so the detached case uses
 Clarion's own wait timeout instead of the agent giving up."""
 
@@ -18,13 +19,12 @@ from tests.published.test_claude_agent import (
     AGENT_WAIT_S,
     ASK_DB,
     DB_QUESTION,
-    DBS,
     _agent_pids,
     _group_members,
     _respond_ok,
 )
 
-pytestmark = pytest.mark.timeout(90)
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(90)]
 
 EXPECTED = {"db": {"selected_options": ["postgres"], "custom_text": ""}}
 
@@ -47,11 +47,10 @@ def _live_question(rig: Rig, session_id: str) -> str:
     return pending_id
 
 
-@pytest.mark.parametrize("db", DBS)
 def test_live_answer_reaches_the_model_once_as_the_contract_json(
-    gemini_rig: Callable[..., Rig], db: str
+    gemini_rig: Callable[..., Rig],
 ) -> None:
-    rig = gemini_rig(ask_then_quote(GEMINI_ASK_TOOL, ASK_DB), db=db)
+    rig = gemini_rig(ask_then_quote(GEMINI_ASK_TOOL, ASK_DB))
     session_id = rig.start_agent()
     pending_id = _live_question(rig, session_id)
     _respond_ok(rig.server, pending_id, answer("db", "postgres"))
