@@ -19,14 +19,14 @@ from tests.e2e.harness import SKIP, ServerProcess, answer, wait_until
 from tests.published.conftest import ASK_TOOL, Rig
 from tests.published.model_server import RESUME_MARK, Reply, Turn, ask_then_quote
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(90)]
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(180)]
 
 DBS = [
     pytest.param("sqlite", id="sqlite"),
     pytest.param("postgres", id="postgres", marks=pytest.mark.postgres),
 ]
 # The agent is a node process starting a Claude Code CLI; a passing run waits a few seconds.
-AGENT_WAIT_S = 45
+AGENT_WAIT_S = 60
 
 DB_QUESTION = {
     "id": "db",

@@ -24,7 +24,7 @@ from tests.published.test_claude_agent import (
     _respond_ok,
 )
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(90)]
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(180)]
 
 EXPECTED = {"db": {"selected_options": ["postgres"], "custom_text": ""}}
 
