@@ -3,9 +3,10 @@
 The agent is installed by `make agents` (npm ci in agents/published). When it is missing these
 tests skip, or fail when CI or CLARION_REQUIRE_SERVICES is set, like the other services.
 
-Each test gets its own model server on 127.0.0.1, its own HOME / CLAUDE_CONFIG_DIR and working
-directory, and a `clarion.toml` whose `claude` profile points the agent at that model server with
-every kind of outside traffic turned off.
+Each test gets its own scripted model server on 127.0.0.1 (the Anthropic Messages API for Claude
+Code, the Gemini API for Gemini CLI), its own HOME (with the agent's settings) and working
+directory, and a `clarion.toml` whose profile (`claude` or `gemini`) points the agent at that
+model server with every kind of outside traffic turned off.
 """
 
 from __future__ import annotations

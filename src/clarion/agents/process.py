@@ -19,6 +19,7 @@ import signal
 import subprocess
 from collections import deque
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 logger = logging.getLogger(__name__)
 
@@ -76,8 +77,7 @@ async def spawn(
         env=dict(env),
         cwd=cwd,
         limit=STDOUT_LIMIT_BYTES,
-        # A function, not `process_group=`: uvloop does not take that argument.
-        preexec_fn=os.setpgrp,
+        **_in_group(0),
     )
     try:
         # Same session as the agent's group (a new session could not be joined).
@@ -86,7 +86,7 @@ async def spawn(
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.DEVNULL,
             stderr=asyncio.subprocess.DEVNULL,
-            preexec_fn=functools.partial(os.setpgid, 0, proc.pid),
+            **_in_group(proc.pid),
         )
     except (OSError, subprocess.SubprocessError) as exc:
         # Only when the agent is already gone (its group with it) or the system is out of
@@ -97,6 +97,16 @@ async def spawn(
             _sweep_when_done(proc, guard), name=f"agent-guard-{proc.pid}"
         )
     return proc
+
+
+def _in_group(pgid: int) -> dict[str, Any]:
+    """Spawn arguments that put the child in process group `pgid` (0: a new one of its own)."""
+    if type(asyncio.get_running_loop()).__module__.startswith("uvloop"):
+        # uvloop takes no `process_group=`; it forks either way, so a preexec function costs
+        # nothing more there.
+        return {"preexec_fn": functools.partial(os.setpgid, 0, pgid)}
+    # Not a preexec function here: it would make CPython fork the whole server instead of vfork.
+    return {"process_group": pgid}
 
 
 async def _sweep_when_done(
