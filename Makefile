@@ -9,7 +9,7 @@ BIN := $(VENV)/bin
 # Most tests wait on real processes and sockets, so more workers than cores pays off.
 PYTEST_WORKERS ?= 4
 
-.PHONY: run test lint install bench browser
+.PHONY: run test lint install bench browser agents
 
 $(UV):
 	$(PYTHON) -m venv .tools
@@ -33,7 +33,19 @@ lint: install
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 
-test: lint
+# The published ACP agents the end-to-end tests in tests/published drive (docs/agents.md), pinned
+# by agents/published/package-lock.json. A failed install does not stop the suite here: those
+# tests then skip, or fail when CI or CLARION_REQUIRE_SERVICES is set, like the other services.
+PUBLISHED := agents/published
+$(PUBLISHED)/node_modules/.installed: $(PUBLISHED)/package.json $(PUBLISHED)/package-lock.json
+	@if command -v npm >/dev/null 2>&1; then \
+	  (cd $(PUBLISHED) && npm ci --ignore-scripts --no-audit --no-fund --no-update-notifier --loglevel=error) \
+	    && touch $@ || echo "warning: npm ci in $(PUBLISHED) failed; its tests will skip or fail" >&2; \
+	else echo "warning: npm not found; the published-agent tests will skip or fail" >&2; fi
+
+agents: $(PUBLISHED)/node_modules/.installed
+
+test: lint agents
 	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) $(PYTEST_ARGS)
 
 bench: install

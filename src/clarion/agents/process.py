@@ -1,18 +1,25 @@
 """Agent subprocesses: environment, spawn, stderr drain, bounded shutdown.
 
 Imported by `clarion.agents.runtime` and `clarion.agents.live` only. Agents run in their own
-process group so that stopping one also stops what it spawned (npx, node, ...).
+process group so that stopping one also stops what it spawned (npx, node, ...). A guard joins
+each group: a shell that reads a pipe from this process and, at end of file, kills its whole
+group. End of file comes when the agent has exited (we close the pipe, so what it left behind
+goes too) or when this process dies in any way, SIGKILL included: the kernel closes the pipe,
+so no agent, child or grandchild, outlives the server that started it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import os
 import signal
+import subprocess
 from collections import deque
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 logger = logging.getLogger(__name__)
 
@@ -36,6 +43,13 @@ STDOUT_LIMIT_BYTES = 50 * 1024 * 1024
 _STDERR_CHUNK = 64 * 1024
 _MAX_LOG_LINE = 4096
 
+# Ignores the signals a stop sends the group, so that it holds the group (and with it the group
+# id, which cannot be reused while it has a member) until it is told to end it.
+_GUARD = ("sh", "-c", "trap '' TERM INT HUP; read _; kill -KILL 0")
+_GUARD_WAIT_S = 5.0
+_POLL_S = 0.2
+_sweepers: dict[int, asyncio.Task[None]] = {}
+
 
 def build_env(
     profile_env: Mapping[str, str],
@@ -53,8 +67,9 @@ def build_env(
 async def spawn(
     command: Sequence[str], env: Mapping[str, str], cwd: str
 ) -> asyncio.subprocess.Process:
-    """Start `command` with piped stdio. Raises OSError if it cannot be started."""
-    return await asyncio.create_subprocess_exec(
+    """Start `command` with piped stdio in a new process group, guarded (see the module doc).
+    Raises OSError if it cannot be started."""
+    proc = await asyncio.create_subprocess_exec(
         *command,
         stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE,
@@ -62,8 +77,54 @@ async def spawn(
         env=dict(env),
         cwd=cwd,
         limit=STDOUT_LIMIT_BYTES,
-        start_new_session=True,
+        **_in_group(0),
     )
+    try:
+        # Same session as the agent's group (a new session could not be joined).
+        guard = await asyncio.create_subprocess_exec(
+            *_GUARD,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.DEVNULL,
+            **_in_group(proc.pid),
+        )
+    except (OSError, subprocess.SubprocessError) as exc:
+        # Only when the agent is already gone (its group with it) or the system is out of
+        # processes; a stop still ends the group, just not a SIGKILL of this server.
+        logger.warning("agent process group left unguarded: %r", exc, extra={"pid": proc.pid})
+    else:
+        _sweepers[proc.pid] = asyncio.get_running_loop().create_task(
+            _sweep_when_done(proc, guard), name=f"agent-guard-{proc.pid}"
+        )
+    return proc
+
+
+def _in_group(pgid: int) -> dict[str, Any]:
+    """Spawn arguments that put the child in process group `pgid` (0: a new one of its own)."""
+    if type(asyncio.get_running_loop()).__module__.startswith("uvloop"):
+        # uvloop takes no `process_group=`; it forks either way, so a preexec function costs
+        # nothing more there.
+        return {"preexec_fn": functools.partial(os.setpgid, 0, pgid)}
+    # Not a preexec function here: it would make CPython fork the whole server instead of vfork.
+    return {"process_group": pgid}
+
+
+async def _sweep_when_done(
+    proc: asyncio.subprocess.Process, guard: asyncio.subprocess.Process
+) -> None:
+    """Once the agent itself has exited, end whatever it left in its group."""
+    try:
+        await _exited(proc)
+    finally:
+        try:
+            if guard.stdin is not None:
+                guard.stdin.close()
+            try:
+                await asyncio.wait_for(guard.wait(), timeout=_GUARD_WAIT_S)
+            except TimeoutError:
+                _signal_group(proc, signal.SIGKILL)
+        finally:
+            _sweepers.pop(proc.pid, None)
 
 
 async def drain_stderr(stream: asyncio.StreamReader, session_id: str, tail: deque[str]) -> None:
@@ -93,6 +154,31 @@ def _record(raw: bytes, session_id: str, tail: deque[str]) -> None:
         logger.debug("agent stderr: %s", line, extra={"session_id": session_id})
 
 
+async def _exited(proc: asyncio.subprocess.Process) -> None:
+    """Return once `proc` has exited. Not `proc.wait()`: that also waits for its pipes to close,
+    which a child still holding them would put off forever."""
+    try:
+        pidfd = os.pidfd_open(proc.pid)
+    except (AttributeError, OSError):  # no pidfd here, or already reaped
+        while proc.returncode is None:  # noqa: ASYNC110 - nothing to wait on but the status
+            await asyncio.sleep(_POLL_S)
+        return
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[None] = loop.create_future()
+
+    def readable() -> None:
+        if not done.done():
+            done.set_result(None)
+
+    loop.add_reader(pidfd, readable)
+    try:
+        if proc.returncode is None:
+            await done
+    finally:
+        loop.remove_reader(pidfd)
+        os.close(pidfd)
+
+
 def _signal_group(proc: asyncio.subprocess.Process, sig: signal.Signals) -> None:
     with contextlib.suppress(ProcessLookupError):
         try:
@@ -102,14 +188,23 @@ def _signal_group(proc: asyncio.subprocess.Process, sig: signal.Signals) -> None
 
 
 async def shut_down(proc: asyncio.subprocess.Process, grace: float) -> int:
-    """Close stdin, wait `grace` for a clean exit, then SIGTERM, then SIGKILL. Returns the code."""
+    """Close stdin, wait `grace` for a clean exit, then SIGTERM, then SIGKILL the group; returns
+    the code once the agent and everything it started are gone."""
     if proc.stdin is not None and not proc.stdin.is_closing():
         proc.stdin.close()
+    code: int | None = None
     for sig in (None, signal.SIGTERM, signal.SIGKILL):
         if sig is not None:
             _signal_group(proc, sig)
         try:
-            return await asyncio.wait_for(proc.wait(), timeout=grace)
+            code = await asyncio.wait_for(proc.wait(), timeout=grace)
+            break
         except TimeoutError:
             continue
-    return await proc.wait()
+    if code is None:
+        code = await proc.wait()
+    sweeper = _sweepers.get(proc.pid)
+    if sweeper is not None:
+        with contextlib.suppress(Exception):
+            await asyncio.shield(sweeper)
+    return code

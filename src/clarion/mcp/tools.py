@@ -51,7 +51,9 @@ class QuestionIn(BaseModel):
 def build_mcp_server(asker: Asker) -> MCPServer[Any]:
     server: MCPServer[Any] = MCPServer(name="clarion", log_level="WARNING")
 
-    @server.tool(name="ask_user_question", description=TOOL_DESCRIPTION)
+    # No output schema: agents hand a tool's structured content to their model in place of its
+    # text, and a `{result: string}` schema would show the answer as JSON inside a string.
+    @server.tool(name="ask_user_question", description=TOOL_DESCRIPTION, structured_output=False)
     async def ask_user_question(
         questions: Annotated[list[QuestionIn], Field(description="1 to 4 questions")],
         ctx: Context,

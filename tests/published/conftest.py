@@ -1,0 +1,203 @@
+"""Fixtures that run a published ACP agent under a real `clarion serve`, against a scripted model.
+
+The agent is installed by `make agents` (npm ci in agents/published). When it is missing these
+tests skip, or fail when CI or CLARION_REQUIRE_SERVICES is set, like the other services.
+
+Each test gets its own scripted model server on 127.0.0.1 (the Anthropic Messages API for Claude
+Code, the Gemini API for Gemini CLI), its own HOME (with the agent's settings) and working
+directory, and a `clarion.toml` whose profile (`claude` or `gemini`) points the agent at that
+model server with every kind of outside traffic turned off.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+import pytest
+
+from tests.conftest import fresh_database_url, services_required
+from tests.e2e.harness import ServerProcess
+from tests.published.gemini_server import GeminiServer
+from tests.published.model_server import ModelServer, Script, ToolResult
+
+REPO = Path(__file__).resolve().parents[2]
+CLAUDE_ACP = REPO / "agents/published/node_modules/@zed-industries/claude-agent-acp/dist/index.js"
+CLAUDE_ACP_VERSION = "0.23.1"
+ASK_TOOL = "mcp__clarion__ask_user_question"
+GEMINI_CLI = REPO / "agents/published/node_modules/@google/gemini-cli/bundle/gemini.js"
+GEMINI_CLI_VERSION = "0.61.0"
+# Gemini CLI offers an MCP tool to the model as mcp_<server>_<tool>.
+GEMINI_ASK_TOOL = "mcp_clarion_ask_user_question"
+
+# Claude Code's documented switches for outside traffic: with them the agent talks to nothing
+# but ANTHROPIC_BASE_URL (the scripted model) and Clarion's MCP endpoint.
+QUIET_ENV = {
+    "DISABLE_TELEMETRY": "1",
+    "DISABLE_ERROR_REPORTING": "1",
+    "DISABLE_AUTOUPDATER": "1",
+    "DISABLE_BUG_COMMAND": "1",
+    "DISABLE_COST_WARNINGS": "1",
+    "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+    "CLAUDE_CODE_DISABLE_FEEDBACK_SURVEY": "1",
+}
+
+
+def _require(entry: Path) -> None:
+    node = shutil.which("node")
+    if node and entry.exists():
+        return
+    reason = (
+        "node is not installed"
+        if not node
+        else f"{entry} is missing (run `make agents`: npm ci in agents/published)"
+    )
+    if services_required():
+        pytest.fail(reason)
+    pytest.skip(reason)
+
+
+class Model(Protocol):
+    """What the tests read from a scripted model server (model_server, gemini_server)."""
+
+    url: str
+
+    def main_requests(self) -> list[dict[str, Any]]: ...
+    def tool_results(self) -> list[ToolResult]: ...
+    def prompts_containing(self, needle: str) -> list[str]: ...
+    def user_messages_containing(self, needle: str) -> int: ...
+
+
+@dataclass
+class Rig:
+    server: ServerProcess
+    model: Model
+    workdir: Path  # the agent's working directory
+    agent: str  # the profile name
+
+    def start_agent(self, prompt: str = "Pick a database for the project.") -> str:
+        return self.server.start_session(self.server.create_task(), prompt, agent=self.agent)
+
+    start_claude = start_agent
+
+
+def claude_setup(home: Path, model_url: str) -> dict[str, str]:
+    """Claude Code's user settings allow Clarion's question tool without asking (Clarion's own
+    permission policy does the same once permission requests are carried to the person); the
+    environment points it at the model server with all other traffic off."""
+    config_dir = home / ".claude"
+    config_dir.mkdir(parents=True, exist_ok=True)
+    settings = {"permissions": {"allow": [ASK_TOOL]}}
+    (config_dir / "settings.json").write_text(json.dumps(settings))
+    return {
+        "ANTHROPIC_BASE_URL": model_url,
+        "ANTHROPIC_API_KEY": "sk-ant-test-not-a-key",
+        "HOME": str(home),
+        "CLAUDE_CONFIG_DIR": str(config_dir),
+        # An API error is reported at once instead of after minutes of retries.
+        "CLAUDE_CODE_MAX_RETRIES": "0",
+        # Long enough that a live question is never given up by the agent; tests of the detached
+        # path shorten it.
+        "MCP_TOOL_TIMEOUT": "600000",
+        **QUIET_ENV,
+    }
+
+
+def gemini_setup(home: Path, model_url: str) -> dict[str, str]:
+    """Gemini CLI's user settings: no usage statistics, no update checks, API-key auth, and
+    Clarion's question tool allowed without a confirmation."""
+    settings_dir = home / ".gemini"
+    settings_dir.mkdir(parents=True, exist_ok=True)
+    settings = {
+        "privacy": {"usageStatisticsEnabled": False},
+        "general": {"disableAutoUpdate": True, "disableUpdateNag": True},
+        "security": {"auth": {"selectedType": "gemini-api-key"}},
+        "tools": {"allowed": [GEMINI_ASK_TOOL]},
+    }
+    (settings_dir / "settings.json").write_text(json.dumps(settings))
+    return {
+        "GOOGLE_GEMINI_BASE_URL": model_url,
+        "GEMINI_API_KEY": "test-not-a-key",
+        "HOME": str(home),
+        # Without it Gemini CLI ignores the MCP servers of a folder it does not trust.
+        "GEMINI_CLI_TRUST_WORKSPACE": "true",
+        "GEMINI_TELEMETRY_ENABLED": "false",
+    }
+
+
+@dataclass(frozen=True)
+class Published:
+    profile: str
+    entry: Path
+    args: tuple[str, ...]
+    setup: Callable[[Path, str], dict[str, str]]
+    model: Callable[[Script], Any]
+
+
+CLAUDE = Published("claude", CLAUDE_ACP, (), claude_setup, ModelServer)
+GEMINI = Published("gemini", GEMINI_CLI, ("--acp",), gemini_setup, GeminiServer)
+
+
+def write_config(path: Path, agent: Published, *, workdir: Path, env: dict[str, str]) -> None:
+    lines = [
+        f"[agents.{agent.profile}]",
+        f"command = {json.dumps(['node', str(agent.entry), *agent.args])}",
+        f"cwd = {json.dumps(str(workdir))}",
+        "",
+        f"[agents.{agent.profile}.env]",
+        *(f"{k} = {json.dumps(v)}" for k, v in env.items()),
+        "",
+    ]
+    path.write_text("\n".join(lines))
+
+
+def _rig_factory(tmp_path: Path, agent: Published) -> Iterator[Callable[..., Rig]]:
+    _require(agent.entry)
+    with ExitStack() as stack:
+        count = 0
+
+        def make(
+            script: Script,
+            db: str = "sqlite",
+            agent_env: dict[str, str] | None = None,
+            server_env: dict[str, str] | None = None,
+        ) -> Rig:
+            nonlocal count
+            count += 1
+            model = stack.enter_context(agent.model(script))
+            root = tmp_path / f"rig{count}"
+            home, workdir, serverdir = root / "home", root / "work", root / "server"
+            workdir.mkdir(parents=True)
+            serverdir.mkdir()
+            env = {**agent.setup(home, model.url), **(agent_env or {})}
+            config = root / "clarion.toml"
+            write_config(config, agent, workdir=workdir, env=env)
+            url = stack.enter_context(fresh_database_url(db, tmp_path))
+            server = ServerProcess(
+                database_url=url,
+                workdir=serverdir,
+                env={"CLARION_CONFIG": str(config), **(server_env or {})},
+            )
+            stack.callback(server.kill)
+            server.start()
+            return Rig(server=server, model=model, workdir=workdir, agent=agent.profile)
+
+        yield make
+
+
+@pytest.fixture
+def claude_rig(tmp_path: Path) -> Iterator[Callable[..., Rig]]:
+    """Factory: `claude_rig(script, db="sqlite", agent_env={...})` starts a model server playing
+    `script` and a Clarion server whose `claude` profile runs the published agent against it."""
+    yield from _rig_factory(tmp_path, CLAUDE)
+
+
+@pytest.fixture
+def gemini_rig(tmp_path: Path) -> Iterator[Callable[..., Rig]]:
+    """The same for Gemini CLI (`gemini --acp`) against a scripted Gemini API."""
+    yield from _rig_factory(tmp_path, GEMINI)
