@@ -17,6 +17,7 @@ from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import HTTPConnection, Request
 from starlette.responses import JSONResponse, Response
+from starlette.routing import Match
 from starlette.websockets import WebSocket, WebSocketState
 
 from clarion.api.bodies import first_error
@@ -65,6 +66,7 @@ _HTTP_CODES = {
     503: "starting",
 }
 
+_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
 _LOCATIONS = frozenset({"body", "query", "path", "header", "cookie"})
 _RESERVED_LOG_KEYS = frozenset(logging.makeLogRecord({}).__dict__) | {"message", "asctime"}
 
@@ -141,7 +143,22 @@ async def _on_http_exception(conn: HTTPConnection, exc: StarletteHTTPException) 
         return Response(status_code=status, headers=exc.headers)
     code = _HTTP_CODES.get(status, f"http_{status}")
     body = _body(code, str(exc.detail), status == 503)
-    return await _reply(conn, status, body, exc.headers)
+    headers = exc.headers
+    if status == 405:
+        headers = {**(headers or {}), "Allow": _allowed_methods(conn)}
+    return await _reply(conn, status, body, headers)
+
+
+def _allowed_methods(conn: HTTPConnection) -> str:
+    """Every method some route serves at this path. Starlette's own 405 names only the first
+    route whose path matched, so `/tasks` (GET and POST, two routes) would claim POST only."""
+    routes = conn.app.router.routes
+    allowed = [
+        method
+        for method in _METHODS
+        if any(route.matches({**conn.scope, "method": method})[0] == Match.FULL for route in routes)
+    ]
+    return ", ".join(allowed)
 
 
 async def _on_unexpected(request: Request, exc: Exception) -> Response:

@@ -52,6 +52,11 @@ class SessionService:
         self._tokens = tokens
         self._known_agents = known_agents
 
+    @property
+    def agents(self) -> frozenset[str]:
+        """The agent profile names a session may start with."""
+        return self._known_agents
+
     async def start(
         self, task_id: str, *, agent: str, prompt: str | None, is_primary: bool | None
     ) -> Session:
