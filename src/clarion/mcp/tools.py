@@ -12,16 +12,18 @@ import logging
 from typing import Annotated, Any
 
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
 from mcp.server.transport_security import TransportSecuritySettings
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.types import Receive, Scope, Send
 
 from clarion.clarification.asker import Asker, QuestionDetached
 from clarion.domain.errors import InvalidInput, NotFound
+from clarion.domain.questions import MAX_OPTIONS, MAX_QUESTIONS, MIN_OPTIONS, MIN_QUESTIONS
+from clarion.mcp.errors import from_invalid_input, from_validation
 from clarion.orchestrator.launch import SessionTokens
 
 log = logging.getLogger(__name__)
@@ -36,7 +38,7 @@ TOOL_DESCRIPTION = (
 
 
 class OptionIn(BaseModel):
-    label: str = Field(description="Short option label")
+    label: str = Field(min_length=1, description="Short option label")
     description: str | None = Field(default=None, description="What choosing it means")
     option_id: str | None = Field(default=None, description="Stable id; default q1_opt1, ...")
 
@@ -44,16 +46,42 @@ class OptionIn(BaseModel):
 class QuestionIn(BaseModel):
     id: str | None = Field(default=None, description="Stable id; default q1, q2, ...")
     title: str | None = Field(default=None, description="A few words")
-    prompt: str = Field(description="The question itself")
-    options: list[OptionIn] = Field(description="2 to 6 options")
+    prompt: str = Field(min_length=1, description="The question itself")
+    options: list[OptionIn] = Field(
+        min_length=MIN_OPTIONS, max_length=MAX_OPTIONS, description="2 to 6 options"
+    )
 
 
-def build_mcp_server(asker: Asker) -> MCPServer[Any]:
-    server: MCPServer[Any] = MCPServer(name="clarion", log_level="WARNING")
+class ClarionMcpServer(MCPServer[Any]):
+    """The SDK's server with tool errors rewritten to one clean line (see mcp/errors.py)."""
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
+    ) -> Any:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except UnexpectedToolError:
+            raise  # a crash: the SDK logs it and tells the client nothing of it
+        except ToolError as exc:
+            cause = exc.__cause__
+            if isinstance(cause, ValidationError):
+                raise ToolError(from_validation(cause)) from None
+            if isinstance(cause, ToolError):  # ours, wrapped by the SDK with its prefix
+                raise ToolError(str(cause)) from None
+            raise
+
+
+def build_mcp_server(asker: Asker) -> ClarionMcpServer:
+    server = ClarionMcpServer(name="clarion", log_level="WARNING")
 
     @server.tool(name="ask_user_question", description=TOOL_DESCRIPTION)
     async def ask_user_question(
-        questions: Annotated[list[QuestionIn], Field(description="1 to 4 questions")],
+        questions: Annotated[
+            list[QuestionIn],
+            Field(
+                min_length=MIN_QUESTIONS, max_length=MAX_QUESTIONS, description="1 to 4 questions"
+            ),
+        ],
         ctx: Context,
         context: Annotated[str | None, Field(description="Background shown once")] = None,
         context_paragraphs: list[str] | None = None,
@@ -74,7 +102,7 @@ def build_mcp_server(asker: Asker) -> MCPServer[Any]:
         try:
             return await asker.ask(session_id, arguments, progress)
         except InvalidInput as exc:
-            raise ToolError(f"invalid {exc.field or 'input'}: {exc.message}") from exc
+            raise ToolError(from_invalid_input(exc)) from exc
         except QuestionDetached as exc:
             raise ToolError(exc.message) from exc
         except NotFound as exc:
