@@ -134,3 +134,12 @@ def test_answer_report_is_neutralised() -> None:
         },
     )
     assert_neutral(buffer.getvalue())
+
+
+def test_a_live_answer_report_claims_no_more_than_the_server_knows() -> None:
+    buffer = io.StringIO()
+    console = Console(file=buffer, force_terminal=False, width=400, color_system=None)
+    _report(console, {"status": "answered", "resumed": False, "response": {"answers": []}})
+    text = buffer.getvalue()
+    assert "received the answer" not in text
+    assert "waiting question call" in text and "new prompt" in text

@@ -6,6 +6,7 @@ MCP secret; requests go through the real app (auth gate, endpoint, MCP session m
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
@@ -14,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import uvicorn
 
 from clarion.api.app import create_app
 from clarion.config import AgentProfile, Settings, builtin_profile
@@ -51,6 +53,8 @@ class McpRig:
     app: App
     session_id: str
     secret: str
+    runtime: RecordingRuntime
+    tcp_url: str  # the same app served over a real socket (disconnects are real there)
 
     @property
     def path(self) -> str:
@@ -100,9 +104,24 @@ async def mcp_rig(tmp_path: Path) -> AsyncIterator[McpRig]:
             task.id, agent="builtin", prompt="a", is_primary=True
         )
         secret = holder["runtime"].launches[session.id].mcp_token
-        transport = httpx.ASGITransport(app=create_app(app.services, app.mcp))
+        asgi = create_app(app.services, app.mcp)
+        transport = httpx.ASGITransport(app=asgi)
+        # The rig runs the MCP session manager itself (anyio scopes may not cross tasks), so
+        # the served app's own lifespan stays off.
+        config = uvicorn.Config(asgi, host="127.0.0.1", port=0, lifespan="off", log_level="error")
+        server = uvicorn.Server(config)
         async with (
             httpx.AsyncClient(transport=transport, base_url="http://test") as client,
             app.mcp.server.session_manager.run(),
         ):
-            yield McpRig(client, app, session.id, secret)
+            serving = asyncio.create_task(server.serve())
+            try:
+                while not server.started:
+                    assert not serving.done(), "uvicorn stopped before it started"
+                    await asyncio.sleep(0.01)
+                port = server.servers[0].sockets[0].getsockname()[1]
+                runtime = holder["runtime"]
+                yield McpRig(client, app, session.id, secret, runtime, f"http://127.0.0.1:{port}")
+            finally:
+                server.should_exit = True
+                await serving

@@ -23,6 +23,7 @@ from starlette.websockets import WebSocket, WebSocketState
 from clarion.api.bodies import first_error
 from clarion.domain.errors import (
     AcceptedButUnfinalized,
+    ClarificationActive,
     ClarionError,
     Conflict,
     InvalidInput,
@@ -94,6 +95,8 @@ def ws_error_payload(exc: BaseException) -> dict[str, Any]:
 def _extras(exc: ClarionError) -> dict[str, Any]:
     if isinstance(exc, InvalidInput) and exc.field is not None:
         return {"field": exc.field}
+    if isinstance(exc, ClarificationActive):
+        return {"state": exc.state, "pending_id": exc.pending_id}
     if isinstance(exc, NotActive):
         extras: dict[str, Any] = {"state": exc.state}
         if exc.response is not None:

@@ -12,7 +12,7 @@ from clarion.api.bodies import parse_body, read_json_object
 from clarion.api.openapi import body, errors
 from clarion.api.routes_tasks import services
 from clarion.api.schemas import Finish, Prompt, StartSession
-from clarion.domain.errors import NotFound
+from clarion.domain.errors import ClarificationActive, NotFound
 
 router = APIRouter(prefix="/api/v1")
 
@@ -84,8 +84,8 @@ async def prompt(session_id: str, request: Request) -> JSONResponse:
 async def cancel(session_id: str, request: Request) -> dict[str, Any]:
     svc = services(request)
     await svc.access.require_session(caller_of(request), session_id)
-    await svc.sessions.cancel(session_id)
-    return {"success": True}
+    dropped = await svc.sessions.cancel(session_id)
+    return {"success": True, "dropped_prompts": dropped}
 
 
 @router.post(
@@ -139,7 +139,14 @@ async def delete_message(session_id: str, message_id: str, request: Request) -> 
     svc = services(request)
     await svc.access.require_session(caller_of(request), session_id)
     await svc.reads.ensure_session(session_id)
-    deleted = await svc.sessions.delete_message(session_id, message_id)
+    try:
+        deleted = await svc.sessions.delete_message(session_id, message_id)
+    except ClarificationActive as exc:
+        # The store sees no waiters; the read model knows whether the agent waits live.
+        current = (await svc.reads.bundle(exc.pending_id))["state"]
+        if current in ("active_live", "active_detached", "delivery_claimed"):
+            exc.state = current
+        raise
     if deleted is None:
         raise NotFound("message not found", session_id=session_id, message_id=message_id)
     return Response(status_code=204)

@@ -214,7 +214,13 @@ def _report(console: Console, result: dict[str, Any]) -> None:
         turn = result.get("successor_turn_id")
         console.print(Text(safe(f"The agent resumed in a new turn {turn}.")))
     elif result.get("status") == "answered":
-        console.print("The waiting agent received the answer.")
+        # What the server knows: the answer is durable and went to the agent's open call (a
+        # dropped call detaches first, and then the answer resumes the agent instead); if the
+        # agent stays silent, the watchdog hands it over again as a new prompt.
+        console.print(
+            "Saved and handed to the agent's waiting question call; if the agent does not "
+            "continue, Clarion hands it over as a new prompt."
+        )
 
 
 def register(app: typer.Typer) -> None:

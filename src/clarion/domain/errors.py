@@ -6,6 +6,7 @@ ClarionError
  +-- Conflict                  the request is well formed but the state forbids it (409)
  |    +-- NotActive            a clarification bundle is not answerable (carries its state)
  |    +-- PendingInput         a workflow move refused while a clarification is active
+ |    +-- ClarificationActive  a row of an active bundle cannot be deleted (carries the state)
  +-- Unauthenticated           missing or wrong credentials (401)
  +-- ServiceStarting           startup recovery has not finished (503)
  +-- RetryableFailure          rolled back; the same request may be sent again (500)
@@ -67,6 +68,17 @@ class NotActive(Conflict):
 
 class PendingInput(Conflict):
     code = "pending_input"
+
+
+class ClarificationActive(Conflict):
+    """A transcript row of a bundle that is still active (an agent may be waiting on it)."""
+
+    code = "clarification_active"
+
+    def __init__(self, message: str, *, state: str, pending_id: str, **ids: Any) -> None:
+        super().__init__(message, pending_id=pending_id, **ids)
+        self.state = state
+        self.pending_id = pending_id
 
 
 class Unauthenticated(ClarionError):

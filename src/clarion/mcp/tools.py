@@ -8,6 +8,7 @@ its outcomes to MCP results.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Annotated, Any
 
@@ -18,7 +19,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 from pydantic import BaseModel, Field, ValidationError
 from starlette.requests import Request
 from starlette.responses import JSONResponse
-from starlette.types import Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
 
 from clarion.clarification.asker import Asker, QuestionDetached
 from clarion.domain.errors import InvalidInput, NotFound
@@ -29,11 +30,14 @@ from clarion.orchestrator.launch import SessionTokens
 log = logging.getLogger(__name__)
 
 TOKEN_HEADER = "x-clarion-token"
+# Scope key of the event set when the HTTP connection carrying a call goes away.
+DISCONNECTED = "clarion.disconnected"
 TOOL_DESCRIPTION = (
     "Ask the person running this task one to four multiple-choice questions and wait for the "
     "answer. Each question has 2-6 options; the person may also type a custom answer or skip. "
-    "If the answer does not come in time the question stays open: end your turn, and the answer "
-    "will arrive later as a new prompt."
+    "If the call ends without an answer (Clarion's own wait limit, your client's timeout or "
+    "cancellation, a dropped connection, a Clarion restart), the question stays open: end your "
+    "turn and do not ask it again; the answer will arrive later as a new prompt."
 )
 
 
@@ -88,6 +92,7 @@ def build_mcp_server(asker: Asker) -> ClarionMcpServer:
     ) -> str:
         request = ctx.request_context.request
         session_id = request.path_params["session_id"] if request is not None else ""
+        dropped = request.scope.get(DISCONNECTED) if request is not None else None
         arguments: dict[str, Any] = {
             "questions": [q.model_dump(exclude_none=True) for q in questions],
         }
@@ -100,7 +105,7 @@ def build_mcp_server(asker: Asker) -> ClarionMcpServer:
             await ctx.report_progress(0, None, message)
 
         try:
-            return await asker.ask(session_id, arguments, progress)
+            return await asker.ask(session_id, arguments, progress, dropped)
         except InvalidInput as exc:
             raise ToolError(from_invalid_input(exc)) from exc
         except QuestionDetached as exc:
@@ -143,4 +148,20 @@ class McpEndpoint:
             )
             await response(scope, receive, send)
             return
-        await self._inner(scope, receive, send)
+        await self._inner(scope, _watching_disconnect(scope, receive), send)
+
+
+def _watching_disconnect(scope: Scope, receive: Receive) -> Receive:
+    """`receive`, noting in the scope when the client disconnects. A dropped POST stream can
+    never carry the tool's result back (no event store, so no resumption), so the Asker detaches
+    the question then rather than confirm an answer to a call nobody holds."""
+    gone = asyncio.Event()
+    scope[DISCONNECTED] = gone
+
+    async def watched() -> Message:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            gone.set()
+        return message
+
+    return watched
