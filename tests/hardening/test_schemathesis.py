@@ -21,7 +21,7 @@ from tests.hardening.conftest import assert_no_traceback
 
 pytestmark = pytest.mark.e2e
 
-EXAMPLES = 10
+EXAMPLES = 6
 SEED = 18
 
 
@@ -42,6 +42,8 @@ def target(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[ServerPro
             server.kill()
 
 
+# Alone it takes ~15 s per mode; the ceiling is for a loaded machine running the whole suite.
+@pytest.mark.timeout(400)
 def test_schemathesis_finds_nothing(target: ServerProcess, tmp_path: Path) -> None:
     task_id = target.create_task("seeded for the fuzzer")
     session_id = target.start_session(task_id, "hello", agent="builtin")
@@ -70,7 +72,7 @@ def test_schemathesis_finds_nothing(target: ServerProcess, tmp_path: Path) -> No
         ],
         capture_output=True,
         text=True,
-        timeout=110,
+        timeout=360,
         cwd=tmp_path,  # its cache stays in the test's own directory
         check=False,
     )
