@@ -108,7 +108,8 @@ async def mcp_rig(tmp_path: Path) -> AsyncIterator[McpRig]:
         transport = httpx.ASGITransport(app=asgi)
         # The rig runs the MCP session manager itself (anyio scopes may not cross tasks), so
         # the served app's own lifespan stays off.
-        config = uvicorn.Config(asgi, host="127.0.0.1", port=0, lifespan="off", log_level="error")
+        # log_config None: uvicorn's own records reach the root logger (and caplog).
+        config = uvicorn.Config(asgi, host="127.0.0.1", port=0, lifespan="off", log_config=None)
         server = uvicorn.Server(config)
         async with (
             httpx.AsyncClient(transport=transport, base_url="http://test") as client,

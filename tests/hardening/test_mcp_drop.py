@@ -48,6 +48,14 @@ async def until(probe: Callable[[], Awaitable[object]], what: str, within: float
         raise AssertionError(f"timed out waiting for {what}") from None
 
 
+def crashes(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [
+        f"{r.name}: {r.getMessage()}"
+        for r in caplog.records
+        if r.exc_info is not None or r.levelno >= logging.ERROR
+    ]
+
+
 async def pending_id(rig: McpRig) -> str | None:
     page = await rig.app.store.list_messages(rig.session_id, limit=100)
     ids = [m.metadata.get("pending_id") for m in page.messages if m.type == "clarification_request"]
@@ -58,7 +66,10 @@ async def state(rig: McpRig, pid: str) -> str:
     return str((await rig.app.services.reads.bundle(pid))["state"])
 
 
-async def test_a_dropped_call_detaches_and_the_answer_resumes_the_agent(tmp_path: Path) -> None:
+async def test_a_dropped_call_detaches_and_the_answer_resumes_the_agent(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO)
     async with mcp_rig(tmp_path) as rig:
         session = await rig.initialize()
 
@@ -93,6 +104,7 @@ async def test_a_dropped_call_detaches_and_the_answer_resumes_the_agent(tmp_path
         body = response.json()
         assert body["status"] == "answered"
         assert body["resumed"] is True and body["successor_turn_id"]
+    assert crashes(caplog) == []
 
 
 async def _is(rig: McpRig, pid: str, wanted: str) -> bool:
@@ -134,9 +146,4 @@ async def test_a_cancelled_call_detaches_without_a_traceback(
         assert not any('"id":7' in line and '"result"' in line for line in lines)
         # The endpoint still serves the next call's protocol traffic.
         assert (await rig.post(rpc(8, "tools/list", {}), session)).status_code == 200
-    crashes = [
-        f"{r.name}: {r.getMessage()}"
-        for r in caplog.records
-        if r.exc_info is not None or r.levelno >= logging.ERROR
-    ]
-    assert crashes == []
+    assert crashes(caplog) == []
