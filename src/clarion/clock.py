@@ -11,11 +11,8 @@ import asyncio
 import heapq
 import itertools
 import time
-from collections.abc import Awaitable
 from datetime import UTC, datetime, timedelta
-from typing import Protocol, TypeVar
-
-T = TypeVar("T")
+from typing import Protocol
 
 
 class Timers(Protocol):
@@ -85,22 +82,3 @@ class ManualClock:
     def _signal(self) -> None:
         if self._changed is not None:
             self._changed.set()
-
-
-async def within(timers: Timers, awaitable: Awaitable[T], seconds: float) -> T:
-    """`awaitable`'s result, or TimeoutError once `seconds` passed on `timers` (the work is
-    then cancelled). A result that is ready when the time runs out wins."""
-    work = asyncio.ensure_future(awaitable)
-    timer = asyncio.ensure_future(timers.sleep(seconds))
-    try:
-        await asyncio.wait({work, timer}, return_when=asyncio.FIRST_COMPLETED)
-    except asyncio.CancelledError:
-        work.cancel()
-        raise
-    finally:
-        timer.cancel()
-    if work.done():
-        return work.result()
-    work.cancel()
-    await asyncio.gather(work, return_exceptions=True)
-    raise TimeoutError

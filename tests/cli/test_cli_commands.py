@@ -67,7 +67,7 @@ def test_answer_with_option_flag_reaches_the_live_agent(shared_server: ServerPro
     answered = run_cli(shared_server, "answer", pending_id, "--option", "db=PostgreSQL")
     assert answered.exit_code == 0, answered
     assert "Answered: db: postgres" in answered.stdout
-    assert "The waiting agent received the answer." in answered.stdout
+    assert "handed to the agent's waiting question call" in answered.stdout
     reply = shared_server.wait_for_agent_text(session_id, "You answered:")
     assert '"selected_options": ["postgres"]' in reply
 

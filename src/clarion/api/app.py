@@ -20,6 +20,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from clarion import __version__
 from clarion.api import auth, routes_clarifications, routes_sessions, routes_tasks, ws
 from clarion.api.errors import install_error_handlers
+from clarion.api.openapi import install_openapi
 from clarion.api.services import ApiServices
 from clarion.mcp.tools import McpEndpoint
 
@@ -72,6 +73,12 @@ def create_app(services: ApiServices, mcp: McpEndpoint) -> FastAPI:
     )
     app.state.services = services
     install_error_handlers(app)
+    install_openapi(
+        app,
+        bearer_auth=services.access.enabled,
+        open_paths=auth.OPEN_PATHS,
+        enums={("StartSession", "agent"): sorted(services.sessions.agents)},
+    )
 
     @app.get("/healthz", include_in_schema=False)
     async def healthz() -> JSONResponse:

@@ -20,6 +20,7 @@ from starlette.websockets import WebSocket
 
 from clarion.api.bodies import parse_body, read_json_object
 from clarion.api.errors import error_body
+from clarion.api.openapi import body, errors
 from clarion.domain.errors import Unauthenticated
 from clarion.orchestrator.access import EVERYONE, AccessControl, Caller
 
@@ -110,7 +111,12 @@ class Login(BaseModel):
     token: str = Field(min_length=1, max_length=512)
 
 
-@router.post("/login", summary="Exchange an API token for the web UI's session cookie")
+@router.post(
+    "/login",
+    summary="Exchange an API token for the web UI's session cookie",
+    openapi_extra=body(Login),
+    responses=errors(400, 401, guarded=False),
+)
 async def login(request: Request) -> JSONResponse:
     access: AccessControl = request.app.state.services.access
     body = parse_body(Login, await read_json_object(request))
@@ -137,7 +143,7 @@ async def login(request: Request) -> JSONResponse:
     return response
 
 
-@router.post("/logout", summary="Drop the web UI's session cookie")
+@router.post("/logout", summary="Drop the web UI's session cookie", responses=errors(guarded=False))
 async def logout() -> JSONResponse:
     response = JSONResponse({"success": True})
     response.delete_cookie(COOKIE, path="/", httponly=True, samesite="strict")

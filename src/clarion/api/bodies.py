@@ -16,6 +16,9 @@ from starlette.requests import Request
 from clarion.domain.errors import InvalidInput
 
 ROOT = "$"  # the `field` of an error about the body as a whole
+# No body of the contract nests more than a few levels; anything far deeper is refused before a
+# validator or serializer recurses through it (the C parser itself overflows near 1,000).
+MAX_DEPTH = 100
 
 Model = TypeVar("Model", bound=pydantic.BaseModel)
 
@@ -46,10 +49,7 @@ async def read_json_object(request: Request, *, allow_empty: bool = False) -> di
     raw = await request.body()
     if allow_empty and not raw.strip():
         return {}
-    try:
-        body = json.loads(raw, parse_constant=_reject_constant)
-    except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError, NaN and friends
-        raise InvalidInput(f"request body is not valid JSON: {exc}", code="invalid_json") from exc
+    body = loads(raw, what="request body")
     if not isinstance(body, dict):
         raise InvalidInput(
             f"request body must be a JSON object, got {_json_kind(body)}",
@@ -57,6 +57,39 @@ async def read_json_object(request: Request, *, allow_empty: bool = False) -> di
             code="invalid_request",
         )
     return body
+
+
+def loads(raw: str | bytes, *, what: str) -> Any:
+    """`raw` parsed as JSON no deeper than MAX_DEPTH; InvalidInput `invalid_json` otherwise."""
+    try:
+        value = json.loads(raw, parse_constant=_reject_constant)
+    except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError, NaN and friends
+        raise InvalidInput(f"{what} is not valid JSON: {exc}", code="invalid_json") from exc
+    except RecursionError as exc:
+        raise _too_deep(what) from exc
+    if depth_exceeds(value, MAX_DEPTH):
+        raise _too_deep(what)
+    return value
+
+
+def depth_exceeds(value: Any, limit: int) -> bool:
+    """Whether arrays and objects in `value` nest more than `limit` deep (iteratively)."""
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict | list):
+            if depth >= limit:
+                return True
+            children = item.values() if isinstance(item, dict) else item
+            stack.extend((child, depth + 1) for child in children)
+    return False
+
+
+def _too_deep(what: str) -> InvalidInput:
+    return InvalidInput(
+        f"{what} nests arrays or objects too deep (more than {MAX_DEPTH} levels)",
+        code="invalid_json",
+    )
 
 
 def parse_body(model_cls: type[Model], raw: Any, *, code: str = "invalid_request") -> Model:

@@ -17,11 +17,13 @@ from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import HTTPConnection, Request
 from starlette.responses import JSONResponse, Response
+from starlette.routing import Match
 from starlette.websockets import WebSocket, WebSocketState
 
 from clarion.api.bodies import first_error
 from clarion.domain.errors import (
     AcceptedButUnfinalized,
+    ClarificationActive,
     ClarionError,
     Conflict,
     InvalidInput,
@@ -65,6 +67,7 @@ _HTTP_CODES = {
     503: "starting",
 }
 
+_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
 _LOCATIONS = frozenset({"body", "query", "path", "header", "cookie"})
 _RESERVED_LOG_KEYS = frozenset(logging.makeLogRecord({}).__dict__) | {"message", "asctime"}
 
@@ -92,6 +95,8 @@ def ws_error_payload(exc: BaseException) -> dict[str, Any]:
 def _extras(exc: ClarionError) -> dict[str, Any]:
     if isinstance(exc, InvalidInput) and exc.field is not None:
         return {"field": exc.field}
+    if isinstance(exc, ClarificationActive):
+        return {"state": exc.state, "pending_id": exc.pending_id}
     if isinstance(exc, NotActive):
         extras: dict[str, Any] = {"state": exc.state}
         if exc.response is not None:
@@ -143,7 +148,22 @@ async def _on_http_exception(conn: HTTPConnection, exc: StarletteHTTPException) 
         return Response(status_code=status, headers=exc.headers)
     code = _HTTP_CODES.get(status, f"http_{status}")
     body = _body(code, str(exc.detail), status == 503)
-    return await _reply(conn, status, body, exc.headers)
+    headers = exc.headers
+    if status == 405:
+        headers = {**(headers or {}), "Allow": _allowed_methods(conn)}
+    return await _reply(conn, status, body, headers)
+
+
+def _allowed_methods(conn: HTTPConnection) -> str:
+    """Every method some route serves at this path. Starlette's own 405 names only the first
+    route whose path matched, so `/tasks` (GET and POST, two routes) would claim POST only."""
+    routes = conn.app.router.routes
+    allowed = [
+        method
+        for method in _METHODS
+        if any(route.matches({**conn.scope, "method": method})[0] == Match.FULL for route in routes)
+    ]
+    return ", ".join(allowed)
 
 
 async def _on_unexpected(request: Request, exc: Exception) -> Response:

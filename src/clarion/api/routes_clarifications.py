@@ -8,19 +8,30 @@ from fastapi import APIRouter, Request
 
 from clarion.api.auth import caller_of
 from clarion.api.bodies import read_json_object
+from clarion.api.openapi import body, errors
 from clarion.api.routes_tasks import services
+from clarion.api.schemas import Respond
 
 router = APIRouter(prefix="/api/v1")
 
 
-@router.get("/clarification/{pending_id}", summary="A clarification bundle and its state")
+@router.get(
+    "/clarification/{pending_id}",
+    summary="A clarification bundle and its state",
+    responses=errors(404),
+)
 async def get_bundle(pending_id: str, request: Request) -> dict[str, Any]:
     svc = services(request)
     await svc.access.require_bundle(caller_of(request), pending_id)
     return await svc.reads.bundle(pending_id)
 
 
-@router.post("/clarification/{pending_id}/respond", summary="Answer or Skip a bundle")
+@router.post(
+    "/clarification/{pending_id}/respond",
+    summary="Answer or Skip a bundle",
+    openapi_extra=body(Respond),
+    responses=errors(400, 404, 409),
+)
 async def respond(pending_id: str, request: Request) -> dict[str, Any]:
     svc = services(request)
     # Before anything else: a wrong caller must neither claim nor resume anything.
@@ -33,6 +44,7 @@ async def respond(pending_id: str, request: Request) -> dict[str, Any]:
 @router.post(
     "/clarification/{pending_id}/resend",
     summary="Send an answer whose delivery is ambiguous again, as a new turn",
+    responses=errors(404, 409, 500),
 )
 async def resend(pending_id: str, request: Request) -> dict[str, Any]:
     svc = services(request)
@@ -42,7 +54,9 @@ async def resend(pending_id: str, request: Request) -> dict[str, Any]:
 
 
 @router.post(
-    "/clarification/{pending_id}/cancel", summary="Cancel a bundle still owned by a live waiter"
+    "/clarification/{pending_id}/cancel",
+    summary="Cancel a bundle still owned by a live waiter",
+    responses=errors(404, 409),
 )
 async def cancel(pending_id: str, request: Request) -> dict[str, Any]:
     svc = services(request)

@@ -9,14 +9,21 @@ from fastapi.responses import JSONResponse
 
 from clarion.api.auth import caller_of
 from clarion.api.bodies import parse_body, read_json_object
+from clarion.api.openapi import body, errors
 from clarion.api.routes_tasks import services
 from clarion.api.schemas import Finish, Prompt, StartSession
-from clarion.domain.errors import InvalidInput, NotFound
+from clarion.domain.errors import ClarificationActive, NotFound
 
 router = APIRouter(prefix="/api/v1")
 
 
-@router.post("/tasks/{task_id}/task-sessions", status_code=201, summary="Start a session")
+@router.post(
+    "/tasks/{task_id}/task-sessions",
+    status_code=201,
+    summary="Start a session",
+    openapi_extra=body(StartSession),
+    responses=errors(400, 404),
+)
 async def start_session(task_id: str, request: Request) -> JSONResponse:
     svc = services(request)
     await svc.access.require_task(caller_of(request), task_id)
@@ -30,7 +37,11 @@ async def start_session(task_id: str, request: Request) -> JSONResponse:
     )
 
 
-@router.get("/tasks/{task_id}/task-sessions", summary="Sessions with pending projections")
+@router.get(
+    "/tasks/{task_id}/task-sessions",
+    summary="Sessions with pending projections",
+    responses=errors(404),
+)
 @router.get("/tasks/{task_id}/sessions", include_in_schema=False)
 async def list_sessions(task_id: str, request: Request) -> dict[str, Any]:
     svc = services(request)
@@ -39,14 +50,20 @@ async def list_sessions(task_id: str, request: Request) -> dict[str, Any]:
     return {"sessions": sessions, "total": len(sessions)}
 
 
-@router.get("/task-sessions/{session_id}", summary="One session")
+@router.get("/task-sessions/{session_id}", summary="One session", responses=errors(404))
 async def get_session(session_id: str, request: Request) -> dict[str, Any]:
     svc = services(request)
     await svc.access.require_session(caller_of(request), session_id)
     return {"session": await svc.reads.session(session_id)}
 
 
-@router.post("/task-sessions/{session_id}/prompt", status_code=202, summary="Send a prompt")
+@router.post(
+    "/task-sessions/{session_id}/prompt",
+    status_code=202,
+    summary="Send a prompt",
+    openapi_extra=body(Prompt),
+    responses=errors(400, 404, 409),
+)
 async def prompt(session_id: str, request: Request) -> JSONResponse:
     svc = services(request)
     await svc.access.require_session(caller_of(request), session_id)
@@ -59,15 +76,24 @@ async def prompt(session_id: str, request: Request) -> JSONResponse:
     return JSONResponse(payload, status_code=202)
 
 
-@router.post("/task-sessions/{session_id}/cancel", summary="Cancel the running turn")
+@router.post(
+    "/task-sessions/{session_id}/cancel",
+    summary="Cancel the running turn",
+    responses=errors(404, 409),
+)
 async def cancel(session_id: str, request: Request) -> dict[str, Any]:
     svc = services(request)
     await svc.access.require_session(caller_of(request), session_id)
-    await svc.sessions.cancel(session_id)
-    return {"success": True}
+    dropped = await svc.sessions.cancel(session_id)
+    return {"success": True, "dropped_prompts": dropped}
 
 
-@router.post("/task-sessions/{session_id}/finish", summary="End the session")
+@router.post(
+    "/task-sessions/{session_id}/finish",
+    summary="End the session",
+    openapi_extra=body(Finish),
+    responses=errors(400, 404, 409),
+)
 async def finish(session_id: str, request: Request) -> dict[str, Any]:
     svc = services(request)
     await svc.access.require_session(caller_of(request), session_id)
@@ -77,7 +103,9 @@ async def finish(session_id: str, request: Request) -> dict[str, Any]:
     return {"session": await svc.reads.session_after_write(session.id)}
 
 
-@router.get("/task-sessions/{session_id}/turns", summary="Durable turn history")
+@router.get(
+    "/task-sessions/{session_id}/turns", summary="Durable turn history", responses=errors(404)
+)
 async def turns(session_id: str, request: Request) -> dict[str, Any]:
     svc = services(request)
     await svc.access.require_session(caller_of(request), session_id)
@@ -85,33 +113,40 @@ async def turns(session_id: str, request: Request) -> dict[str, Any]:
     return {"turns": items, "total": len(items)}
 
 
-@router.get("/task-sessions/{session_id}/messages", summary="Transcript, oldest first")
+@router.get(
+    "/task-sessions/{session_id}/messages",
+    summary="Transcript, oldest first",
+    responses=errors(400, 404),
+)
 async def messages(
     session_id: str,
     request: Request,
-    after: str | None = Query(default=None),
-    limit: str | None = Query(default=None),
+    after: str | None = Query(default=None, description="a message id; the page starts after it"),
+    limit: int = Query(default=100, ge=1, le=1000, description="page size"),
 ) -> dict[str, Any]:
-    size = 100
-    if limit is not None:
-        if not limit.isdigit() or not 1 <= int(limit) <= 1000:
-            raise InvalidInput("limit must be an integer from 1 to 1000", field="limit")
-        size = int(limit)
     svc = services(request)
     await svc.access.require_session(caller_of(request), session_id)
-    return await svc.reads.messages(session_id, after=after or None, limit=size)
+    return await svc.reads.messages(session_id, after=after or None, limit=limit)
 
 
 @router.delete(
     "/task-sessions/{session_id}/messages/{message_id}",
     status_code=204,
     summary="Delete one message",
+    responses=errors(404, 409),
 )
 async def delete_message(session_id: str, message_id: str, request: Request) -> Response:
     svc = services(request)
     await svc.access.require_session(caller_of(request), session_id)
     await svc.reads.ensure_session(session_id)
-    deleted = await svc.sessions.delete_message(session_id, message_id)
+    try:
+        deleted = await svc.sessions.delete_message(session_id, message_id)
+    except ClarificationActive as exc:
+        # The store sees no waiters; the read model knows whether the agent waits live.
+        current = (await svc.reads.bundle(exc.pending_id))["state"]
+        if current in ("active_live", "active_detached", "delivery_claimed"):
+            exc.state = current
+        raise
     if deleted is None:
         raise NotFound("message not found", session_id=session_id, message_id=message_id)
     return Response(status_code=204)

@@ -9,6 +9,7 @@ from fastapi.responses import JSONResponse
 
 from clarion.api.auth import caller_of
 from clarion.api.bodies import parse_body, read_json_object
+from clarion.api.openapi import body, errors
 from clarion.api.schemas import CreateTask, MoveTask
 from clarion.api.services import ApiServices
 from clarion.domain.models import WorkflowStep
@@ -21,7 +22,13 @@ def services(request: Request) -> ApiServices:
     return svc
 
 
-@router.post("/tasks", status_code=201, summary="Create a task")
+@router.post(
+    "/tasks",
+    status_code=201,
+    summary="Create a task",
+    openapi_extra=body(CreateTask),
+    responses=errors(400, 404),
+)
 async def create_task(request: Request) -> JSONResponse:
     svc = services(request)
     body = parse_body(CreateTask, await read_json_object(request))
@@ -32,20 +39,25 @@ async def create_task(request: Request) -> JSONResponse:
     return JSONResponse({"task": await svc.reads.task_view(task, repair=False)}, status_code=201)
 
 
-@router.get("/tasks", summary="List tasks with repaired status summaries")
+@router.get("/tasks", summary="List tasks with repaired status summaries", responses=errors())
 async def list_tasks(request: Request) -> dict[str, Any]:
     tasks = await services(request).reads.tasks(caller_of(request).workspace_ids())
     return {"tasks": tasks, "total": len(tasks)}
 
 
-@router.get("/tasks/{task_id}", summary="One task")
+@router.get("/tasks/{task_id}", summary="One task", responses=errors(404))
 async def get_task(task_id: str, request: Request) -> dict[str, Any]:
     svc = services(request)
     await svc.access.require_task(caller_of(request), task_id)
     return {"task": await svc.reads.task(task_id)}
 
 
-@router.post("/tasks/{task_id}/move", summary="Move a task to another workflow step")
+@router.post(
+    "/tasks/{task_id}/move",
+    summary="Move a task to another workflow step",
+    openapi_extra=body(MoveTask),
+    responses=errors(400, 404, 409),
+)
 async def move_task(task_id: str, request: Request) -> dict[str, Any]:
     svc = services(request)
     await svc.access.require_task(caller_of(request), task_id)
@@ -54,7 +66,7 @@ async def move_task(task_id: str, request: Request) -> dict[str, Any]:
     return {"task": await svc.reads.task_view(task)}
 
 
-@router.get("/workflow/snapshot", summary="Tasks by workflow step")
+@router.get("/workflow/snapshot", summary="Tasks by workflow step", responses=errors())
 async def workflow_snapshot(request: Request) -> dict[str, Any]:
     tasks = await services(request).reads.tasks(caller_of(request).workspace_ids())
     return {
@@ -65,7 +77,7 @@ async def workflow_snapshot(request: Request) -> dict[str, Any]:
     }
 
 
-@router.get("/boot", summary="What a client loads first")
+@router.get("/boot", summary="What a client loads first", responses=errors())
 async def boot(request: Request) -> dict[str, Any]:
     svc = services(request)
     tasks = await svc.reads.tasks(caller_of(request).workspace_ids())

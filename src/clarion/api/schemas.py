@@ -37,3 +37,18 @@ class Prompt(Body):
 
 class Finish(Body):
     state: Literal["completed", "failed", "cancelled"]
+
+
+class AnswerIn(Body):
+    question_id: str = Field(min_length=1)
+    selected_options: list[str] = Field(default_factory=list, description="option ids")
+    custom_text: str | None = Field(default=None, max_length=2000)
+
+
+class Respond(Body):
+    """The shape of a response; the bundle's own questions decide the rest (which ids and
+    options exist, one answer per question), so the route validates it against the bundle."""
+
+    answers: list[AnswerIn] = Field(default_factory=list)
+    rejected: bool = False
+    reject_reason: str | None = Field(default=None, max_length=2000)

@@ -22,6 +22,7 @@ from typing import Any
 from fastapi import APIRouter, WebSocket, WebSocketDisconnect
 
 from clarion.api.auth import caller_of
+from clarion.api.bodies import loads
 from clarion.api.errors import ws_error_payload
 from clarion.api.services import ApiServices
 from clarion.domain.errors import InvalidInput
@@ -106,8 +107,17 @@ async def websocket_endpoint(websocket: WebSocket) -> None:
     pump_task = asyncio.create_task(pump(), name="ws-pump")
     try:
         while True:
-            raw = await websocket.receive_text()
-            await send(await _handle(svc, caller, filters, raw))
+            frame = await websocket.receive()
+            if frame["type"] == "websocket.disconnect":
+                break
+            text = frame.get("text")
+            if text is None:
+                # Envelopes are JSON text; a binary frame is answered, not fatal.
+                await send(
+                    _error("invalid_frame", "binary frames are not supported; send JSON text")
+                )
+                continue
+            await send(await _handle(svc, caller, filters, text))
     except WebSocketDisconnect:
         pass
     finally:
@@ -128,21 +138,17 @@ async def _require_visible(svc: ApiServices, caller: Caller, payload: dict[str, 
         await svc.access.require_session(caller, session_id)
 
 
+def _error(code: str, message: str) -> dict[str, Any]:
+    return envelope("error", "error", {"code": code, "message": message, "retryable": False})
+
+
 async def _handle(svc: ApiServices, caller: Caller, filters: Filters, raw: str) -> dict[str, Any]:
     try:
-        message = json.loads(raw)
-    except json.JSONDecodeError:
-        return envelope(
-            "error",
-            "error",
-            {"code": "invalid_json", "message": "message is not JSON", "retryable": False},
-        )
+        message = loads(raw, what="message")
+    except InvalidInput as exc:
+        return envelope("error", "error", ws_error_payload(exc))
     if not isinstance(message, dict):
-        return envelope(
-            "error",
-            "error",
-            {"code": "invalid_request", "message": "message must be an object", "retryable": False},
-        )
+        return _error("invalid_request", "message must be an object")
     id_ = message.get("id")
     action = message.get("action")
     payload = message.get("payload") or {}

@@ -2,8 +2,9 @@
 
 Called by the MCP tool. The bundle's rows are written in the session's current turn before a
 waiter exists; the waiter then holds the tool call, sending keep-alives, until a confirmed
-answer, a cancellation, the wait limit, or the agent dropping the call. The last two detach the
-bundle so the answer, when it comes, resumes the agent as a new prompt.
+answer, a cancellation, the wait limit, or the agent dropping the call (a cancelled call, or its
+connection gone: `dropped`). The last two detach the bundle so the answer, when it comes, resumes
+the agent as a new prompt.
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ from dataclasses import dataclass
 
 from clarion.clarification.canceller import ClarificationCanceller
 from clarion.clarification.waiters import Cancelled, Delivery, LiveWaiters, Waiter
-from clarion.clock import within
 from clarion.domain.answers import tool_result_text
 from clarion.domain.errors import NotFound, QuestionDetached
 from clarion.domain.ids import new_id
@@ -54,9 +54,18 @@ class Asker:
         self._canceller = canceller
         self._limits = limits
 
-    async def ask(self, session_id: str, arguments: object, progress: Progress) -> str:
+    async def ask(
+        self,
+        session_id: str,
+        arguments: object,
+        progress: Progress,
+        dropped: asyncio.Event | None = None,
+    ) -> str:
         """Returns the tool result text; raises InvalidInput (nothing written),
-        QuestionDetached, or NotFound when the session has no durable turn."""
+        QuestionDetached, or NotFound when the session has no durable turn.
+
+        `dropped` is set when the call's connection is gone: nothing could carry a result back,
+        so the bundle detaches instead of waiting for an answer only a new prompt can deliver."""
         questions, context = parse_ask(arguments)
         session, turn_id = await self._store.session_with_current_turn(session_id)
         if session.state.is_terminal:
@@ -99,7 +108,7 @@ class Asker:
             if written.session is not None:
                 await self._publisher.session_state(written.session)
             await self._publisher.messages("added", written.rows)
-            return await self._wait(waiter, progress)
+            return await self._wait(waiter, progress, dropped or asyncio.Event())
         except asyncio.CancelledError:
             log.info(
                 "agent dropped the question call; detaching",
@@ -111,25 +120,29 @@ class Asker:
         finally:
             self._close(waiter)
 
-    async def _wait(self, waiter: Waiter, progress: Progress) -> str:
+    async def _wait(self, waiter: Waiter, progress: Progress, dropped: asyncio.Event) -> str:
         deadline = self._clock.monotonic() + self._limits.wait_s
         while True:
             remaining = deadline - self._clock.monotonic()
-            if remaining <= 0:
+            if remaining <= 0 or dropped.is_set():
+                reason = "connection gone" if dropped.is_set() else "wait limit reached"
                 log.info(
-                    "clarification wait limit reached; detaching",
+                    f"clarification {reason}; detaching",
                     extra={"session_id": waiter.session_id, "pending_id": waiter.pending_id},
                 )
+                # Offers still queued are withdrawn: their responders restore the claim.
                 self._close(waiter)
                 await self._canceller.detach(waiter.session_id, pending_id=waiter.pending_id)
                 raise QuestionDetached(DETACHED_TOOL_ERROR, pending_id=waiter.pending_id)
             try:
-                item = await within(
-                    self._clock, waiter.inbox.get(), min(remaining, self._limits.keepalive_s)
+                item = await _next(
+                    self._clock, waiter, dropped, min(remaining, self._limits.keepalive_s)
                 )
             except TimeoutError:
                 await self._keepalive(waiter, progress)
                 continue
+            if item is None:
+                continue  # dropped: detach at the top of the loop
             if isinstance(item, Cancelled):
                 return json.dumps({"rejected": True, "reject_reason": "cancelled"})
             try:
@@ -158,3 +171,30 @@ class Asker:
             item = waiter.inbox.get_nowait()
             if isinstance(item, Delivery):
                 item.abandon()
+
+
+async def _next(
+    clock: Clock, waiter: Waiter, dropped: asyncio.Event, within: float
+) -> Delivery | Cancelled | None:
+    """The next inbox item; None once `dropped` is set (an item taken meanwhile goes back so
+    the detach withdraws it); TimeoutError after `within` seconds on `clock`."""
+    get = asyncio.ensure_future(waiter.inbox.get())
+    gone = asyncio.ensure_future(dropped.wait())
+    timer = asyncio.ensure_future(clock.sleep(within))
+    try:
+        done, _ = await asyncio.wait({get, gone, timer}, return_when=asyncio.FIRST_COMPLETED)
+        done -= {timer}
+    finally:
+        gone.cancel()
+        timer.cancel()
+        if not get.done():
+            get.cancel()
+    if get.done() and not get.cancelled():
+        item = get.result()
+        if not dropped.is_set():
+            return item
+        waiter.inbox.put_nowait(item)
+        return None
+    if not done:
+        raise TimeoutError
+    return None

@@ -16,6 +16,7 @@ from rich.text import Text
 from clarion.cli.connection import DEFAULT_SERVER, ServerOpt, TokenOpt, client_for
 from clarion.cli.errors import EXIT_CONFLICT, EXIT_USAGE, CliError, describe_response
 from clarion.cli.render import question_block, stdout
+from clarion.cli.sanitize import safe
 
 ACTIVE_STATES = ("active_live", "active_detached")
 DEFAULT_REASON = "User skipped"
@@ -158,7 +159,7 @@ def ask_interactively(console: Console, bundle: dict[str, Any], reason: str) -> 
             (f"the answer that won: {stored}",) if stored else (),
         )
     if bundle.get("context"):
-        console.print(Text(str(bundle["context"]), style="italic"))
+        console.print(Text(safe(bundle["context"]), style="italic"))
     console.print(
         "Type option numbers (e.g. 1 or 1,3), or your own answer as text; "
         "type s to skip all questions."
@@ -206,13 +207,20 @@ def _numbers(raw: str, count: int) -> list[int] | None:
 def _report(console: Console, result: dict[str, Any]) -> None:
     response = result.get("response") or {}
     if result.get("status") == "rejected":
-        console.print(Text(f"Skipped: {response.get('reject_reason', '')}", style="green"))
+        console.print(Text(safe(f"Skipped: {response.get('reject_reason', '')}"), style="green"))
     else:
-        console.print(Text(f"Answered: {describe_response(response)}", style="green"))
+        console.print(Text(safe(f"Answered: {describe_response(response)}"), style="green"))
     if result.get("resumed"):
-        console.print(Text(f"The agent resumed in a new turn {result.get('successor_turn_id')}."))
+        turn = result.get("successor_turn_id")
+        console.print(Text(safe(f"The agent resumed in a new turn {turn}.")))
     elif result.get("status") == "answered":
-        console.print("The waiting agent received the answer.")
+        # What the server knows: the answer is durable and went to the agent's open call (a
+        # dropped call detaches first, and then the answer resumes the agent instead); if the
+        # agent stays silent, the watchdog hands it over again as a new prompt.
+        console.print(
+            "Saved and handed to the agent's waiting question call; if the agent does not "
+            "continue, Clarion hands it over as a new prompt."
+        )
 
 
 def register(app: typer.Typer) -> None:

@@ -6,7 +6,9 @@ print tracebacks for what a server can be expected to say.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import threading
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -19,18 +21,38 @@ from clarion.cli.errors import EXIT_SERVER_ERROR, EXIT_UNREACHABLE, CliError, ap
 
 DEFAULT_SERVER = "http://127.0.0.1:8787"
 
+# The server bounds its own waits: starting an agent (60 s), then the agent accepting a resume
+# prompt (CLARION_RESUME_ACCEPT_S, 30 s), each persistence step (CLARION_PERSIST_S, 30 s). The
+# client waits longer than all of them together, so a hung agent shows up as the server's own
+# error reply rather than as "the server did not answer in time".
+HTTP_TIMEOUT = 180.0
+CONNECT_TIMEOUT = 10.0  # no server at the address: say so quickly
+PROGRESS_EVERY = 5.0  # seconds between "still waiting" notes during a long request
+
+Progress = Callable[[str, float], None]  # (what is being waited for, seconds so far)
+
 
 class ClarionClient:
     """One server at `base_url`; `token` is sent as a Bearer token when access control is on."""
 
-    def __init__(self, base_url: str, *, token: str | None = None, timeout: float = 60.0) -> None:
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        token: str | None = None,
+        timeout: float = HTTP_TIMEOUT,
+        progress: Progress | None = None,
+        progress_every: float = PROGRESS_EVERY,
+    ) -> None:
         self.base_url = base_url.rstrip("/")
         self._headers = {"Authorization": f"Bearer {token}"} if token else {}
-        # Answering a detached question waits for the agent to accept the resume prompt, so
-        # the default read timeout is generous.
         self._http = httpx.Client(
-            base_url=f"{self.base_url}/api/v1", headers=self._headers, timeout=timeout
+            base_url=f"{self.base_url}/api/v1",
+            headers=self._headers,
+            timeout=httpx.Timeout(timeout, connect=min(CONNECT_TIMEOUT, timeout)),
         )
+        self._progress = progress
+        self._progress_every = progress_every
 
     def close(self) -> None:
         self._http.close()
@@ -60,7 +82,8 @@ class ClarionClient:
         server raises (CliError, exit code 5)."""
         label = what or f"{method} {path}"
         try:
-            return self._http.request(method, path, json=json)
+            with self._reporting(label):
+                return self._http.request(method, path, json=json)
         except httpx.TimeoutException as exc:
             raise CliError(
                 f"{label}: the server at {self.base_url} did not answer in time", EXIT_UNREACHABLE
@@ -71,6 +94,28 @@ class ClarionClient:
                 EXIT_UNREACHABLE,
                 ("start one with `clarion serve`, or pass --server URL / set CLARION_SERVER",),
             ) from exc
+
+    @contextmanager
+    def _reporting(self, label: str) -> Iterator[None]:
+        """While a request is in flight, tell `progress` every `progress_every` seconds."""
+        if self._progress is None:
+            yield
+            return
+        report, every = self._progress, self._progress_every
+        done = threading.Event()
+        started = time.monotonic()
+
+        def tick() -> None:
+            while not done.wait(every):
+                report(label, time.monotonic() - started)
+
+        ticker = threading.Thread(target=tick, name="clarion-progress", daemon=True)
+        ticker.start()
+        try:
+            yield
+        finally:
+            done.set()
+            ticker.join()
 
     def json(self, method: str, path: str, *, json: Any = None, what: str | None = None) -> Any:
         response = self.call(method, path, json=json, what=what)

@@ -13,6 +13,7 @@ from rich.text import Text
 from clarion.cli.client import ClarionClient
 from clarion.cli.connection import DEFAULT_SERVER, ServerOpt, TokenOpt, client_for
 from clarion.cli.render import question_block, stdout, tasks_table
+from clarion.cli.sanitize import safe
 
 ACTIVE_STATES = ("active_live", "active_detached")
 
@@ -45,9 +46,9 @@ def task_create(
     with client_for(server, token) as client:
         task = client.create_task(title, description)
     if quiet:
-        typer.echo(task["id"])
+        typer.echo(safe(task["id"]))
         return
-    stdout().print(Text(f"Created task {task['id']}: {task['title']}"))
+    stdout().print(Text(safe(f"Created task {task['id']}: {task['title']}")))
 
 
 @session_app.command("start")
@@ -66,12 +67,16 @@ def session_start(
     with client_for(server, token) as client:
         session = client.start_session(task_id, agent=agent, prompt=prompt)
     if quiet:
-        typer.echo(session["id"])
+        typer.echo(safe(session["id"]))
         return
     stdout().print(
-        Text(f"Started session {session['id']} on agent {session['agent']} ({session['state']})")
+        Text(
+            safe(
+                f"Started session {session['id']} on agent {session['agent']} ({session['state']})"
+            )
+        )
     )
-    stdout().print(f"Follow it with: clarion watch --session {session['id']}")
+    stdout().print(Text(safe(f"Follow it with: clarion watch --session {session['id']}")))
 
 
 def _needs_a_look(meta: dict[str, Any], *, ambiguous: bool) -> bool:
@@ -129,9 +134,9 @@ def questions(
     for task, bundle in found:
         ambiguous = bundle.get("delivery") == "ambiguous"
         header = Text()
-        header.append(f"{bundle['pending_id']}", style="bold yellow")
+        header.append(safe(bundle["pending_id"]), style="bold yellow")
         state = "answered, delivery ambiguous" if ambiguous else bundle["state"]
-        header.append(f"  {state}  task {task['id']}: {task.get('title', '')}")
+        header.append(safe(f"  {state}  task {task['id']}: {task.get('title', '')}"))
         console.print(header)
         total = len(bundle["questions"])
         for number, question in enumerate(bundle["questions"], start=1):
@@ -141,9 +146,11 @@ def questions(
                 "  The server restarted while handing this answer to the agent: the agent may"
                 " not have received it."
             )
-            console.print(f"  send it again with: clarion resend {bundle['pending_id']}\n")
+            console.print(
+                Text(safe(f"  send it again with: clarion resend {bundle['pending_id']}\n"))
+            )
         else:
-            console.print(f"  answer with: clarion answer {bundle['pending_id']}\n")
+            console.print(Text(safe(f"  answer with: clarion answer {bundle['pending_id']}\n")))
 
 
 def resend(
@@ -154,7 +161,7 @@ def resend(
     """Send an answer the agent may not have received again, as a new turn."""
     with client_for(server, token) as client:
         result = client.resend(pending_id)
-    stdout().print(Text(f"Answer sent again in turn {result['turn_id']}."))
+    stdout().print(Text(safe(f"Answer sent again in turn {result['turn_id']}.")))
 
 
 def register(app: typer.Typer) -> None:

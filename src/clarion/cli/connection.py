@@ -14,7 +14,7 @@ import typer
 
 from clarion.cli.client import DEFAULT_SERVER, ClarionClient
 from clarion.cli.errors import CliError
-from clarion.cli.render import print_error
+from clarion.cli.render import print_error, stderr
 
 __all__ = ["DEFAULT_SERVER", "ServerOpt", "TokenOpt", "client_for", "handled"]
 
@@ -48,7 +48,12 @@ def handled() -> Iterator[None]:
         raise typer.Exit(130) from None
 
 
+def waiting(what: str, seconds: float) -> None:
+    """A long request's progress, on stderr so stdout stays clean for scripts."""
+    stderr().print(f"… still {what} ({seconds:.0f}s; the server bounds its own waits)")
+
+
 @contextmanager
 def client_for(server: str, token: str | None) -> Iterator[ClarionClient]:
-    with handled(), ClarionClient(server, token=token) as client:
+    with handled(), ClarionClient(server, token=token, progress=waiting) as client:
         yield client

@@ -22,6 +22,20 @@ class KeyValueFormatter(logging.Formatter):
         return text
 
 
+# uvicorn logs a client's invalid UTF-8 text frame with a traceback, after closing the socket
+# with 1007 as the protocol says. It is the client's fault, not the server's: one warning line.
+_CLIENT_FRAME_ERRORS = frozenset({"Invalid UTF-8 sequence received from client."})
+
+
+class ClientFrameErrors(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.getMessage() in _CLIENT_FRAME_ERRORS:
+            record.exc_info = None
+            record.exc_text = None
+            record.levelno, record.levelname = logging.WARNING, "WARNING"
+        return True
+
+
 def configure_logging(level: str = "INFO") -> None:
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(KeyValueFormatter())
@@ -31,3 +45,6 @@ def configure_logging(level: str = "INFO") -> None:
     # Third-party request logs drown the lifecycle lines.
     for noisy in ("httpx", "httpx2", "mcp", "uvicorn.access"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
+    uvicorn_errors = logging.getLogger("uvicorn.error")
+    if not any(isinstance(f, ClientFrameErrors) for f in uvicorn_errors.filters):
+        uvicorn_errors.addFilter(ClientFrameErrors())

@@ -1,8 +1,9 @@
 """How client commands show things: the task table, questions, and one line per live event.
 
 Pure functions from wire dicts to Rich renderables or plain strings, so tests can check them
-without a terminal. Server text always goes through Text objects: a prompt containing
-`[brackets]` must print as written, never as Rich markup.
+without a terminal. Server text always goes through `safe` (control characters and escape
+sequences neutralised) and into Text objects: a prompt containing `[brackets]` must print as
+written, never as Rich markup.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from rich.table import Table
 from rich.text import Text
 
 from clarion.cli.errors import CliError, describe_response
+from clarion.cli.sanitize import safe
 
 PENDING_ICON = "●"
 
@@ -28,9 +30,9 @@ def stderr() -> Console:
 
 def print_error(error: CliError) -> None:
     console = stderr()
-    console.print(Text(f"error: {error.message}", style="bold red"))
+    console.print(Text(safe(f"error: {error.message}"), style="bold red"))
     for line in error.details:
-        console.print(Text(f"  {line}", style="red"))
+        console.print(Text(safe(f"  {line}"), style="red"))
 
 
 def task_pending(task: dict[str, Any]) -> str | None:
@@ -51,10 +53,10 @@ def tasks_table(tasks: list[dict[str, Any]]) -> Table:
         pending = task_pending(task)
         table.add_row(
             Text(PENDING_ICON, style="bold yellow") if pending else Text(""),
-            Text(str(task["id"])),
-            Text(str(task.get("title", ""))),
-            Text(str(task.get("workflow_step", ""))),
-            Text(pending or "-", style="yellow" if pending else "dim"),
+            Text(safe(task["id"])),
+            Text(safe(task.get("title", ""))),
+            Text(safe(task.get("workflow_step", ""))),
+            Text(safe(pending or "-"), style="yellow" if pending else "dim"),
         )
     return table
 
@@ -64,13 +66,13 @@ def question_block(number: int, total: int, question: dict[str, Any]) -> Text:
     text = Text()
     title = question.get("title") or ""
     heading = f"Question {number}/{total} [{question['id']}]"
-    text.append(heading + (f" {title}" if title else ""), style="bold")
-    text.append("\n  " + str(question.get("prompt", "")))
+    text.append(safe(heading + (f" {title}" if title else "")), style="bold")
+    text.append("\n  " + safe(question.get("prompt", "")))
     for index, option in enumerate(question.get("options") or [], start=1):
-        text.append(f"\n    {index}) {option.get('label', '')}", style="cyan")
-        text.append(f"  [{option.get('option_id', '')}]", style="dim")
+        text.append(safe(f"\n    {index}) {option.get('label', '')}"), style="cyan")
+        text.append(safe(f"  [{option.get('option_id', '')}]"), style="dim")
         if option.get("description"):
-            text.append(f"  {option['description']}", style="dim")
+            text.append(safe(f"  {option['description']}"), style="dim")
     return text
 
 
@@ -85,7 +87,7 @@ def event_line(envelope: dict[str, Any]) -> str:
     payload = envelope.get("payload") or {}
     stamp = str(envelope.get("timestamp") or "")
     clock = stamp[11:19] if len(stamp) >= 19 else stamp
-    return f"{clock} {action:<28} {_describe(action, payload, envelope)}".rstrip()
+    return safe(f"{clock} {action:<28} {_describe(action, payload, envelope)}".rstrip())
 
 
 def _describe(action: str, p: dict[str, Any], envelope: dict[str, Any]) -> str:

@@ -21,6 +21,7 @@ from rich.text import Text
 from clarion.cli.client import ClarionClient
 from clarion.cli.errors import EXIT_SERVER_ERROR, CliError, api_error, describe_response
 from clarion.cli.render import question_block
+from clarion.cli.sanitize import safe
 from clarion.demo.servers import DemoServer
 
 T = TypeVar("T")
@@ -43,11 +44,11 @@ class Story:
     def done(self, what: str | Text) -> None:
         elapsed = time.monotonic() - self.started
         line = Text(f"  ✓ {elapsed:5.1f}s  ", style="green")
-        line.append(what if isinstance(what, Text) else Text(what, style="default"))
+        line.append(what if isinstance(what, Text) else Text(safe(what), style="default"))
         self.console.print(line)
 
     def show(self, text: str | Text) -> None:
-        body = text if isinstance(text, Text) else Text(text)
+        body = text if isinstance(text, Text) else Text(safe(text))
         for line in body.split("\n"):
             self.console.print(Text(" " * 12) + line)
 
@@ -102,7 +103,7 @@ class Story:
             f"(resumed: {str(result['resumed']).lower()}; same turn)"
         )
         reply = self.wait("the agent's reply", lambda: self.agent_text(session_id, "You answered:"))
-        self.done(Text(f"the agent replied: {reply}"))
+        self.done(Text(safe(f"the agent replied: {reply}")))
 
     def detached_question(self) -> str:
         self.act(2, "A question that outlives the server")
@@ -179,9 +180,9 @@ def run_demo(console: Console) -> int:
             pending_id = story.detached_question()
             story.stale_answer(pending_id)
         except CliError as error:
-            console.print(Text(f"demo failed: {error.message}", style="bold red"))
+            console.print(Text(safe(f"demo failed: {error.message}"), style="bold red"))
             for line in (*error.details, *server.log_tail()):
-                console.print(Text(f"  {line}", style="red"))
+                console.print(Text(safe(f"  {line}"), style="red"))
             return error.exit_code or 1
         finally:
             client.close()

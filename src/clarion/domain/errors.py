@@ -8,6 +8,7 @@ ClarionError
  |    +-- PendingInput         a workflow move refused while a clarification is active
  |    +-- AgentUnavailable     the session's agent is not running, could not start, or refused
  |    +-- AgentBusy            the agent is already running a prompt (ACP allows one)
+ |    +-- ClarificationActive  a row of an active bundle cannot be deleted (carries the state)
  +-- Unauthenticated           missing or wrong credentials (401)
  +-- ServiceStarting           startup recovery has not finished (503)
  +-- RetryableFailure          rolled back; the same request may be sent again (500)
@@ -101,6 +102,17 @@ class QuestionDetached(ClarionError):
     """The wait ended without an answer; the bundle stays open and detached."""
 
     code = "question_detached"
+
+
+class ClarificationActive(Conflict):
+    """A transcript row of a bundle that is still active (an agent may be waiting on it)."""
+
+    code = "clarification_active"
+
+    def __init__(self, message: str, *, state: str, pending_id: str, **ids: Any) -> None:
+        super().__init__(message, pending_id=pending_id, **ids)
+        self.state = state
+        self.pending_id = pending_id
 
 
 class Unauthenticated(ClarionError):

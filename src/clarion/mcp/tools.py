@@ -8,35 +8,41 @@ its outcomes to MCP results.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Annotated, Any
 
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
 from mcp.server.transport_security import TransportSecuritySettings
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 from starlette.requests import Request
 from starlette.responses import JSONResponse
-from starlette.types import Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
 
 from clarion.clarification.asker import Asker
 from clarion.domain.errors import InvalidInput, NotFound, QuestionDetached
+from clarion.domain.questions import MAX_OPTIONS, MAX_QUESTIONS, MIN_OPTIONS, MIN_QUESTIONS
+from clarion.mcp.errors import from_invalid_input, from_validation
 from clarion.orchestrator.launch import SessionTokens
 
 log = logging.getLogger(__name__)
 
 TOKEN_HEADER = "x-clarion-token"
+# Scope key of the event set when the HTTP connection carrying a call goes away.
+DISCONNECTED = "clarion.disconnected"
 TOOL_DESCRIPTION = (
     "Ask the person running this task one to four multiple-choice questions and wait for the "
     "answer. Each question has 2-6 options; the person may also type a custom answer or skip. "
-    "If the answer does not come in time the question stays open: end your turn, and the answer "
-    "will arrive later as a new prompt."
+    "If the call ends without an answer (Clarion's own wait limit, your client's timeout or "
+    "cancellation, a dropped connection, a Clarion restart), the question stays open: end your "
+    "turn and do not ask it again; the answer will arrive later as a new prompt."
 )
 
 
 class OptionIn(BaseModel):
-    label: str = Field(description="Short option label")
+    label: str = Field(min_length=1, description="Short option label")
     description: str | None = Field(default=None, description="What choosing it means")
     option_id: str | None = Field(default=None, description="Stable id; default q1_opt1, ...")
 
@@ -44,24 +50,51 @@ class OptionIn(BaseModel):
 class QuestionIn(BaseModel):
     id: str | None = Field(default=None, description="Stable id; default q1, q2, ...")
     title: str | None = Field(default=None, description="A few words")
-    prompt: str = Field(description="The question itself")
-    options: list[OptionIn] = Field(description="2 to 6 options")
+    prompt: str = Field(min_length=1, description="The question itself")
+    options: list[OptionIn] = Field(
+        min_length=MIN_OPTIONS, max_length=MAX_OPTIONS, description="2 to 6 options"
+    )
 
 
-def build_mcp_server(asker: Asker) -> MCPServer[Any]:
-    server: MCPServer[Any] = MCPServer(name="clarion", log_level="WARNING")
+class ClarionMcpServer(MCPServer[Any]):
+    """The SDK's server with tool errors rewritten to one clean line (see mcp/errors.py)."""
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
+    ) -> Any:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except UnexpectedToolError:
+            raise  # a crash: the SDK logs it and tells the client nothing of it
+        except ToolError as exc:
+            cause = exc.__cause__
+            if isinstance(cause, ValidationError):
+                raise ToolError(from_validation(cause)) from None
+            if isinstance(cause, ToolError):  # ours, wrapped by the SDK with its prefix
+                raise ToolError(str(cause)) from None
+            raise
+
+
+def build_mcp_server(asker: Asker) -> ClarionMcpServer:
+    server = ClarionMcpServer(name="clarion", log_level="WARNING")
 
     # No output schema: agents hand a tool's structured content to their model in place of its
     # text, and a `{result: string}` schema would show the answer as JSON inside a string.
     @server.tool(name="ask_user_question", description=TOOL_DESCRIPTION, structured_output=False)
     async def ask_user_question(
-        questions: Annotated[list[QuestionIn], Field(description="1 to 4 questions")],
+        questions: Annotated[
+            list[QuestionIn],
+            Field(
+                min_length=MIN_QUESTIONS, max_length=MAX_QUESTIONS, description="1 to 4 questions"
+            ),
+        ],
         ctx: Context,
         context: Annotated[str | None, Field(description="Background shown once")] = None,
         context_paragraphs: list[str] | None = None,
     ) -> str:
         request = ctx.request_context.request
         session_id = request.path_params["session_id"] if request is not None else ""
+        dropped = request.scope.get(DISCONNECTED) if request is not None else None
         arguments: dict[str, Any] = {
             "questions": [q.model_dump(exclude_none=True) for q in questions],
         }
@@ -74,9 +107,9 @@ def build_mcp_server(asker: Asker) -> MCPServer[Any]:
             await ctx.report_progress(0, None, message)
 
         try:
-            return await asker.ask(session_id, arguments, progress)
+            return await asker.ask(session_id, arguments, progress, dropped)
         except InvalidInput as exc:
-            raise ToolError(f"invalid {exc.field or 'input'}: {exc.message}") from exc
+            raise ToolError(from_invalid_input(exc)) from exc
         except QuestionDetached as exc:
             raise ToolError(exc.message) from exc
         except NotFound as exc:
@@ -117,4 +150,20 @@ class McpEndpoint:
             )
             await response(scope, receive, send)
             return
-        await self._inner(scope, receive, send)
+        await self._inner(scope, _watching_disconnect(scope, receive), send)
+
+
+def _watching_disconnect(scope: Scope, receive: Receive) -> Receive:
+    """`receive`, noting in the scope when the client disconnects. A dropped POST stream can
+    never carry the tool's result back (no event store, so no resumption), so the Asker detaches
+    the question then rather than confirm an answer to a call nobody holds."""
+    gone = asyncio.Event()
+    scope[DISCONNECTED] = gone
+
+    async def watched() -> Message:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            gone.set()
+        return message
+
+    return watched

@@ -10,13 +10,22 @@ from __future__ import annotations
 import logging
 
 from clarion.clarification.canceller import ClarificationCanceller
-from clarion.domain.errors import Conflict, InvalidInput
-from clarion.domain.models import Message, Session, SessionState
+from clarion.domain.bundles import bundle_state
+from clarion.domain.errors import ClarificationActive, Conflict, InvalidInput, NotFound
+from clarion.domain.models import (
+    AuthorType,
+    BundleState,
+    Message,
+    MessageType,
+    MetaKey,
+    Session,
+    SessionState,
+)
 from clarion.orchestrator.admission import TurnAdmission
 from clarion.orchestrator.lanes import Lanes
 from clarion.orchestrator.launch import SessionTokens
 from clarion.orchestrator.watchdog import Watchdogs
-from clarion.ports import AgentRuntime, TurnStore
+from clarion.ports import AgentRuntime, NewMessage, TurnStore
 from clarion.projection.events import EventPublisher
 
 log = logging.getLogger(__name__)
@@ -52,6 +61,11 @@ class SessionService:
         self._tokens = tokens
         self._known_agents = known_agents
 
+    @property
+    def agents(self) -> frozenset[str]:
+        """The agent profile names a session may start with."""
+        return self._known_agents
+
     async def start(
         self, task_id: str, *, agent: str, prompt: str | None, is_primary: bool | None
     ) -> Session:
@@ -72,18 +86,51 @@ class SessionService:
             await self._admission.submit(session.id, text)
         return await self._store.get_session(session.id)
 
-    async def cancel(self, session_id: str) -> None:
+    async def cancel(self, session_id: str) -> int:
+        """Cancel the running turn and drop the prompts queued behind it; returns how many
+        were dropped. A drop is never silent: the transcript gets a system note naming them."""
         session = await self._store.get_session(session_id)
         if session.state.is_terminal:
             raise Conflict("session has ended", session_id=session_id)
         lane = self._lanes.get(session_id)
+        dropped = list(lane.queue)
         lane.queue.clear()
         if lane.running_generation is not None:
-            log.info("user cancelled the running turn", extra={"session_id": session_id})
+            log.info(
+                "user cancelled the running turn",
+                extra={"session_id": session_id, "dropped_prompts": len(dropped)},
+            )
             await self._runtime.cancel(session_id)
+        if dropped:
+            running = lane.running_generation
+            turn_id = None if running is None else lane.turn_by_generation.get(running)
+            await self._note_dropped(session_id, turn_id, dropped)
+        return len(dropped)
+
+    async def _note_dropped(self, session_id: str, turn_id: str | None, texts: list[str]) -> None:
+        count = f"{len(texts)} queued prompt" + ("s" if len(texts) != 1 else "")
+        lines = "\n".join(f"- {text}" for text in texts)
+        note = NewMessage(
+            session_id=session_id,
+            author_type=AuthorType.SYSTEM,
+            type=MessageType.MESSAGE,
+            content=f"Cancel dropped {count} that had not started:\n{lines}",
+            metadata={"dropped_prompts": len(texts)},
+            turn_id=turn_id,
+        )
+        try:
+            message = await self._store.add_message(note)
+        except Exception:
+            # The response still reports the count; the note is a courtesy in the transcript.
+            log.exception("could not record the dropped prompts", extra={"session_id": session_id})
+            return
+        await self._publisher.message("added", message)
 
     async def delete_message(self, session_id: str, message_id: str) -> Message | None:
-        """Delete one transcript row. Turns are untouched, so ownership never moves back."""
+        """Delete one transcript row. Turns are untouched, so ownership never moves back.
+        A row of a bundle that is still active stays (ClarificationActive): deleting it would
+        leave the agent waiting on a question nobody can see or answer."""
+        await self._refuse_active_question(session_id, message_id)
         deleted = await self._store.delete_message(session_id, message_id)
         if deleted is not None:
             log.info(
@@ -96,6 +143,30 @@ class SessionService:
             )
             await self._publisher.message("deleted", deleted)
         return deleted
+
+    async def _refuse_active_question(self, session_id: str, message_id: str) -> None:
+        try:
+            message = await self._store.get_message(message_id)
+        except NotFound:
+            return
+        pending_id = message.metadata.get(MetaKey.PENDING_ID)
+        if message.session_id != session_id or not isinstance(pending_id, str) or not pending_id:
+            return
+        bundle = await self._store.find_bundle(pending_id)
+        if bundle is None:
+            return
+        # No waiter registry here: an active bundle reads as detached, and the HTTP edge
+        # reports the live state when a waiter holds the call.
+        state = bundle_state(bundle, has_live_waiter=False)
+        if state in (BundleState.ACTIVE_DETACHED, BundleState.DELIVERY_CLAIMED):
+            raise ClarificationActive(
+                "the message belongs to a clarification that is still active; answer, skip or "
+                "cancel it first",
+                state=str(state),
+                pending_id=pending_id,
+                session_id=session_id,
+                message_id=message_id,
+            )
 
     async def finish(self, session_id: str, state: str) -> Session:
         target = FINISH_STATES.get(state)

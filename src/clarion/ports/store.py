@@ -340,6 +340,10 @@ class TurnStore(Lookups, Protocol):
         """Append `text` to a streamed message's content; returns it. NotFound if missing."""
         ...
 
+    async def get_message(self, message_id: str) -> Message:
+        """One transcript row; NotFound if missing."""
+        ...
+
     async def delete_message(self, session_id: str, message_id: str) -> Message | None:
         """Delete one message; returns it, or None if it did not exist. Never touches turns."""
         ...

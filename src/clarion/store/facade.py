@@ -78,9 +78,9 @@ class SqlStore(
     """Every method is one transaction. Writes that touch a session's turns or clarification
     rows hold that session's write lock for the whole transaction.
 
-    Implements `clarion.ports.Store`, the union of the consumers' narrow protocols. Five
-    methods belong to no port: `get_message`, `list_open_turns`, `find_live_reservation`,
-    `clear_outbox` and `list_detachable_bundles` are probes the store's contract tests use to
+    Implements `clarion.ports.Store`, the union of the consumers' narrow protocols. Four
+    methods belong to no port: `list_open_turns`, `find_live_reservation`, `clear_outbox`
+    and `list_detachable_bundles` are probes the store's contract tests use to
     look at rows directly; no service may call them (mypy checks services against the ports)."""
 
     def __init__(self, engine: AsyncEngine, clock: Clock) -> None:

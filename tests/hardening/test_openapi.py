@@ -1,0 +1,90 @@
+"""The OpenAPI document tells the truth: request bodies, real error responses, no 422, typed
+query parameters, and a 405 whose Allow header lists every method of the path."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.e2e.harness import ServerProcess
+
+pytestmark = pytest.mark.e2e
+
+# POST routes that read no body.
+NO_BODY = {
+    "/api/v1/logout",
+    "/api/v1/task-sessions/{session_id}/cancel",
+    "/api/v1/clarification/{pending_id}/cancel",
+}
+
+
+def document(server: ServerProcess) -> dict[str, Any]:
+    response = httpx.get(f"{server.url}/openapi.json", timeout=10)
+    assert response.status_code == 200
+    return dict(response.json())
+
+
+def operations(doc: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
+    return [(path, method, op) for path, ops in doc["paths"].items() for method, op in ops.items()]
+
+
+def test_every_post_with_a_body_declares_it_from_the_route_model(server: ServerProcess) -> None:
+    doc = document(server)
+    schemas = doc["components"]["schemas"]
+    for path, method, op in operations(doc):
+        if method != "post" or path in NO_BODY:
+            continue
+        body = op.get("requestBody")
+        assert body is not None and body["required"], f"POST {path} declares no body"
+        ref = body["content"]["application/json"]["schema"]["$ref"]
+        assert ref.rsplit("/", 1)[1] in schemas, ref
+    create = schemas["CreateTask"]
+    assert create["required"] == ["title"]
+    assert create["properties"]["title"]["minLength"] == 1
+    move_ref = schemas["MoveTask"]["properties"]["step"]["$ref"].rsplit("/", 1)[1]
+    assert schemas[move_ref]["enum"] == ["backlog", "in_progress", "review", "done"]
+
+
+def test_no_operation_declares_422_and_errors_use_the_envelope(server: ServerProcess) -> None:
+    doc = document(server)
+    assert "HTTPValidationError" not in doc["components"]["schemas"]
+    for path, method, op in operations(doc):
+        statuses = set(op["responses"])
+        assert "422" not in statuses, f"{method} {path}"
+        assert {"500", "503"} <= statuses, f"{method} {path}"
+        assert "401" not in statuses  # access control is off on this server
+        for status in statuses - {"200", "201", "202", "204"}:
+            schema = op["responses"][status]["content"]["application/json"]["schema"]
+            assert schema == {"$ref": "#/components/schemas/ErrorEnvelope"}
+    detail = doc["components"]["schemas"]["ErrorDetail"]
+    assert set(detail["required"]) == {"code", "message", "retryable"}
+    responds = doc["paths"]["/api/v1/clarification/{pending_id}/respond"]["post"]["responses"]
+    assert {"400", "404", "409"} <= set(responds)
+
+
+def test_limit_is_an_integer_parameter(server: ServerProcess) -> None:
+    doc = document(server)
+    op = doc["paths"]["/api/v1/task-sessions/{session_id}/messages"]["get"]
+    limit = next(p for p in op["parameters"] if p["name"] == "limit")
+    assert limit["schema"]["type"] == "integer"
+    assert (limit["schema"]["minimum"], limit["schema"]["maximum"]) == (1, 1000)
+
+
+def test_a_bad_limit_is_still_a_400_naming_the_field(server: ServerProcess) -> None:
+    task = server.create_task()
+    session = server.start_session(task, "hello", agent="builtin")
+    for bad in ("abc", "0", "1001", ""):
+        response = server.request("GET", f"/task-sessions/{session}/messages?limit={bad}")
+        assert response.status_code == 400, (bad, response.text)
+        assert response.json()["error"]["field"] == "limit"
+    assert server.ok("GET", f"/task-sessions/{session}/messages?limit=1")["messages"]
+
+
+def test_method_not_allowed_lists_every_method_of_the_path(server: ServerProcess) -> None:
+    for path, allowed in (("/tasks", "GET, POST"), ("/tasks/t1", "GET")):
+        response = server.request("OPTIONS", path)
+        assert response.status_code == 405
+        assert response.headers["allow"] == allowed
+        assert response.json()["error"]["code"] == "method_not_allowed"
