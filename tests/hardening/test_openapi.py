@@ -17,6 +17,7 @@ NO_BODY = {
     "/api/v1/logout",
     "/api/v1/task-sessions/{session_id}/cancel",
     "/api/v1/clarification/{pending_id}/cancel",
+    "/api/v1/clarification/{pending_id}/resend",
 }
 
 
