@@ -32,6 +32,7 @@ lint: install
 	$(BIN)/ruff format --check src tests bench
 	$(BIN)/mypy
 	$(BIN)/lint-imports
+	$(BIN)/deptry src bench
 
 test: lint
 	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) $(PYTEST_ARGS)
