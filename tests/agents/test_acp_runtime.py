@@ -6,7 +6,7 @@ import asyncio
 import sys
 
 import pytest
-from agent_harness import RecordingSink, launch
+from tests.agents.agent_harness import RecordingSink, launch
 
 from clarion.agents.errors import AgentBusy, AgentUnavailable
 from clarion.agents.runtime import AcpRuntime

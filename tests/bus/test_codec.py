@@ -72,7 +72,13 @@ def test_encoding_refuses_an_empty_type() -> None:
         encode_event(Event(type="", task_id="t", session_id=None, payload={}))
 
 
-VALID = {"type": "x", "task_id": "t", "session_id": None, "payload": {}, "inline_handled": False}
+VALID: dict[str, object] = {
+    "type": "x",
+    "task_id": "t",
+    "session_id": None,
+    "payload": {},
+    "inline_handled": False,
+}
 
 
 @pytest.mark.parametrize(

@@ -327,7 +327,7 @@ async def lifecycle_with_failing_store(
 
     def wrap(store: Store) -> Store:
         holder["store"] = FailingStore(store)
-        return holder["store"]  # type: ignore[return-value]
+        return holder["store"]
 
     async with running_lifecycle(database_url, store_wrapper=wrap, **timeouts) as life:
         yield life, holder["store"]

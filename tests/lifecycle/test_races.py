@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 
 import pytest
 
@@ -24,7 +24,7 @@ async def life(store_url: str) -> AsyncIterator[Lifecycle]:
         yield lifecycle
 
 
-def outcomes(results: list[object]) -> tuple[list[RespondResult], list[NotActive]]:
+def outcomes(results: Sequence[object]) -> tuple[list[RespondResult], list[NotActive]]:
     wins = [r for r in results if isinstance(r, RespondResult)]
     losses = [r for r in results if isinstance(r, NotActive)]
     assert len(wins) + len(losses) == len(results), f"unexpected outcomes: {results!r}"
