@@ -9,6 +9,9 @@ BIN := $(VENV)/bin
 # Most tests wait on real processes and sockets, so more workers than cores pays off.
 PYTEST_WORKERS ?= 4
 
+NPM ?= npm
+TSC := node_modules/.bin/tsc
+
 .PHONY: run test lint install bench browser
 
 $(UV):
@@ -24,15 +27,22 @@ $(BIN)/clarion: $(UV) uv.lock pyproject.toml
 
 install: $(BIN)/clarion
 
+# TypeScript, which type-checks the web UI's JavaScript, from package-lock.json. Without npm or
+# the registry this fails, and so does `make lint`: the check is never skipped.
+$(TSC): package.json package-lock.json
+	$(NPM) ci --no-audit --no-fund
+	@touch $@
+
 run: install
 	$(BIN)/clarion serve
 
-lint: install
+lint: install $(TSC)
 	$(BIN)/ruff check src tests bench
 	$(BIN)/ruff format --check src tests bench
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 	$(BIN)/deptry src bench
+	$(TSC) -p jsconfig.json
 
 test: lint
 	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) $(PYTEST_ARGS)
