@@ -6,13 +6,13 @@ import asyncio
 import sys
 
 import pytest
-from tests.agents.agent_harness import RecordingSink, launch
 
 from clarion.agents.errors import AgentBusy, AgentUnavailable
 from clarion.agents.runtime import AcpRuntime
 from clarion.config import AgentProfile
 from clarion.domain.errors import NotFound
 from clarion.ports import AgentOutput, PromptFinished
+from tests.agents.agent_harness import RecordingSink, launch
 
 pytestmark = pytest.mark.timeout(30)
 
