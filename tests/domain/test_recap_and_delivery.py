@@ -84,3 +84,17 @@ def test_delivery_reads_ambiguous_until_a_resend_settles_it() -> None:
     assert delivery_of(mixed) is Delivery.AMBIGUOUS
     assert not resend_in_flight(mixed)
     assert resend_in_flight(bundle(row("a", delivery="ambiguous", resend_pending=True)))
+
+
+def test_a_question_not_yet_answered_is_recapped_without_an_answer_line() -> None:
+    asked = row("m1", content="Which database?")
+    assert recap_entries([asked]) == [RecapEntry("question", "Which database?")]
+
+
+def test_a_recap_leaves_out_system_lines_and_messages_that_are_neither_text_nor_questions() -> None:
+    system = replace(
+        row("m1", type=MessageType.MESSAGE, content="server restarted"),
+        author_type=AuthorType.SYSTEM,
+    )
+    thought = row("m2", type=MessageType.THOUGHT, content="thinking", created=2)
+    assert recap_entries([system, thought]) == []
