@@ -37,15 +37,20 @@ run: install
 	$(BIN)/clarion serve
 
 lint: install $(TSC)
-	$(BIN)/ruff check src tests bench
-	$(BIN)/ruff format --check src tests bench
+	$(BIN)/ruff check src tests bench scripts
+	$(BIN)/ruff format --check src tests bench scripts
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 	$(BIN)/deptry src bench
 	$(TSC) -p jsconfig.json
 
+# Branch coverage of the whole suite, including the processes it starts (pyproject's
+# [tool.coverage.run]); the floors hold only for the full suite, not a run narrowed by PYTEST_ARGS.
 test: lint
-	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) $(PYTEST_ARGS)
+	$(BIN)/coverage erase
+	$(BIN)/coverage run -m pytest -n $(PYTEST_WORKERS) $(PYTEST_ARGS)
+	$(BIN)/coverage combine --quiet
+	$(BIN)/python scripts/coverage_floor.py $(if $(PYTEST_ARGS),,--check)
 
 bench: install
 	UV_PYTHON=$(PYTHON) $(UV) sync --frozen --quiet --compile-bytecode --extra bench
