@@ -20,23 +20,24 @@ TOP_LEVEL_NAME = "(top level)"
 
 # Package (a directory under src/clarion, or "(top level)" for the modules directly in it) to
 # the lowest acceptable branch coverage, in percent.
-# Measured on the full suite (make test, 4 workers) in December 2026; see CONTRIBUTING.md.
+# Measured on the full suite (make test, 4 workers, all green but one unrelated test); the
+# comment after each floor is that run's figure.
 FLOORS: dict[str, float] = {
-    TOP_LEVEL_NAME: 92.0,  # measured 94.4
+    TOP_LEVEL_NAME: 93.0,  # 95.1
     "agents": 87.0,  # 89.1
     "api": 89.0,  # 91.8
     "bus": 94.0,  # 96.4
     "clarification": 88.0,  # 90.2
-    "cli": 79.0,  # 81.5
-    "demo": 45.0,  # 49.8 (the demo story test is the only user; it is slow on a loaded machine)
-    "domain": 100.0,  # pure rules: tests/domain covers every branch
+    "cli": 85.0,  # 87.7
+    "demo": 84.0,  # 87.0
+    "domain": 100.0,  # pure rules: tests/domain alone covers every branch
     "mcp": 92.0,  # 94.2
-    "orchestrator": 86.0,  # 88.9
+    "orchestrator": 86.0,  # 89.0
     "ports": 95.0,  # 100.0 (protocol bodies are excluded, what remains is small)
-    "projection": 93.0,  # 95.0
-    "store": 94.0,  # 96.7
+    "projection": 92.0,  # 94.3 (95.0 in another run)
+    "store": 94.0,  # 96.8
 }
-TOTAL_FLOOR = 89.0  # measured 91.4
+TOTAL_FLOOR = 91.0  # 93.2
 SRC = Path("src/clarion")
 
 
