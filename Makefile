@@ -9,6 +9,9 @@ BIN := $(VENV)/bin
 # Most tests wait on real processes and sockets, so more workers than cores pays off.
 PYTEST_WORKERS ?= 4
 
+NPM ?= npm
+TSC := node_modules/.bin/tsc
+
 .PHONY: run test lint install bench browser agents
 
 $(UV):
@@ -24,14 +27,22 @@ $(BIN)/clarion: $(UV) uv.lock pyproject.toml
 
 install: $(BIN)/clarion
 
+# TypeScript, which type-checks the web UI's JavaScript, from package-lock.json. Without npm or
+# the registry this fails, and so does `make lint`: the check is never skipped.
+$(TSC): package.json package-lock.json
+	$(NPM) ci --no-audit --no-fund
+	@touch $@
+
 run: install
 	$(BIN)/clarion serve
 
-lint: install
-	$(BIN)/ruff check src tests bench
-	$(BIN)/ruff format --check src tests bench
+lint: install $(TSC)
+	$(BIN)/ruff check src tests bench scripts
+	$(BIN)/ruff format --check src tests bench scripts
 	$(BIN)/mypy
 	$(BIN)/lint-imports
+	$(BIN)/deptry src bench
+	$(TSC) -p jsconfig.json
 
 # The published ACP agents the end-to-end tests in tests/published drive (docs/agents.md), pinned
 # by agents/published/package-lock.json. A failed install does not stop the suite here: those
@@ -45,8 +56,13 @@ $(PUBLISHED)/node_modules/.installed: $(PUBLISHED)/package.json $(PUBLISHED)/pac
 
 agents: $(PUBLISHED)/node_modules/.installed
 
+# Branch coverage of the whole suite, including the processes it starts (pyproject's
+# [tool.coverage.run]); the floors hold only for the full suite, not a run narrowed by PYTEST_ARGS.
 test: lint agents
-	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) $(PYTEST_ARGS)
+	$(BIN)/coverage erase
+	$(BIN)/coverage run -m pytest -n $(PYTEST_WORKERS) $(PYTEST_ARGS)
+	$(BIN)/coverage combine --quiet
+	$(BIN)/python scripts/coverage_floor.py $(if $(PYTEST_ARGS),,--check)
 
 bench: install
 	UV_PYTHON=$(PYTHON) $(UV) sync --frozen --quiet --compile-bytecode --extra bench

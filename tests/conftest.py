@@ -15,6 +15,7 @@ is set.
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import secrets
 import threading
@@ -148,7 +149,7 @@ def _postgres_pool() -> Iterator[_PostgresPool]:
     pool = _PostgresPool()
     yield pool
     for name in pool.created:
-        _run(lambda name=name: _pg_admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        _run(functools.partial(_pg_admin, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
 
 
 async def _empty_tables(url: str) -> None:

@@ -44,7 +44,7 @@ def _clean_env(tmp_path: Path) -> dict[str, str]:
     env = {
         k: v
         for k, v in os.environ.items()
-        if not k.startswith(("CLARION_", "PYTEST_", "VIRTUAL_ENV", "UV_"))
+        if not k.startswith(("CLARION_", "PYTEST_", "VIRTUAL_ENV", "UV_", "COVERAGE_"))
     }
     env["CLARION_HOME"] = str(tmp_path / "home")
     env["CLARION_PORT"] = str(free_port())

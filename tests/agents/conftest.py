@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 
 import pytest
-from agent_harness import AskServer, RecordingSink, serve_ask_server
 
 from clarion.agents.runtime import AcpRuntime
 from clarion.config import builtin_profile
+from tests.agents.agent_harness import AskServer, RecordingSink, serve_ask_server
 
 
 @pytest.fixture

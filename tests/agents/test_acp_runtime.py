@@ -6,12 +6,12 @@ import asyncio
 import sys
 
 import pytest
-from agent_harness import RecordingSink, launch
 
 from clarion.agents.runtime import AcpRuntime
 from clarion.config import AgentProfile
 from clarion.domain.errors import AgentBusy, AgentUnavailable, NotFound
 from clarion.ports import AgentOutput, PromptFinished
+from tests.agents.agent_harness import RecordingSink, launch
 
 pytestmark = pytest.mark.timeout(30)
 

@@ -6,9 +6,9 @@ import asyncio
 import json
 
 import pytest
-from agent_harness import AskServer, RecordingSink, launch
 
 from clarion.agents.runtime import AcpRuntime
+from tests.agents.agent_harness import AskServer, RecordingSink, launch
 
 pytestmark = pytest.mark.timeout(30)
 

@@ -84,4 +84,4 @@ def team(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Team]:
                 bob_token=bob_token,
             )
         finally:
-            server.kill()
+            server.stop()

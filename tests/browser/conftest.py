@@ -74,7 +74,7 @@ def shared_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerPr
             process.start()
             yield process
         finally:
-            process.kill()
+            process.stop()
 
 
 def _open_page(context: BrowserContext, errors: list[str]) -> Page:

@@ -74,7 +74,7 @@ def test_encoding_refuses_an_empty_type() -> None:
         encode_event(Event(type="", task_id="t", session_id=None, payload={}))
 
 
-VALID = {"type": "x", "task_id": "t", "session_id": None, "payload": {}}
+VALID: dict[str, object] = {"type": "x", "task_id": "t", "session_id": None, "payload": {}}
 
 
 @pytest.mark.parametrize(

@@ -24,4 +24,4 @@ def shared_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerPr
     try:
         yield proc
     finally:
-        proc.kill()
+        proc.stop()

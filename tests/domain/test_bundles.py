@@ -47,14 +47,16 @@ def state(
 
 @pytest.mark.parametrize("status", [None, ""])
 def test_a_missing_status_is_pending_in_the_current_turn(status: str | None) -> None:
-    message = row("m", turn_id="turn-1", **({} if status is None else {"status": status}))
+    extra: dict[str, Any] = {} if status is None else {"status": status}
+    message = row("m", turn_id="turn-1", **extra)
     assert row_status(message, "turn-1") is S.PENDING
     assert is_actionable(message, "turn-1")
 
 
 @pytest.mark.parametrize("status", [None, ""])
 def test_a_missing_status_in_an_older_turn_is_superseded_history(status: str | None) -> None:
-    message = row("m", turn_id="old", **({} if status is None else {"status": status}))
+    extra: dict[str, Any] = {} if status is None else {"status": status}
+    message = row("m", turn_id="old", **extra)
     assert row_status(message, "turn-1") is None
     assert not is_actionable(message, "turn-1")
 

@@ -104,3 +104,17 @@ def test_a_claim_writes_each_rows_own_answer_or_the_rejection() -> None:
     assert claim_values(unanswered, answered)["response"]["selected_options"] == []
     skipped = ClarificationResponse(pending_id="p", answers=(), rejected=True, reject_reason="no")
     assert claim_values(db_row, skipped) == {"status": "rejected", "reject_reason": "no"}
+
+
+def test_a_question_not_yet_answered_is_recapped_without_an_answer_line() -> None:
+    asked = row("m1", content="Which database?")
+    assert recap_entries([asked]) == [RecapEntry("question", "Which database?")]
+
+
+def test_a_recap_leaves_out_system_lines_and_messages_that_are_neither_text_nor_questions() -> None:
+    system = replace(
+        row("m1", type=MessageType.MESSAGE, content="server restarted"),
+        author_type=AuthorType.SYSTEM,
+    )
+    thought = row("m2", type=MessageType.THOUGHT, content="thinking", created=2)
+    assert recap_entries([system, thought]) == []

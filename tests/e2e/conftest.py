@@ -52,8 +52,9 @@ def make_server(tmp_path: Path) -> Iterator[Callable[..., ServerProcess]]:
         try:
             yield make
         finally:
+            # A graceful stop lets the server (and its agents) write their coverage data.
             for server in servers:
-                server.kill()
+                server.stop()
 
 
 @pytest.fixture

@@ -117,7 +117,8 @@ class ServerProcess:
         if wait_ready:
             self.wait_ready()
 
-    def wait_ready(self, timeout: float = 30.0) -> None:
+    # A ceiling, not a delay: a start on a loaded machine under coverage has taken ~40 s.
+    def wait_ready(self, timeout: float = 120.0) -> None:
         def ready() -> bool:
             if self.proc is not None and self.proc.poll() is not None:
                 raise AssertionError(f"server exited with {self.proc.returncode}:\n{self.logs()}")

@@ -5,6 +5,7 @@ exactly the state the lifecycle prescribes."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import httpx
 import pytest
@@ -39,7 +40,7 @@ def _live_question(server: ServerProcess) -> tuple[str, str]:
     return session_id, pending_id
 
 
-def _conversational_turns(server: ServerProcess, session_id: str) -> list[dict[str, object]]:
+def _conversational_turns(server: ServerProcess, session_id: str) -> list[dict[str, Any]]:
     return [t for t in server.turns(session_id) if not t["metadata"].get("lifecycle_only")]
 
 

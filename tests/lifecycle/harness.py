@@ -9,11 +9,11 @@ import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, cast
 
 from clarion.clock import ManualClock
 from clarion.config import AgentProfile, Settings, Timeouts, builtin_profile
-from clarion.domain.models import Bundle
+from clarion.domain.models import Bundle, Turn
 from clarion.ports import (
     AcpSessionInfo,
     AgentLaunch,
@@ -24,6 +24,7 @@ from clarion.ports import (
     PromptFinished,
     Store,
 )
+from clarion.store import SqlStore
 from clarion.wiring import App, build
 
 ASK_DB = {
@@ -160,6 +161,11 @@ class Lifecycle:
     @property
     def store(self) -> Store:
         return self.app.store
+
+    async def live_reservation(self, session_id: str) -> Turn | None:
+        """A store probe no port declares (services may not look): the live reservation."""
+        probe = cast(SqlStore, self.app.store)  # a FailingStore forwards it too
+        return await probe.find_live_reservation(session_id)
 
     async def start_session(self, prompt: str = "work on it") -> tuple[str, str]:
         svc = self.app.services
@@ -344,7 +350,7 @@ async def lifecycle_with_failing_store(
 
     def wrap(store: Store) -> Store:
         holder["store"] = FailingStore(store)
-        return holder["store"]  # type: ignore[return-value]
+        return holder["store"]
 
     async with running_lifecycle(database_url, store_wrapper=wrap, clock=clock, **timeouts) as life:
         yield life, holder["store"]

@@ -75,7 +75,7 @@ async def test_refused_dispatch_rolls_back_and_is_retryable(life: Lifecycle) -> 
     assert raised.value.code == "resume_not_accepted"
     assert await life.state(pending_id) == "active_detached"
     assert await life.store.list_visible_turns(session_id) == turns_before
-    assert await life.store.find_live_reservation(session_id) is None
+    assert await life.live_reservation(session_id) is None
     summary = await life.store.find_summary(task_id)
     assert summary is not None and summary.data.get("pending_action") == "clarification"
     life.runtime.refuse_prompts = False
@@ -96,7 +96,7 @@ async def test_persistence_failure_before_dispatch_rolls_back(store_url: str, me
         failing.fail.clear()
         assert len(life.runtime.prompts) == prompts_before, "no external call was made"
         assert await life.state(pending_id) == "active_detached"
-        assert await life.store.find_live_reservation(session_id) is None
+        assert await life.live_reservation(session_id) is None
 
 
 async def test_failed_rollback_blocks_admission_until_restart(store_url: str) -> None:
@@ -111,13 +111,13 @@ async def test_failed_rollback_blocks_admission_until_restart(store_url: str) ->
 
         failing.fail.clear()
         life.runtime.refuse_prompts = False
-        assert await life.store.find_live_reservation(session_id) is not None
+        assert await life.live_reservation(session_id) is not None
         with pytest.raises(Conflict):
             await life.app.services.admission.submit(session_id, "newer work")
 
     async with running_lifecycle(store_url) as restarted:
         # Startup recovery reconciles the attempted reservation: kept, the answer terminal.
-        assert await restarted.store.find_live_reservation(session_id) is None
+        assert await restarted.live_reservation(session_id) is None
         assert await restarted.state(pending_id) == "terminal"
 
 
@@ -149,10 +149,10 @@ async def test_cancelled_request_does_not_interrupt_the_resume_sequence(life: Li
 
     await life.runtime.wait_for_prompts(2)
     for _ in range(100):
-        if await life.store.find_live_reservation(session_id) is None:
+        if await life.live_reservation(session_id) is None:
             break
         await asyncio.sleep(0.02)
-    assert await life.store.find_live_reservation(session_id) is None
+    assert await life.live_reservation(session_id) is None
     assert len(resume_prompts(life)) == 1
     assert await life.state(pending_id) == "terminal"
 
@@ -165,7 +165,7 @@ async def test_late_ready_event_waits_for_the_reservation_and_never_completes_th
     pending_id = await detached_question(life, session_id)
     life.runtime.accept_delay = 0.6  # inside the 1 s acceptance window
     respond = asyncio.create_task(life.app.services.resolver.respond(pending_id, answer_db()))
-    while await life.store.find_live_reservation(session_id) is None:
+    while await life.live_reservation(session_id) is None:
         assert not respond.done(), "the reservation never became live"
         await asyncio.sleep(0.005)
 
@@ -195,7 +195,7 @@ async def test_agent_started_by_the_resume_is_ready_before_the_attempt_marker(
     markers_at_start: list[object] = []
 
     async def record(launch: object) -> None:
-        reservation = await life.store.find_live_reservation(session_id)
+        reservation = await life.live_reservation(session_id)
         assert reservation is not None, "the successor is reserved before the agent starts"
         markers_at_start.append(reservation.metadata.get(MetaKey.PROMPT_DISPATCH_ATTEMPTED))
 
@@ -222,7 +222,7 @@ async def test_agent_that_cannot_start_rolls_the_resume_back_and_is_retryable(
 
     assert raised.value.code == "resume_not_accepted"
     assert await life.state(pending_id) == "active_detached"
-    assert await life.store.find_live_reservation(session_id) is None
+    assert await life.live_reservation(session_id) is None
     assert [t.id for t in await life.store.list_visible_turns(session_id)] == [
         t.id for t in turns_before
     ]

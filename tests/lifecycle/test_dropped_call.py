@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from clarion.clarification.asker import QuestionDetached
+from clarion.domain.errors import QuestionDetached
 from tests.lifecycle.harness import ASK_DB, Lifecycle
 
 

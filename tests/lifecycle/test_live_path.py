@@ -132,7 +132,7 @@ async def test_claim_superseded_before_handoff_is_never_restored_or_resumed(
         assert all(MetaKey.RESPONSE_DELIVERY_PENDING not in r.metadata for r in bundle.rows)
         assert await life.state(pending_id) == "terminal"
         assert len(life.runtime.prompts) == prompts_before, "no resume for superseded history"
-        assert await life.store.find_live_reservation(session_id) is None
+        assert await life.live_reservation(session_id) is None
 
 
 async def test_second_live_responder_gets_conflict_without_write(life: Lifecycle) -> None:

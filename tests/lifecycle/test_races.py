@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import random
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 
 import pytest
 
@@ -40,14 +40,16 @@ async def race(life: Lifecycle, pending_id: str, seed: int) -> list[object]:
             await asyncio.sleep(0)
         return await resolver.respond(pending_id, answer_db(option))
 
-    return await asyncio.gather(
-        respond_after(rng.randint(0, MAX_YIELDS), "sqlite"),
-        respond_after(rng.randint(0, MAX_YIELDS), "mongodb"),
-        return_exceptions=True,
+    return list(
+        await asyncio.gather(
+            respond_after(rng.randint(0, MAX_YIELDS), "sqlite"),
+            respond_after(rng.randint(0, MAX_YIELDS), "mongodb"),
+            return_exceptions=True,
+        )
     )
 
 
-def outcomes(results: list[object]) -> tuple[list[RespondResult], list[NotActive]]:
+def outcomes(results: Sequence[object]) -> tuple[list[RespondResult], list[NotActive]]:
     wins = [r for r in results if isinstance(r, RespondResult)]
     losses = [r for r in results if isinstance(r, NotActive)]
     assert len(wins) + len(losses) == len(results), f"unexpected outcomes: {results!r}"

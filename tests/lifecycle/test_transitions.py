@@ -52,7 +52,7 @@ async def test_cancellation_that_wins_after_the_responder_loaded_returns_not_fou
         await life.app.services.canceller.cancel(pending_id)
         return await original(*args, **kwargs)  # type: ignore[arg-type]
 
-    life.app.services.resolver._store = type(  # type: ignore[attr-defined]
+    life.app.services.resolver._store = type(
         "S",
         (),
         {

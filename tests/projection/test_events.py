@@ -8,6 +8,7 @@ import contextlib
 from typing import Any
 
 from clarion import failpoints
+from clarion.bus.fanout import Subscription
 from clarion.domain.models import SessionState
 from clarion.store import SqlStore
 from tests.lifecycle.harness import running_lifecycle
@@ -98,6 +99,7 @@ async def test_a_cached_clean_projection_is_advanced_by_the_new_questions_own_ev
         client.apply_list([snapshot])
 
         subscription = life.app.bus.subscribe()
+        assert isinstance(subscription, Subscription)  # the port types it as an iterator only
         call, pending_id = await life.ask(session_id)
         try:
             async with asyncio.timeout(5):

@@ -174,7 +174,7 @@ def test_detached_answer_resumes_the_agent_with_the_resume_prompt_once(
 def _assert_resume_prompt_received_once(rig: Rig) -> None:
     (prompt,) = rig.model.prompts_containing(RESUME_MARK)
     assert prompt.startswith(RESUME_MARK)
-    assert DB_QUESTION["prompt"] in prompt and "SQLite" in prompt
+    assert str(DB_QUESTION["prompt"]) in prompt and "SQLite" in prompt
     assert prompt.rstrip().endswith("Please continue with this information.")
     assert rig.model.user_messages_containing(RESUME_MARK) == 1
 

@@ -70,7 +70,7 @@ def test_skip_reaches_the_model_as_a_rejection(gemini_rig: Callable[..., Rig]) -
 def _assert_resume_prompt_received_once(rig: Rig) -> None:
     (prompt,) = rig.model.prompts_containing(RESUME_MARK)
     assert prompt.startswith(RESUME_MARK)
-    assert DB_QUESTION["prompt"] in prompt and "SQLite" in prompt
+    assert str(DB_QUESTION["prompt"]) in prompt and "SQLite" in prompt
     assert rig.model.user_messages_containing(RESUME_MARK) == 1
 
 

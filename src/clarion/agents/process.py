@@ -35,6 +35,9 @@ BASE_ENV_KEYS = (
     "LOGNAME",
     "SHELL",
     "TERM",
+    # Coverage measurement hands its configuration down in these (set only in `make test`).
+    "COVERAGE_PROCESS_CONFIG",
+    "COVERAGE_PROCESS_START",
     "TMPDIR",
 )
 

@@ -276,6 +276,10 @@ export class SessionView {
     }
   }
 
+  /**
+   * @param {string} text what happened; an empty text hides the notice
+   * @param {string} [winner] the recorded answer that won, shown beside the text
+   */
   setNotice(text, winner) {
     this.notice.replaceChildren(h("span", { text }),
       winner ? h("span", { class: "winner", testid: "winning-answer", text: winner }) : "");

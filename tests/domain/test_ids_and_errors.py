@@ -1,0 +1,66 @@
+"""Ids sort in the order they were made; errors carry their wire code and the ids they name."""
+
+from __future__ import annotations
+
+import re
+import time
+from unittest import mock
+
+from clarion.domain.errors import ClarionError, NotActive, RetryableFailure
+from clarion.domain.ids import new_id
+
+UUID7 = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")
+
+
+def test_an_id_has_the_uuid7_layout() -> None:
+    assert UUID7.match(new_id())
+
+
+def test_ids_made_within_one_millisecond_still_sort_in_creation_order() -> None:
+    with mock.patch.object(time, "time_ns", return_value=5_000_000_000_000_000):
+        made = [new_id() for _ in range(50)]
+    assert made == sorted(made)
+    assert len(set(made)) == len(made)
+
+
+def test_ids_keep_their_order_when_one_millisecond_runs_out_of_counter_values() -> None:
+    # 4096 ids fit one millisecond's 12-bit counter; the next borrows the following millisecond.
+    with mock.patch.object(time, "time_ns", return_value=6_000_000_000_000_000):
+        made = [new_id() for _ in range(4100)]
+    assert made == sorted(made)
+    assert made[-1][:13] != made[0][:13], "the overflowing ids moved to the next millisecond"
+
+
+def test_ids_keep_their_order_when_the_clock_steps_back() -> None:
+    with mock.patch.object(time, "time_ns", return_value=7_000_000_000_000_000):
+        first = new_id()
+    with mock.patch.object(time, "time_ns", return_value=6_999_000_000_000_000):
+        second = new_id()
+    assert first < second
+
+
+def test_an_error_keeps_only_the_ids_it_was_given_a_value_for() -> None:
+    error = ClarionError("boom", pending_id="p1", session_id=None)
+    assert (error.code, error.message, error.ids) == ("internal", "boom", {"pending_id": "p1"})
+
+
+def test_not_active_carries_the_state_the_winning_response_and_its_delivery() -> None:
+    error = NotActive(
+        "already answered",
+        state="terminal",
+        response={"answers": []},
+        delivery="ambiguous",
+        pending_id="p1",
+    )
+    assert error.code == "not_active"
+    assert (error.state, error.response, error.delivery) == (
+        "terminal",
+        {"answers": []},
+        "ambiguous",
+    )
+    assert error.ids == {"pending_id": "p1"}
+
+
+def test_a_retryable_failure_reports_the_code_it_was_raised_with() -> None:
+    error = RetryableFailure("agent did not accept", code="resume_not_accepted", pending_id="p1")
+    assert (error.code, error.ids) == ("resume_not_accepted", {"pending_id": "p1"})
