@@ -188,8 +188,11 @@ async def test_agent_that_exits_before_handshake_raises_with_stderr(sink: Record
     script = "import sys; sys.stderr.write('boom: no api key\\n'); sys.exit(2)"
     profile = AgentProfile(name="quitter", command=(sys.executable, "-c", script))
     async with AcpRuntime({"quitter": profile}, sink, start_timeout=10) as rt:
-        with pytest.raises(AgentUnavailable, match="boom: no api key"):
+        with pytest.raises(AgentUnavailable, match="exited with code 2") as failure:
             await rt.ensure_started(launch("q", profile="quitter"))
+    assert failure.value.exit_code == 2
+    assert "boom: no api key" in failure.value.stderr
+    assert sink.exits == []  # a start that failed is not also reported as an exit
 
 
 async def test_runtime_exit_stops_every_agent(sink: RecordingSink) -> None:

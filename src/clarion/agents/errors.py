@@ -3,13 +3,11 @@ services see them through the port as `ClarionError` (they may not import this p
 
 from __future__ import annotations
 
-from clarion.domain.errors import ClarionError, Conflict
+from clarion.domain.errors import AgentFailure, Conflict
 
 
-class AgentUnavailable(ClarionError):
+class AgentUnavailable(AgentFailure):
     """The agent process is not running, could not be started, or did not take the request."""
-
-    code = "agent_unavailable"
 
 
 class AgentBusy(Conflict):

@@ -7,12 +7,13 @@ services only through the port. One subprocess and one ACP session per Clarion s
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 from collections.abc import Mapping
 from types import TracebackType
 
-from clarion.agents.client import PermissionPolicy, deny_all
+from clarion.agents.client import PermissionPolicy, sink_policy
 from clarion.agents.errors import AgentUnavailable
 from clarion.agents.live import LiveAgent
 from clarion.agents.process import build_env, spawn
@@ -37,7 +38,7 @@ class AcpRuntime:
         sink: AgentSink,
         *,
         base_env: Mapping[str, str] | None = None,
-        permissions: PermissionPolicy = deny_all,
+        permissions: PermissionPolicy | None = None,
         start_timeout: float = 60.0,
         accept_timeout: float = 30.0,
         stop_grace: float = 2.0,
@@ -45,7 +46,7 @@ class AcpRuntime:
         self._profiles = dict(profiles)
         self._sink = sink
         self._base_env = dict(base_env or {})
-        self._permissions = permissions
+        self._permissions = permissions or sink_policy(sink)
         self._start_timeout = start_timeout
         self._accept_timeout = accept_timeout
         self._stop_grace = stop_grace
@@ -104,19 +105,30 @@ class AcpRuntime:
             ) from exc
         agent = LiveAgent(session_id=sid, profile=profile.name, proc=proc, sink=self._sink)
         agent.attach(self._permissions)
+        timeout = profile.start_timeout or self._start_timeout
         try:
-            async with asyncio.timeout(self._start_timeout):
+            async with asyncio.timeout(timeout):
                 await agent.open_session(
                     mcp_url=launch.mcp_url, mcp_token=launch.mcp_token, cwd=cwd
                 )
         except (Exception, TimeoutError) as exc:
+            timed_out = isinstance(exc, TimeoutError)
+            if not timed_out:
+                # It usually just exited: let its exit status and last words arrive.
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(asyncio.shield(proc.wait()), self._stop_grace)
+            code = proc.returncode
             await agent.close(self._stop_grace)
-            reason = (
-                "timed out" if isinstance(exc, TimeoutError) else f"{type(exc).__name__}: {exc}"
-            )
+            if timed_out:
+                reason = f"it did not answer within {timeout:g} s"
+            elif code is not None:
+                reason = f"it exited with code {code}"
+            else:
+                reason = f"{type(exc).__name__}: {exc}"
             raise AgentUnavailable(
-                f"agent {profile.name!r} did not open a session ({reason}); "
-                f"{agent.describe_failure()}",
+                f"agent {profile.name!r} did not open a session: {reason}",
+                stderr=agent.stderr_text(),
+                exit_code=code,
                 session_id=sid,
             ) from exc
         logger.info(

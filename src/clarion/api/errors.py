@@ -24,6 +24,7 @@ from clarion.domain.errors import (
     AcceptedButUnfinalized,
     ClarionError,
     Conflict,
+    DecisionNotActive,
     InvalidInput,
     NotActive,
     NotFound,
@@ -92,11 +93,16 @@ def ws_error_payload(exc: BaseException) -> dict[str, Any]:
 def _extras(exc: ClarionError) -> dict[str, Any]:
     if isinstance(exc, InvalidInput) and exc.field is not None:
         return {"field": exc.field}
+    if isinstance(exc, DecisionNotActive):
+        return {"state": exc.state, "decision": exc.decision}
     if isinstance(exc, NotActive):
         extras: dict[str, Any] = {"state": exc.state}
         if exc.response is not None:
             extras["response"] = exc.response
         return extras
+    if exc.code == "agent_unavailable" and "session_id" in exc.ids:
+        # The session the failed start left behind (FAILED, with the reason in its transcript).
+        return {"session_id": exc.ids["session_id"]}
     return {}
 
 

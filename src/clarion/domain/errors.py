@@ -5,12 +5,14 @@ ClarionError
  +-- InvalidInput              a request or tool input is malformed; nothing was written (400)
  +-- Conflict                  the request is well formed but the state forbids it (409)
  |    +-- NotActive            a clarification bundle is not answerable (carries its state)
+ |    |    +-- DecisionNotActive a permission request is no longer decidable (carries the winner)
  |    +-- PendingInput         a workflow move refused while a clarification is active
  +-- Unauthenticated           missing or wrong credentials (401)
  +-- ServiceStarting           startup recovery has not finished (503)
  +-- RetryableFailure          rolled back; the same request may be sent again (500)
  +-- AcceptedButUnfinalized    accepted; must not be sent again though finalization failed (500)
  +-- Unavailable               an authoritative read could not be made; try again (500)
+ +-- AgentFailure              an agent could not start or failed (carries its stderr)
  +-- InjectedFailure           a fault point fired with action `error`
 """
 
@@ -65,6 +67,17 @@ class NotActive(Conflict):
         self.response = response
 
 
+class DecisionNotActive(NotActive):
+    """A permission request already decided, ended with its agent call, or whose agent is
+    gone. `decision` is the one that won, if any."""
+
+    def __init__(
+        self, message: str, *, state: str, decision: dict[str, Any] | None, **ids: Any
+    ) -> None:
+        super().__init__(message, state=state, **ids)
+        self.decision = decision
+
+
 class PendingInput(Conflict):
     code = "pending_input"
 
@@ -94,6 +107,21 @@ class Unavailable(ClarionError):
     not be made. Nothing was claimed or changed; the same request may be sent again."""
 
     code = "unavailable"
+
+
+class AgentFailure(ClarionError):
+    """An agent could not be started or stopped answering. `stderr` is the agent's recent
+    standard error (what a person needs to see why), `exit_code` its exit status if it
+    exited."""
+
+    code = "agent_unavailable"
+
+    def __init__(
+        self, message: str, *, stderr: str = "", exit_code: int | None = None, **ids: Any
+    ) -> None:
+        super().__init__(message, **ids)
+        self.stderr = stderr
+        self.exit_code = exit_code
 
 
 class InjectedFailure(ClarionError):

@@ -12,6 +12,7 @@ import logging
 
 from clarion.domain.errors import Conflict
 from clarion.domain.models import AuthorType, MessageType, Session, SessionState, Turn
+from clarion.orchestrator.failures import AgentFailures
 from clarion.orchestrator.lanes import Lane, Lanes
 from clarion.orchestrator.launch import Launcher
 from clarion.ports import AgentRuntime, NewMessage, Store
@@ -32,7 +33,9 @@ class TurnAdmission:
         publisher: EventPublisher,
         lanes: Lanes,
         launcher: Launcher,
+        failures: AgentFailures | None = None,
     ) -> None:
+        self._failures = failures
         self._store = store
         self._runtime = runtime
         self._publisher = publisher
@@ -65,8 +68,12 @@ class TurnAdmission:
                 session_id=lane.session_id,
             )
 
-    async def ensure_agent_locked(self, session: Session) -> None:
-        """Start the session's agent if it is not running, recording a lifecycle turn."""
+    async def ensure_agent_locked(self, session: Session, *, fail_session: bool = False) -> None:
+        """Start the session's agent if it is not running, recording a lifecycle turn.
+
+        With `fail_session` a failed start ends the session (FAILED, the reason in its
+        transcript); without it the session goes back to IDLE (a detached answer's resume,
+        which must stay retryable)."""
         if self._runtime.is_running(session.id):
             return
         await self.transition(session.id, SessionState.STARTING)
@@ -74,7 +81,10 @@ class TurnAdmission:
             started = await self._runtime.ensure_started(self._launcher.launch_for(session))
         except Exception as exc:
             log.exception("agent failed to start", extra={"session_id": session.id})
-            await self.transition(session.id, SessionState.IDLE)
+            if fail_session and self._failures is not None:
+                await self._failures.start_failed(session, exc)
+            else:
+                await self.transition(session.id, SessionState.IDLE)
             raise AgentUnavailable(
                 f"agent {session.agent!r} could not start: {exc}", session_id=session.id
             ) from exc
@@ -96,7 +106,7 @@ class TurnAdmission:
 
         `record_prompt` False is for Clarion's own hand-off prompts, which are not the
         person's words and so are not written into the transcript."""
-        await self.ensure_agent_locked(session)
+        await self.ensure_agent_locked(session, fail_session=True)
         turn = await self._store.create_turn(session.id)
         generation = lane.begin(turn.id)
         log.info(

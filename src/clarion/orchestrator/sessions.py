@@ -15,6 +15,7 @@ from clarion.domain.models import Message, Session, SessionState
 from clarion.orchestrator.admission import TurnAdmission
 from clarion.orchestrator.lanes import Lanes
 from clarion.orchestrator.launch import SessionTokens
+from clarion.orchestrator.permissions import CANCELLED, SESSION_FINISHED, PermissionService
 from clarion.orchestrator.watchdog import Watchdogs
 from clarion.ports import AgentRuntime, Store
 from clarion.projection.events import EventPublisher
@@ -41,7 +42,9 @@ class SessionService:
         watchdogs: Watchdogs,
         tokens: SessionTokens,
         known_agents: frozenset[str],
+        permissions: PermissionService | None = None,
     ) -> None:
+        self._permissions = permissions
         self._store = store
         self._runtime = runtime
         self._publisher = publisher
@@ -80,6 +83,9 @@ class SessionService:
         lane.queue.clear()
         if lane.running_generation is not None:
             log.info("user cancelled the running turn", extra={"session_id": session_id})
+            if self._permissions is not None:
+                # ACP: a client that cancels answers its open permission requests `cancelled`.
+                await self._permissions.settle(session_id, CANCELLED)
             await self._runtime.cancel(session_id)
 
     async def delete_message(self, session_id: str, message_id: str) -> Message | None:
@@ -109,6 +115,8 @@ class SessionService:
         log.info("session finished", extra={"session_id": session_id, "state": str(target)})
         self._watchdogs.cancel_session(session_id)
         self._lanes.get(session_id).queue.clear()
+        if self._permissions is not None:
+            await self._permissions.settle(session_id, SESSION_FINISHED)
         try:
             await self._canceller.expire_session(session_id)
         except Exception:

@@ -7,10 +7,12 @@ empty tuple, never an exception.
 """
 
 from clarion.ports.agents import (
+    AgentExited,
     AgentLaunch,
     AgentOutput,
     AgentRuntime,
     AgentSink,
+    PermissionAsk,
     ProfileResolver,
     PromptFinished,
 )
@@ -30,6 +32,7 @@ from clarion.ports.store import (
 )
 
 __all__ = [
+    "AgentExited",
     "AgentLaunch",
     "AgentOutput",
     "AgentRuntime",
@@ -42,6 +45,7 @@ __all__ = [
     "IntentRecovery",
     "MessagePage",
     "NewMessage",
+    "PermissionAsk",
     "ProfileResolver",
     "PromptFinished",
     "ReservationRecovery",
