@@ -12,6 +12,7 @@ from rich.text import Text
 
 from clarion.cli.client import ClarionClient
 from clarion.cli.connection import DEFAULT_SERVER, ServerOpt, TokenOpt, client_for
+from clarion.cli.permissions import pending_permissions, show_permission
 from clarion.cli.render import question_block, stdout, tasks_table
 
 ACTIVE_STATES = ("active_live", "active_detached")
@@ -74,13 +75,20 @@ def session_start(
     stdout().print(f"Follow it with: clarion watch --session {session['id']}")
 
 
-def find_open_questions(client: ClarionClient) -> list[tuple[dict[str, Any], dict[str, Any]]]:
-    """(task, bundle) for every bundle that can be answered now, oldest task first."""
-    found: list[tuple[dict[str, Any], dict[str, Any]]] = []
+Found = list[tuple[dict[str, Any], dict[str, Any]]]
+
+
+def find_open_items(client: ClarionClient) -> tuple[Found, Found]:
+    """(task, bundle) for every bundle that can be answered now and (task, request) for every
+    pending permission request, oldest task first, from one pass over the transcripts."""
+    found: Found = []
+    permissions: Found = []
     for task in client.tasks():
         for session in client.sessions(task["id"]):
             candidates: list[str] = []
-            for message in client.messages(session["id"]):
+            transcript = client.messages(session["id"])
+            permissions.extend(pending_permissions(client, task, transcript))
+            for message in transcript:
                 meta = message.get("metadata") or {}
                 # Only a bundle with a pending row can be active: skip reading the rest.
                 if message.get("type") != "clarification_request" or meta.get("status") != (
@@ -94,17 +102,25 @@ def find_open_questions(client: ClarionClient) -> list[tuple[dict[str, Any], dic
                 bundle = client.bundle(pid)
                 if bundle.get("state") in ACTIVE_STATES:
                     found.append((task, bundle))
-    return found
+    return found, permissions
+
+
+def find_open_questions(client: ClarionClient) -> Found:
+    """(task, bundle) for every bundle that can be answered now, oldest task first."""
+    return find_open_items(client)[0]
 
 
 def questions(server: ServerOpt = DEFAULT_SERVER, token: TokenOpt = None) -> None:
-    """List every question you can answer now, across all tasks and sessions."""
+    """List every question you can answer now, and every permission request waiting for
+    your decision, across all tasks and sessions."""
     with client_for(server, token) as client:
-        found = find_open_questions(client)
+        found, permissions = find_open_items(client)
     console = stdout()
-    if not found:
+    if not found and not permissions:
         console.print("No open questions.")
         return
+    for task, request in permissions:
+        show_permission(console, task, request)
     for task, bundle in found:
         header = Text()
         header.append(f"{bundle['pending_id']}", style="bold yellow")
