@@ -213,7 +213,7 @@ class LiveAgent:
             lost = True
         except Exception as exc:  # the agent answered the prompt with an error
             stop_reason = "error"
-            error = run.abort_reason or f"{type(exc).__name__}: {exc}"
+            error = run.abort_reason or _describe_error(exc)
         if not run.sent.done():
             if self._run is run:
                 self._run = None
@@ -330,3 +330,14 @@ class LiveAgent:
         if self._conn is None:
             raise AgentUnavailable("agent not connected", session_id=self.session_id)
         return self._conn
+
+
+def _describe_error(exc: Exception) -> str:
+    """An agent's error answer in words: JSON-RPC errors carry the reason in `data`."""
+    text = f"{type(exc).__name__}: {exc}"
+    data = getattr(exc, "data", None)
+    if isinstance(data, dict):
+        details = data.get("details") or data.get("message")
+        if details:
+            text += f" ({details})"
+    return text

@@ -217,7 +217,6 @@ PERMISSION_OPTIONS = [
     ("reject", "Reject", "reject_once"),
     ("reject-always", "Always reject", "reject_always"),
 ]
-_PERMISSION_TITLES = {"edit": "Edit README.md", "read": "Read README.md"}
 
 
 async def _ask_permission(host: ScenarioHost, call: ScenarioCall) -> str | None:
@@ -226,7 +225,7 @@ async def _ask_permission(host: ScenarioHost, call: ScenarioCall) -> str | None:
         raise ScenarioError(
             f"Scenario {call.name}: kind must be one of {', '.join(PERMISSION_KINDS)}"
         )
-    title = call.args.get("title") or _PERMISSION_TITLES.get(kind, f"{kind} README.md")
+    title = call.args.get("title") or f"{kind.replace('_', ' ').capitalize()} README.md"
     raw_input = {"path": "README.md", "content": "# Project\n\nUpdated by the agent.\n"}
     chosen = await host.request_permission(
         title=title, kind=kind, raw_input=raw_input, options=list(PERMISSION_OPTIONS)
