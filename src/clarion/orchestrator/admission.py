@@ -135,6 +135,14 @@ class TurnAdmission:
             lane.end(generation)
             await self._store.complete_turn(turn.id, metadata_patch={"error": str(exc)})
             await self._publisher.turn_quietly("completed", await self._store.get_turn(turn.id))
+            if self._failures is not None:
+                await self._failures.prompt_failed(
+                    session.id,
+                    turn.id,
+                    error=f"the agent did not take it ({exc})",
+                    stop_reason="refused",
+                    stderr=str(getattr(exc, "stderr", "") or ""),
+                )
             await self.transition(session.id, SessionState.IDLE)
             raise AgentUnavailable(
                 f"agent refused the prompt: {exc}", session_id=session.id, turn_id=turn.id
