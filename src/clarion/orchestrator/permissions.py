@@ -61,6 +61,10 @@ class PermissionService:
         # (session_id, tool_call_id) -> the agent's waiting request. Keyed by what the agent
         # sent, so it exists before the row does and no decision can find the row without it.
         self._waiting: dict[tuple[str, str], asyncio.Future[str | None]] = {}
+        # Sessions this process wrote a pending request for since their last settlement. Only
+        # this process writes pending rows (startup expired every older one), so a session
+        # not in here has none, and its turn end costs no write.
+        self._unsettled: set[str] = set()
 
     # ------------------------------------------------------------------ the agent asks
 
@@ -103,6 +107,7 @@ class PermissionService:
         key = (ask.session_id, ask.tool_call_id)
         waiter: asyncio.Future[str | None] = asyncio.get_running_loop().create_future()
         self._waiting[key] = waiter
+        self._unsettled.add(ask.session_id)
         try:
             written = await self._store.add_permission_request(
                 self._row(ask, turn_id, request_metadata(tool, options)),
@@ -193,11 +198,22 @@ class PermissionService:
     async def settle(self, session_id: str, reason: str) -> tuple[Message, ...]:
         """The agent call that made the session's pending requests is over: they become
         `cancelled` (durably first), and any request still waiting gets cancelled."""
-        changed = await self._store.settle_permissions(
-            session_id, status=PermissionStatus.CANCELLED, reason=reason
-        )
-        for (owner, _), waiter in list(self._waiting.items()):
-            if owner == session_id and not waiter.done():
+        if session_id not in self._unsettled:
+            return ()
+        # Cleared first: a request asked while this runs marks the session again.
+        self._unsettled.discard(session_id)
+        try:
+            changed = await self._store.settle_permissions(
+                session_id, status=PermissionStatus.CANCELLED, reason=reason
+            )
+        except BaseException:
+            self._unsettled.add(session_id)
+            raise
+        # Only the calls whose rows this settled: one asked meanwhile keeps waiting.
+        for row in changed:
+            call = row.metadata.get(PermissionKey.TOOL_CALL) or {}
+            waiter = self._waiting.get((session_id, str(call.get("tool_call_id"))))
+            if waiter is not None and not waiter.done():
                 waiter.set_result(None)
         if changed:
             log.info(
