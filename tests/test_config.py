@@ -214,3 +214,45 @@ def test_a_config_path_that_is_a_directory_is_refused(tmp_path: Path) -> None:
 def test_the_config_env_var_is_read(tmp_path: Path) -> None:
     config = write(tmp_path, '[agents.envy]\ncommand = ["e"]\n')
     assert "envy" in Settings.load(env={"CLARION_CONFIG": config}).agents
+
+
+def test_a_profile_reads_its_permission_policy_and_start_timeout(tmp_path: Path) -> None:
+    config = tmp_path / "c.toml"
+    config.write_text(
+        '[agents.claude]\ncommand = ["npx", "@zed-industries/claude-agent-acp"]\n'
+        "start_timeout_s = 120\n"
+        '[agents.claude.permissions]\nallow = ["read", "search"]\nreject = ["delete"]\n'
+    )
+    profile = load_agent_profiles(str(config))["claude"]
+    assert profile.permissions_allow == frozenset({"read", "search"})
+    assert profile.permissions_reject == frozenset({"delete"})
+    assert profile.start_timeout == 120.0
+    assert load_agent_profiles(None)[BUILTIN_PROFILE].permissions_allow == frozenset()
+
+
+@pytest.mark.parametrize(
+    ("table", "message"),
+    [
+        ('allow = ["write"]', "unknown tool kind(s) write"),
+        ('allow = "read"', "must be a list of tool kinds"),
+        ('allow = ["read"]\nreject = ["read"]', "read both allowed and rejected"),
+        ('ask = ["edit"]', "unknown key(s) ask"),
+    ],
+)
+def test_a_bad_permission_policy_is_refused_naming_the_profile(
+    tmp_path: Path, table: str, message: str
+) -> None:
+    config = tmp_path / "c.toml"
+    config.write_text(
+        f'[agents.bad]\ncommand = ["{sys.executable}"]\n[agents.bad.permissions]\n{table}\n'
+    )
+    with pytest.raises(ValueError, match=r"agents\.bad") as refused:
+        load_agent_profiles(str(config))
+    assert message in str(refused.value)
+
+
+def test_a_bad_start_timeout_is_refused(tmp_path: Path) -> None:
+    config = tmp_path / "c.toml"
+    config.write_text(f'[agents.x]\ncommand = ["{sys.executable}"]\nstart_timeout_s = 0\n')
+    with pytest.raises(ValueError, match="start_timeout_s"):
+        load_agent_profiles(str(config))

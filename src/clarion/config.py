@@ -18,6 +18,11 @@ class AgentProfile:
     command: tuple[str, ...]
     env: Mapping[str, str] = field(default_factory=dict)
     cwd: str | None = None
+    # `[agents.NAME.permissions]`: ACP tool kinds allowed or rejected without asking.
+    permissions_allow: frozenset[str] = frozenset()
+    permissions_reject: frozenset[str] = frozenset()
+    # How long the agent may take to start and open its ACP session (None: the default).
+    start_timeout: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,5 +195,64 @@ def load_agent_profiles(
         cwd = spec.get("cwd")
         if cwd is not None and not isinstance(cwd, str):
             raise ValueError(f"{path}: agents.{name}.cwd must be a string")
-        profiles[name] = AgentProfile(name=name, command=tuple(command), env=env, cwd=cwd)
+        allow, reject = _permission_rules(spec.get("permissions", {}), f"{path}: agents.{name}")
+        start_timeout = spec.get("start_timeout_s")
+        if start_timeout is not None and (
+            isinstance(start_timeout, bool)
+            or not isinstance(start_timeout, int | float)
+            or not math.isfinite(start_timeout)
+            or start_timeout <= 0
+        ):
+            raise ValueError(f"{path}: agents.{name}.start_timeout_s must be a positive number")
+        profiles[name] = AgentProfile(
+            name=name,
+            command=tuple(command),
+            env=env,
+            cwd=cwd,
+            permissions_allow=allow,
+            permissions_reject=reject,
+            start_timeout=None if start_timeout is None else float(start_timeout),
+        )
     return profiles
+
+
+# ACP tool kinds a permission rule may name.
+TOOL_KINDS = frozenset(
+    {
+        "read",
+        "edit",
+        "delete",
+        "move",
+        "search",
+        "execute",
+        "think",
+        "fetch",
+        "switch_mode",
+        "other",
+    }
+)
+
+
+def _permission_rules(spec: Any, where: str) -> tuple[frozenset[str], frozenset[str]]:
+    """`allow = [...]`, `reject = [...]` of `[agents.NAME.permissions]`, kinds checked."""
+    if not isinstance(spec, dict):
+        raise ValueError(f"{where}.permissions must be a table")
+    rules: list[frozenset[str]] = []
+    for key in ("allow", "reject"):
+        kinds = spec.get(key, [])
+        if not isinstance(kinds, list) or not all(isinstance(k, str) for k in kinds):
+            raise ValueError(f"{where}.permissions.{key} must be a list of tool kinds")
+        unknown = sorted(set(kinds) - TOOL_KINDS)
+        if unknown:
+            raise ValueError(
+                f"{where}.permissions.{key}: unknown tool kind(s) {', '.join(unknown)}; "
+                f"known: {', '.join(sorted(TOOL_KINDS))}"
+            )
+        rules.append(frozenset(kinds))
+    unknown_keys = sorted(set(spec) - {"allow", "reject"})
+    if unknown_keys:
+        raise ValueError(f"{where}.permissions: unknown key(s) {', '.join(unknown_keys)}")
+    if rules[0] & rules[1]:
+        both = ", ".join(sorted(rules[0] & rules[1]))
+        raise ValueError(f"{where}.permissions: {both} both allowed and rejected")
+    return rules[0], rules[1]

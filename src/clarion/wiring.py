@@ -27,13 +27,16 @@ from clarion.clarification.resolver import Resolver
 from clarion.clarification.waiters import LiveWaiters
 from clarion.clock import SystemClock
 from clarion.config import AgentProfile, Settings
+from clarion.domain.permissions import PermissionRules
 from clarion.mcp.tools import McpEndpoint, build_mcp_server
 from clarion.orchestrator.access import AccessControl
 from clarion.orchestrator.admission import TurnAdmission
 from clarion.orchestrator.agent_events import AgentEvents
+from clarion.orchestrator.failures import AgentFailures
 from clarion.orchestrator.handoffs import OrchestratorHandoffs
 from clarion.orchestrator.lanes import Lanes
 from clarion.orchestrator.launch import Launcher, SessionTokens
+from clarion.orchestrator.permissions import PermissionService
 from clarion.orchestrator.recovery import RecoveryReport, StartupRecovery
 from clarion.orchestrator.resend import AnswerResender
 from clarion.orchestrator.resume import DetachedResume
@@ -42,11 +45,13 @@ from clarion.orchestrator.tasks import TaskService
 from clarion.orchestrator.watchdog import Watchdogs
 from clarion.orchestrator.workflow import WorkflowGuard
 from clarion.ports import (
+    AgentExited,
     AgentOutput,
     AgentRuntime,
     AgentSink,
     Bus,
     Clock,
+    PermissionAsk,
     PromptFinished,
     Store,
 )
@@ -88,6 +93,15 @@ class _LateSink:
     async def on_prompt_finished(self, finished: PromptFinished) -> None:
         if self.target is not None:
             await self.target.on_prompt_finished(finished)
+
+    async def on_agent_exited(self, exited: AgentExited) -> None:
+        if self.target is not None:
+            await self.target.on_agent_exited(exited)
+
+    async def on_permission(self, ask: PermissionAsk) -> str | None:
+        if self.target is None:
+            return None
+        return await self.target.on_permission(ask)
 
 
 @dataclass(eq=False)
@@ -136,7 +150,13 @@ async def build(
         publisher = EventPublisher(bus, projector, summaries)
         lanes = Lanes()
         tokens = SessionTokens()
-        admission = TurnAdmission(store, runtime, publisher, lanes, Launcher(tokens, base_url))
+        failures = AgentFailures(store=store, publisher=publisher)
+        admission = TurnAdmission(
+            store, runtime, publisher, lanes, Launcher(tokens, base_url), failures
+        )
+        permissions = PermissionService(
+            store=store, publisher=publisher, lanes=lanes, rules=permission_rules(settings)
+        )
         waiters = LiveWaiters()
         canceller = ClarificationCanceller(store, publisher, waiters, supervisor, t.persist)
         watchdogs = Watchdogs(
@@ -188,6 +208,7 @@ async def build(
             watchdogs=watchdogs,
             tokens=tokens,
             known_agents=frozenset(settings.agents),
+            permissions=permissions,
         )
         sink.target = AgentEvents(
             store=store,
@@ -198,6 +219,8 @@ async def build(
             watchdogs=watchdogs,
             supervisor=supervisor,
             persist_s=t.persist,
+            permissions=permissions,
+            failures=failures,
         )
         services = ApiServices(
             tasks=TaskService(store, bus),
@@ -220,6 +243,7 @@ async def build(
             projector=projector,
             bus=bus,
             access=AccessControl(store, enabled=settings.auth),
+            permissions=permissions,
         )
         try:
             yield App(
@@ -277,6 +301,17 @@ async def run_server(settings: Settings, on_listening: Callable[[str], None]) ->
             server.should_exit = True
             with contextlib.suppress(Exception):
                 await serving
+
+
+def permission_rules(settings: Settings) -> dict[str, PermissionRules]:
+    """Each profile's `[agents.NAME.permissions]`. The built-in agent asks for every kind."""
+    return {
+        name: PermissionRules(
+            allow=frozenset(profile.permissions_allow),
+            reject=frozenset(profile.permissions_reject),
+        )
+        for name, profile in settings.agents.items()
+    }
 
 
 def _freeze_startup_heap() -> None:

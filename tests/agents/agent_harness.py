@@ -20,7 +20,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from clarion.ports import AgentLaunch, AgentOutput, PromptFinished
+from clarion.ports import AgentExited, AgentLaunch, AgentOutput, PermissionAsk, PromptFinished
 
 WAIT_S = 15.0
 
@@ -32,12 +32,24 @@ class RecordingSink:
         self.items: list[AgentOutput | PromptFinished] = []
         self._changed = asyncio.Event()
         self.fail_on: Callable[[AgentOutput | PromptFinished], bool] | None = None
+        self.exits: list[AgentExited] = []
+        self.asks: list[PermissionAsk] = []
+        self.permission_answer: str | None = None
 
     async def on_output(self, output: AgentOutput) -> None:
         self._record(output)
 
     async def on_prompt_finished(self, finished: PromptFinished) -> None:
         self._record(finished)
+
+    async def on_agent_exited(self, exited: AgentExited) -> None:
+        self.exits.append(exited)
+        self._changed.set()
+
+    async def on_permission(self, ask: PermissionAsk) -> str | None:
+        self.asks.append(ask)
+        self._changed.set()
+        return self.permission_answer
 
     def _record(self, item: AgentOutput | PromptFinished) -> None:
         self.items.append(item)

@@ -9,7 +9,7 @@ import pytest
 
 from clarion.agents.runtime import AcpRuntime
 from clarion.config import AgentProfile
-from clarion.domain.errors import AgentBusy, AgentUnavailable, NotFound
+from clarion.domain.errors import AgentBusy, AgentFailure, NotFound
 from clarion.ports import AgentOutput, PromptFinished
 from tests.agents.agent_harness import RecordingSink, launch
 
@@ -77,7 +77,7 @@ async def test_cancel_during_stream_finishes_cancelled_with_ack_before_the_end(
 
 
 async def test_prompt_without_a_running_agent_raises(runtime: AcpRuntime) -> None:
-    with pytest.raises(AgentUnavailable):
+    with pytest.raises(AgentFailure):
         await runtime.prompt("nobody", "hi", generation=1)
 
 
@@ -100,7 +100,7 @@ async def test_stop_ends_the_process_and_later_prompts_raise(
     await runtime.stop("s1")
     assert agent.proc.returncode is not None
     assert not runtime.is_running("s1")
-    with pytest.raises(AgentUnavailable):
+    with pytest.raises(AgentFailure):
         await runtime.prompt("s1", "hi", generation=1)
 
 
@@ -178,7 +178,7 @@ async def test_unknown_profile_and_unstartable_command_raise(sink: RecordingSink
     async with AcpRuntime({"bad": bad}, sink) as rt:
         with pytest.raises(NotFound):
             await rt.ensure_started(launch("x", profile="nope"))
-        with pytest.raises(AgentUnavailable, match="cannot start"):
+        with pytest.raises(AgentFailure, match="cannot start"):
             await rt.ensure_started(launch("x", profile="bad"))
         assert not rt.is_running("x")
 
@@ -187,8 +187,11 @@ async def test_agent_that_exits_before_handshake_raises_with_stderr(sink: Record
     script = "import sys; sys.stderr.write('boom: no api key\\n'); sys.exit(2)"
     profile = AgentProfile(name="quitter", command=(sys.executable, "-c", script))
     async with AcpRuntime({"quitter": profile}, sink, start_timeout=10) as rt:
-        with pytest.raises(AgentUnavailable, match="boom: no api key"):
+        with pytest.raises(AgentFailure, match="exited with code 2") as failure:
             await rt.ensure_started(launch("q", profile="quitter"))
+    assert failure.value.exit_code == 2
+    assert "boom: no api key" in failure.value.stderr
+    assert sink.exits == []  # a start that failed is not also reported as an exit
 
 
 async def test_runtime_exit_stops_every_agent(sink: RecordingSink) -> None:

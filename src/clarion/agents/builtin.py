@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 import acp
 from acp.schema import (
     AgentCapabilities,
+    AllowedOutcome,
     AudioContentBlock,
     ClientCapabilities,
     EmbeddedResourceContentBlock,
@@ -37,10 +38,12 @@ from acp.schema import (
     McpCapabilities,
     McpServerStdio,
     NewSessionResponse,
+    PermissionOption,
     PromptResponse,
     ResourceContentBlock,
     SseMcpServer,
     TextContentBlock,
+    ToolCallUpdate,
 )
 
 from clarion.agents.scenarios import ToolOutcome, play
@@ -155,6 +158,41 @@ class _Host:
         prompts = self._session.prompts
         return prompts[-2] if len(prompts) >= 2 else None
 
+    async def request_permission(
+        self,
+        *,
+        title: str,
+        kind: str,
+        raw_input: dict[str, Any],
+        options: list[tuple[str, str, str]],
+    ) -> str | None:
+        call_id = f"perm-{next(self._agent.call_ids)}"
+        await self._agent.send(
+            self._session_id,
+            acp.start_tool_call(
+                call_id, title, kind=cast(Any, kind), status="pending", raw_input=raw_input
+            ),
+        )
+        assert self._agent.conn is not None
+        response = await self._agent.conn.request_permission(
+            session_id=self._session_id,
+            tool_call=ToolCallUpdate(
+                tool_call_id=call_id, title=title, kind=cast(Any, kind), raw_input=raw_input
+            ),
+            options=[
+                PermissionOption(option_id=o, name=n, kind=cast(Any, k)) for o, n, k in options
+            ],
+        )
+        outcome = response.outcome
+        chosen = outcome.option_id if isinstance(outcome, AllowedOutcome) else None
+        status: Literal["completed", "failed"] = "completed" if chosen else "failed"
+        await self._agent.send(self._session_id, acp.update_tool_call(call_id, status=status))
+        return chosen
+
+    def exit(self, code: int, message: str) -> None:
+        os.write(2, message.encode() + b"\n")
+        os._exit(code)
+
     def write_stderr(self, nbytes: int) -> None:
         line = b"x" * 99 + b"\n"
         full, part = divmod(nbytes, len(line))
@@ -187,6 +225,10 @@ class BuiltinAgent:
 
     def on_connect(self, conn: acp.Client) -> None:
         self._conn = conn
+
+    @property
+    def conn(self) -> acp.Client | None:
+        return self._conn
 
     async def send(self, session_id: str, update: Any) -> None:
         assert self._conn is not None, "on_connect runs before any request"

@@ -1,8 +1,8 @@
 """The ACP client side of one agent session: receives the agent's streamed updates and its
 permission requests. Imported only by `clarion.agents.live`.
 
-Permission requests go through a `PermissionPolicy`; the default refuses every request. This is
-the seam where a user-facing permission flow plugs in.
+Permission requests go through a `PermissionPolicy`. The runtime's default hands them to its
+sink (`AgentSink.on_permission`), which decides them by profile policy or asks the person.
 """
 
 from __future__ import annotations
@@ -12,11 +12,14 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from acp.schema import (
+    AllowedOutcome,
     DeniedOutcome,
     PermissionOption,
     RequestPermissionResponse,
     ToolCallUpdate,
 )
+
+from clarion.ports import AgentSink, PermissionAsk
 
 logger = logging.getLogger(__name__)
 
@@ -38,6 +41,38 @@ async def deny_all(
         extra={"session_id": session_id, "tool_call_id": tool_call.tool_call_id},
     )
     return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
+
+
+def sink_policy(sink: AgentSink) -> PermissionPolicy:
+    """A policy that lets the sink decide, translating ACP types both ways."""
+
+    async def decide(
+        session_id: str, tool_call: ToolCallUpdate, options: list[PermissionOption]
+    ) -> RequestPermissionResponse:
+        ask = PermissionAsk(
+            session_id=session_id,
+            tool_call_id=tool_call.tool_call_id,
+            title=tool_call.title or "",
+            kind=tool_call.kind or "other",
+            raw_input=tool_call.raw_input,
+            options=tuple((o.option_id, o.name, o.kind) for o in options),
+        )
+        try:
+            chosen = await sink.on_permission(ask)
+        except Exception:
+            # Refusing is the safe answer when the request could not even be recorded.
+            logger.exception(
+                "permission request failed; answered cancelled",
+                extra={"session_id": session_id, "tool_call_id": tool_call.tool_call_id},
+            )
+            chosen = None
+        if chosen is None:
+            return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
+        return RequestPermissionResponse(
+            outcome=AllowedOutcome(outcome="selected", option_id=chosen)
+        )
+
+    return decide
 
 
 class SessionClient:

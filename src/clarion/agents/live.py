@@ -24,8 +24,8 @@ from acp.schema import ClientCapabilities, HttpHeader, HttpMcpServer, Implementa
 from clarion.agents.client import PermissionPolicy, SessionClient
 from clarion.agents.frames import to_output
 from clarion.agents.process import drain_stderr, shut_down
-from clarion.domain.errors import AgentBusy, AgentUnavailable
-from clarion.ports import AgentOutput, AgentSink, PromptFinished
+from clarion.domain.errors import AgentBusy, AgentFailure
+from clarion.ports import AgentExited, AgentOutput, AgentSink, PromptFinished
 
 logger = logging.getLogger(__name__)
 
@@ -37,7 +37,10 @@ SEND_TIMEOUT_S = 5.0
 EXIT_GRACE_S = 2.0
 SINK_DRAIN_TIMEOUT_S = 5.0
 
-_Item = AgentOutput | PromptFinished | None  # None: the consumer stops
+_Item = AgentOutput | PromptFinished | AgentExited | None  # None: the consumer stops
+
+# How much of an agent's stderr a failure report carries.
+STDERR_REPORT_CHARS = 2000
 
 
 @dataclass(slots=True, eq=False)
@@ -140,6 +143,10 @@ class LiveAgent:
         tail = " | ".join(self.stderr_tail)
         return f"agent {self.profile!r} {state}" + (f"; stderr: {tail}" if tail else "")
 
+    def stderr_text(self) -> str:
+        """The agent's last stderr lines, at most STDERR_REPORT_CHARS of them."""
+        return "\n".join(self.stderr_tail)[-STDERR_REPORT_CHARS:]
+
     async def close(self, grace: float) -> None:
         """Stop the process and every task; pending items still reach the sink (bounded)."""
         if self._closing:
@@ -177,7 +184,7 @@ class LiveAgent:
 
     async def prompt(self, text: str, generation: int, accept_timeout: float) -> None:
         if not self.is_running:
-            raise AgentUnavailable(self.describe_failure(), session_id=self.session_id)
+            raise AgentFailure(self.describe_failure(), session_id=self.session_id)
         if self._run is not None:
             raise AgentBusy(
                 f"a prompt (generation {self._run.generation}) is still running",
@@ -200,7 +207,7 @@ class LiveAgent:
                 run.task.cancel()
         if not run.sent.done():
             await asyncio.gather(run.task, return_exceptions=True)
-            raise AgentUnavailable(
+            raise AgentFailure(
                 f"prompt not accepted: {self.describe_failure()}",
                 session_id=self.session_id,
                 generation=generation,
@@ -210,6 +217,7 @@ class LiveAgent:
         conn = self._require_conn()
         assert self.acp_session_id is not None
         error: str | None = None
+        lost = False  # the connection failed or the run was aborted: is the process going?
         try:
             response = await conn.prompt(
                 session_id=self.acp_session_id, prompt=[acp.text_block(text)]
@@ -218,23 +226,45 @@ class LiveAgent:
         except asyncio.CancelledError:
             # Only this module cancels a run (stop, exit watcher, refused hand-over).
             stop_reason, error = "error", run.abort_reason or "prompt aborted"
+            lost = True
         except ConnectionError as exc:
             stop_reason, error = "error", run.abort_reason or f"agent connection lost ({exc})"
+            lost = True
         except Exception as exc:  # the agent answered the prompt with an error
             stop_reason = "error"
-            error = run.abort_reason or f"{type(exc).__name__}: {exc}"
+            error = run.abort_reason or _describe_error(exc)
+        if not run.sent.done():
+            if self._run is run:
+                self._run = None
+            return  # never handed over: prompt() raises instead of reporting a turn end
+        alive = await self._still_alive(wait=lost) if error is not None else True
         if self._run is run:
             self._run = None
-        if not run.sent.done():
-            return  # never handed over: prompt() raises instead of reporting a turn end
         extra = {"session_id": self.session_id, "generation": run.generation}
         if error is not None:
             logger.warning("prompt failed: %s", error, extra=extra)
         if run.cancel_requested:
             self._queue.put_nowait(AgentOutput(self.session_id, run.generation, "cancel_ack"))
         self._queue.put_nowait(
-            PromptFinished(self.session_id, run.generation, stop_reason, error=error)
+            PromptFinished(
+                self.session_id,
+                run.generation,
+                stop_reason,
+                error=error,
+                agent_alive=alive,
+                stderr=self.stderr_text() if error is not None else "",
+            )
         )
+
+    async def _still_alive(self, *, wait: bool) -> bool:
+        """Whether a failed prompt left the agent running. A lost connection usually means the
+        process is exiting, so (with `wait`) its exit is awaited briefly rather than guessed."""
+        if self._closing:
+            return False
+        if wait:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.shield(self.proc.wait()), EXIT_GRACE_S / 4)
+        return not self._closing and self.proc.returncode is None
 
     async def cancel(self) -> None:
         run = self._run
@@ -281,13 +311,18 @@ class LiveAgent:
             try:
                 if isinstance(item, PromptFinished):
                     await self.sink.on_prompt_finished(item)
+                elif isinstance(item, AgentExited):
+                    await self.sink.on_agent_exited(item)
                 else:
                     await self.sink.on_output(item)
             except Exception:
                 logger.exception(
                     "agent sink failed on %s",
                     type(item).__name__,
-                    extra={"session_id": self.session_id, "generation": item.generation},
+                    extra={
+                        "session_id": self.session_id,
+                        "generation": getattr(item, "generation", None),
+                    },
                 )
 
     async def _watch_exit(self) -> None:
@@ -300,16 +335,32 @@ class LiveAgent:
                 extra={"session_id": self.session_id},
             )
         run = self._run
-        if run is None or run.task is None:
-            return
-        # The connection normally fails the pending prompt at stdout EOF; a grandchild still
-        # holding stdout open (or a write stuck on the dead pipe) would hang it, so bound it.
-        done, _ = await asyncio.wait({run.task}, timeout=EXIT_GRACE_S)
-        if not done:
-            run.abort_reason = run.abort_reason or f"agent process exited with code {code}"
-            run.task.cancel()
+        if run is not None and run.task is not None:
+            # The connection normally fails the pending prompt at stdout EOF; a grandchild still
+            # holding stdout open (or a write stuck on the dead pipe) would hang it, so bound it.
+            done, _ = await asyncio.wait({run.task}, timeout=EXIT_GRACE_S)
+            if not done:
+                run.abort_reason = run.abort_reason or f"agent process exited with code {code}"
+                run.task.cancel()
+                await asyncio.gather(run.task, return_exceptions=True)
+        # Reported after the prompt's end, and only for an agent that was running: one that
+        # dies while starting is the start's failure, one Clarion stopped is no news.
+        if not self._closing and self.acp_session_id is not None:
+            await self._finish_task("stderr", EXIT_GRACE_S)
+            self._queue.put_nowait(AgentExited(self.session_id, code, self.stderr_text()))
 
     def _require_conn(self) -> ClientSideConnection:
         if self._conn is None:
-            raise AgentUnavailable("agent not connected", session_id=self.session_id)
+            raise AgentFailure("agent not connected", session_id=self.session_id)
         return self._conn
+
+
+def _describe_error(exc: Exception) -> str:
+    """An agent's error answer in words: JSON-RPC errors carry the reason in `data`."""
+    text = f"{type(exc).__name__}: {exc}"
+    data = getattr(exc, "data", None)
+    if isinstance(data, dict):
+        details = data.get("details") or data.get("message")
+        if details:
+            text += f" ({details})"
+    return text

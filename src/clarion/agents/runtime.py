@@ -7,16 +7,17 @@ services only through the port. One subprocess and one ACP session per Clarion s
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 from collections.abc import Mapping
 from types import TracebackType
 
-from clarion.agents.client import PermissionPolicy, deny_all
+from clarion.agents.client import PermissionPolicy, sink_policy
 from clarion.agents.live import LiveAgent
 from clarion.agents.process import build_env, spawn
 from clarion.config import AgentProfile
-from clarion.domain.errors import AgentUnavailable, NotFound
+from clarion.domain.errors import AgentFailure, NotFound
 from clarion.ports import AcpSessionInfo, AgentLaunch, AgentSink
 
 logger = logging.getLogger(__name__)
@@ -26,7 +27,7 @@ class AcpRuntime:
     """Starts, prompts, cancels and stops agents; reports what they do to `sink`.
 
     Use as an async context manager: leaving it stops every agent. Errors: `NotFound` for an
-    unknown profile, `AgentUnavailable` when an agent cannot start or is not running,
+    unknown profile, `AgentFailure` when an agent cannot start or is not running,
     `AgentBusy` for a second prompt while one is running.
     """
 
@@ -36,7 +37,7 @@ class AcpRuntime:
         sink: AgentSink,
         *,
         base_env: Mapping[str, str] | None = None,
-        permissions: PermissionPolicy = deny_all,
+        permissions: PermissionPolicy | None = None,
         start_timeout: float = 60.0,
         accept_timeout: float = 30.0,
         stop_grace: float = 2.0,
@@ -44,7 +45,7 @@ class AcpRuntime:
         self._profiles = dict(profiles)
         self._sink = sink
         self._base_env = dict(base_env or {})
-        self._permissions = permissions
+        self._permissions = permissions or sink_policy(sink)
         self._start_timeout = start_timeout
         self._accept_timeout = accept_timeout
         self._stop_grace = stop_grace
@@ -75,7 +76,7 @@ class AcpRuntime:
         sid = launch.session_id
         async with self._lock(sid):
             if self._closed:
-                raise AgentUnavailable("agent runtime is shut down", session_id=sid)
+                raise AgentFailure("agent runtime is shut down", session_id=sid)
             current = self._agents.get(sid)
             if current is not None and current.is_running:
                 return False
@@ -97,14 +98,15 @@ class AcpRuntime:
         try:
             proc = await spawn(profile.command, env, cwd)
         except OSError as exc:
-            raise AgentUnavailable(
+            raise AgentFailure(
                 f"cannot start agent {profile.name!r} ({' '.join(profile.command)}): {exc}",
                 session_id=sid,
             ) from exc
         agent = LiveAgent(session_id=sid, profile=profile.name, proc=proc, sink=self._sink)
         agent.attach(self._permissions)
+        timeout = profile.start_timeout or self._start_timeout
         try:
-            async with asyncio.timeout(self._start_timeout):
+            async with asyncio.timeout(timeout):
                 await agent.open_session(
                     mcp_url=launch.mcp_url,
                     mcp_token=launch.mcp_token,
@@ -112,13 +114,23 @@ class AcpRuntime:
                     resume_id=launch.acp_session_id,
                 )
         except (Exception, TimeoutError) as exc:
+            timed_out = isinstance(exc, TimeoutError)
+            if not timed_out:
+                # It usually just exited: let its exit status and last words arrive.
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(asyncio.shield(proc.wait()), self._stop_grace)
+            code = proc.returncode
             await agent.close(self._stop_grace)
-            reason = (
-                "timed out" if isinstance(exc, TimeoutError) else f"{type(exc).__name__}: {exc}"
-            )
-            raise AgentUnavailable(
-                f"agent {profile.name!r} did not open a session ({reason}); "
-                f"{agent.describe_failure()}",
+            if timed_out:
+                reason = f"it did not answer within {timeout:g} s"
+            elif code is not None:
+                reason = f"it exited with code {code}"
+            else:
+                reason = f"{type(exc).__name__}: {exc}"
+            raise AgentFailure(
+                f"agent {profile.name!r} did not open a session: {reason}",
+                stderr=agent.stderr_text(),
+                exit_code=code,
                 session_id=sid,
             ) from exc
         logger.info(
@@ -133,7 +145,7 @@ class AcpRuntime:
     async def prompt(self, session_id: str, text: str, *, generation: int) -> None:
         agent = self._agents.get(session_id)
         if agent is None:
-            raise AgentUnavailable("no agent is running for this session", session_id=session_id)
+            raise AgentFailure("no agent is running for this session", session_id=session_id)
         await agent.prompt(text, generation, self._accept_timeout)
         logger.debug(
             "prompt handed to agent", extra={"session_id": session_id, "generation": generation}

@@ -55,6 +55,22 @@ class ScenarioHost(Protocol):
 
     def write_stderr(self, nbytes: int) -> None: ...
 
+    def exit(self, code: int, message: str) -> None:
+        """Write `message` to stderr and end the process at once with `code`."""
+        ...
+
+    async def request_permission(
+        self,
+        *,
+        title: str,
+        kind: str,
+        raw_input: dict[str, Any],
+        options: list[tuple[str, str, str]],
+    ) -> str | None:
+        """ACP `session/request_permission` for one tool call; the option id the client
+        selected, or None when it answered `cancelled`. `options`: (option_id, name, kind)."""
+        ...
+
 
 Scenario = Callable[[ScenarioHost, ScenarioCall], Awaitable[None]]
 
@@ -193,9 +209,65 @@ async def _stream(host: ScenarioHost, call: ScenarioCall) -> None:
         await host.say(f"chunk {i}\n")
 
 
+PERMISSION_KINDS = (
+    "read",
+    "edit",
+    "delete",
+    "move",
+    "search",
+    "execute",
+    "think",
+    "fetch",
+    "switch_mode",
+    "other",
+)
+PERMISSION_OPTIONS = [
+    ("allow", "Allow", "allow_once"),
+    ("allow-always", "Always allow", "allow_always"),
+    ("reject", "Reject", "reject_once"),
+    ("reject-always", "Always reject", "reject_always"),
+]
+
+
+async def _ask_permission(host: ScenarioHost, call: ScenarioCall) -> str | None:
+    kind = call.args.get("kind", "edit")
+    if kind not in PERMISSION_KINDS:
+        raise ScenarioError(
+            f"Scenario {call.name}: kind must be one of {', '.join(PERMISSION_KINDS)}"
+        )
+    title = call.args.get("title") or f"{kind.replace('_', ' ').capitalize()} README.md"
+    raw_input = {"path": "README.md", "content": "# Project\n\nUpdated by the agent.\n"}
+    chosen = await host.request_permission(
+        title=title, kind=kind, raw_input=raw_input, options=list(PERMISSION_OPTIONS)
+    )
+    await host.say(f"Permission: {chosen if chosen is not None else 'cancelled'}")
+    return chosen
+
+
+async def _permission(host: ScenarioHost, call: ScenarioCall) -> None:
+    await _ask_permission(host, call)
+
+
+async def _permission_then_ask(host: ScenarioHost, call: ScenarioCall) -> None:
+    await _ask_permission(host, call)
+    await _ask(host, call)
+
+
 async def _stderr_flood(host: ScenarioHost, call: ScenarioCall) -> None:
     host.write_stderr(int(_number(call, "bytes", 1024 * 1024)))
     await host.say("flooded")
+
+
+class ScenarioFailure(Exception):
+    """Raised out of the prompt on purpose: the agent answers it with a JSON-RPC error."""
+
+
+async def _fail(host: ScenarioHost, call: ScenarioCall) -> None:
+    raise ScenarioFailure(call.rest or "the scenario failed on purpose")
+
+
+async def _exit(host: ScenarioHost, call: ScenarioCall) -> None:
+    host.exit(int(_number(call, "code", 3)), call.rest or "the agent is exiting on purpose")
 
 
 SCENARIOS: dict[str, Scenario] = {
@@ -206,8 +278,13 @@ SCENARIOS: dict[str, Scenario] = {
     "ask-silent": _ask_silent,
     "recall": _recall,
     "stream": _stream,
+    "permission": _permission,
+    "permission-then-ask": _permission_then_ask,
     # Test-only: proves the runtime keeps draining an agent's stderr.
     "stderr-flood": _stderr_flood,
+    # Test-only: an errored prompt (the agent keeps running) and an agent that dies mid-turn.
+    "fail": _fail,
+    "exit": _exit,
 }
 
 

@@ -18,7 +18,14 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from clarion import __version__
-from clarion.api import auth, routes_clarifications, routes_sessions, routes_tasks, ws
+from clarion.api import (
+    auth,
+    routes_clarifications,
+    routes_permissions,
+    routes_sessions,
+    routes_tasks,
+    ws,
+)
 from clarion.api.errors import install_error_handlers
 from clarion.api.openapi import install_openapi
 from clarion.api.services import ApiServices
@@ -90,6 +97,7 @@ def create_app(services: ApiServices, mcp: McpEndpoint) -> FastAPI:
     app.include_router(routes_tasks.router)
     app.include_router(routes_sessions.router)
     app.include_router(routes_clarifications.router)
+    app.include_router(routes_permissions.router)
     app.include_router(ws.router)
     app.router.routes.append(
         Route("/mcp/sessions/{session_id}", endpoint=mcp, methods=["GET", "POST", "DELETE"])

@@ -26,6 +26,7 @@ from clarion.domain.errors import (
     ClarificationActive,
     ClarionError,
     Conflict,
+    DecisionNotActive,
     InvalidInput,
     NotActive,
     NotFound,
@@ -97,6 +98,8 @@ def _extras(exc: ClarionError) -> dict[str, Any]:
         return {"field": exc.field}
     if isinstance(exc, ClarificationActive):
         return {"state": exc.state, "pending_id": exc.pending_id}
+    if isinstance(exc, DecisionNotActive):
+        return {"state": exc.state, "decision": exc.decision}
     if isinstance(exc, NotActive):
         extras: dict[str, Any] = {"state": exc.state}
         if exc.response is not None:
@@ -104,6 +107,9 @@ def _extras(exc: ClarionError) -> dict[str, Any]:
         if exc.delivery is not None:
             extras["delivery"] = exc.delivery
         return extras
+    if exc.code == "agent_unavailable" and "session_id" in exc.ids:
+        # The session the failed start left behind (FAILED, with the reason in its transcript).
+        return {"session_id": exc.ids["session_id"]}
     return {}
 
 

@@ -52,3 +52,11 @@ class Respond(Body):
     answers: list[AnswerIn] = Field(default_factory=list)
     rejected: bool = False
     reject_reason: str | None = Field(default=None, max_length=2000)
+
+
+class DecidePermission(Body):
+    """A decision on a permission request: one of the agent's option ids, or a cancel. The
+    request's own options decide which ids exist, so the route checks it against them."""
+
+    option_id: str | None = None
+    cancelled: bool = False

@@ -11,6 +11,7 @@ from clarion.clarification.resolver import Resolver
 from clarion.orchestrator.access import AccessControl
 from clarion.orchestrator.admission import TurnAdmission
 from clarion.orchestrator.launch import SessionTokens
+from clarion.orchestrator.permissions import PermissionService
 from clarion.orchestrator.resend import AnswerResender
 from clarion.orchestrator.sessions import SessionService
 from clarion.orchestrator.tasks import TaskService
@@ -35,4 +36,5 @@ class ApiServices:
     projector: PendingProjector
     bus: Bus
     access: AccessControl
+    permissions: PermissionService
     ready: asyncio.Event = field(default_factory=asyncio.Event)

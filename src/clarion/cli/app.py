@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 import typer
 
-from clarion.cli import answer, commands, demo, token, watch
+from clarion.cli import answer, commands, demo, permissions, token, watch
 from clarion.cli.logs import configure_logging
 from clarion.config import Settings
 
@@ -30,6 +30,7 @@ def _root() -> None:
 # here, one line each.
 commands.register(app)
 answer.register(app)
+permissions.register(app)
 watch.register(app)
 demo.register(app)
 token.register(app)

@@ -193,6 +193,21 @@ class ClarionClient:
             )
         )
 
+    def permission(self, message_id: str) -> dict[str, Any]:
+        return dict(
+            self.json("GET", f"/permission/{message_id}", what="reading the permission request")
+        )
+
+    def decide_permission(self, message_id: str, body: dict[str, Any]) -> dict[str, Any]:
+        return dict(
+            self.json(
+                "POST",
+                f"/permission/{message_id}/respond",
+                json=body,
+                what="sending the decision",
+            )
+        )
+
     # ------------------------------------------------------------------ WebSocket
 
     @contextmanager

@@ -12,6 +12,7 @@ from rich.text import Text
 
 from clarion.cli.client import ClarionClient
 from clarion.cli.connection import DEFAULT_SERVER, ServerOpt, TokenOpt, client_for
+from clarion.cli.permissions import pending_permissions, show_permission
 from clarion.cli.render import question_block, stdout, tasks_table
 from clarion.cli.sanitize import safe
 
@@ -79,6 +80,9 @@ def session_start(
     stdout().print(Text(safe(f"Follow it with: clarion watch --session {session['id']}")))
 
 
+Found = list[tuple[dict[str, Any], dict[str, Any]]]
+
+
 def _needs_a_look(meta: dict[str, Any], *, ambiguous: bool) -> bool:
     # Only a bundle with a pending row can be active, and only an answered one can be
     # ambiguous: the rest is not worth a read.
@@ -87,16 +91,18 @@ def _needs_a_look(meta: dict[str, Any], *, ambiguous: bool) -> bool:
     return ambiguous and meta.get("delivery") == "ambiguous"
 
 
-def find_open_questions(
-    client: ClarionClient, *, ambiguous: bool = False
-) -> list[tuple[dict[str, Any], dict[str, Any]]]:
-    """(task, bundle) for every bundle that can be answered now, oldest task first; with
-    `ambiguous`, also every answer a restart left possibly undelivered."""
-    found: list[tuple[dict[str, Any], dict[str, Any]]] = []
+def find_open_items(client: ClarionClient, *, ambiguous: bool = False) -> tuple[Found, Found]:
+    """(task, bundle) for every bundle that can be answered now (with `ambiguous`, also every
+    answer a restart left possibly undelivered) and (task, request) for every pending
+    permission request, oldest task first, from one pass over the transcripts."""
+    found: Found = []
+    permissions: Found = []
     for task in client.tasks():
         for session in client.sessions(task["id"]):
             candidates: list[str] = []
-            for message in client.messages(session["id"]):
+            transcript = client.messages(session["id"])
+            permissions.extend(pending_permissions(client, task, transcript))
+            for message in transcript:
                 meta = message.get("metadata") or {}
                 if message.get("type") != "clarification_request" or not _needs_a_look(
                     meta, ambiguous=ambiguous
@@ -111,7 +117,12 @@ def find_open_questions(
                     ambiguous and bundle.get("delivery") == "ambiguous"
                 ):
                     found.append((task, bundle))
-    return found
+    return found, permissions
+
+
+def find_open_questions(client: ClarionClient) -> Found:
+    """(task, bundle) for every bundle that can be answered now, oldest task first."""
+    return find_open_items(client)[0]
 
 
 def questions(
@@ -124,13 +135,16 @@ def questions(
     server: ServerOpt = DEFAULT_SERVER,
     token: TokenOpt = None,
 ) -> None:
-    """List every question you can answer now, across all tasks and sessions."""
+    """List every question you can answer now, and every permission request waiting for
+    your decision, across all tasks and sessions."""
     with client_for(server, token) as client:
-        found = find_open_questions(client, ambiguous=show_all)
+        found, permissions = find_open_items(client, ambiguous=show_all)
     console = stdout()
-    if not found:
+    if not found and not permissions:
         console.print("No open questions.")
         return
+    for task, request in permissions:
+        show_permission(console, task, request)
     for task, bundle in found:
         ambiguous = bundle.get("delivery") == "ambiguous"
         header = Text()
@@ -146,9 +160,8 @@ def questions(
                 "  The server restarted while handing this answer to the agent: the agent may"
                 " not have received it."
             )
-            console.print(
-                Text(safe(f"  send it again with: clarion resend {bundle['pending_id']}\n"))
-            )
+            again = f"  send it again with: clarion resend {bundle['pending_id']}\n"
+            console.print(Text(safe(again)))
         else:
             console.print(Text(safe(f"  answer with: clarion answer {bundle['pending_id']}\n")))
 

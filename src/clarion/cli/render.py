@@ -129,6 +129,24 @@ def _describe_message(action: str, p: dict[str, Any]) -> str:
             )
         answer = describe_response(_row_response(meta))
         return f"{who} question {pid} is {status}" + (f": {answer}" if answer else "")
+    if p.get("type") == "permission_request":
+        tool = meta.get("tool_call") or {}
+        status = meta.get("status", "")
+        title = _clip(tool.get("title") or p.get("content", ""), 100)
+        if status == "pending":
+            return (
+                f"{who} PERMISSION {title} (kind {tool.get('kind', 'other')}; decide: "
+                f"clarion allow {p.get('id')} | clarion reject {p.get('id')})"
+            )
+        decision = meta.get("decision") or {}
+        chosen = f": {decision['option_id']}" if decision.get("option_id") else ""
+        by = f" by {meta['decided_by']}" if meta.get("decided_by") else ""
+        return f"{who} permission {title} is {status}{chosen}{by}"
+    if p.get("type") == "error":
+        # The reason in full (it is one sentence); the agent's stderr follows on its own lines.
+        reason, _, stderr_text = str(p.get("content", "")).partition("\n\n")
+        tail = stderr_text.strip().splitlines()[-1:] if stderr_text.strip() else []
+        return f"{who} ERROR {reason}" + (f" | {_clip(tail[0], 200)}" if tail else "")
     return f"{who}: {_clip(p.get('content', ''))}"
 
 

@@ -5,6 +5,7 @@ ClarionError
  +-- InvalidInput              a request or tool input is malformed; nothing was written (400)
  +-- Conflict                  the request is well formed but the state forbids it (409)
  |    +-- NotActive            a clarification bundle is not answerable (carries its state)
+ |    |    +-- DecisionNotActive a permission request is no longer decidable (carries the winner)
  |    +-- PendingInput         a workflow move refused while a clarification is active
  |    +-- AgentUnavailable     the session's agent is not running, could not start, or refused
  |    +-- AgentBusy            the agent is already running a prompt (ACP allows one)
@@ -19,6 +20,7 @@ ClarionError
  +-- Unavailable               an authoritative read could not be made; try again (500)
  |    +-- ProjectionUnavailable   the pending projection could not be read
  |    +-- SummaryConflict         a summary compare-and-set kept losing
+ +-- AgentFailure              an agent could not start or failed (carries its stderr)
  +-- InjectedFailure           a fault point fired with action `error`
 """
 
@@ -79,6 +81,17 @@ class NotActive(Conflict):
         self.response = response
         # How the winning response reached the agent, when a resend was refused.
         self.delivery = delivery
+
+
+class DecisionNotActive(NotActive):
+    """A permission request already decided, ended with its agent call, or whose agent is
+    gone. `decision` is the one that won, if any."""
+
+    def __init__(
+        self, message: str, *, state: str, decision: dict[str, Any] | None, **ids: Any
+    ) -> None:
+        super().__init__(message, state=state, **ids)
+        self.decision = decision
 
 
 class PendingInput(Conflict):
@@ -165,6 +178,21 @@ class SummaryConflict(Unavailable):
     """Compare-and-set kept losing; the summary could not be confirmed."""
 
     code = "summary_conflict"
+
+
+class AgentFailure(ClarionError):
+    """An agent could not be started or stopped answering. `stderr` is the agent's recent
+    standard error (what a person needs to see why), `exit_code` its exit status if it
+    exited."""
+
+    code = "agent_unavailable"
+
+    def __init__(
+        self, message: str, *, stderr: str = "", exit_code: int | None = None, **ids: Any
+    ) -> None:
+        super().__init__(message, **ids)
+        self.stderr = stderr
+        self.exit_code = exit_code
 
 
 class InjectedFailure(ClarionError):

@@ -53,6 +53,7 @@ class MessageType(StrEnum):
     TOOL_CALL = "tool_call"
     CLARIFICATION_REQUEST = "clarification_request"
     PERMISSION_REQUEST = "permission_request"
+    ERROR = "error"
 
 
 class ClarificationStatus(StrEnum):

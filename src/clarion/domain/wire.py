@@ -64,6 +64,8 @@ def session_wire(
         "state": str(session.state),
         "is_primary": session.is_primary,
         "pending_action": None if pending_action is None else str(pending_action),
+        # Why the agent last failed, in one sentence (the transcript's `error` row has more).
+        "error": session.metadata.get("error"),
         "created_at": iso(session.created_at),
         "updated_at": iso(session.updated_at),
     }

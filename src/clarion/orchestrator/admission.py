@@ -13,6 +13,7 @@ import logging
 from clarion.domain.errors import AgentUnavailable, Conflict
 from clarion.domain.models import AuthorType, MessageType, Session, SessionState, Turn
 from clarion.domain.prompts import recap, recap_entries, with_recap
+from clarion.orchestrator.failures import AgentFailures
 from clarion.orchestrator.lanes import Lane, Lanes
 from clarion.orchestrator.launch import Launcher
 from clarion.ports import AgentRuntime, NewMessage, TurnStore
@@ -33,7 +34,9 @@ class TurnAdmission:
         publisher: EventPublisher,
         lanes: Lanes,
         launcher: Launcher,
+        failures: AgentFailures | None = None,
     ) -> None:
+        self._failures = failures
         self._store = store
         self._runtime = runtime
         self._publisher = publisher
@@ -66,12 +69,14 @@ class TurnAdmission:
                 session_id=lane.session_id,
             )
 
-    async def ensure_agent_locked(self, session: Session) -> str:
+    async def ensure_agent_locked(self, session: Session, *, fail_session: bool = False) -> str:
         """Start the session's agent if it is not running, recording a lifecycle turn.
 
-        Returns what the next prompt must begin with: a recap of the transcript when the
-        agent started without its earlier conversation (it could not load its ACP session),
-        else ""."""
+        With `fail_session` a failed start ends the session (FAILED, the reason in its
+        transcript); without it the session goes back to IDLE (a detached answer's resume,
+        which must stay retryable). Returns what the next prompt must begin with: a recap of
+        the transcript when the agent started without its earlier conversation (it could not
+        load its ACP session), else ""."""
         if self._runtime.is_running(session.id):
             return ""
         await self.transition(session.id, SessionState.STARTING)
@@ -79,7 +84,10 @@ class TurnAdmission:
             started = await self._runtime.ensure_started(self._launcher.launch_for(session))
         except Exception as exc:
             log.exception("agent failed to start", extra={"session_id": session.id})
-            await self.transition(session.id, SessionState.IDLE)
+            if fail_session and self._failures is not None:
+                await self._failures.start_failed(session, exc)
+            else:
+                await self.transition(session.id, SessionState.IDLE)
             raise AgentUnavailable(
                 f"agent {session.agent!r} could not start: {exc}", session_id=session.id
             ) from exc
@@ -110,7 +118,7 @@ class TurnAdmission:
         `record_prompt` False is for Clarion's own hand-off prompts, which are not the
         person's words and so are not written into the transcript."""
         # The recap goes to the agent only; the transcript keeps the person's words.
-        prompt = with_recap(await self.ensure_agent_locked(session), text)
+        prompt = with_recap(await self.ensure_agent_locked(session, fail_session=True), text)
         turn = await self._store.create_turn(session.id)
         generation = lane.begin(turn.id)
         log.info(
@@ -139,6 +147,14 @@ class TurnAdmission:
             lane.end(generation)
             await self._store.complete_turn(turn.id, metadata_patch={"error": str(exc)})
             await self._publisher.turn_quietly("completed", await self._store.get_turn(turn.id))
+            if self._failures is not None:
+                await self._failures.prompt_failed(
+                    session.id,
+                    turn.id,
+                    error=f"the agent did not take it ({exc})",
+                    stop_reason="refused",
+                    stderr=str(getattr(exc, "stderr", "") or ""),
+                )
             await self.transition(session.id, SessionState.IDLE)
             raise AgentUnavailable(
                 f"agent refused the prompt: {exc}", session_id=session.id, turn_id=turn.id

@@ -15,9 +15,18 @@ import logging
 from clarion.clarification.canceller import ClarificationCanceller
 from clarion.domain.models import AuthorType, MessageType, SessionState
 from clarion.orchestrator.admission import TurnAdmission
+from clarion.orchestrator.failures import AgentFailures
 from clarion.orchestrator.lanes import Lanes
+from clarion.orchestrator.permissions import AGENT_EXITED, TURN_ENDED, PermissionService
 from clarion.orchestrator.watchdog import Watchdogs
-from clarion.ports import AgentOutput, NewMessage, PromptFinished, TurnStore
+from clarion.ports import (
+    AgentExited,
+    AgentOutput,
+    NewMessage,
+    PermissionAsk,
+    PromptFinished,
+    TurnStore,
+)
 from clarion.projection.events import EventPublisher
 from clarion.supervisor import Supervisor, bounded
 
@@ -40,7 +49,11 @@ class AgentEvents:
         watchdogs: Watchdogs,
         supervisor: Supervisor,
         persist_s: float,
+        permissions: PermissionService | None = None,
+        failures: AgentFailures | None = None,
     ) -> None:
+        self._permissions = permissions
+        self._failures = failures
         self._store = store
         self._publisher = publisher
         self._lanes = lanes
@@ -130,8 +143,29 @@ class AgentEvents:
         turn_id = lane.turn_by_generation.get(finished.generation)
         superseded = finished.generation != lane.generation
         lane.end(finished.generation)
+        if self._permissions is not None:
+            # Before the turn completes: a request never outlives the call that made it.
+            await self._permissions.settle(finished.session_id, TURN_ENDED)
         if turn_id is not None:
             await self._complete_turn(finished, turn_id)
+        if finished.error is not None and not finished.agent_alive:
+            # The agent is gone: its exit (reported next, unless Clarion stopped it) decides
+            # what becomes of the session; starting it again for a queued prompt would not.
+            log.info(
+                "prompt ended with its agent gone",
+                extra={"session_id": finished.session_id, "turn_id": turn_id},
+            )
+            return
+        if finished.error is not None and turn_id is not None and self._failures is not None:
+            session = await self._store.get_session(finished.session_id)
+            if not session.state.is_terminal:
+                await self._failures.prompt_failed(
+                    finished.session_id,
+                    turn_id,
+                    error=finished.error,
+                    stop_reason=finished.stop_reason,
+                    stderr=finished.stderr,
+                )
         if superseded:
             log.info(
                 "completion of a superseded prompt generation: no ready handling",
@@ -172,3 +206,37 @@ class AgentEvents:
         if current is not None and current.id == turn_id:
             # No waiter can own this turn's questions once its prompt returned.
             await self._canceller.detach(finished.session_id)
+
+    async def on_permission(self, ask: PermissionAsk) -> str | None:
+        if self._permissions is None:
+            return None
+        return await self._permissions.on_permission(ask)
+
+    async def on_agent_exited(self, exited: AgentExited) -> None:
+        """The agent process exited on its own: the session ends FAILED, saying why; its
+        requests are cancelled and its questions expire, as when a session finishes."""
+        session = await self._store.get_session(exited.session_id)
+        extra = {"session_id": exited.session_id, "exit_code": exited.exit_code}
+        if session.state.is_terminal:
+            log.info("agent exited after its session ended", extra=extra)
+            return
+        self._watchdogs.cancel_session(exited.session_id)
+        self._lanes.get(exited.session_id).queue.clear()
+        if self._permissions is not None:
+            await self._permissions.settle(exited.session_id, AGENT_EXITED)
+        if self._failures is not None:
+            await self._failures.process_exited(
+                exited.session_id,
+                agent=session.agent,
+                exit_code=exited.exit_code,
+                stderr=exited.stderr,
+            )
+        try:
+            await self._canceller.expire_session(exited.session_id)
+        except Exception:
+            log.exception(
+                "expiry of a failed session's bundles failed; the terminal state still "
+                "quarantines them",
+                extra=extra,
+            )
+        await self._publisher.refresh_summary(session.task_id)

@@ -37,6 +37,13 @@ class Lane:
         self.idle.set()
         self.reservation_settled.set()
 
+    @property
+    def running_turn_id(self) -> str | None:
+        """The turn the running prompt belongs to (None while idle)."""
+        if self.running_generation is None:
+            return None
+        return self.turn_by_generation.get(self.running_generation)
+
     def begin(self, turn_id: str) -> int:
         """Record a new prompt generation running in `turn_id`; returns the generation."""
         self.generation += 1

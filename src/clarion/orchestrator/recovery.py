@@ -1,9 +1,11 @@
 """Startup reconciliation, run before any event processing or prompt admission.
 
 In order: a new projection epoch; unpublished successor reservations; response-delivery
-intents no reservation owns; the start-event outbox; bundles that lost their live waiter; turns
-the previous process left open. Every step is a query that is harmless to run twice, and any
-failure aborts startup: nothing may supersede an unrecovered claim.
+intents no reservation owns; the start-event outbox; bundles that lost their live waiter;
+permission requests the previous process left pending (expired, never re-sent: the agent call
+that made them is gone); turns the previous process left open. Every step is a query that is
+harmless to run twice, and any failure aborts startup: nothing may supersede an unrecovered
+claim.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from dataclasses import dataclass
 
 from clarion import failpoints
 from clarion.domain.models import SessionState
+from clarion.orchestrator.permissions import SERVER_RESTARTED
 from clarion.ports import DetachedBundle, RecoveryStore
 from clarion.projection.events import EventPublisher
 from clarion.projection.pending import PendingProjector
@@ -31,6 +34,7 @@ class RecoveryReport:
     outbox_replayed: int
     bundles_detached: int
     turns_interrupted: int
+    permissions_expired: int = 0
 
 
 class StartupRecovery:
@@ -108,6 +112,21 @@ class StartupRecovery:
         await self._refresh_summaries(bundles)
         detached = len(bundles)
 
+        # Before the open turns complete: a pending request can only sit in an open turn.
+        expired = await self._store.expire_stale_permissions(reason=SERVER_RESTARTED)
+        for message in expired:
+            log.info(
+                "startup: permission request expired",
+                extra={
+                    "session_id": message.session_id,
+                    "task_id": message.task_id,
+                    "message_id": message.id,
+                    "turn_id": message.turn_id,
+                },
+            )
+        for task_id in sorted({m.task_id for m in expired}):
+            await self._publisher.refresh_summary(task_id)
+
         for pending_id in await self._store.mark_unread_live_answers():
             log.info(
                 "startup: live answer the agent may not have read; delivery ambiguous",
@@ -131,6 +150,7 @@ class StartupRecovery:
             outbox_replayed=len(outbox),
             bundles_detached=detached,
             turns_interrupted=len(open_turns),
+            permissions_expired=len(expired),
         )
         log.info("startup recovery finished", extra={"report": report})
         return report

@@ -24,6 +24,7 @@ from clarion.domain.models import (
 from clarion.orchestrator.admission import TurnAdmission
 from clarion.orchestrator.lanes import Lanes
 from clarion.orchestrator.launch import SessionTokens
+from clarion.orchestrator.permissions import CANCELLED, SESSION_FINISHED, PermissionService
 from clarion.orchestrator.watchdog import Watchdogs
 from clarion.ports import AgentRuntime, NewMessage, TurnStore
 from clarion.projection.events import EventPublisher
@@ -50,7 +51,9 @@ class SessionService:
         watchdogs: Watchdogs,
         tokens: SessionTokens,
         known_agents: frozenset[str],
+        permissions: PermissionService | None = None,
     ) -> None:
+        self._permissions = permissions
         self._store = store
         self._runtime = runtime
         self._publisher = publisher
@@ -100,11 +103,12 @@ class SessionService:
                 "user cancelled the running turn",
                 extra={"session_id": session_id, "dropped_prompts": len(dropped)},
             )
+            if self._permissions is not None:
+                # ACP: a client that cancels answers its open permission requests `cancelled`.
+                await self._permissions.settle(session_id, CANCELLED)
             await self._runtime.cancel(session_id)
         if dropped:
-            running = lane.running_generation
-            turn_id = None if running is None else lane.turn_by_generation.get(running)
-            await self._note_dropped(session_id, turn_id, dropped)
+            await self._note_dropped(session_id, lane.running_turn_id, dropped)
         return len(dropped)
 
     async def _note_dropped(self, session_id: str, turn_id: str | None, texts: list[str]) -> None:
@@ -180,6 +184,8 @@ class SessionService:
         log.info("session finished", extra={"session_id": session_id, "state": str(target)})
         self._watchdogs.cancel_session(session_id)
         self._lanes.get(session_id).queue.clear()
+        if self._permissions is not None:
+            await self._permissions.settle(session_id, SESSION_FINISHED)
         try:
             await self._canceller.expire_session(session_id)
         except Exception:

@@ -8,10 +8,12 @@ empty tuple, never an exception.
 
 from clarion.ports.agents import (
     AcpSessionInfo,
+    AgentExited,
     AgentLaunch,
     AgentOutput,
     AgentRuntime,
     AgentSink,
+    PermissionAsk,
     ProfileResolver,
     PromptFinished,
 )
@@ -25,6 +27,7 @@ from clarion.ports.store import (
     IntentRecovery,
     MessagePage,
     NewMessage,
+    PermissionStore,
     ReadStore,
     RecoveryStore,
     ReservationRecovery,
@@ -38,6 +41,7 @@ from clarion.ports.store import (
 __all__ = [
     "AccessStore",
     "AcpSessionInfo",
+    "AgentExited",
     "AgentLaunch",
     "AgentOutput",
     "AgentRuntime",
@@ -51,6 +55,8 @@ __all__ = [
     "IntentRecovery",
     "MessagePage",
     "NewMessage",
+    "PermissionAsk",
+    "PermissionStore",
     "ProfileResolver",
     "PromptFinished",
     "ReadStore",

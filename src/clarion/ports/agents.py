@@ -24,6 +24,31 @@ class PromptFinished:
     generation: int
     stop_reason: str  # end_turn | cancelled | error | ...
     error: str | None = None
+    # False when the prompt failed because the agent process is gone (or going): its exit is
+    # reported separately, as `AgentExited`, unless Clarion stopped it.
+    agent_alive: bool = True
+    stderr: str = ""  # the agent's recent stderr, for an error
+
+
+@dataclass(frozen=True, slots=True)
+class AgentExited:
+    """The agent process exited on its own (not stopped by Clarion)."""
+
+    session_id: str
+    exit_code: int | None
+    stderr: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class PermissionAsk:
+    """An agent's `session/request_permission`, in Clarion's terms."""
+
+    session_id: str
+    tool_call_id: str
+    title: str
+    kind: str
+    raw_input: Any
+    options: tuple[tuple[str, str, str], ...]  # (option_id, name, kind)
 
 
 class AgentSink(Protocol):
@@ -31,6 +56,10 @@ class AgentSink(Protocol):
 
     async def on_output(self, output: AgentOutput) -> None: ...
     async def on_prompt_finished(self, finished: PromptFinished) -> None: ...
+    async def on_agent_exited(self, exited: AgentExited) -> None: ...
+    async def on_permission(self, ask: PermissionAsk) -> str | None:
+        """Decide a permission request: the chosen option id, or None for cancelled."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,6 +20,7 @@ from clarion.domain.models import (
     WorkflowStep,
     Workspace,
 )
+from clarion.domain.permissions import PermissionStatus
 
 
 class Clock(Protocol):
@@ -390,6 +391,10 @@ class RecoveryStore(Lookups, Protocol):
         Returns the pending ids marked; a repeat marks nothing new."""
         ...
 
+    async def expire_stale_permissions(self, *, reason: str) -> tuple[Message, ...]:
+        """Startup: every request the previous process left pending -> expired; changed rows."""
+        ...
+
     async def list_outbox_turns(self) -> list[Turn]:
         """Kept successors whose `session.turn.started` is still to be published (outbox marker)."""
         ...
@@ -491,7 +496,52 @@ class AccessStore(Lookups, Protocol):
         ...
 
 
-class Store(AnswerStore, TurnStore, RecoveryStore, ReadStore, AccessStore, Protocol):
+class PermissionStore(Lookups, Protocol):
+    """Permission requests (asked, decided once, settled) and agent failures in the transcript."""
+
+    async def add_permission_request(
+        self, new: NewMessage, *, session_state: SessionState | None = None
+    ) -> Written:
+        """Insert one permission_request row (in `new.turn_id` or the current turn); with
+        `session_state`, also move a non-terminal session there, in the same commit."""
+        ...
+
+    async def decide_permission(
+        self,
+        message_id: str,
+        *,
+        status: PermissionStatus,
+        decision: Mapping[str, Any],
+        session_state: SessionState | None = None,
+    ) -> tuple[bool, Message, Written | None]:
+        """Guarded: record the decision only on a pending request in its session's current
+        turn, session not ended (NotFound if no such request). Returns (applied, row as it
+        now stands, what the write left); with `session_state`, a session waiting for input
+        moves there in the same commit."""
+        ...
+
+    async def settle_permissions(
+        self, session_id: str, *, status: PermissionStatus, reason: str
+    ) -> tuple[Message, ...]:
+        """Every pending request of the session -> `status`, `metadata.reason`; changed rows."""
+        ...
+
+    async def record_agent_failure(
+        self,
+        new: NewMessage,
+        *,
+        error: str,
+        session_state: SessionState | None = None,
+        turn_metadata: dict[str, object] | None = None,
+    ) -> tuple[Message, Session, Turn | None]:
+        """The error row, the session's `error` field and (with `session_state`) its move, in
+        one commit. With `turn_metadata` the row goes into a new completed lifecycle turn."""
+        ...
+
+
+class Store(
+    AnswerStore, TurnStore, RecoveryStore, ReadStore, AccessStore, PermissionStore, Protocol
+):
     """Everything durable. Only the composition root and the store's own tests see the whole;
     each service is given the narrow protocol of its consumer above. Every method is one
     transaction; writes are guarded updates."""

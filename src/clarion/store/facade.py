@@ -20,9 +20,11 @@ from clarion.store.auth import AuthQueries
 from clarion.store.clarifications import ClarificationQueries
 from clarion.store.delivery import DeliveryQueries
 from clarion.store.engine import Db, open_engine
+from clarion.store.failures import FailureQueries
 from clarion.store.messages import MessageQueries
 from clarion.store.meta import MetaQueries
 from clarion.store.migrations import migrate
+from clarion.store.permissions import PermissionQueries
 from clarion.store.projections import ProjectionQueries
 from clarion.store.recovery import RecoveryQueries
 from clarion.store.reservations import ReservationQueries
@@ -74,6 +76,8 @@ class SqlStore(
     RecoveryQueries,
     StartupQueries,
     AuthQueries,
+    PermissionQueries,
+    FailureQueries,
 ):
     """Every method is one transaction. Writes that touch a session's turns or clarification
     rows hold that session's write lock for the whole transaction.

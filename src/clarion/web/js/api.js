@@ -7,7 +7,7 @@ export class ApiError extends Error {
   /**
    * @param {number} status
    * @param {{code?: string, message?: string, retryable?: boolean, field?: string,
-   *   state?: string, response?: any}} error
+   *   state?: string, response?: any, decision?: any}} error
    */
   constructor(status, error) {
     super(error.message || `HTTP ${status}`);
@@ -19,6 +19,8 @@ export class ApiError extends Error {
     this.field = error.field;
     this.state = error.state;
     this.response = error.response;
+    // A permission decision that lost: the one that won (or null).
+    this.decision = error.decision;
   }
 }
 
@@ -115,6 +117,9 @@ export function createApi(options = {}) {
       call("POST", `/clarification/${enc(pendingId)}/respond`, body),
     resend: (/** @type {string} */ pendingId) =>
       call("POST", `/clarification/${enc(pendingId)}/resend`, {}),
+    permission: (/** @type {string} */ messageId) => call("GET", `/permission/${enc(messageId)}`),
+    decidePermission: (/** @type {string} */ messageId, /** @type {unknown} */ body) =>
+      call("POST", `/permission/${enc(messageId)}/respond`, body),
   };
 }
 

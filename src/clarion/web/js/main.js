@@ -20,6 +20,10 @@
 //                 (data-question-id), question-prompt, option-<question_id>-<option_id>,
 //                 option-label, option-description, custom-text-<question_id>, clarification-error,
 //                 step-back, step-next, skip-question, submit-answer
+//   Permissions:  permission-panel, permission-title, permission-kind, permission-input,
+//                 permission-option-<option_id> (data-kind), permission-error,
+//                 permission-status (transcript row); errors: error-reason, error-detail,
+//                 session-error
 
 import { createApi } from "./api.js";
 import { DEFAULT_STEPS, renderBoard } from "./board.js";

@@ -4,11 +4,14 @@
 
 import { h, shortTime } from "./dom.js";
 import { ClarificationOverlay } from "./overlay.js";
+import { PermissionPanel } from "./permission-panel.js";
 import { applySessionRow } from "./store.js";
 import {
   applyTranscriptEvent,
   candidateBundles,
   emptyTranscript,
+  pendingPermission,
+  splitError,
   transcriptItems,
 } from "./transcript.js";
 
@@ -27,8 +30,10 @@ function renderItem(item) {
   if (item.kind !== "message") {
     const t = item.turn;
     const lifecycle = t.metadata?.lifecycle_only === true;
+    // A lifecycle turn records an agent start, or (with `phase`) an agent that failed.
+    const failed = lifecycle && typeof t.metadata?.phase === "string";
     const text = item.kind === "turn-start"
-      ? (lifecycle ? "Agent started" : "Turn started")
+      ? (failed ? "Agent failed" : lifecycle ? "Agent started" : "Turn started")
       : (t.metadata?.interrupted ? "Turn interrupted" : "Turn completed");
     const time = shortTime(item.kind === "turn-start" ? t.started_at : t.completed_at);
     return h("div", { class: `turn-boundary ${item.kind}${lifecycle ? " lifecycle" : ""}`,
@@ -49,7 +54,26 @@ function renderItem(item) {
     return h("div", attrs, h("span", { class: "tool-title", text: String(title) }),
       content && content !== String(title) ? h("pre", { class: "content", text: content }) : null);
   }
-  if (type === "clarification_request" || type === "permission_request") {
+  if (type === "error") {
+    // An agent failure: the reason always visible, the agent's stderr one click away.
+    const { reason, detail } = splitError(content);
+    return h("div", { ...attrs, role: "alert" },
+      h("strong", { class: "error-reason", testid: "error-reason", text: reason }),
+      detail ? h("details", {}, h("summary", {}, "Agent output"),
+        h("pre", { class: "content", testid: "error-detail", text: detail })) : null);
+  }
+  if (type === "permission_request") {
+    const status = String(m.metadata?.status || "pending");
+    const decision = m.metadata?.decision;
+    const kind = String(m.metadata?.tool_call?.kind ?? "");
+    return h("div", { ...attrs, dataset: { ...attrs.dataset, status } },
+      h("span", { class: "badge", testid: "permission-status", text: status }),
+      h("span", { class: "content", text: `Permission: ${content}${kind ? ` (${kind})` : ""}` }),
+      decision?.option_id
+        ? h("span", { class: "decision", text: `${decision.option_id}${decision.decided_by ? ` · ${decision.decided_by}` : ""}` })
+        : null);
+  }
+  if (type === "clarification_request") {
     const status = String(m.metadata?.status || "pending");
     return h("div", { ...attrs, dataset: { ...attrs.dataset, status } },
       h("span", { class: "badge", testid: "question-status", text: status }),
@@ -100,6 +124,15 @@ export class SessionView {
         void this.refreshBundle();
       },
     });
+    /** @type {Set<string>} permission requests this browser already decided */
+    this.decidedPermissions = new Set();
+    this.permissionPanel = new PermissionPanel({
+      api: deps.api,
+      onClosed: (messageId, text) => {
+        this.decidedPermissions.add(messageId);
+        this.setNotice(text);
+      },
+    });
     this.header = h("div", { class: "sheet-header" });
     this.list = h("div", { class: "transcript", testid: "transcript", "aria-live": "polite" });
     this.list.addEventListener("click", (event) => {
@@ -119,7 +152,7 @@ export class SessionView {
       onClick: () => void this.sendPrompt() }, "Send"));
     this.promptStatus = h("span", { class: "prompt-status", testid: "prompt-status", role: "status" });
     this.root = h("div", { class: "session-view", testid: "session-view", dataset: { sessionId: deps.sessionId } },
-      this.header, this.list, this.notice, this.showQuestion, this.overlay.root,
+      this.header, this.list, this.notice, this.showQuestion, this.permissionPanel.root, this.overlay.root,
       h("div", { class: "prompt-box" }, this.input, this.sendButton),
       h("div", { class: "session-actions" }, this.promptStatus, h("span", { class: "spacer" }),
         h("button", { type: "button", testid: "session-cancel", onClick: () => void this.act("cancel") }, "Cancel turn"),
@@ -144,6 +177,7 @@ export class SessionView {
       this.transcript = { turns: turns.turns ?? [], messages: [] };
       for (const m of messages) this.transcript = applyTranscriptEvent(this.transcript, sessionId, "session.message.added", m);
       this.renderTranscript(true);
+      this.refreshPermission();
       await this.refreshBundle();
     } catch (err) {
       this.setNotice(`Could not load this session: ${/** @type {Error} */ (err).message}`);
@@ -160,7 +194,9 @@ export class SessionView {
     if (next !== this.transcript) {
       this.transcript = next;
       this.renderTranscript(false);
+      this.refreshPermission();
     }
+    if (payload.type === "error" && action === "session.message.added") void this.reloadSession();
     if (payload.type === "clarification_request" || action === "session.turn.started" ||
         action === "session.turn.completed") {
       void this.refreshBundle();
@@ -175,16 +211,35 @@ export class SessionView {
     this.lastPending = pending;
   }
 
+  /** The session row again (its `error` field is not carried by state events). */
+  async reloadSession() {
+    try {
+      const session = await this.deps.api.getSession(this.deps.sessionId);
+      this.deps.store.update((s) => applySessionRow(s, session.session));
+    } catch {
+      // The header keeps what it showed; the next load or event retries.
+    }
+  }
+
+  /** Shows the pending permission request, if any, unless this browser just decided it. */
+  refreshPermission() {
+    const request = pendingPermission(this.transcript.messages);
+    if (request && !this.decidedPermissions.has(request.id)) this.permissionPanel.show(request);
+    else if (!this.permissionPanel.submitting) this.permissionPanel.hide();
+  }
+
   renderHeader() {
     const { store, taskId, sessionId, onBack } = this.deps;
     const session = store.state.sessions[sessionId];
     const task = store.state.tasks[taskId];
+    const error = session?.error ? String(session.error) : "";
     this.header.replaceChildren(
       h("button", { type: "button", class: "back", testid: "session-back", onClick: onBack, "aria-label": "Back to task" }, "← Task"),
       h("div", { class: "session-title" },
         h("h2", { text: task?.title ?? "Session" }),
         h("span", { class: "session-agent", text: String(session?.agent ?? "") }),
         h("span", { class: "badge", testid: "session-state", text: String(session?.state ?? "") })),
+      error ? h("div", { class: "session-error", testid: "session-error", role: "alert", text: error }) : "",
     );
   }
 

@@ -161,3 +161,34 @@ export function candidateBundles(messages) {
     .sort((a, b) => b[1].newest.localeCompare(a[1].newest))
     .map(([id]) => id);
 }
+
+/**
+ * The permission request waiting for a decision, if any: the newest `permission_request` row,
+ * when its status is pending (an older pending one is history: the server settles every
+ * request when its agent call ends, and the newest decides, as in the pending rule).
+ * @param {Message[]} messages
+ * @returns {Message | null}
+ */
+export function pendingPermission(messages) {
+  /** @type {Message | null} */
+  let newest = null;
+  for (const m of messages) {
+    if (m.type !== "permission_request") continue;
+    if (!newest || `${m.created_at ?? ""}\u0000${m.id}` > `${newest.created_at ?? ""}\u0000${newest.id}`) newest = m;
+  }
+  if (!newest) return null;
+  const status = String(newest.metadata?.status ?? "pending");
+  return status === "pending" || status === "" ? newest : null;
+}
+
+/**
+ * The readable parts of an `error` row: its first paragraph is the reason (one sentence),
+ * anything after it the agent's stderr.
+ * @param {string} content
+ * @returns {{reason: string, detail: string}}
+ */
+export function splitError(content) {
+  const at = content.indexOf("\n\n");
+  if (at < 0) return { reason: content, detail: "" };
+  return { reason: content.slice(0, at), detail: content.slice(at + 2) };
+}

@@ -1,0 +1,91 @@
+"""The permission policy and the request row's metadata (pure rules)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from clarion.domain.permissions import (
+    RAW_INPUT_LIMIT,
+    PermissionOption,
+    PermissionRules,
+    PermissionStatus,
+    ToolCallInfo,
+    bounded_input,
+    decision_of,
+    names_ask_tool,
+    pick_option,
+    policy_verdict,
+    request_metadata,
+    status_of_option,
+)
+
+ALL = (
+    PermissionOption("a1", "Allow", "allow_once"),
+    PermissionOption("a2", "Always", "allow_always"),
+    PermissionOption("r1", "Reject", "reject_once"),
+    PermissionOption("r2", "Never", "reject_always"),
+)
+RULES = PermissionRules(allow=frozenset({"read"}), reject=frozenset({"execute"}))
+
+
+def _tool(kind: str = "edit", title: str = "Edit README.md") -> ToolCallInfo:
+    return ToolCallInfo("c1", title, kind)
+
+
+@pytest.mark.parametrize(
+    ("kind", "verdict"), [("read", "allow"), ("execute", "reject"), ("edit", None)]
+)
+def test_the_profile_policy_allows_rejects_or_asks(kind: str, verdict: str | None) -> None:
+    assert policy_verdict(RULES, _tool(kind)) == verdict
+
+
+@pytest.mark.parametrize(
+    "title", ["ask_user_question", "mcp__clarion__ask_user_question", "Tool: ask_user_question"]
+)
+def test_the_question_tool_is_always_allowed_whatever_the_profile_says(title: str) -> None:
+    assert names_ask_tool(title)
+    rejecting = PermissionRules(reject=frozenset({"other"}))
+    assert policy_verdict(rejecting, _tool("other", title)) == "allow"
+
+
+def test_allow_picks_allow_once_first_then_allow_always() -> None:
+    assert pick_option(ALL, "allow") == ALL[0]
+    assert pick_option(ALL[1:], "allow") == ALL[1]
+    assert pick_option(ALL, "reject") == ALL[2]
+    assert pick_option((ALL[3],), "reject") == ALL[3]
+    assert pick_option((ALL[2],), "allow") is None
+
+
+def test_an_option_maps_to_its_status_and_decision() -> None:
+    assert status_of_option(ALL[1]) is PermissionStatus.APPROVED
+    assert status_of_option(ALL[3]) is PermissionStatus.REJECTED
+    assert decision_of(ALL[0], "policy") == {
+        "option_id": "a1",
+        "kind": "allow_once",
+        "decided_by": "policy",
+    }
+    assert decision_of(None, "user") == {"decided_by": "user"}
+
+
+def test_a_large_raw_input_is_stored_cut_and_says_so() -> None:
+    small = {"path": "README.md"}
+    assert bounded_input(small) == small
+    assert bounded_input(None) is None
+    big = bounded_input({"content": "x" * (RAW_INPUT_LIMIT * 2)})
+    assert isinstance(big, str) and big.endswith("(truncated)")
+    assert len(big) < RAW_INPUT_LIMIT + 20
+
+
+def test_request_metadata_has_the_contracts_keys() -> None:
+    meta = request_metadata(ToolCallInfo("c1", "Run tests", "execute", {"cmd": "make"}), ALL)
+    assert meta["status"] == "pending"
+    assert meta["tool_call"] == {
+        "tool_call_id": "c1",
+        "title": "Run tests",
+        "kind": "execute",
+        "raw_input": {"cmd": "make"},
+    }
+    assert meta["options"][0] == {"option_id": "a1", "name": "Allow", "kind": "allow_once"}
+    json.dumps(meta)  # stored as JSON
