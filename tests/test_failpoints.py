@@ -27,6 +27,7 @@ CONTRACT_POINTS = frozenset(
         "respond.after_claim",
         "live.before_confirm",
         "resume.after_reserve",
+        "resume.agent_ready",
         "resume.after_attempt",
         "resume.dispatch",
         "resume.after_accept",

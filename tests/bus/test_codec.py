@@ -51,7 +51,7 @@ def test_decoding_accepts_text_and_ignores_keys_it_does_not_know() -> None:
     older = (
         '{"type": "x", "task_id": "t", "session_id": "s", "payload": {}, "inline_handled": true}'
     )
-    assert decode_event(older) == Event(type="x", task_id="t", session_id=None, payload={})
+    assert decode_event(older) == Event(type="x", task_id="t", session_id="s", payload={})
 
 
 @pytest.mark.parametrize(

@@ -27,7 +27,9 @@ class AnsweringAsker:
     def __init__(self) -> None:
         self.asked: list[Any] = []
 
-    async def ask(self, session_id: str, arguments: object, progress: Any) -> str:
+    async def ask(
+        self, session_id: str, arguments: object, progress: Any, dropped: Any = None
+    ) -> str:
         self.asked.append(arguments)
         return ANSWER
 
