@@ -18,7 +18,14 @@ from sqlalchemy import bindparam, select, update
 
 from clarion.domain.flags import flag as is_set
 from clarion.domain.models import Delivery, Message, MetaKey
-from clarion.store.bundles import bundle_rows, bundle_session_id, drop_keys, rewrite, select_rows
+from clarion.store.bundles import (
+    MetaChange,
+    bundle_rows,
+    bundle_session_id,
+    drop_keys,
+    rewrite,
+    select_rows,
+)
 from clarion.store.predicates import authoritative, clarification_rows
 from clarion.store.projections import chunks
 from clarion.store.rows import StoreBase, to_message
@@ -89,17 +96,7 @@ class DeliveryQueries(StoreBase):
         return claimed
 
     async def release_resend(self, pending_id: str) -> tuple[Message, ...]:
-        async with self._db.write() as conn:
-            session_id = await bundle_session_id(conn, pending_id)
-            if session_id is None:
-                return ()
-            await self._db.lock_session(conn, session_id)
-            rows = [
-                r
-                for r in await bundle_rows(conn, pending_id)
-                if is_set(r.metadata, MetaKey.RESEND_PENDING)
-            ]
-            released = await rewrite(conn, rows, _releasable, now=None)
+        released = await self._settle_resend(pending_id, _releasable)
         log.info("resend released", extra={"pending_id": pending_id, "rows": len(released)})
         return released
 
@@ -111,6 +108,12 @@ class DeliveryQueries(StoreBase):
                 MetaKey.RESENT_TURN_ID: turn_id,
             }
 
+        finished = await self._settle_resend(pending_id, settled)
+        log.info("resend delivered", extra={"pending_id": pending_id, "turn_id": turn_id})
+        return finished
+
+    async def _settle_resend(self, pending_id: str, change: MetaChange) -> tuple[Message, ...]:
+        """Apply `change` to the bundle's rows whose resend is in flight, under the lock."""
         async with self._db.write() as conn:
             session_id = await bundle_session_id(conn, pending_id)
             if session_id is None:
@@ -121,12 +124,7 @@ class DeliveryQueries(StoreBase):
                 for r in await bundle_rows(conn, pending_id)
                 if is_set(r.metadata, MetaKey.RESEND_PENDING)
             ]
-            finished = await rewrite(conn, rows, settled, now=None)
-        log.info(
-            "resend delivered",
-            extra={"pending_id": pending_id, "session_id": session_id, "turn_id": turn_id},
-        )
-        return finished
+            return await rewrite(conn, rows, change, now=None)
 
     async def release_resends(self) -> list[str]:
         async with self._db.write() as conn:
