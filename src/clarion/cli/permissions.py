@@ -17,6 +17,7 @@ from clarion.cli.client import ClarionClient
 from clarion.cli.connection import DEFAULT_SERVER, ServerOpt, TokenOpt, client_for
 from clarion.cli.errors import EXIT_CONFLICT, CliError
 from clarion.cli.render import stdout
+from clarion.cli.sanitize import safe
 
 INPUT_PREVIEW = 300
 
@@ -89,24 +90,28 @@ def pending_permissions(
 
 
 def show_permission(console: Console, task: dict[str, Any], request: dict[str, Any]) -> None:
+    """One pending request; everything the agent supplied is sanitised before printing."""
     tool = request.get("tool_call") or {}
     header = Text()
-    header.append(str(request["message_id"]), style="bold yellow")
-    header.append(f"  permission  task {task['id']}: {task.get('title', '')}")
+    header.append(safe(str(request["message_id"])), style="bold yellow")
+    header.append(safe(f"  permission  task {task['id']}: {task.get('title', '')}"))
     console.print(header)
     body = Text("  ")
-    body.append(str(tool.get("title", "")), style="bold")
-    body.append(f"  (kind {tool.get('kind', 'other')})", style="dim")
+    body.append(safe(str(tool.get("title", ""))), style="bold")
+    body.append(safe(f"  (kind {tool.get('kind', 'other')})"), style="dim")
     if tool.get("raw_input") is not None:
         raw = " ".join(str(tool["raw_input"]).split())
         preview = raw if len(raw) <= INPUT_PREVIEW else raw[: INPUT_PREVIEW - 1] + "…"
-        body.append(f"\n  input: {preview}", style="dim")
+        body.append(safe(f"\n  input: {preview}"), style="dim")
     for option in request.get("options") or []:
-        body.append(f"\n    {option.get('name', '')}", style="cyan")
-        body.append(f"  [{option.get('option_id', '')}, {option.get('kind', '')}]", style="dim")
+        body.append(safe(f"\n    {option.get('name', '')}"), style="cyan")
+        kind = f"  [{option.get('option_id', '')}, {option.get('kind', '')}]"
+        body.append(safe(kind), style="dim")
     console.print(body)
     mid = request["message_id"]
-    console.print(f"  decide with: clarion allow {mid} [--always] | clarion reject {mid}\n")
+    console.print(
+        Text(safe(f"  decide with: clarion allow {mid} [--always] | clarion reject {mid}\n"))
+    )
 
 
 def register(app: typer.Typer) -> None:
