@@ -143,3 +143,19 @@ def test_a_live_answer_report_claims_no_more_than_the_server_knows() -> None:
     text = buffer.getvalue()
     assert "received the answer" not in text
     assert "waiting question call" in text and "new prompt" in text
+
+
+def test_a_permission_request_prints_its_tool_and_options_neutralised() -> None:
+    from clarion.cli.permissions import show_permission
+
+    buffer = io.StringIO()
+    console = Console(file=buffer, force_terminal=False, width=400, color_system=None)
+    request = {
+        "message_id": "m1",
+        "tool_call": {"title": HOSTILE, "kind": "edit", "raw_input": {"path": HOSTILE}},
+        "options": [{"option_id": "allow", "name": HOSTILE, "kind": "allow_once"}],
+    }
+    show_permission(console, {"id": "t1", "title": HOSTILE}, request)
+    out = buffer.getvalue()
+    assert_neutral(out)
+    assert "evil" in out and "clarion allow m1" in out
