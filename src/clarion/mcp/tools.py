@@ -12,6 +12,7 @@ import asyncio
 import logging
 from typing import Annotated, Any
 
+import anyio
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
@@ -150,7 +151,33 @@ class McpEndpoint:
             )
             await response(scope, receive, send)
             return
-        await self._inner(scope, _watching_disconnect(scope, receive), send)
+        sent = _ResponseTracker(send)
+        try:
+            await self._inner(scope, _watching_disconnect(scope, receive), sent)
+        except anyio.ClosedResourceError:
+            # The SDK answers a notification (e.g. `notifications/cancelled` from a client that
+            # gave up) with 202 first and only then hands it to the session, which the client
+            # may have closed meanwhile. Nothing is lost (the call it cancels already ended),
+            # and a second response cannot be sent after the first: note it and stop.
+            if not sent.started:
+                raise
+            log.info(
+                "MCP message for a session the client already closed; dropped",
+                extra={"session_id": session_id},
+            )
+
+
+class _ResponseTracker:
+    """`send`, remembering whether a response has started."""
+
+    def __init__(self, send: Send) -> None:
+        self._send = send
+        self.started = False
+
+    async def __call__(self, message: Message) -> None:
+        if message["type"] == "http.response.start":
+            self.started = True
+        await self._send(message)
 
 
 def _watching_disconnect(scope: Scope, receive: Receive) -> Receive:
