@@ -26,9 +26,10 @@ from clarion.api import (
     routes_tasks,
     ws,
 )
-from clarion.api.errors import install_error_handlers
+from clarion.api.errors import error_body, install_error_handlers
 from clarion.api.openapi import install_openapi
 from clarion.api.services import ApiServices
+from clarion.domain.errors import ServiceStarting
 from clarion.mcp.tools import McpEndpoint
 
 WEB_DIR = Path(__file__).resolve().parent.parent / "web"
@@ -50,16 +51,8 @@ class ReadinessGate:
             if scope["type"] == "websocket":
                 await send({"type": "websocket.close", "code": 1013})
                 return
-            response = JSONResponse(
-                {
-                    "error": {
-                        "code": "starting",
-                        "message": "Clarion is starting",
-                        "retryable": True,
-                    }
-                },
-                status_code=503,
-            )
+            status, body = error_body(ServiceStarting("Clarion is starting"))
+            response = JSONResponse(body, status_code=status)
             await response(scope, receive, send)
             return
         await self._app(scope, receive, send)

@@ -139,7 +139,7 @@ async def _require_visible(svc: ApiServices, caller: Caller, payload: dict[str, 
 
 
 def _error(code: str, message: str) -> dict[str, Any]:
-    return envelope("error", "error", {"code": code, "message": message, "retryable": False})
+    return envelope("error", "error", ws_error_payload(InvalidInput(message, code=code)))
 
 
 async def _handle(svc: ApiServices, caller: Caller, filters: Filters, raw: str) -> dict[str, Any]:

@@ -22,8 +22,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.types import Message, Receive, Scope, Send
 
+from clarion.api.errors import error_body
 from clarion.clarification.asker import Asker
-from clarion.domain.errors import InvalidInput, NotFound, QuestionDetached
+from clarion.domain.errors import InvalidInput, NotFound, QuestionDetached, Unauthenticated
 from clarion.domain.questions import MAX_OPTIONS, MAX_QUESTIONS, MIN_OPTIONS, MIN_QUESTIONS
 from clarion.mcp.errors import from_invalid_input, from_validation
 from clarion.orchestrator.launch import SessionTokens
@@ -139,16 +140,8 @@ class McpEndpoint:
                 "MCP request refused: bad or missing session secret",
                 extra={"session_id": session_id},
             )
-            response = JSONResponse(
-                {
-                    "error": {
-                        "code": "unauthenticated",
-                        "message": "missing or wrong session token",
-                        "retryable": False,
-                    }
-                },
-                status_code=401,
-            )
+            status, body = error_body(Unauthenticated("missing or wrong session token"))
+            response = JSONResponse(body, status_code=status)
             await response(scope, receive, send)
             return
         sent = _ResponseTracker(send)
