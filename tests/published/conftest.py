@@ -87,8 +87,8 @@ class Rig:
 
 
 def claude_setup(home: Path, model_url: str) -> dict[str, str]:
-    """Claude Code's user settings allow Clarion's question tool without asking (Clarion's own
-    permission policy does the same once permission requests are carried to the person); the
+    """Claude Code's user settings allow Clarion's question tool without asking (saving the
+    permission round trip Clarion would otherwise answer by policy; one test removes it); the
     environment points it at the model server with all other traffic off."""
     config_dir = home / ".claude"
     config_dir.mkdir(parents=True, exist_ok=True)
@@ -109,13 +109,14 @@ def claude_setup(home: Path, model_url: str) -> dict[str, str]:
 
 
 def gemini_setup(home: Path, model_url: str) -> dict[str, str]:
-    """Gemini CLI's user settings: no usage statistics, no update checks, API-key auth, and
-    Clarion's question tool allowed without a confirmation."""
+    """Gemini CLI's user settings: no usage statistics, no update checks, API-key auth,
+    Clarion's question tool allowed without a confirmation, and one attempt per model request
+    (by default it retries a 5xx up to 10 times, with backoff from 5 s)."""
     settings_dir = home / ".gemini"
     settings_dir.mkdir(parents=True, exist_ok=True)
     settings = {
         "privacy": {"usageStatisticsEnabled": False},
-        "general": {"disableAutoUpdate": True, "disableUpdateNag": True},
+        "general": {"disableAutoUpdate": True, "disableUpdateNag": True, "maxAttempts": 1},
         "security": {"auth": {"selectedType": "gemini-api-key"}},
         "tools": {"allowed": [GEMINI_ASK_TOOL]},
     }

@@ -11,6 +11,7 @@ import json
 import os
 import re
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -258,11 +259,13 @@ def test_model_api_failure_ends_the_turn_with_the_agents_error(
     assert turn["metadata"]["stop_reason"] == "error"
     assert f"API Error: {status}" in turn["metadata"]["error"]
     assert f"scripted failure {status}" in turn["metadata"]["error"]
-    # Agent errors as transcript messages (type "error") come with their own change; when
-    # present they must carry the same reason.
-    for message in rig.server.messages(session_id):
-        if message["type"] == "error":
-            assert f"scripted failure {status}" in message["content"]
+    # The person sees it too: an `error` message in the transcript carrying the same reason.
+    errors = wait_until(
+        lambda: [m for m in rig.server.messages(session_id) if m["type"] == "error"],
+        timeout=AGENT_WAIT_S,
+        what="an error message in the transcript",
+    )
+    assert all(f"scripted failure {status}" in m["content"] for m in errors), errors
     assert rig.model.main_requests(), "the agent never asked the model"
 
 
@@ -307,3 +310,94 @@ def test_native_ask_user_question_is_refused_and_the_question_reaches_clarion(
     native = [r for r in rig.model.tool_results() if r.name == "AskUserQuestion"]
     assert len(native) == 1 and native[0].is_error
     assert _ask_results(rig) == [{"db": {"selected_options": ["postgres"], "custom_text": ""}}]
+
+
+# ---------------------------------------------------------------------------- permission
+
+
+class WriteNote:
+    """A model that writes `target` with the agent's own file tool, then reports the result.
+    `target` is set once the rig exists: it lies in the agent's working directory."""
+
+    def __init__(self, tool: str) -> None:
+        self.tool = tool
+        self.target = Path()
+
+    def __call__(self, turn: Turn) -> Reply:
+        if turn.tool_results:
+            result = turn.tool_results[-1]
+            return Reply(text=("Write failed: " if result.is_error else "Wrote: ") + result.text)
+        content = {"file_path": str(self.target), "content": "hello from the agent"}
+        return Reply(tool=self.tool, tool_input=content)
+
+
+def _pending_permission(rig: Rig, session_id: str) -> dict[str, Any]:
+    def found() -> dict[str, Any] | None:
+        return next(
+            (
+                m
+                for m in rig.server.messages(session_id)
+                if m["type"] == "permission_request" and m["metadata"]["status"] == "pending"
+            ),
+            None,
+        )
+
+    return dict(wait_until(found, timeout=AGENT_WAIT_S, what="the agent's permission request"))
+
+
+def _option(row: dict[str, Any], kind: str) -> str:
+    return next(str(o["option_id"]) for o in row["metadata"]["options"] if o["kind"] == kind)
+
+
+@pytest.mark.parametrize(
+    ("kind", "state", "written"),
+    [("allow_once", "approved", True), ("reject_once", "rejected", False)],
+)
+def test_a_file_write_waits_for_the_persons_permission(
+    claude_rig: Callable[..., Rig], kind: str, state: str, written: bool
+) -> None:
+    model = WriteNote("Write")
+    rig = claude_rig(model)
+    target = model.target = rig.workdir / "note.txt"
+    session_id = rig.start_claude("Write a note.")
+
+    row = _pending_permission(rig, session_id)
+    assert row["metadata"]["tool_call"]["kind"] == "edit"
+    assert "Write" in row["content"] or str(target.name) in row["content"]
+    assert not target.exists(), "the agent wrote before anyone allowed it"
+    waiting = rig.server.ok("GET", f"/task-sessions/{session_id}")["session"]
+    assert waiting["pending_action"] == "permission"
+
+    response = rig.server.request(
+        "POST", f"/permission/{row['id']}/respond", json={"option_id": _option(row, kind)}
+    )
+    assert response.status_code == 200, response.text
+    assert response.json()["state"] == state
+
+    prefix = "Wrote: " if written else "Write failed: "
+    rig.server.wait_for_agent_text(session_id, prefix, timeout=AGENT_WAIT_S)
+    assert target.exists() is written
+    if written:
+        assert target.read_text() == "hello from the agent"
+    decided = rig.server.ok("GET", f"/permission/{row['id']}")
+    assert decided["state"] == state and decided["decision"]["decided_by"] == "user"
+
+
+def test_the_question_tool_needs_no_allow_rule_in_the_agents_settings(
+    claude_rig: Callable[..., Rig],
+) -> None:
+    rig = claude_rig(ask_then_quote(ASK_TOOL, ASK_DB))
+    # Claude Code asks permission before Clarion's tool too; Clarion always allows its own tool.
+    (rig.workdir.parent / "home" / ".claude" / "settings.json").write_text("{}")
+    session_id = rig.start_claude()
+    pending_id = _live_question(rig, session_id)
+    _respond_ok(rig.server, pending_id, answer("db", "sqlite"))
+
+    rig.server.wait_for_agent_text(session_id, "Got: ", timeout=AGENT_WAIT_S)
+    assert _ask_results(rig) == [{"db": {"selected_options": ["sqlite"], "custom_text": ""}}]
+    # The agent did ask (its settings no longer allow the tool); Clarion recorded the request
+    # as decided by policy and never showed it to the person.
+    [request] = [m for m in rig.server.messages(session_id) if m["type"] == "permission_request"]
+    assert ASK_TOOL in request["content"] or "ask_user_question" in request["content"]
+    assert request["metadata"]["status"] == "approved"
+    assert request["metadata"]["decided_by"] == "policy"

@@ -17,7 +17,7 @@ CASES = {
     ),
     "detached": ("test_detached_answer_resumes_the_agent",),
     "restart": ("test_restart_with_a_question_open",),
-    "permission": ("test_permission_",),
+    "permission": ("test_a_file_write_waits_for_the_persons_permission",),
     "failure": ("test_model_api_failure",),
 }
 ROWS = {

@@ -19,8 +19,11 @@ from tests.published.test_claude_agent import (
     AGENT_WAIT_S,
     ASK_DB,
     DB_QUESTION,
+    WriteNote,
     _agent_pids,
     _group_members,
+    _option,
+    _pending_permission,
     _respond_ok,
 )
 
@@ -111,11 +114,12 @@ def test_restart_with_a_question_open_kills_the_agent_and_resumes_a_new_one(
     _assert_resume_prompt_received_once(rig)
 
 
+@pytest.mark.parametrize("status", [401, 500])
 def test_model_api_failure_ends_the_turn_with_the_agents_error(
-    gemini_rig: Callable[..., Rig],
+    gemini_rig: Callable[..., Rig], status: int
 ) -> None:
     def failing(turn: Turn) -> Reply:
-        return Reply(status=401, text="scripted failure 401")
+        return Reply(status=status, text=f"scripted failure {status}")
 
     rig = gemini_rig(failing)
     session_id = rig.start_agent()
@@ -132,4 +136,47 @@ def test_model_api_failure_ends_the_turn_with_the_agents_error(
 
     turn = wait_until(completed_turn, timeout=AGENT_WAIT_S, what="the prompt's turn completed")
     assert turn["metadata"]["stop_reason"] == "error"
-    assert "scripted failure 401" in turn["metadata"]["error"]
+    assert f"scripted failure {status}" in turn["metadata"]["error"]
+    # The person sees it too: an `error` message in the transcript carrying the same reason.
+    errors = wait_until(
+        lambda: [m for m in rig.server.messages(session_id) if m["type"] == "error"],
+        timeout=AGENT_WAIT_S,
+        what="an error message in the transcript",
+    )
+    assert all(f"scripted failure {status}" in m["content"] for m in errors), errors
+
+
+@pytest.mark.parametrize(
+    ("kind", "state", "written"),
+    [("allow_once", "approved", True), ("reject_once", "rejected", False)],
+)
+def test_a_file_write_waits_for_the_persons_permission(
+    gemini_rig: Callable[..., Rig], kind: str, state: str, written: bool
+) -> None:
+    model = WriteNote("write_file")
+    rig = gemini_rig(model)
+    # Gemini CLI writes only inside its workspace: the agent's working directory.
+    target = model.target = rig.workdir / "note.txt"
+    session_id = rig.start_agent("Write a note.")
+
+    row = _pending_permission(rig, session_id)
+    assert row["metadata"]["tool_call"]["kind"] == "edit"
+    assert not target.exists(), "the agent wrote before anyone allowed it"
+
+    response = rig.server.request(
+        "POST", f"/permission/{row['id']}/respond", json={"option_id": _option(row, kind)}
+    )
+    assert response.status_code == 200, response.text
+    assert response.json()["state"] == state
+
+    def prompt_turn_done() -> bool:
+        return any(
+            not t["metadata"].get("lifecycle_only") and t["completed_at"]
+            for t in rig.server.turns(session_id)
+        )
+
+    wait_until(prompt_turn_done, timeout=AGENT_WAIT_S, what="the prompt's turn completed")
+    assert target.exists() is written
+    if written:
+        assert target.read_text() == "hello from the agent"
+        rig.server.wait_for_agent_text(session_id, "Wrote: ", timeout=AGENT_WAIT_S)
