@@ -94,7 +94,6 @@ def test_cancel_that_drops_queued_prompts_says_so(server: ServerProcess) -> None
     assert "dropped" in note["content"] and "1 queued prompt" in note["content"]
     # The cancelled call leaves the question open for a later answer, and nothing crashed.
     wait_until(lambda: server.bundle(pending)["state"] != "active_live", what="call ended")
-    wait_until(lambda: "Traceback" not in server.logs(), timeout=2, what="log settled")
     assert_no_traceback(server)
 
 

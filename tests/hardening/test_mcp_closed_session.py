@@ -1,28 +1,37 @@
 """A notification that reaches an MCP session its client already closed: the SDK has answered
-202 by then, so the endpoint notes it in one line instead of a traceback and a second response
-("Unexpected ASGI message ... after response already completed")."""
+202 by then, so the endpoint drops the SDK's second response ("Unexpected ASGI message ... after
+response already completed") and the log keeps one line instead of the SDK's traceback."""
 
 from __future__ import annotations
 
 import logging
+import sys
 from collections.abc import MutableMapping
 from typing import Any
 
 import anyio
 import pytest
 
+from clarion.cli.logs import ClosedMcpSessions, KeyValueFormatter
 from clarion.mcp.tools import McpEndpoint
 from clarion.orchestrator.launch import SessionTokens
 
 
 class _Inner:
-    def __init__(self, *, respond_first: bool) -> None:
+    """What the SDK does with a notification for a closed session: 202, then (when the session's
+    stream is closed) an error response on top, then the closed stream raised."""
+
+    def __init__(self, *, respond_first: bool, error_after: bool = False) -> None:
         self.respond_first = respond_first
+        self.error_after = error_after
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if self.respond_first:
             await send({"type": "http.response.start", "status": 202, "headers": []})
             await send({"type": "http.response.body", "body": b""})
+        if self.error_after:
+            await send({"type": "http.response.start", "status": 500, "headers": []})
+            await send({"type": "http.response.body", "body": b"{}"})
         raise anyio.ClosedResourceError
 
 
@@ -79,3 +88,59 @@ async def test_a_closed_session_before_any_response_still_raises() -> None:
 
     with pytest.raises(anyio.ClosedResourceError):
         await endpoint(_scope(token), receive, send)
+
+
+async def test_a_second_response_after_the_202_is_dropped_not_sent() -> None:
+    endpoint, tokens, sent = _endpoint(_Inner(respond_first=True, error_after=True))
+    token = tokens.issue("s1")
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message: MutableMapping[str, Any]) -> None:
+        if any(m["type"] == "http.response.body" for m in sent):
+            raise RuntimeError("Unexpected ASGI message sent, after response already completed.")
+        sent.append(message)
+
+    await endpoint(_scope(token), receive, send)
+
+    assert [m.get("status") for m in sent if m["type"] == "http.response.start"] == [202]
+
+
+def test_the_sdks_closed_stream_error_is_logged_as_one_line_without_a_traceback() -> None:
+    try:
+        raise anyio.ClosedResourceError
+    except anyio.ClosedResourceError:
+        exc_info = sys.exc_info()
+    record = logging.LogRecord(
+        "mcp.server.streamable_http",
+        logging.ERROR,
+        __file__,
+        1,
+        "Error handling POST request",
+        (),
+        exc_info,
+    )
+    assert ClosedMcpSessions().filter(record)
+    line = KeyValueFormatter().format(record)
+    assert "Traceback" not in line
+    assert record.levelname == "INFO" and "already closed" in line
+
+
+def test_other_errors_keep_their_traceback() -> None:
+    try:
+        raise ValueError("boom")
+    except ValueError:
+        exc_info = sys.exc_info()
+    record = logging.LogRecord(
+        "mcp.server.streamable_http",
+        logging.ERROR,
+        __file__,
+        1,
+        "Error handling POST request",
+        (),
+        exc_info,
+    )
+    assert ClosedMcpSessions().filter(record)
+    assert "Traceback" in KeyValueFormatter().format(record)
+    assert record.levelname == "ERROR"

@@ -2,8 +2,9 @@
 
 Every error body on the wire is built here: the app's handlers (install_error_handlers), the
 readiness gate's 503, the MCP endpoint's 401 and the WebSocket's `error` envelopes
-(ws_error_payload). Every error body is `{"error": {"code", "message", "retryable", ...extras}}` with
-extras `field` (InvalidInput), `state` and `response` (NotActive). Every 4xx is not retryable.
+(ws_error_payload). Every error body is `{"error": {"code", "message", "retryable", ...extras}}`
+with extras `field` (InvalidInput), `state` and `response` (NotActive). Every 4xx is not
+retryable.
 Unexpected exceptions become 500 `internal` with a generic message; the details go to the log.
 """
 

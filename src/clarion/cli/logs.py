@@ -5,6 +5,8 @@ from __future__ import annotations
 import logging
 import sys
 
+import anyio
+
 _STANDARD = set(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {"message", "asctime"}
 
 
@@ -36,6 +38,28 @@ class ClientFrameErrors(logging.Filter):
         return True
 
 
+class ClosedMcpSessions(logging.Filter):
+    """The MCP SDK answers a notification (say `notifications/cancelled` from an agent that gave
+    up on a call) with 202 before it hands it to the session, which the agent may have closed
+    meanwhile; the SDK then logs the closed stream with a traceback. Nothing is lost (the call
+    it cancels already ended): one info line, no traceback."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        if isinstance(exc, anyio.ClosedResourceError):
+            record.msg, record.args = "MCP message for a session its client already closed", ()
+            record.exc_info = None
+            record.exc_text = None
+            record.levelno, record.levelname = logging.INFO, "INFO"
+        return True
+
+
+def _add_filter(logger_name: str, kind: type[logging.Filter]) -> None:
+    logger = logging.getLogger(logger_name)
+    if not any(isinstance(f, kind) for f in logger.filters):
+        logger.addFilter(kind())
+
+
 def configure_logging(level: str = "INFO") -> None:
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(KeyValueFormatter())
@@ -45,6 +69,5 @@ def configure_logging(level: str = "INFO") -> None:
     # Third-party request logs drown the lifecycle lines.
     for noisy in ("httpx", "httpx2", "mcp", "uvicorn.access"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
-    uvicorn_errors = logging.getLogger("uvicorn.error")
-    if not any(isinstance(f, ClientFrameErrors) for f in uvicorn_errors.filters):
-        uvicorn_errors.addFilter(ClientFrameErrors())
+    _add_filter("uvicorn.error", ClientFrameErrors)
+    _add_filter("mcp.server.streamable_http", ClosedMcpSessions)

@@ -161,15 +161,23 @@ class McpEndpoint:
 
 
 class _ResponseTracker:
-    """`send`, remembering whether a response has started."""
+    """`send`, remembering whether a response has started, and dropping a second response once
+    the first has completed: the SDK answers a failed notification with a 500 after its 202,
+    which the server would refuse with a traceback ("Unexpected ASGI message")."""
 
     def __init__(self, send: Send) -> None:
         self._send = send
         self.started = False
+        self.completed = False
 
     async def __call__(self, message: Message) -> None:
+        if self.completed:
+            log.info("MCP response after the first one completed; dropped")
+            return
         if message["type"] == "http.response.start":
             self.started = True
+        elif message["type"] == "http.response.body" and not message.get("more_body", False):
+            self.completed = True
         await self._send(message)
 
 
