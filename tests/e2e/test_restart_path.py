@@ -110,6 +110,7 @@ def test_kill_while_a_slow_agent_boots_leaves_the_answer_answerable(
     assert "resume attempt marked" not in server.logs()
     server.kill()
     responder.join(timeout=30)
+    _slow_agent_config(server.workdir, 0)  # the kill is done: the next start need not wait
     server.start()
 
     assert server.bundle(pending_id)["state"] == "active_detached"
