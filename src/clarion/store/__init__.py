@@ -7,7 +7,7 @@ from clarion.store.engine import open_engine
 from clarion.store.facade import SqlStore, open_store
 from clarion.store.meta import CorruptEpochError
 from clarion.store.migrations import migrate
-from clarion.store.recovery import CorruptReservationError
+from clarion.store.startup.reservations import CorruptReservationError
 
 __all__ = [
     "CorruptEpochError",

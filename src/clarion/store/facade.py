@@ -26,9 +26,13 @@ from clarion.store.meta import MetaQueries
 from clarion.store.migrations import migrate
 from clarion.store.permissions import PermissionQueries
 from clarion.store.projections import ProjectionQueries
-from clarion.store.recovery import RecoveryQueries
 from clarion.store.reservations import ReservationQueries
-from clarion.store.startup import StartupQueries
+from clarion.store.startup.intents import IntentRecoveryQueries
+from clarion.store.startup.open_turns import OpenTurnQueries
+from clarion.store.startup.orphans import OrphanQueries
+from clarion.store.startup.outbox import OutboxQueries
+from clarion.store.startup.reservations import ReservationRecoveryQueries
+from clarion.store.startup.sessions import SessionStateQueries
 from clarion.store.summaries import SummaryQueries
 from clarion.store.tasks import TaskQueries
 from clarion.store.turns import TurnQueries
@@ -73,8 +77,12 @@ class SqlStore(
     ProjectionQueries,
     SummaryQueries,
     MetaQueries,
-    RecoveryQueries,
-    StartupQueries,
+    ReservationRecoveryQueries,
+    IntentRecoveryQueries,
+    OutboxQueries,
+    OrphanQueries,
+    OpenTurnQueries,
+    SessionStateQueries,
     AuthQueries,
     PermissionQueries,
     FailureQueries,

@@ -1,8 +1,12 @@
-"""Reconciling unpublished successor reservations at startup, as a batch.
+"""Reconciling unpublished successor reservations, as a batch.
 
-Imported only by `clarion.store.recovery`. Reservation metadata is validated for every
-reservation (`plan`) before the first write: a malformed one raises CorruptReservationError and
-leaves everything (that row included) as it was.
+A reservation whose agent may have had the prompt (the attempt marker is set, or the agent's
+output already references the turn) is kept: the successor stays authoritative, the answer
+terminal (`delivery` delivered or ambiguous) and its start event goes to the outbox. Any other
+reservation is deleted and its claim restored, or retired when the question is no longer
+current. Reservation metadata is validated for every reservation (`plan`) before the first
+write: a malformed one raises CorruptReservationError and leaves everything (that row included)
+as it was.
 """
 
 from __future__ import annotations
@@ -12,21 +16,25 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import bindparam, delete, select, update
-from sqlalchemy.sql.elements import BindParameter
 
 from clarion.domain.flags import is_truthy as truthy
 from clarion.domain.models import DISPATCH_KEYS, Delivery, Message, MetaKey, Turn
 from clarion.ports import ReservationRecovery
 from clarion.store.bundles import bundle_order, drop_keys, restore_pending, run_rows
-from clarion.store.predicates import clarification_rows, in_current_turn, session_not_terminal
 from clarion.store.projections import chunks
-from clarion.store.rows import to_message
+from clarion.store.rows import StoreBase, to_message
 from clarion.store.schema import task_session_messages as messages
 from clarion.store.schema import task_session_turns as turns
 from clarion.store.sql import JsonText, UtcDateTime, flag
+from clarion.store.startup.shared import (
+    INTENT,
+    MESSAGE_IDS,
+    SET_TURN_METADATA,
+    STARTUP_LOCK,
+    STILL_CURRENT,
+    reserved_turns,
+)
 from clarion.store.tx import Tx
-
-INTENT = MetaKey.RESPONSE_DELIVERY_PENDING
 
 
 class CorruptReservationError(RuntimeError):
@@ -61,25 +69,13 @@ def plan(turn: Turn) -> Plan:
 
 
 # Built once with bind parameters: startup runs them once per reservation or bundle.
-_IDS: BindParameter[list[str]] = bindparam("message_ids", expanding=True)
-_CLAIMED = select(messages).where(
-    messages.c.id.in_(_IDS),
-    messages.c.pending_id == bindparam("pending_id"),
-    flag(messages.c.metadata, INTENT),
-)
-STILL_CURRENT = select(messages).where(
-    messages.c.id.in_(_IDS),
-    clarification_rows(),
-    in_current_turn(),
-    session_not_terminal(messages.c.task_session_id),
-)
 _REFERENCED_AMONG = (
     select(messages.c.turn_id)
     .distinct()
     .where(messages.c.turn_id.in_(bindparam("turn_ids", expanding=True)))
 )
 _WITH_INTENT_AMONG = select(messages).where(
-    messages.c.id.in_(_IDS), flag(messages.c.metadata, INTENT)
+    messages.c.id.in_(MESSAGE_IDS), flag(messages.c.metadata, INTENT)
 )
 _SET_METADATA_KEEP_TIME = (
     update(messages)
@@ -95,14 +91,15 @@ _SET_METADATA_WITH_TIME = (
     )
 )
 _DELETE_TURN = delete(turns).where(turns.c.id == bindparam("turn_id"))
-SET_TURN_METADATA = (
-    update(turns)
-    .where(turns.c.id == bindparam("turn_id"))
-    .values(
-        metadata=bindparam("new_metadata", type_=JsonText),
-        updated_at=bindparam("new_updated_at", type_=UtcDateTime),
-    )
-)
+
+
+class ReservationRecoveryQueries(StoreBase):
+    async def reconcile_reservations(self) -> list[ReservationRecovery]:
+        async with self._db.write() as conn:
+            await self._db.lock_key(conn, STARTUP_LOCK)
+            plans = [plan(turn) for turn in await reserved_turns(conn)]
+            await self._db.lock_sessions(conn, [p.turn.session_id for p in plans])
+            return await reconcile_plans(conn, plans, self._clock.now())
 
 
 async def reconcile_plans(conn: Tx, plans: list[Plan], now: datetime) -> list[ReservationRecovery]:

@@ -1,0 +1,65 @@
+"""Reconciling delivery intents that no reservation owns: an answer claimed for a hand-off
+that never finished. The claim is restored when every row is still its session's current
+question, otherwise the intent is retired and the rows stay terminal history."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from datetime import datetime
+
+from clarion.domain.models import Message, MetaKey
+from clarion.ports import IntentRecovery
+from clarion.store.bundles import drop_keys, restore_pending, rewrite, run_rows, select_rows
+from clarion.store.predicates import clarification_rows
+from clarion.store.rows import StoreBase
+from clarion.store.schema import task_session_messages as messages
+from clarion.store.sql import flag
+from clarion.store.startup.shared import INTENT, STARTUP_LOCK, STILL_CURRENT, reserved_turns
+from clarion.store.tx import Tx
+
+
+async def _restore_or_retire(conn: Tx, rows: list[Message], now: datetime) -> bool:
+    """Restore the claim if every row is still current in a live session; otherwise retire
+    the intent and keep the terminal history. Returns whether it restored."""
+    ids = [m.id for m in rows]
+    current = await run_rows(conn, STILL_CURRENT, {"message_ids": ids})
+    if rows and len(current) == len(rows):
+        await rewrite(conn, rows, restore_pending, now=now)
+        return True
+    await rewrite(conn, rows, drop_keys(INTENT), now=None)
+    return False
+
+
+class IntentRecoveryQueries(StoreBase):
+    async def reconcile_intents(self) -> list[IntentRecovery]:
+        decisions: list[IntentRecovery] = []
+        async with self._db.write() as conn:
+            await self._db.lock_key(conn, STARTUP_LOCK)
+            # Rows a reservation names are that reservation's to settle, not this step's.
+            owned: set[str] = set()
+            for turn in await reserved_turns(conn):
+                ids = turn.metadata.get(MetaKey.PROMPT_DISPATCH_MESSAGE_IDS)
+                if isinstance(ids, list):
+                    owned.update(i for i in ids if isinstance(i, str))
+            bundles: dict[str, list[Message]] = defaultdict(list)
+            intents = await select_rows(
+                conn, clarification_rows(), flag(messages.c.metadata, INTENT)
+            )
+            for row in intents:
+                if row.id not in owned:
+                    bundles[str(row.metadata.get(MetaKey.PENDING_ID, ""))].append(row)
+            await self._db.lock_sessions(
+                conn, [r.session_id for rows in bundles.values() for r in rows]
+            )
+            now = self._clock.now()
+            for pending_id, rows in sorted(bundles.items()):
+                restored = await _restore_or_retire(conn, rows, now)
+                decisions.append(
+                    IntentRecovery(
+                        pending_id=pending_id,
+                        session_id=rows[0].session_id,
+                        restored=restored,
+                        message_ids=tuple(r.id for r in rows),
+                    )
+                )
+        return decisions

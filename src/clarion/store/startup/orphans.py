@@ -1,0 +1,99 @@
+"""Questions left without their waiter: at startup no waiter survives, so every pending
+question of a live session's current turn is detached (kept answerable; an answer then
+resumes the agent with a new prompt)."""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+
+from sqlalchemy import bindparam, not_, select, tuple_, update
+
+from clarion.domain.models import MetaKey
+from clarion.ports import DetachedBundle
+from clarion.store.predicates import clarification_rows, current_turns, status_pending
+from clarion.store.projections import CHUNK, chunks
+from clarion.store.rows import StoreBase
+from clarion.store.schema import task_session_messages as messages
+from clarion.store.sql import UtcDateTime, flag, with_flag
+from clarion.store.startup.shared import LIVE_SESSION, STARTUP_LOCK
+
+log = logging.getLogger(__name__)
+
+# One statement per chunk both finds and flags the rows: each row's metadata is parsed once.
+# A row counts only in its own session's current turn, hence the (session, turn) pairs.
+_DETACH_IN_CURRENT_TURNS = (
+    update(messages)
+    .where(
+        # The turn ids alone find the rows by index; the pairs then check their sessions.
+        messages.c.turn_id.in_(bindparam("turn_ids", expanding=True)),
+        tuple_(messages.c.task_session_id, messages.c.turn_id).in_(
+            bindparam("pairs", expanding=True)
+        ),
+        clarification_rows(),
+        status_pending(),
+        not_(flag(messages.c.metadata, MetaKey.AGENT_DISCONNECTED)),
+    )
+    .values(
+        metadata=with_flag(messages.c.metadata, MetaKey.AGENT_DISCONNECTED),
+        updated_at=bindparam("now", type_=UtcDateTime),
+    )
+    .returning(messages.c.task_session_id, messages.c.task_id, messages.c.pending_id)
+)
+
+
+class OrphanQueries(StoreBase):
+    async def detach_all_bundles(self) -> tuple[DetachedBundle, ...]:
+        now = self._clock.now()
+        async with self._db.write() as conn:
+            await self._db.lock_key(conn, STARTUP_LOCK)
+            current = {
+                str(sid): str(tid)
+                for sid, tid in await conn.execute(current_turns(LIVE_SESSION))
+                if tid is not None
+            }
+            await self._db.lock_sessions(conn, sorted(current))
+            pairs = sorted(current.items())
+            bundles: Counter[tuple[str, str, str]] = Counter()
+            for start in range(0, len(pairs), CHUNK):
+                part = pairs[start : start + CHUNK]
+                result = await conn.execute(
+                    _DETACH_IN_CURRENT_TURNS,
+                    {"turn_ids": [turn for _, turn in part], "pairs": part, "now": now},
+                )
+                for session_id, task_id, pending_id in result:
+                    bundles[(session_id, pending_id or "", task_id)] += 1
+        rows = sum(bundles.values())
+        if rows:
+            log.info(
+                "clarification bundles detached at startup",
+                extra={"rows": rows, "pending_ids": len(bundles)},
+            )
+        return tuple(
+            DetachedBundle(session_id=sid, task_id=tid, pending_id=pid, rows=n)
+            for (sid, pid, tid), n in sorted(bundles.items())
+        )
+
+    async def list_detachable_bundles(self) -> list[tuple[str, str]]:
+        found: set[tuple[str, str]] = set()
+        async with self._db.read() as conn:
+            current = {
+                str(sid): str(tid)
+                for sid, tid in await conn.execute(current_turns(LIVE_SESSION))
+                if tid is not None
+            }
+            for part in chunks(list(current.values())):
+                query = (
+                    select(messages.c.task_session_id, messages.c.turn_id, messages.c.pending_id)
+                    .distinct()
+                    .where(
+                        messages.c.turn_id.in_(part),
+                        clarification_rows(),
+                        status_pending(),
+                        not_(flag(messages.c.metadata, MetaKey.AGENT_DISCONNECTED)),
+                    )
+                )
+                for session_id, turn_id, pending_id in await conn.execute(query):
+                    if current.get(str(session_id)) == turn_id:
+                        found.add((str(session_id), str(pending_id)))
+        return sorted(found)

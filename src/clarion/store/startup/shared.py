@@ -1,0 +1,54 @@
+"""What several startup steps share: the startup lock's key, the reservations still carrying
+their dispatch marker, the statements that rewrite a turn's metadata and test whether claimed
+rows are still their session's current question."""
+
+from __future__ import annotations
+
+from sqlalchemy import bindparam, select, update
+from sqlalchemy.sql.elements import BindParameter
+
+from clarion.domain.models import MetaKey, Turn
+from clarion.store.predicates import (
+    TERMINAL_STATES,
+    clarification_rows,
+    in_current_turn,
+    session_not_terminal,
+)
+from clarion.store.rows import to_turn
+from clarion.store.schema import task_session_messages as messages
+from clarion.store.schema import task_session_turns as turns
+from clarion.store.schema import task_sessions
+from clarion.store.sql import JsonText, UtcDateTime, flag
+from clarion.store.tx import Tx
+
+# Every step takes it, so two servers' startups (or a step run twice) never interleave.
+STARTUP_LOCK = "clarion-startup-recovery"
+INTENT = MetaKey.RESPONSE_DELIVERY_PENDING
+LIVE_SESSION = task_sessions.c.state.not_in(TERMINAL_STATES)
+
+MESSAGE_IDS: BindParameter[list[str]] = bindparam("message_ids", expanding=True)
+# Claimed rows that are still a question of their session's current turn, in a live session.
+STILL_CURRENT = select(messages).where(
+    messages.c.id.in_(MESSAGE_IDS),
+    clarification_rows(),
+    in_current_turn(),
+    session_not_terminal(messages.c.task_session_id),
+)
+SET_TURN_METADATA = (
+    update(turns)
+    .where(turns.c.id == bindparam("turn_id"))
+    .values(
+        metadata=bindparam("new_metadata", type_=JsonText),
+        updated_at=bindparam("new_updated_at", type_=UtcDateTime),
+    )
+)
+
+
+async def reserved_turns(conn: Tx) -> list[Turn]:
+    """Successor reservations whose dispatch marker is still set, oldest first."""
+    query = (
+        select(turns)
+        .where(flag(turns.c.metadata, MetaKey.PROMPT_DISPATCH_PENDING))
+        .order_by(turns.c.started_at, turns.c.created_at, turns.c.id)
+    )
+    return [to_turn(row) for row in await conn.execute(query)]
