@@ -73,6 +73,22 @@ class SummaryInputs:
 
 
 @dataclass(frozen=True, slots=True)
+class InboxEntry:
+    """One item a person may act on now: a clarification bundle (`id` is its pending id) or a
+    permission request (`id` is its message id), with its task's title and when it was asked."""
+
+    kind: str  # "clarification" | "permission"
+    id: str
+    session_id: str
+    task_id: str
+    task_title: str
+    created_at: datetime
+    # A permission request's row metadata (tool call, options); empty for a clarification,
+    # whose questions and state come from its bundle.
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
 class Written:
     """What a write that applied left behind: its rows as they now stand and, when the write
     was also asked to move the session, the session as it now stands (None when it could not
@@ -460,6 +476,13 @@ class ReadStore(Lookups, Protocol):
         """Per session: clarification if a current-turn pending row exists, else permission if
         the newest current-turn permission request is pending; None when the session is
         terminal or clean."""
+        ...
+
+    async def inbox_entries(self, workspace_ids: Sequence[str] | None = None) -> list[InboxEntry]:
+        """Oldest first: every bundle with a pending row in its session's current turn and
+        every session's newest current-turn permission request while it is pending, of
+        non-terminal sessions of these workspaces' tasks (all when None). The same rule as
+        `pending_actions`, item by item; whether a bundle is claimable is the caller's call."""
         ...
 
     async def find_summary(self, task_id: str) -> StatusSummary | None:

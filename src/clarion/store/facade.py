@@ -21,6 +21,7 @@ from clarion.store.clarifications import ClarificationQueries
 from clarion.store.delivery import DeliveryQueries
 from clarion.store.engine import Db, open_engine
 from clarion.store.failures import FailureQueries
+from clarion.store.inbox import InboxQueries
 from clarion.store.messages import MessageQueries
 from clarion.store.meta import MetaQueries
 from clarion.store.migrations import migrate
@@ -71,6 +72,7 @@ class SqlStore(
     ReservationQueries,
     DeliveryQueries,
     ProjectionQueries,
+    InboxQueries,
     SummaryQueries,
     MetaQueries,
     RecoveryQueries,
