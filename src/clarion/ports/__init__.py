@@ -29,6 +29,7 @@ from clarion.ports.store import (
     MessagePage,
     NewMessage,
     PermissionStore,
+    QueuedDelivery,
     ReadStore,
     RecoveryStore,
     ReservationRecovery,
@@ -36,6 +37,7 @@ from clarion.ports.store import (
     SummaryInputs,
     TokenOwner,
     TurnStore,
+    WebhookStore,
     Written,
 )
 
@@ -61,6 +63,7 @@ __all__ = [
     "PermissionStore",
     "ProfileResolver",
     "PromptFinished",
+    "QueuedDelivery",
     "ReadStore",
     "RecoveryStore",
     "ReservationRecovery",
@@ -68,5 +71,6 @@ __all__ = [
     "SummaryInputs",
     "TokenOwner",
     "TurnStore",
+    "WebhookStore",
     "Written",
 ]
