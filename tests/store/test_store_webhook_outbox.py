@@ -1,15 +1,18 @@
 """Store contract for the webhook outbox, on SQLite and PostgreSQL: each event's delivery is
 written by the write that caused it (and only when it applied), a failed write queues nothing,
-nothing is queued without webhooks, and attempts are recorded by guarded updates."""
+nothing is queued without webhooks, attempts are recorded by guarded updates, and migration 5
+adds the table to an existing database."""
 
 from __future__ import annotations
 
 import json
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from sqlalchemy import Connection, insert, inspect
 
+from clarion.clock import ManualClock
 from clarion.domain.errors import Conflict
 from clarion.domain.models import AuthorType, MessageType, SessionState
 from clarion.domain.permissions import (
@@ -20,7 +23,9 @@ from clarion.domain.permissions import (
 )
 from clarion.domain.webhooks import EVENTS
 from clarion.ports import NewMessage
-from clarion.store import SqlStore
+from clarion.store import SqlStore, open_store
+from clarion.store.engine import open_engine
+from clarion.store.migrations import LATEST_VERSION, MIGRATIONS, migrate, schema_version
 from clarion.store.outbox import Outbox
 
 from .conftest import World
@@ -190,3 +195,42 @@ async def test_attempts_are_recorded_by_guarded_updates(world: World) -> None:
     assert done.attempts == 2 and done.delivered_at is not None and done.last_error is None
     assert await world.store.next_webhook_attempt_at() is None
     assert not await world.store.record_webhook_attempt(due.id, attempts_before=2, delivered=True)
+
+
+async def test_migration_five_adds_the_outbox_to_a_version_four_database_with_rows(
+    db_url: str, clock: ManualClock
+) -> None:
+    engine = open_engine(db_url)
+    try:
+
+        def version_four(conn: Connection) -> None:
+            schema_version.create(conn)
+            for version in range(1, 5):
+                MIGRATIONS[version - 1](conn)
+                conn.execute(
+                    insert(schema_version).values(version=version, applied_at=datetime.now(UTC))
+                )
+
+        def tables(conn: Connection) -> set[str]:
+            return set(inspect(conn).get_table_names())
+
+        async with engine.begin() as conn:
+            await conn.run_sync(version_four)
+            assert "webhook_deliveries" not in await conn.run_sync(tables)
+    finally:
+        await engine.dispose()
+    # An existing database with work in it, opened by this version: migrated, then queueing.
+    async with open_store(db_url, clock) as store:
+        world = World(store, clock)
+        _listen(store)
+        session = await world.session()
+        await world.turn(session)
+        await world.bundle(session)
+        assert [d.event for d in await store.list_webhook_deliveries()] == [
+            "clarification.requested"
+        ]
+    engine = open_engine(db_url)
+    try:
+        assert await migrate(engine) == LATEST_VERSION == 5
+    finally:
+        await engine.dispose()
