@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from tests.e2e.harness import ServerProcess, answer, free_port, wait_until
+from tests.e2e.permission_steps import decide, wait_for_permission, wait_for_session_state
 
 pytestmark = pytest.mark.e2e
 
@@ -96,16 +97,23 @@ def test_every_delivery_arrives_after_a_receiver_outage_and_a_server_kill(tmp_pa
         pending = server.wait_for_bundle(answered)
         server.wait_for_state(pending, "active_live")
         assert server.respond(pending, answer("db", "postgres")).status_code == 200
+        permitting = server.start_session(task_id, "/scenario permission")
+        request = wait_for_permission(server, permitting)
+        assert decide(server, request["id"], {"option_id": "allow"}).status_code == 200
+        failing = server.start_session(task_id, "/scenario exit code=7 out of memory")
+        wait_for_session_state(server, failing, "FAILED")
         waiting = server.start_session(task_id, "/scenario ask")
         server.wait_for_bundle(waiting)
         # The receiver is down: deliveries fail and are retried; the requests did not wait.
-        wait_until(
-            lambda: (
-                {"clarification.requested", "clarification.answered"} <= set(_queued(db).values())
-                and len(_queued(db)) >= 3
-            ),
-            what="three queued deliveries",
-        )
+        expected = [
+            "clarification.answered",
+            "clarification.requested",
+            "clarification.requested",
+            "permission.decided",
+            "permission.requested",
+            "session.failed",
+        ]
+        wait_until(lambda: sorted(_queued(db).values()) == expected, what="six queued deliveries")
         with sqlite3.connect(db) as conn:
             wait_until(
                 lambda: conn.execute(
@@ -115,7 +123,6 @@ def test_every_delivery_arrives_after_a_receiver_outage_and_a_server_kill(tmp_pa
             )
         server.kill()
         before = _queued(db)
-        assert all(event in before.values() for event in ("clarification.requested",))
 
         with receiver.running():
             server.start()
@@ -133,13 +140,15 @@ def test_every_delivery_arrives_after_a_receiver_outage_and_a_server_kill(tmp_pa
         assert set(before) <= receiver.delivery_ids()
         for headers, raw in receiver.received:
             body = json.loads(raw)
-            expected = hmac.new(SECRET.encode(), raw, hashlib.sha256).hexdigest()
-            assert headers["X-Clarion-Signature"] == f"sha256={expected}"
+            digest = hmac.new(SECRET.encode(), raw, hashlib.sha256).hexdigest()
+            assert headers["X-Clarion-Signature"] == f"sha256={digest}"
             assert headers["X-Clarion-Delivery"] == body["delivery_id"]
             assert headers["X-Clarion-Event"] == body["event"]
             assert body["task"] == {"id": task_id, "title": "Pick a database"}
             assert body["link"].startswith(f"{server.url}/#/tasks/{task_id}/sessions/")
             assert body["text"].endswith(body["link"])
+        arrived = {json.loads(raw)["event"] for _, raw in receiver.received}
+        assert arrived == {*expected, "clarification.detached"}
         requested = [json.loads(raw) for _, raw in receiver.received]
         asks = [b for b in requested if b["event"] == "clarification.requested"]
         assert asks and asks[0]["text"].startswith("Agent asks in Pick a database: ")

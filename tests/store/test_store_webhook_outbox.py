@@ -5,6 +5,7 @@ adds the table to an existing database."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -195,6 +196,33 @@ async def test_attempts_are_recorded_by_guarded_updates(world: World) -> None:
     assert done.attempts == 2 and done.delivered_at is not None and done.last_error is None
     assert await world.store.next_webhook_attempt_at() is None
     assert not await world.store.record_webhook_attempt(due.id, attempts_before=2, delivered=True)
+
+
+async def test_only_one_of_two_concurrent_claims_takes_a_delivery_until_its_lease_passes(
+    world: World,
+) -> None:
+    _listen(world.store)
+    session = await world.session()
+    await world.turn(session)
+    await world.bundle(session)
+    now = world.clock.now()
+    [due] = await world.store.due_webhook_deliveries(now, 10)
+    lease = now + timedelta(seconds=11)
+
+    won = await asyncio.gather(
+        *(
+            world.store.claim_webhook_delivery(
+                due.id, attempts_before=0, now=now, lease_until=lease
+            )
+            for _ in range(2)
+        )
+    )
+
+    assert sorted(won) == [False, True]
+    assert await world.store.due_webhook_deliveries(now, 10) == []
+    # The claimer died: after the lease the delivery is due again, attempts unchanged.
+    [again] = await world.store.due_webhook_deliveries(lease, 10)
+    assert again.id == due.id and again.attempts == 0
 
 
 async def test_migration_five_adds_the_outbox_to_a_version_four_database_with_rows(

@@ -590,6 +590,15 @@ class WebhookStore(Protocol):
         """When the soonest open delivery is due; None when none is open."""
         ...
 
+    async def claim_webhook_delivery(
+        self, delivery_id: str, *, attempts_before: int, now: datetime, lease_until: datetime
+    ) -> bool:
+        """Guarded: take an open delivery that is due at `now` and still has `attempts_before`
+        attempts, by moving its next attempt to `lease_until`. Only one of several deliverers
+        (servers on one database) wins; if the winner dies, the delivery is due again once
+        the lease passes. Returns whether it applied."""
+        ...
+
     async def record_webhook_attempt(
         self,
         delivery_id: str,

@@ -143,6 +143,23 @@ class OutboxQueries(StoreBase):
             value = (await conn.execute(query)).scalar()
         return value if isinstance(value, datetime) else None
 
+    async def claim_webhook_delivery(
+        self, delivery_id: str, *, attempts_before: int, now: datetime, lease_until: datetime
+    ) -> bool:
+        statement = (
+            update(webhook_deliveries)
+            .where(
+                webhook_deliveries.c.id == delivery_id,
+                webhook_deliveries.c.attempts == attempts_before,
+                webhook_deliveries.c.next_attempt_at <= now,
+                _OPEN,
+            )
+            .values(next_attempt_at=lease_until)
+        )
+        async with self._db.write() as conn:
+            result = await conn.execute(statement)
+        return bool(result.rowcount)
+
     async def record_webhook_attempt(
         self,
         delivery_id: str,

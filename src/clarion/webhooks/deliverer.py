@@ -2,8 +2,10 @@
 
 At least once: a delivery leaves the outbox only through a guarded update recorded after its
 receiver answered 2xx, so a crash between sending and recording sends it again after the
-restart (same delivery id, same body). A non-2xx answer, a timeout or a connection failure is
-retried with doubling delays; after the configured number of attempts it is given up (logged).
+restart (same delivery id, same body). Each attempt first claims the delivery with a short
+lease (a guarded update), so several servers on one database do not send it side by side.
+A non-2xx answer, a timeout or a connection failure is retried with doubling delays; after
+the configured number of attempts it is given up (logged).
 Nothing here runs inside a request: the request only wrote the outbox row.
 """
 
@@ -96,6 +98,14 @@ class WebhookDeliverer:
             )
             log.warning("webhook delivery given up: webhook no longer configured", extra=extra)
             return
+        now = self._clock.now()
+        # The lease outlasts the attempt's deadline, so only a deliverer that died mid-attempt
+        # lets it lapse (then the delivery is sent again: at least once).
+        lease = now + timedelta(seconds=self._policy.timeout_s * 2 + 1)
+        if not await self._store.claim_webhook_delivery(
+            delivery.id, attempts_before=delivery.attempts, now=now, lease_until=lease
+        ):
+            return  # another deliverer took it
         raw = delivery.body.encode()
         headers = {
             "Content-Type": "application/json",
