@@ -68,3 +68,34 @@ def test_the_signature_is_the_hex_hmac_sha256_of_the_raw_body() -> None:
 
 def test_retry_delays_double_up_to_the_cap() -> None:
     assert [retry_delay(n, 1.0, 5.0) for n in range(1, 6)] == [1.0, 2.0, 4.0, 5.0, 5.0]
+
+
+CONTRACT_KEYS = {
+    "event",
+    "delivery_id",
+    "occurred_at",
+    "task",
+    "session_id",
+    "pending_id",
+    "message_id",
+    "questions",
+    "tool_call",
+    "link",
+    "text",
+}
+
+
+def test_every_event_body_has_only_the_contract_fields_and_says_how_it_ended() -> None:
+    facts = [
+        WebhookFact("clarification.answered", "t1", "T", "s1", pending_id="p", detail="skipped"),
+        WebhookFact("permission.decided", "t1", "T", "s1", message_id="m", detail="rejected"),
+        WebhookFact("session.failed", "t1", "T", "s1", message_id="m", detail="exit 7"),
+    ]
+    lines = []
+    for fact in facts:
+        body = webhook_body(fact, delivery_id="d", occurred_at=WHEN, base_url="http://x")
+        assert set(body) <= CONTRACT_KEYS
+        lines.append(body["text"])
+    assert lines[0].startswith("Skipped in T: a question")
+    assert lines[1].startswith("Permission rejected in T: a tool call")
+    assert lines[2].startswith("Session failed in T: exit 7")

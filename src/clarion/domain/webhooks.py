@@ -9,7 +9,7 @@ import hashlib
 import hmac
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 from urllib.parse import quote
@@ -49,9 +49,9 @@ class WebhookFact:
     message_id: str | None = None
     questions: tuple[Mapping[str, Any], ...] | None = None
     tool_call: Mapping[str, Any] | None = None
-    # The decision's status, the failure's error: words for the readable line only.
+    # Words for the readable line only (the body keeps the contract's fields): how a question
+    # was answered (`answered`/`skipped`), a permission's new status, a failure's error.
     detail: str = ""
-    extra: Mapping[str, Any] = field(default_factory=dict)
 
 
 def questions_of_rows(rows: Sequence[Message]) -> tuple[dict[str, Any], ...]:
@@ -102,7 +102,10 @@ def text_of(fact: WebhookFact, link: str) -> str:
         CLARIFICATION_DETACHED: (
             f"Agent stopped waiting in {where}; the question is still open: {_first_question(fact)}"
         ),
-        CLARIFICATION_ANSWERED: f"Answered in {where}: {_first_question(fact)}",
+        CLARIFICATION_ANSWERED: (
+            f"{'Skipped' if fact.detail == 'skipped' else 'Answered'} in {where}:"
+            f" {_first_question(fact)}"
+        ),
         PERMISSION_REQUESTED: f"Agent asks permission in {where}: {_tool(fact)}",
         PERMISSION_DECIDED: f"Permission {fact.detail or 'decided'} in {where}: {_tool(fact)}",
         SESSION_FAILED: f"Session failed in {where}: {fact.detail or 'the agent failed'}",
@@ -130,7 +133,6 @@ def webhook_body(
         body["questions"] = [dict(q) for q in fact.questions]
     if fact.tool_call is not None:
         body["tool_call"] = dict(fact.tool_call)
-    body.update(fact.extra)
     body["link"] = link
     body["text"] = text_of(fact, link)
     return body

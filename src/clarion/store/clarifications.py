@@ -193,7 +193,7 @@ class ClarificationQueries(OutboxQueries):
                         session_id,
                         pending_id=pending_id,
                         questions=questions_of_rows(bundle.rows),
-                        extra={"rejected": response.rejected},
+                        detail="skipped" if response.rejected else "answered",
                     ),
                     now,
                 )

@@ -96,7 +96,6 @@ class FailureQueries(OutboxQueries):
                         session.id,
                         message_id=row.id,
                         detail=error,
-                        extra={"error": error},
                     ),
                     now,
                 )

@@ -70,9 +70,6 @@ async def _settle(
 
 def _fact(event: str, row: Message, title: str, detail: str = "") -> WebhookFact:
     meta = row.metadata
-    extra: dict[str, Any] = {"options": list(meta.get(PermissionKey.OPTIONS) or [])}
-    if event == PERMISSION_DECIDED:
-        extra = {"state": detail, "decision": meta.get(PermissionKey.DECISION)}
     return WebhookFact(
         event,
         row.task_id,
@@ -81,7 +78,6 @@ def _fact(event: str, row: Message, title: str, detail: str = "") -> WebhookFact
         message_id=row.id,
         tool_call=dict(meta.get(PermissionKey.TOOL_CALL) or {}),
         detail=detail,
-        extra=extra,
     )
 
 
