@@ -28,11 +28,12 @@ def _sections() -> dict[str, set[str]]:
         top = _TOP.match(line)
         names = set(_NAMES.findall(line))
         if top:
-            packages = [n.rstrip("/") for n in names if n.endswith("/")]
+            # The entry's own names come before its description ("__main__.py, cli/", "demo/").
+            entry = line.split("  ")[1] if "  " in line.strip() else line
+            own = set(_NAMES.findall(entry))
+            packages = [n.rstrip("/") for n in own if n.endswith("/")]
             current = packages[0] if packages else ""
-            sections.setdefault(current, set())
-            sections[""].update(n for n in names if not n.endswith("/") or n.rstrip("/") == current)
-            sections[""].update(f"{p}/" for p in packages)
+            sections[""].update(own)
         sections.setdefault(current, set()).update(names)
     return sections
 

@@ -257,13 +257,25 @@ async def running_lifecycle(
     clock: Clock | None = None,
     **timeouts: float,
 ) -> AsyncIterator[Lifecycle]:
+    settings = fast_settings(database_url, **timeouts)
+    async with lifecycle_on(settings, store_wrapper=store_wrapper, clock=clock) as life:
+        yield life
+
+
+@contextlib.asynccontextmanager
+async def lifecycle_on(
+    settings: Settings,
+    *,
+    store_wrapper: Callable[[Store], Store] | None = None,
+    clock: Clock | None = None,
+) -> AsyncIterator[Lifecycle]:
+    """`running_lifecycle` with settings of the test's own (webhooks, ...)."""
     holder: dict[str, ScriptedRuntime] = {}
 
     def factory(profiles: Mapping[str, AgentProfile], sink: AgentSink) -> ScriptedRuntime:
         holder["runtime"] = ScriptedRuntime(profiles, sink)
         return holder["runtime"]
 
-    settings = fast_settings(database_url, **timeouts)
     async with build(
         settings,
         lambda: "http://127.0.0.1:1",

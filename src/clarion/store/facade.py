@@ -21,18 +21,20 @@ from clarion.store.clarifications import ClarificationQueries
 from clarion.store.delivery import DeliveryQueries
 from clarion.store.engine import Db, open_engine
 from clarion.store.failures import FailureQueries
+from clarion.store.inbox import InboxQueries
 from clarion.store.messages import MessageQueries
 from clarion.store.meta import MetaQueries
 from clarion.store.migrations import migrate
+from clarion.store.outbox import OutboxQueries
 from clarion.store.permissions import PermissionQueries
 from clarion.store.projections import ProjectionQueries
 from clarion.store.reservations import ReservationQueries
 from clarion.store.startup.intents import IntentRecoveryQueries
 from clarion.store.startup.open_turns import OpenTurnQueries
 from clarion.store.startup.orphans import OrphanQueries
-from clarion.store.startup.outbox import OutboxQueries
 from clarion.store.startup.reservations import ReservationRecoveryQueries
 from clarion.store.startup.sessions import SessionStateQueries
+from clarion.store.startup.start_events import StartEventQueries
 from clarion.store.summaries import SummaryQueries
 from clarion.store.tasks import TaskQueries
 from clarion.store.turns import TurnQueries
@@ -53,6 +55,7 @@ def _finish_despite_cancellation(
         task = asyncio.ensure_future(method(self, *args, **kwargs))
         self._inflight.add(task)
         task.add_done_callback(self._inflight.discard)
+        task.add_done_callback(self._after_call)
         return await asyncio.shield(task)
 
     return run
@@ -75,17 +78,19 @@ class SqlStore(
     ReservationQueries,
     DeliveryQueries,
     ProjectionQueries,
+    InboxQueries,
     SummaryQueries,
     MetaQueries,
     ReservationRecoveryQueries,
     IntentRecoveryQueries,
-    OutboxQueries,
+    StartEventQueries,
     OrphanQueries,
     OpenTurnQueries,
     SessionStateQueries,
     AuthQueries,
     PermissionQueries,
     FailureQueries,
+    OutboxQueries,
 ):
     """Every method is one transaction. Writes that touch a session's turns or clarification
     rows hold that session's write lock for the whole transaction.
@@ -99,6 +104,7 @@ class SqlStore(
         self._db = Db(engine)
         self._clock = clock
         self._inflight: set[asyncio.Future[Any]] = set()
+        self._outbox_writers = set()
 
     async def _drain(self, within: float = 10.0) -> None:
         """Wait for transactions whose callers were cancelled, before the engine closes."""

@@ -3,7 +3,7 @@
 - `reservations.py`: each unpublished successor reservation is kept (dispatch may have
   happened) or deleted with its claim restored or retired.
 - `intents.py`: each delivery intent no reservation owns is restored or retired.
-- `outbox.py`: start events of kept reservations, replayed then cleared.
+- `start_events.py`: start events of kept reservations, replayed then cleared.
 - `orphans.py`: every live question left without its waiter is detached.
 - `open_turns.py`: every open turn is completed as interrupted.
 - `sessions.py`: sessions are moved to the state their rows now call for.

@@ -17,15 +17,15 @@ from clarion.store.sql import flag
 from clarion.store.startup.shared import SET_TURN_METADATA
 from clarion.store.turns import read_turn
 
-OUTBOX = MetaKey.PROMPT_DISPATCH_START_EVENT_PENDING
+START_EVENT = MetaKey.PROMPT_DISPATCH_START_EVENT_PENDING
 _TURNS_AMONG = select(turns).where(turns.c.id.in_(bindparam("ids", expanding=True)))
 
 
-class OutboxQueries(StoreBase):
+class StartEventQueries(StoreBase):
     async def list_outbox_turns(self) -> list[Turn]:
         query = (
             select(turns)
-            .where(flag(turns.c.metadata, OUTBOX))
+            .where(flag(turns.c.metadata, START_EVENT))
             .order_by(turns.c.started_at, turns.c.created_at, turns.c.id)
         )
         async with self._db.read() as conn:
@@ -38,13 +38,14 @@ class OutboxQueries(StoreBase):
                 return False
             await self._db.lock_session(conn, turn.session_id)
             turn = await read_turn(conn, turn_id)
-            if turn is None or OUTBOX not in turn.metadata:
+            if turn is None or START_EVENT not in turn.metadata:
                 return False
             await conn.execute(
                 update(turns)
                 .where(turns.c.id == turn_id)
                 .values(
-                    metadata=drop_keys(OUTBOX)(dict(turn.metadata)), updated_at=self._clock.now()
+                    metadata=drop_keys(START_EVENT)(dict(turn.metadata)),
+                    updated_at=self._clock.now(),
                 )
             )
         return True
@@ -59,11 +60,11 @@ class OutboxQueries(StoreBase):
                 found.extend(to_turn(r) for r in await conn.execute(_TURNS_AMONG, {"ids": part}))
             await self._db.lock_sessions(conn, [t.session_id for t in found])
             for turn in found:
-                if OUTBOX in turn.metadata:
+                if START_EVENT in turn.metadata:
                     cleared.append(
                         {
                             "turn_id": turn.id,
-                            "new_metadata": drop_keys(OUTBOX)(dict(turn.metadata)),
+                            "new_metadata": drop_keys(START_EVENT)(dict(turn.metadata)),
                             "new_updated_at": now,
                         }
                     )
