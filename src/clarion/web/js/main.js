@@ -26,7 +26,8 @@
 //                 session-error
 
 import { createApi } from "./api.js";
-import { DEFAULT_STEPS, renderBoard } from "./board.js";
+import { DEFAULT_STEPS, renderBoard, stepLabel } from "./board.js";
+import { humanError } from "./errors.js";
 import { beginOwnerLoad, decideOwnerLoad } from "./navigation.js";
 import { formatRoute, parseRoute } from "./router.js";
 import { SessionView } from "./session-view.js";
@@ -47,6 +48,8 @@ const boardEl = $("board");
 const detailEl = $("detail");
 const boardStatus = $("board-status");
 const connectionEl = $("connection-status");
+const boardNotice = $("board-notice");
+const banner = $("connection-banner");
 
 /** @type {string[]} */
 let steps = DEFAULT_STEPS;
@@ -85,7 +88,7 @@ async function loadBoard(withBoot = false) {
     store.update((s) => applyTaskRead(s, tasks, start, { complete: true }));
     boardStatus.textContent = "";
   } catch (err) {
-    boardStatus.textContent = `Could not load tasks: ${/** @type {Error} */ (err).message}`;
+    boardStatus.textContent = `Could not load tasks: ${humanError(err)}`;
   }
   renderAll();
 }
@@ -103,8 +106,35 @@ function scheduleBoardRefresh() {
 function renderAll() {
   const route = parseRoute(location.hash);
   const selected = route.name === "board" ? null : route.taskId;
-  renderBoard(boardEl, store.state, { steps, selectedTaskId: selected, onOpen: (id) => void openTask(id) });
+  renderBoard(boardEl, store.state, { steps, selectedTaskId: selected, onOpen: (id) => void openTask(id),
+    onMove: (id, step) => void moveTask(id, step) });
   if (route.name === "task") renderTaskView(route.taskId);
+}
+
+/**
+ * Moves a task to another column through the workflow guard; a refusal says why.
+ * @param {string} taskId
+ * @param {string} step
+ */
+async function moveTask(taskId, step) {
+  const title = String(store.state.tasks[taskId]?.title ?? "the task");
+  try {
+    const body = await api.moveTask(taskId, step);
+    store.update((s) => applyTaskRead(s, [body.task], beginTaskRead(s)));
+    boardStatus.textContent = "";
+    showBoardNotice(`Moved “${title}” to ${stepLabel(step)}.`);
+  } catch (err) {
+    const e = /** @type {any} */ (err);
+    const why = e?.code === "pending_input"
+      ? "an agent is waiting for your answer on this task; answer it first"
+      : humanError(err);
+    boardStatus.textContent = `Could not move “${title}” to ${stepLabel(step)}: ${why}.`;
+  }
+}
+
+/** @param {string} text a passing, non-error line above the board */
+function showBoardNotice(text) {
+  boardNotice.textContent = text;
 }
 
 // ---- task and session navigation -------------------------------------------------------------
@@ -127,7 +157,7 @@ async function openTask(taskId) {
     sessions = body.sessions ?? [];
     store.update((s) => applySessionList(s, /** @type {any[]} */ (sessions)));
   } catch (err) {
-    if (latestLoadId === loadId) taskViewState.error = `Could not load sessions: ${/** @type {Error} */ (err).message}`;
+    if (latestLoadId === loadId) taskViewState.error = `Could not load sessions: ${humanError(err)}`;
   }
   const decision = decideOwnerLoad({
     load, state: store.state, latestLoadId, sessions, failed: sessions === null,
@@ -151,7 +181,7 @@ async function loadTaskSessions(taskId) {
     const body = await api.listSessions(taskId);
     store.update((s) => applySessionList(s, body.sessions ?? []));
   } catch (err) {
-    if (taskViewState.taskId === taskId) taskViewState.error = /** @type {Error} */ (err).message;
+    if (taskViewState.taskId === taskId) taskViewState.error = humanError(err);
   }
   if (taskViewState.taskId === taskId) taskViewState.loading = false;
   renderAll();
@@ -169,9 +199,15 @@ function renderTaskView(taskId) {
       try {
         const body = await api.startSession(taskId, { agent, ...(prompt.trim() ? { prompt } : {}) });
         store.update((s) => applySessionRow(s, body.session));
-        navigate({ name: "session", taskId, sessionId: body.session.id });
+        // Only open the new session if the person is still on this task: never pull them away.
+        const here = parseRoute(location.hash);
+        if (here.name === "task" && here.taskId === taskId) {
+          navigate({ name: "session", taskId, sessionId: body.session.id });
+        } else {
+          showBoardNotice(`Started a session on “${String(store.state.tasks[taskId]?.title ?? "a task")}”.`);
+        }
       } catch (err) {
-        taskViewState.error = `Could not start a session: ${/** @type {Error} */ (err).message}`;
+        taskViewState.error = `Could not start a session: ${humanError(err)}`;
         renderTaskView(taskId);
       }
     },
@@ -214,6 +250,15 @@ const live = new LiveConnection({
   onStatus: (status) => {
     connectionEl.dataset.status = status;
     connectionEl.textContent = status === "open" ? "Live" : status === "connecting" ? "Connecting…" : "Offline";
+    if (status === "open") {
+      banner.hidden = true;
+      // Errors from while it was down no longer hold; the reload after a reconnect says if they do.
+      boardStatus.textContent = "";
+    } else if (status === "closed") {
+      banner.hidden = false;
+      $("connection-banner-text").textContent =
+        "Offline: the connection to the Clarion server was lost. Reconnecting…";
+    }
   },
   onNotification: (action, payload) => {
     store.notify(action, payload);
@@ -240,10 +285,12 @@ $("new-task-form").addEventListener("submit", async (e) => {
     description.value = "";
     boardStatus.textContent = "";
   } catch (err) {
-    boardStatus.textContent = `Could not create the task: ${/** @type {Error} */ (err).message}`;
+    boardStatus.textContent = `Could not create the task: ${humanError(err)}`;
   }
 });
 
+$("connection-retry").addEventListener("click", () => live.retryNow());
+window.addEventListener("online", () => live.retryNow());
 store.subscribe(() => renderAll());
 window.addEventListener("hashchange", onRoute);
 live.start();

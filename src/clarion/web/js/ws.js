@@ -1,5 +1,6 @@
 // Live connection to /api/v1/ws: parses envelopes, hands notifications to a callback, and
-// reconnects with capped exponential backoff. After a reconnect the caller re-loads its
+// reconnects with capped exponential backoff that starts short (a restarting server is back
+// within a second or two) and stays short (4 s at most), and at once on `retryNow()`. After a reconnect the caller re-loads its
 // snapshots (notifications missed while disconnected are not replayed). Imported by main.js;
 // the socket constructor and timers are injectable so the tests drive it without a network.
 
@@ -10,8 +11,8 @@
  * @param {{base?: number, max?: number, random?: () => number}} [options]
  */
 export function backoffDelay(attempt, options = {}) {
-  const base = options.base ?? 500;
-  const max = options.max ?? 15000;
+  const base = options.base ?? 250;
+  const max = options.max ?? 4000;
   const random = options.random ?? Math.random;
   const raw = Math.min(max, base * 2 ** Math.min(attempt, 20));
   return Math.round(raw * (1 - 0.25 * random()));
@@ -66,6 +67,15 @@ export class LiveConnection {
     if (this.timer !== null) (this.options.clearTimer ?? clearTimeout)(/** @type {any} */ (this.timer));
     this.timer = null;
     this.socket?.close();
+  }
+
+  /** Reconnects now (the Retry button, the browser coming back online); no-op while connected. */
+  retryNow() {
+    if (this.stopped || this.socket) return;
+    if (this.timer !== null) (this.options.clearTimer ?? clearTimeout)(/** @type {any} */ (this.timer));
+    this.timer = null;
+    this.attempt = 0;
+    this.connect();
   }
 
   /** @private */
