@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -256,3 +257,57 @@ def test_a_bad_start_timeout_is_refused(tmp_path: Path) -> None:
     config.write_text(f'[agents.x]\ncommand = ["{sys.executable}"]\nstart_timeout_s = 0\n')
     with pytest.raises(ValueError, match="start_timeout_s"):
         load_agent_profiles(str(config))
+
+
+# ------------------------------------------------------------------ webhooks
+
+
+def _webhooks(tmp_path: Path, text: str) -> Settings:
+    path = tmp_path / "hooks.toml"
+    path.write_text(text)
+    return Settings.load(config_file=str(path), env={"CLARION_HOME": str(tmp_path)})
+
+
+def test_webhooks_are_read_with_all_events_by_default(tmp_path: Path) -> None:
+    settings = _webhooks(
+        tmp_path,
+        '[[webhooks]]\nurl = "https://hooks.example/a"\nsecret = "k"\n'
+        '[[webhooks]]\nurl = "http://127.0.0.1:9/b"\nsecret = "k2"\n'
+        'events = ["permission.requested"]\n',
+    )
+    first, second = settings.webhooks
+    assert first.url == "https://hooks.example/a" and len(first.events) == 6
+    assert second.events == frozenset({"permission.requested"})
+    assert settings.webhook_delivery.attempts >= 10
+    assert settings.webhook_delivery.timeout_s == 5.0
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ('[[webhooks]]\nurl = "ftp://x/"\nsecret = "k"\n', "webhooks[1].url must be an http"),
+        ('[[webhooks]]\nurl = "not a url"\nsecret = "k"\n', "webhooks[1].url must be an http"),
+        ('[[webhooks]]\nurl = "http://x/"\n', "webhooks[1].secret must be a non-empty"),
+        (
+            '[[webhooks]]\nurl = "http://x/"\nsecret = "k"\nevents = ["task.created"]\n',
+            "unknown event(s) task.created",
+        ),
+        ('[[webhooks]]\nurl = "http://x/"\nsecret = "k"\nretries = 3\n', "unknown key(s) retries"),
+        ('webhooks = "http://x/"\n', "webhooks must be an array of tables"),
+        (
+            '[[webhooks]]\nurl = "http://x/"\nsecret = "k"\n[[webhooks]]\nurl = "http://x/"\n'
+            'secret = "j"\n',
+            "configured twice",
+        ),
+    ],
+)
+def test_bad_webhook_config_is_refused_with_a_clear_reason(
+    tmp_path: Path, text: str, says: str
+) -> None:
+    with pytest.raises(ValueError, match=re.escape(says)):
+        _webhooks(tmp_path, text)
+
+
+def test_webhook_attempts_below_ten_are_refused(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="at least 10"):
+        Settings.load(env={"CLARION_HOME": str(tmp_path), "CLARION_WEBHOOK_ATTEMPTS": "3"})

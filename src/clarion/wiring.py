@@ -60,9 +60,12 @@ from clarion.projection.pending import PendingProjector
 from clarion.projection.reads import Reads
 from clarion.projection.summaries import SummaryService
 from clarion.sample import offer_sample_task
-from clarion.store import open_store
+from clarion.store import SqlStore, open_store
 from clarion.store.guard import AnotherServer, single_server
+from clarion.store.outbox import Outbox
 from clarion.supervisor import Supervisor
+from clarion.webhooks.deliverer import WebhookDeliverer
+from clarion.webhooks.sender import http_sender
 
 try:  # the C HTTP parser where installed (a dependency on Linux and macOS); h11 otherwise
     import httptools  # noqa: F401
@@ -142,6 +145,7 @@ async def build(
         open_store(settings.database_url, clock) as sql_store,
         open_bus(settings.bus_url) as bus,
         Supervisor() as supervisor,
+        _webhooks(settings, sql_store, clock, base_url, supervisor),
         runtime_factory(settings.agents, sink) as runtime,
     ):
         store: Store = sql_store if store_wrapper is None else store_wrapper(sql_store)
@@ -258,6 +262,36 @@ async def build(
             )
         finally:
             watchdogs.cancel_all()
+
+
+@contextlib.asynccontextmanager
+async def _webhooks(
+    settings: Settings,
+    store: SqlStore,
+    clock: Clock,
+    base_url: Callable[[], str],
+    supervisor: Supervisor,
+) -> AsyncIterator[None]:
+    """With `[[webhooks]]` configured: the store queues deliveries and a supervised deliverer
+    sends them. Without, nothing is queued and nothing runs."""
+    if not settings.webhooks:
+        yield
+        return
+    policy = settings.webhook_delivery
+    async with http_sender(policy.timeout_s) as send:
+        deliverer = WebhookDeliverer(store, clock, settings.webhooks, policy, send)
+        store.configure_webhooks(
+            Outbox(
+                hooks=tuple((h.url, h.events) for h in settings.webhooks),
+                base_url=lambda: settings.public_url or base_url(),
+                wake=deliverer.wake,
+            )
+        )
+        running = supervisor.spawn(deliverer.run(), name="webhook-deliverer")
+        try:
+            yield
+        finally:
+            running.cancel()
 
 
 async def run_server(settings: Settings, on_listening: Callable[[str], None]) -> RecoveryReport:

@@ -167,6 +167,18 @@ def test_lists_show_each_user_only_their_own_workspace(team: Team, world: AliceW
     assert team.bob.ok("GET", f"/tasks/{bob_task}")["task"]["workspace"] == "beta"
 
 
+def test_the_inbox_lists_only_the_callers_own_waiting_questions(
+    team: Team, world: AliceWorld
+) -> None:
+    mine = {(i["kind"], i["id"]) for i in team.alice.ok("GET", "/inbox")["items"]}
+    assert mine == {
+        ("clarification", world.live_pending),
+        ("clarification", world.detached_pending),
+    }
+    theirs = team.bob.ok("GET", "/inbox")
+    assert theirs == {"items": [], "total": 0}
+
+
 def test_creating_a_task_in_a_workspace_the_caller_is_not_in_is_404_and_creates_nothing(
     team: Team,
 ) -> None:

@@ -80,3 +80,45 @@ def test_watch_prints_a_line_for_a_new_question_and_stops_on_ctrl_c(
         for stream in (proc.stdout, proc.stderr):
             if stream is not None:
                 stream.close()
+
+
+def test_watch_notify_prints_a_line_and_rings_the_bell_for_each_new_waiting_item(
+    shared_server: ServerProcess,
+) -> None:
+    task_id = shared_server.create_task("Notified")
+    proc = subprocess.Popen(
+        cli("watch", "--notify", "--server", shared_server.url),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=child_env(),
+    )
+    pumps: list[threading.Thread] = []
+    try:
+        assert proc.stdout is not None and proc.stderr is not None
+        out, err = _lines(proc.stdout, pumps), _lines(proc.stderr, pumps)
+        _next_matching(err, "for questions")
+        session_id = shared_server.start_session(task_id, "/scenario ask")
+        pending_id = shared_server.wait_for_bundle(session_id)
+
+        line = _next_matching(out, pending_id)
+        assert line.startswith("QUESTION Notified: Which database should the service use?")
+        assert f"clarion answer {pending_id}" in line
+        assert line.endswith("\a")
+
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=10) == 0
+        # Printed once: later events re-read the inbox but announce only new items.
+        remaining = []
+        while not out.empty():
+            remaining.append(out.get())
+        assert not [r for r in remaining if pending_id in r]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=10)
+        for pump in pumps:
+            pump.join(timeout=10)
+        for stream in (proc.stdout, proc.stderr):
+            if stream is not None:
+                stream.close()

@@ -9,7 +9,7 @@ from sqlalchemy import Connection, insert, inspect
 from clarion.domain.models import MetaKey, SessionState
 from clarion.store import SqlStore, migrate, open_engine
 from clarion.store.migrations import LATEST_VERSION, MIGRATIONS, schema_version
-from clarion.store.projections import _PERMISSIONS_IN_TURNS
+from clarion.store.projections import PERMISSIONS_IN_TURNS
 
 from .conftest import World
 
@@ -145,7 +145,7 @@ async def test_the_permission_lookup_uses_the_turn_index_not_the_session_history
         assert found["ix_messages_turn_type_order"] == ["turn_id", "type", "created_at", "id"]
         if store.dialect != "sqlite":
             return  # PostgreSQL plans from statistics; the index is what it can use
-        sql = _PERMISSIONS_IN_TURNS.params(turn_ids=["t1", "t2"]).compile(
+        sql = PERMISSIONS_IN_TURNS.params(turn_ids=["t1", "t2"]).compile(
             dialect=conn.dialect, compile_kwargs={"literal_binds": True}
         )
         plan = await conn.exec_driver_sql(f"EXPLAIN QUERY PLAN {sql}")

@@ -21,6 +21,7 @@ from clarion import __version__
 from clarion.api import (
     auth,
     routes_clarifications,
+    routes_inbox,
     routes_permissions,
     routes_sessions,
     routes_tasks,
@@ -98,6 +99,7 @@ def create_app(services: ApiServices, mcp: McpEndpoint) -> FastAPI:
     app.include_router(routes_sessions.router)
     app.include_router(routes_clarifications.router)
     app.include_router(routes_permissions.router)
+    app.include_router(routes_inbox.router)
     app.include_router(ws.router)
     app.router.routes.append(
         Route("/mcp/sessions/{session_id}", endpoint=mcp, methods=["GET", "POST", "DELETE"])

@@ -137,6 +137,9 @@ class ClarionClient:
         except httpx.HTTPError:
             return False
 
+    def inbox(self) -> list[dict[str, Any]]:
+        return list(self.json("GET", "/inbox", what="reading the inbox")["items"])
+
     def tasks(self) -> list[dict[str, Any]]:
         return list(self.json("GET", "/tasks", what="listing tasks")["tasks"])
 

@@ -13,6 +13,7 @@ from clarion.cli.client import ClarionClient
 from clarion.cli.connection import DEFAULT_SERVER, ServerOpt, TokenOpt, client_for
 from clarion.cli.errors import EXIT_SERVER_ERROR, EXIT_UNREACHABLE, CliError
 from clarion.cli.render import event_line
+from clarion.cli.sanitize import safe
 
 
 def watch(
@@ -21,12 +22,23 @@ def watch(
         str | None, typer.Option("--session", help="Only this session's events")
     ] = None,
     raw: Annotated[bool, typer.Option("--json", help="Print each envelope as JSON")] = False,
+    notify: Annotated[
+        bool,
+        typer.Option(
+            "--notify",
+            help="Print only a line per new question or permission request waiting for you,"
+            " and ring the terminal bell",
+        ),
+    ] = False,
     server: ServerOpt = DEFAULT_SERVER,
     token: TokenOpt = None,
 ) -> None:
     """Print live events (tasks, sessions, turns, messages, questions) until Ctrl-C."""
     with client_for(server, token) as client:
         try:
+            if notify:
+                notify_inbox(client)
+                return
             stream(client, task_id=task, session_id=session, raw=raw)
         except KeyboardInterrupt:
             # Ctrl-C is how a watch ends: a normal stop, exit 0.
@@ -54,6 +66,45 @@ def stream(
                 _say(json.dumps(envelope) if raw else event_line(envelope))
         except ConnectionClosed as exc:
             raise CliError("the server closed the event stream", EXIT_UNREACHABLE) from exc
+
+
+def notify_inbox(client: ClarionClient) -> None:
+    """Read the inbox at start and again after every event; each item not seen before is one
+    line, and a batch of new items rings the bell once."""
+    seen: set[str] = set()
+    with client.websocket() as ws:
+        _say(f"Watching {client.base_url} for questions (Ctrl-C to stop)", err=True)
+        _announce(client.inbox(), seen)
+        try:
+            while True:
+                envelope = json.loads(ws.recv())
+                if envelope.get("type") != "response":
+                    _announce(client.inbox(), seen)
+        except ConnectionClosed as exc:
+            raise CliError("the server closed the event stream", EXIT_UNREACHABLE) from exc
+
+
+def _announce(items: list[dict[str, Any]], seen: set[str]) -> None:
+    fresh = [item for item in items if item.get("id") not in seen]
+    for number, item in enumerate(fresh, start=1):
+        seen.add(str(item.get("id")))
+        # The bell ends the batch's last line: one ring per arrival, and a pipe reading lines
+        # sees it with the line it belongs to.
+        _say(inbox_line(item) + ("\a" if number == len(fresh) else ""))
+
+
+def inbox_line(item: dict[str, Any]) -> str:
+    """One line per inbox item: what waits, where, and the command that answers it."""
+    task = item.get("task") or {}
+    where = safe(task.get("title") or task.get("id") or "")
+    item_id = safe(item.get("id"))
+    if item.get("kind") == "permission":
+        tool = safe((item.get("tool_call") or {}).get("title") or "a tool call")
+        return f"PERMISSION {where}: {tool}  (clarion allow {item_id} / clarion reject {item_id})"
+    questions = item.get("questions") or [{}]
+    first = safe(questions[0].get("prompt") or questions[0].get("title") or "a question")
+    more = f" (+{len(questions) - 1} more)" if len(questions) > 1 else ""
+    return f"QUESTION {where}: {first}{more}  (clarion answer {item_id})"
 
 
 def _await_subscribed(ws: Any) -> None:

@@ -24,10 +24,12 @@ from clarion.ports.store import (
     ClaimResult,
     Clock,
     DetachedBundle,
+    InboxEntry,
     IntentRecovery,
     MessagePage,
     NewMessage,
     PermissionStore,
+    QueuedDelivery,
     ReadStore,
     RecoveryStore,
     ReservationRecovery,
@@ -35,6 +37,7 @@ from clarion.ports.store import (
     SummaryInputs,
     TokenOwner,
     TurnStore,
+    WebhookStore,
     Written,
 )
 
@@ -52,6 +55,7 @@ __all__ = [
     "Clock",
     "DetachedBundle",
     "Event",
+    "InboxEntry",
     "IntentRecovery",
     "MessagePage",
     "NewMessage",
@@ -59,6 +63,7 @@ __all__ = [
     "PermissionStore",
     "ProfileResolver",
     "PromptFinished",
+    "QueuedDelivery",
     "ReadStore",
     "RecoveryStore",
     "ReservationRecovery",
@@ -66,5 +71,6 @@ __all__ = [
     "SummaryInputs",
     "TokenOwner",
     "TurnStore",
+    "WebhookStore",
     "Written",
 ]

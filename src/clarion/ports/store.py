@@ -73,6 +73,37 @@ class SummaryInputs:
 
 
 @dataclass(frozen=True, slots=True)
+class InboxEntry:
+    """One item a person may act on now: a clarification bundle (`id` is its pending id) or a
+    permission request (`id` is its message id), with its task's title and when it was asked."""
+
+    kind: str  # "clarification" | "permission"
+    id: str
+    session_id: str
+    task_id: str
+    task_title: str
+    created_at: datetime
+    # A permission request's row metadata (tool call, options); empty for a clarification,
+    # whose questions and state come from its bundle.
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class QueuedDelivery:
+    """One webhook delivery in the outbox: `body` is the exact text to send and sign."""
+
+    id: str
+    url: str
+    event: str
+    body: str
+    attempts: int
+    next_attempt_at: datetime
+    delivered_at: datetime | None = None
+    gave_up_at: datetime | None = None
+    last_error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Written:
     """What a write that applied left behind: its rows as they now stand and, when the write
     was also asked to move the session, the session as it now stands (None when it could not
@@ -462,6 +493,13 @@ class ReadStore(Lookups, Protocol):
         terminal or clean."""
         ...
 
+    async def inbox_entries(self, workspace_ids: Sequence[str] | None = None) -> list[InboxEntry]:
+        """Oldest first: every bundle with a pending row in its session's current turn and
+        every session's newest current-turn permission request while it is pending, of
+        non-terminal sessions of these workspaces' tasks (all when None). The same rule as
+        `pending_actions`, item by item; whether a bundle is claimable is the caller's call."""
+        ...
+
     async def find_summary(self, task_id: str) -> StatusSummary | None:
         """The stored task summary (a cache), or None when none was written yet."""
         ...
@@ -539,8 +577,43 @@ class PermissionStore(Lookups, Protocol):
         ...
 
 
+class WebhookStore(Protocol):
+    """The webhook outbox, as the deliverer sees it. Deliveries are queued by the writes that
+    cause their events, in the same transaction; nothing else adds them."""
+
+    async def due_webhook_deliveries(self, now: datetime, limit: int) -> list[QueuedDelivery]:
+        """Up to `limit` deliveries neither delivered nor given up whose next attempt is due at
+        `now`, soonest first."""
+        ...
+
+    async def next_webhook_attempt_at(self) -> datetime | None:
+        """When the soonest open delivery is due; None when none is open."""
+        ...
+
+    async def record_webhook_attempt(
+        self,
+        delivery_id: str,
+        *,
+        attempts_before: int,
+        delivered: bool,
+        next_attempt_at: datetime | None = None,
+        error: str | None = None,
+    ) -> bool:
+        """Guarded: applies only to an open delivery that still has `attempts_before` attempts.
+        Counts the attempt and marks it delivered, or due again at `next_attempt_at`, or (with
+        neither) given up. Returns whether it applied."""
+        ...
+
+
 class Store(
-    AnswerStore, TurnStore, RecoveryStore, ReadStore, AccessStore, PermissionStore, Protocol
+    AnswerStore,
+    TurnStore,
+    RecoveryStore,
+    ReadStore,
+    AccessStore,
+    PermissionStore,
+    WebhookStore,
+    Protocol,
 ):
     """Everything durable. Only the composition root and the store's own tests see the whole;
     each service is given the narrow protocol of its consumer above. Every method is one

@@ -17,6 +17,7 @@ from clarion.domain.errors import NotFound, ProjectionUnavailable
 from clarion.domain.models import MetaKey, Session, Task
 from clarion.domain.wire import message_wire, session_wire, task_wire, turn_wire
 from clarion.ports import ReadStore
+from clarion.projection.inbox import inbox_item
 from clarion.projection.pending import PendingProjector
 from clarion.projection.summaries import Repair, SummaryService, task_pending
 
@@ -128,6 +129,14 @@ class Reads:
             "total": page.total,
             "next": page.next_after,
         }
+
+    async def inbox(self, workspace_ids: Sequence[str] | None) -> dict[str, Any]:
+        """Every item the caller may act on now, oldest first (`GET /inbox`)."""
+        items = [
+            await inbox_item(e, self.bundle) for e in await self._store.inbox_entries(workspace_ids)
+        ]
+        found = [item for item in items if item is not None]
+        return {"items": found, "total": len(found)}
 
     async def bundle(self, pending_id: str) -> dict[str, Any]:
         bundle = await self._store.find_bundle(pending_id)

@@ -7,6 +7,7 @@ on atomically and two concurrent claims cannot both apply.
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Sequence
 from datetime import datetime
@@ -27,6 +28,13 @@ from clarion.domain.models import (
     MetaKey,
     SessionState,
 )
+from clarion.domain.webhooks import (
+    CLARIFICATION_ANSWERED,
+    CLARIFICATION_DETACHED,
+    CLARIFICATION_REQUESTED,
+    WebhookFact,
+    questions_of_rows,
+)
 from clarion.ports import ClaimResult, NewMessage, Written
 from clarion.store.bundles import (
     MetaChange,
@@ -42,13 +50,13 @@ from clarion.store.bundles import (
     set_keys,
 )
 from clarion.store.messages import insert_message, resolve_turn
+from clarion.store.outbox import OutboxQueries
 from clarion.store.predicates import (
     clarification_rows,
     in_current_turn,
     pending_in_current_turn,
     session_not_terminal,
 )
-from clarion.store.rows import StoreBase
 from clarion.store.schema import task_session_messages as messages
 from clarion.store.sql import flag
 from clarion.store.tasks import move_with
@@ -92,7 +100,7 @@ _PENDING_OF_SESSION = select(messages).where(pending_in_current_turn(session_id=
 _PENDING_OF_BUNDLE = _PENDING_OF_SESSION.where(messages.c.pending_id == _PENDING_ID)
 
 
-class ClarificationQueries(StoreBase):
+class ClarificationQueries(OutboxQueries):
     async def create_bundle(
         self,
         session_id: str,
@@ -113,6 +121,20 @@ class ClarificationQueries(StoreBase):
                 for row in rows
             ]
             session = await move_with(conn, session_id, session_state, self._clock.now())
+            await self._enqueue(
+                conn,
+                CLARIFICATION_REQUESTED,
+                task_id,
+                lambda title: WebhookFact(
+                    CLARIFICATION_REQUESTED,
+                    task_id,
+                    title,
+                    session_id,
+                    pending_id=pending_id,
+                    questions=questions_of_rows(created),
+                ),
+                now,
+            )
         log.info(
             "clarification bundle created",
             extra={"session_id": session_id, "turn_id": target, "pending_id": pending_id},
@@ -159,6 +181,22 @@ class ClarificationQueries(StoreBase):
                 rows=tuple(sorted((updated.get(r.id, r) for r in rows), key=bundle_order)),
                 current_turn_id=current,
             )
+            if claimed:
+                await self._enqueue(
+                    conn,
+                    CLARIFICATION_ANSWERED,
+                    session.task_id,
+                    lambda title: WebhookFact(
+                        CLARIFICATION_ANSWERED,
+                        session.task_id,
+                        title,
+                        session_id,
+                        pending_id=pending_id,
+                        questions=questions_of_rows(bundle.rows),
+                        extra={"rejected": response.rejected},
+                    ),
+                    now,
+                )
         log.info(
             "clarification response claimed" if claimed else "clarification claim did not apply",
             extra={
@@ -222,15 +260,32 @@ class ClarificationQueries(StoreBase):
         async with self._db.write() as conn:
             await self._db.lock_session(conn, session_id)
             rows = await run_rows(conn, query, params)
+            now = self._clock.now()
             changed = await rewrite(
-                conn, rows, set_keys(**{MetaKey.AGENT_DISCONNECTED: True}), now=self._clock.now()
+                conn, rows, set_keys(**{MetaKey.AGENT_DISCONNECTED: True}), now=now
             )
+            await self._detached(conn, changed, now)
         if changed:
             log.info(
                 "clarification bundles detached",
                 extra={"session_id": session_id, "pending_ids": sorted({_pid(m) for m in changed})},
             )
         return changed
+
+    async def _detached(self, conn: Any, changed: Sequence[Message], now: datetime) -> None:
+        """One `clarification.detached` per bundle that changed, with all its pending rows."""
+        by_bundle: dict[str, list[Message]] = {}
+        for row in changed:
+            by_bundle.setdefault(_pid(row), []).append(row)
+        for pending_id, rows in sorted(by_bundle.items()):
+            first = rows[0]
+            await self._enqueue(
+                conn,
+                CLARIFICATION_DETACHED,
+                first.task_id,
+                functools.partial(_detached_fact, pending_id, rows),
+                now,
+            )
 
     async def expire_bundles(self, session_id: str) -> tuple[Message, ...]:
         change = set_keys(
@@ -259,6 +314,18 @@ class ClarificationQueries(StoreBase):
         if changed:
             log.info("clarification bundle cancelled", extra={"pending_id": pending_id})
         return changed
+
+
+def _detached_fact(pending_id: str, rows: Sequence[Message], title: str) -> WebhookFact:
+    first = rows[0]
+    return WebhookFact(
+        CLARIFICATION_DETACHED,
+        first.task_id,
+        title,
+        first.session_id,
+        pending_id=pending_id,
+        questions=questions_of_rows(rows),
+    )
 
 
 def _pid(message: Message) -> str:

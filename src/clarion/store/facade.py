@@ -21,9 +21,11 @@ from clarion.store.clarifications import ClarificationQueries
 from clarion.store.delivery import DeliveryQueries
 from clarion.store.engine import Db, open_engine
 from clarion.store.failures import FailureQueries
+from clarion.store.inbox import InboxQueries
 from clarion.store.messages import MessageQueries
 from clarion.store.meta import MetaQueries
 from clarion.store.migrations import migrate
+from clarion.store.outbox import OutboxQueries
 from clarion.store.permissions import PermissionQueries
 from clarion.store.projections import ProjectionQueries
 from clarion.store.recovery import RecoveryQueries
@@ -49,6 +51,7 @@ def _finish_despite_cancellation(
         task = asyncio.ensure_future(method(self, *args, **kwargs))
         self._inflight.add(task)
         task.add_done_callback(self._inflight.discard)
+        task.add_done_callback(self._after_call)
         return await asyncio.shield(task)
 
     return run
@@ -71,6 +74,7 @@ class SqlStore(
     ReservationQueries,
     DeliveryQueries,
     ProjectionQueries,
+    InboxQueries,
     SummaryQueries,
     MetaQueries,
     RecoveryQueries,
@@ -78,6 +82,7 @@ class SqlStore(
     AuthQueries,
     PermissionQueries,
     FailureQueries,
+    OutboxQueries,
 ):
     """Every method is one transaction. Writes that touch a session's turns or clarification
     rows hold that session's write lock for the whole transaction.
@@ -91,6 +96,7 @@ class SqlStore(
         self._db = Db(engine)
         self._clock = clock
         self._inflight: set[asyncio.Future[Any]] = set()
+        self._outbox_writers = set()
 
     async def _drain(self, within: float = 10.0) -> None:
         """Wait for transactions whose callers were cancelled, before the engine closes."""

@@ -11,9 +11,10 @@ from sqlalchemy import insert, update
 
 from clarion.domain.ids import new_id
 from clarion.domain.models import Message, MetaKey, Session, SessionState, Turn
+from clarion.domain.webhooks import SESSION_FAILED, WebhookFact
 from clarion.ports import NewMessage
 from clarion.store.messages import insert_message, resolve_turn
-from clarion.store.rows import StoreBase
+from clarion.store.outbox import OutboxQueries
 from clarion.store.schema import task_session_turns as turns
 from clarion.store.schema import task_sessions
 from clarion.store.tasks import NON_TERMINAL, read_session
@@ -23,7 +24,7 @@ log = logging.getLogger(__name__)
 SESSION_ERROR_KEY = "error"
 
 
-class FailureQueries(StoreBase):
+class FailureQueries(OutboxQueries):
     async def record_agent_failure(
         self,
         new: NewMessage,
@@ -83,6 +84,22 @@ class FailureQueries(StoreBase):
                 .values(**values)
             )
             after = await read_session(conn, session.id)
+            if after.state is SessionState.FAILED and session.state is not SessionState.FAILED:
+                await self._enqueue(
+                    conn,
+                    SESSION_FAILED,
+                    session.task_id,
+                    lambda title: WebhookFact(
+                        SESSION_FAILED,
+                        session.task_id,
+                        title,
+                        session.id,
+                        message_id=row.id,
+                        detail=error,
+                        extra={"error": error},
+                    ),
+                    now,
+                )
         log.info(
             "agent failure recorded",
             extra={

@@ -20,7 +20,7 @@ from sqlalchemy import Column, Connection, Integer, MetaData, Table, insert, sel
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from clarion.store.engine import Db
-from clarion.store.schema import auth_schema, schema
+from clarion.store.schema import auth_schema, schema, webhook_schema
 from clarion.store.sql import UtcDateTime
 
 log = logging.getLogger(__name__)
@@ -67,11 +67,17 @@ def _v4_turn_type_order_index(conn: Connection) -> None:
     )
 
 
+def _v5_webhook_outbox(conn: Connection) -> None:
+    # webhook_deliveries; references nothing, so it can be created on any earlier version.
+    webhook_schema.create_all(conn, checkfirst=True)
+
+
 MIGRATIONS: tuple[Callable[[Connection], None], ...] = (
     _v1_initial_tables,
     _v2_access_control,
     _v3_current_turn_index,
     _v4_turn_type_order_index,
+    _v5_webhook_outbox,
 )
 LATEST_VERSION = len(MIGRATIONS)
 

@@ -17,9 +17,11 @@ from sqlalchemy import bindparam, select, update
 from clarion.domain.errors import NotFound
 from clarion.domain.models import Message, MessageType, SessionState
 from clarion.domain.permissions import PermissionKey, PermissionStatus, status_of
+from clarion.domain.webhooks import PERMISSION_DECIDED, PERMISSION_REQUESTED, WebhookFact
 from clarion.ports import NewMessage, Written
 from clarion.store.messages import insert_message, read_message, resolve_turn
-from clarion.store.rows import StoreBase, to_message
+from clarion.store.outbox import OutboxQueries
+from clarion.store.rows import to_message
 from clarion.store.schema import task_session_messages as messages
 from clarion.store.schema import task_session_turns as turns
 from clarion.store.tasks import move_session, move_with
@@ -66,7 +68,24 @@ async def _settle(
     return tuple(changed)
 
 
-class PermissionQueries(StoreBase):
+def _fact(event: str, row: Message, title: str, detail: str = "") -> WebhookFact:
+    meta = row.metadata
+    extra: dict[str, Any] = {"options": list(meta.get(PermissionKey.OPTIONS) or [])}
+    if event == PERMISSION_DECIDED:
+        extra = {"state": detail, "decision": meta.get(PermissionKey.DECISION)}
+    return WebhookFact(
+        event,
+        row.task_id,
+        title,
+        row.session_id,
+        message_id=row.id,
+        tool_call=dict(meta.get(PermissionKey.TOOL_CALL) or {}),
+        detail=detail,
+        extra=extra,
+    )
+
+
+class PermissionQueries(OutboxQueries):
     async def add_permission_request(
         self, new: NewMessage, *, session_state: SessionState | None = None
     ) -> Written:
@@ -78,6 +97,14 @@ class PermissionQueries(StoreBase):
             task_id, turn_id = await resolve_turn(conn, new.session_id, new.turn_id)
             row = await insert_message(conn, new, task_id=task_id, turn_id=turn_id, now=now)
             session = await move_with(conn, new.session_id, session_state, now)
+            if status_of(row) is PermissionStatus.PENDING:
+                await self._enqueue(
+                    conn,
+                    PERMISSION_REQUESTED,
+                    task_id,
+                    lambda t: _fact(PERMISSION_REQUESTED, row, t),
+                    now,
+                )
         return Written((row,), session)
 
     async def decide_permission(
@@ -118,6 +145,13 @@ class PermissionQueries(StoreBase):
                 _SET_METADATA, {"message_id": message_id, "metadata": meta, "now": now}
             )
             decided = to_message(result.one())
+            await self._enqueue(
+                conn,
+                PERMISSION_DECIDED,
+                decided.task_id,
+                lambda t: _fact(PERMISSION_DECIDED, decided, t, detail=str(status)),
+                now,
+            )
             moved = None
             if session_state is not None:
                 moved = await move_session(

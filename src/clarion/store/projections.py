@@ -45,7 +45,7 @@ _PENDING_IN_TURNS = (
 )
 # Every permission request of the given turns (a turn holds few); the newest one per turn
 # decides. Found through ix_messages_turn_type_order.
-_PERMISSIONS_IN_TURNS = select(
+PERMISSIONS_IN_TURNS = select(
     messages.c.task_session_id,
     messages.c.turn_id,
     messages.c.id,
@@ -91,7 +91,7 @@ async def sessions_with_pending_permission(conn: Tx, current: dict[str, str]) ->
     older ones are history), with one statement per chunk of sessions."""
     newest: dict[str, tuple[tuple[Any, str], Mapping[str, Any]]] = {}
     for part in chunks(list(current.values())):
-        for row in await conn.execute(_PERMISSIONS_IN_TURNS, {"turn_ids": part}):
+        for row in await conn.execute(PERMISSIONS_IN_TURNS, {"turn_ids": part}):
             session_id = str(row.task_session_id)
             # A row counts only in its own session's current turn.
             if current.get(session_id) != row.turn_id:

@@ -148,3 +148,24 @@ api_tokens = Table(
     Column("token_hash", String(64), nullable=False, unique=True),
     Column("created_at", UtcDateTime, nullable=False),
 )
+
+# Outgoing webhooks (migration 5): the durable outbox. A row is written in the transaction that
+# caused its event and stays until it was delivered or given up; `body` is the exact text sent,
+# so every retry sends (and signs) the same bytes under the same delivery id.
+webhook_schema = MetaData()
+
+webhook_deliveries = Table(
+    "webhook_deliveries",
+    webhook_schema,
+    Column("id", ID, primary_key=True),
+    Column("url", Text, nullable=False),
+    Column("event", String(64), nullable=False),
+    Column("body", Text, nullable=False),
+    Column("attempts", Integer, nullable=False),
+    Column("next_attempt_at", UtcDateTime, nullable=False),
+    Column("delivered_at", UtcDateTime, nullable=True),
+    Column("gave_up_at", UtcDateTime, nullable=True),
+    Column("last_error", Text, nullable=True),
+    Column("created_at", UtcDateTime, nullable=False),
+    Index("ix_webhook_deliveries_due", "delivered_at", "gave_up_at", "next_attempt_at"),
+)

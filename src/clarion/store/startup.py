@@ -9,6 +9,7 @@ counterpart would (`list_detachable_bundles` + `detach_bundles`, `list_open_turn
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -17,7 +18,10 @@ from typing import Any
 from sqlalchemy import bindparam, not_, select, tuple_, update
 
 from clarion.domain.models import MetaKey, SessionState, Turn
+from clarion.domain.webhooks import CLARIFICATION_DETACHED, WebhookFact, questions_of_rows
 from clarion.ports import DetachedBundle
+from clarion.store.bundles import bundle_rows
+from clarion.store.outbox import OutboxQueries
 from clarion.store.predicates import (
     TERMINAL_STATES,
     authoritative,
@@ -26,7 +30,7 @@ from clarion.store.predicates import (
     status_pending,
 )
 from clarion.store.projections import CHUNK, chunks
-from clarion.store.rows import StoreBase, to_turn
+from clarion.store.rows import to_turn
 from clarion.store.schema import task_session_messages as messages
 from clarion.store.schema import task_session_turns as turns
 from clarion.store.schema import task_sessions
@@ -72,7 +76,24 @@ _COMPLETE_TURN = (
 )
 
 
-class StartupQueries(StoreBase):
+def _detached_fact(
+    task_id: str,
+    session_id: str,
+    pending_id: str,
+    questions: tuple[dict[str, Any], ...],
+    title: str,
+) -> WebhookFact:
+    return WebhookFact(
+        CLARIFICATION_DETACHED,
+        task_id,
+        title,
+        session_id,
+        pending_id=pending_id,
+        questions=questions,
+    )
+
+
+class StartupQueries(OutboxQueries):
     async def detach_all_bundles(self) -> tuple[DetachedBundle, ...]:
         now = self._clock.now()
         async with self._db.write() as conn:
@@ -93,6 +114,16 @@ class StartupQueries(StoreBase):
                 )
                 for session_id, task_id, pending_id in result:
                     bundles[(session_id, pending_id or "", task_id)] += 1
+            wanted = self._outbox.urls_for(CLARIFICATION_DETACHED)
+            for session_id, pending_id, task_id in sorted(bundles) if wanted else ():
+                questions = questions_of_rows(await bundle_rows(conn, pending_id))
+                await self._enqueue(
+                    conn,
+                    CLARIFICATION_DETACHED,
+                    task_id,
+                    functools.partial(_detached_fact, task_id, session_id, pending_id, questions),
+                    now,
+                )
         rows = sum(bundles.values())
         if rows:
             log.info(

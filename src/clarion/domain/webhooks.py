@@ -1,0 +1,152 @@
+"""Outgoing webhooks: the event names, the body each delivery carries, its readable line and
+its signature. Pure; the store builds bodies with it inside the transaction that caused the
+event, and the deliverer signs what the store kept.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+from urllib.parse import quote
+
+from clarion.domain.bundles import question_of
+from clarion.domain.models import Message, MetaKey
+
+CLARIFICATION_REQUESTED = "clarification.requested"
+CLARIFICATION_DETACHED = "clarification.detached"
+CLARIFICATION_ANSWERED = "clarification.answered"
+PERMISSION_REQUESTED = "permission.requested"
+PERMISSION_DECIDED = "permission.decided"
+SESSION_FAILED = "session.failed"
+EVENTS = (
+    CLARIFICATION_REQUESTED,
+    CLARIFICATION_DETACHED,
+    CLARIFICATION_ANSWERED,
+    PERMISSION_REQUESTED,
+    PERMISSION_DECIDED,
+    SESSION_FAILED,
+)
+
+EVENT_HEADER = "X-Clarion-Event"
+DELIVERY_HEADER = "X-Clarion-Delivery"
+SIGNATURE_HEADER = "X-Clarion-Signature"
+
+
+@dataclass(frozen=True, slots=True)
+class WebhookFact:
+    """What happened, as the transaction that caused it saw it."""
+
+    event: str
+    task_id: str
+    task_title: str
+    session_id: str
+    pending_id: str | None = None
+    message_id: str | None = None
+    questions: tuple[Mapping[str, Any], ...] | None = None
+    tool_call: Mapping[str, Any] | None = None
+    # The decision's status, the failure's error: words for the readable line only.
+    detail: str = ""
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+
+def questions_of_rows(rows: Sequence[Message]) -> tuple[dict[str, Any], ...]:
+    """A bundle's questions (question order) in the shape `GET /clarification/{id}` shows."""
+    ordered = sorted(rows, key=lambda m: (_index(m), m.created_at, m.id))
+    return tuple(
+        {
+            "id": q.id,
+            "title": q.title,
+            "prompt": q.prompt,
+            "options": [
+                {"option_id": o.option_id, "label": o.label, "description": o.description}
+                for o in q.options
+            ],
+        }
+        for q in (question_of(row) for row in ordered)
+    )
+
+
+def _index(message: Message) -> int:
+    value = message.metadata.get(MetaKey.QUESTION_INDEX)
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def link_for(base_url: str, task_id: str, session_id: str) -> str:
+    """The web UI address that opens the session holding the item."""
+    return f"{base_url.rstrip('/')}/#/tasks/{quote(task_id)}/sessions/{quote(session_id)}"
+
+
+def _first_question(fact: WebhookFact) -> str:
+    for question in fact.questions or ():
+        text = str(question.get("prompt") or question.get("title") or "")
+        if text:
+            return text
+    return "a question"
+
+
+def _tool(fact: WebhookFact) -> str:
+    call = fact.tool_call or {}
+    return str(call.get("title") or call.get("kind") or "a tool call")
+
+
+def text_of(fact: WebhookFact, link: str) -> str:
+    """One readable line (what a chat's incoming webhook shows), ending with the link."""
+    where = fact.task_title or fact.task_id
+    lines = {
+        CLARIFICATION_REQUESTED: f"Agent asks in {where}: {_first_question(fact)}",
+        CLARIFICATION_DETACHED: (
+            f"Agent stopped waiting in {where}; the question is still open: {_first_question(fact)}"
+        ),
+        CLARIFICATION_ANSWERED: f"Answered in {where}: {_first_question(fact)}",
+        PERMISSION_REQUESTED: f"Agent asks permission in {where}: {_tool(fact)}",
+        PERMISSION_DECIDED: f"Permission {fact.detail or 'decided'} in {where}: {_tool(fact)}",
+        SESSION_FAILED: f"Session failed in {where}: {fact.detail or 'the agent failed'}",
+    }
+    line = " ".join(lines.get(fact.event, f"{fact.event} in {where}").split())
+    return f"{line} {link}"
+
+
+def webhook_body(
+    fact: WebhookFact, *, delivery_id: str, occurred_at: datetime, base_url: str
+) -> dict[str, Any]:
+    link = link_for(base_url, fact.task_id, fact.session_id)
+    body: dict[str, Any] = {
+        "event": fact.event,
+        "delivery_id": delivery_id,
+        "occurred_at": occurred_at.isoformat(),
+        "task": {"id": fact.task_id, "title": fact.task_title},
+        "session_id": fact.session_id,
+    }
+    if fact.pending_id is not None:
+        body["pending_id"] = fact.pending_id
+    if fact.message_id is not None:
+        body["message_id"] = fact.message_id
+    if fact.questions is not None:
+        body["questions"] = [dict(q) for q in fact.questions]
+    if fact.tool_call is not None:
+        body["tool_call"] = dict(fact.tool_call)
+    body.update(fact.extra)
+    body["link"] = link
+    body["text"] = text_of(fact, link)
+    return body
+
+
+def encode_body(body: Mapping[str, Any]) -> str:
+    """The exact text sent (and signed); stored once so every retry sends the same bytes."""
+    return json.dumps(body, ensure_ascii=False, separators=(",", ":"))
+
+
+def signature(secret: str, raw_body: bytes) -> str:
+    """`X-Clarion-Signature`: sha256=<hex HMAC-SHA256 of the raw body with the secret>."""
+    digest = hmac.new(secret.encode(), raw_body, hashlib.sha256).hexdigest()
+    return f"sha256={digest}"
+
+
+def retry_delay(attempts: int, base_s: float, cap_s: float = 300.0) -> float:
+    """Seconds before the next attempt after `attempts` failed ones: doubling from `base_s`."""
+    return float(min(cap_s, base_s * (2 ** max(0, attempts - 1))))

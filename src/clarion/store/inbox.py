@@ -1,0 +1,110 @@
+"""The inbox candidates: what the pending-action rule says a person owes, item by item.
+
+Imported by the facade only. The same rule as `pending_actions` (projections.py), but instead of
+one verdict per session it names each item: every bundle with a pending clarification row in its
+session's current turn, and the newest permission request of a current turn while it is still
+pending. Non-terminal sessions of the given workspaces only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import bindparam, select
+
+from clarion.domain.models import MetaKey
+from clarion.ports import InboxEntry
+from clarion.store.predicates import (
+    PENDING_STATUSES,
+    TERMINAL_STATES,
+    clarification_rows,
+    current_turns,
+    status_pending,
+)
+from clarion.store.projections import PERMISSIONS_IN_TURNS, chunks
+from clarion.store.rows import StoreBase
+from clarion.store.schema import task_session_messages as messages
+from clarion.store.schema import task_sessions, tasks
+from clarion.store.tx import Tx
+
+_CLARIFICATIONS_IN_TURNS = select(
+    messages.c.pending_id,
+    messages.c.task_session_id,
+    messages.c.turn_id,
+    messages.c.created_at,
+).where(
+    messages.c.turn_id.in_(bindparam("turn_ids", expanding=True)),
+    clarification_rows(),
+    status_pending(),
+)
+_TITLES = select(tasks.c.id, tasks.c.title).where(tasks.c.id.in_(bindparam("ids", expanding=True)))
+
+
+def _live_sessions(workspace_ids: Sequence[str] | None) -> Any:
+    live = task_sessions.c.state.not_in(TERMINAL_STATES)
+    if workspace_ids is None:
+        return current_turns(live)
+    visible = select(tasks.c.id).where(tasks.c.workspace_id.in_(list(workspace_ids)))
+    return current_turns(live & task_sessions.c.task_id.in_(visible))
+
+
+async def _current(conn: Tx, workspace_ids: Sequence[str] | None) -> dict[str, tuple[str, str]]:
+    """session id -> (current turn id, task id) of every live visible session."""
+    query = _live_sessions(workspace_ids).add_columns(task_sessions.c.task_id)
+    return {
+        str(session_id): (str(turn_id), str(task_id))
+        for session_id, turn_id, task_id in await conn.execute(query)
+        if turn_id is not None
+    }
+
+
+async def read_inbox(conn: Tx, workspace_ids: Sequence[str] | None) -> list[InboxEntry]:
+    if workspace_ids is not None and not workspace_ids:
+        return []
+    current = await _current(conn, workspace_ids)
+    turns = [turn for turn, _ in current.values()]
+    # pending id -> (session id, oldest row's created_at)
+    bundles: dict[str, tuple[str, datetime]] = {}
+    newest: dict[str, tuple[tuple[datetime, str], Any]] = {}
+    for part in chunks(turns):
+        for row in await conn.execute(_CLARIFICATIONS_IN_TURNS, {"turn_ids": part}):
+            session_id = str(row.task_session_id)
+            # A row counts only in its own session's current turn.
+            if current.get(session_id, ("",))[0] != row.turn_id:
+                continue
+            seen = bundles.get(row.pending_id)
+            if seen is None or row.created_at < seen[1]:
+                bundles[str(row.pending_id)] = (session_id, row.created_at)
+        for row in await conn.execute(PERMISSIONS_IN_TURNS, {"turn_ids": part}):
+            session_id = str(row.task_session_id)
+            if current.get(session_id, ("",))[0] != row.turn_id:
+                continue
+            order = (row.created_at, str(row.id))
+            if session_id not in newest or order > newest[session_id][0]:
+                newest[session_id] = (order, row.metadata)
+    entries = [
+        InboxEntry("clarification", pid, session_id, current[session_id][1], "", created_at)
+        for pid, (session_id, created_at) in bundles.items()
+    ]
+    entries.extend(
+        InboxEntry(
+            "permission", message_id, session_id, current[session_id][1], "", created_at, metadata
+        )
+        for session_id, ((created_at, message_id), metadata) in newest.items()
+        if (metadata.get(MetaKey.STATUS) or "") in PENDING_STATUSES
+    )
+    titles: dict[str, str] = {}
+    for part in chunks(sorted({e.task_id for e in entries})):
+        titles.update((str(i), str(t)) for i, t in await conn.execute(_TITLES, {"ids": part}))
+    entries = [replace(e, task_title=titles.get(e.task_id, "")) for e in entries]
+    entries.sort(key=lambda e: (e.created_at, e.id))
+    return entries
+
+
+class InboxQueries(StoreBase):
+    async def inbox_entries(self, workspace_ids: Sequence[str] | None = None) -> list[InboxEntry]:
+        async with self._db.read() as conn:
+            return await read_inbox(conn, workspace_ids)

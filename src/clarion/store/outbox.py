@@ -1,0 +1,185 @@
+"""The webhook outbox: deliveries queued inside the transaction that caused their event, and the
+guarded updates the deliverer records attempts with. Imported by the facade and by the query
+mixins whose writes cause events (they call `enqueue` with their open transaction).
+
+With no webhook configured `enqueue` returns before touching the database, so a server without
+webhooks pays nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import and_, insert, select, update
+
+from clarion.domain.ids import new_id
+from clarion.domain.webhooks import WebhookFact, encode_body, webhook_body
+from clarion.ports import QueuedDelivery
+from clarion.store.rows import StoreBase
+from clarion.store.schema import tasks, webhook_deliveries
+from clarion.store.tx import Tx
+
+log = logging.getLogger(__name__)
+
+_OPEN = and_(webhook_deliveries.c.delivered_at.is_(None), webhook_deliveries.c.gave_up_at.is_(None))
+
+
+@dataclass(frozen=True, slots=True)
+class Outbox:
+    """Which webhook wants which events, where links point, and whom to wake after a commit."""
+
+    hooks: tuple[tuple[str, frozenset[str]], ...] = ()
+    base_url: Callable[[], str] = lambda: "http://127.0.0.1"
+    wake: Callable[[], None] = lambda: None
+
+    def urls_for(self, event: str) -> list[str]:
+        return [url for url, events in self.hooks if event in events]
+
+
+NO_WEBHOOKS = Outbox()
+
+FactOf = Callable[[str], WebhookFact]  # the task's title -> the fact
+
+
+async def enqueue(
+    conn: Tx, outbox: Outbox, event: str, task_id: str, fact_of: FactOf, now: datetime
+) -> None:
+    """Queue one delivery per webhook that wants `event`, in the caller's transaction."""
+    urls = outbox.urls_for(event)
+    if not urls:
+        return
+    title = (await conn.execute(select(tasks.c.title).where(tasks.c.id == task_id))).scalar()
+    fact = fact_of(str(title or ""))
+    for url in urls:
+        delivery_id = new_id()
+        body = webhook_body(
+            fact, delivery_id=delivery_id, occurred_at=now, base_url=outbox.base_url()
+        )
+        await conn.execute(
+            insert(webhook_deliveries).values(
+                id=delivery_id,
+                url=url,
+                event=event,
+                body=encode_body(body),
+                attempts=0,
+                next_attempt_at=now,
+                created_at=now,
+            )
+        )
+        log.info(
+            "webhook delivery queued",
+            extra={
+                "delivery_id": delivery_id,
+                "event": event,
+                "url": url,
+                "session_id": fact.session_id,
+            },
+        )
+
+
+def _queued(row: Any) -> QueuedDelivery:
+    return QueuedDelivery(
+        id=row.id,
+        url=row.url,
+        event=row.event,
+        body=row.body,
+        attempts=row.attempts,
+        next_attempt_at=row.next_attempt_at,
+        delivered_at=row.delivered_at,
+        gave_up_at=row.gave_up_at,
+        last_error=row.last_error,
+    )
+
+
+class OutboxQueries(StoreBase):
+    _outbox: Outbox = NO_WEBHOOKS
+    # Store calls (each runs in its own task) that queued a delivery: the deliverer is woken
+    # when such a task is done, i.e. after its transaction committed, never before.
+    _outbox_writers: set[asyncio.Future[Any]]
+
+    def configure_webhooks(self, outbox: Outbox) -> None:
+        """Which events to queue for which webhook (set once, by the composition root)."""
+        self._outbox = outbox
+
+    async def _enqueue(
+        self, conn: Tx, event: str, task_id: str, fact_of: FactOf, now: datetime
+    ) -> None:
+        if not self._outbox.urls_for(event):
+            return
+        await enqueue(conn, self._outbox, event, task_id, fact_of, now)
+        task = asyncio.current_task()
+        if task is not None:
+            self._outbox_writers.add(task)
+
+    def _after_call(self, task: asyncio.Future[Any]) -> None:
+        if task in self._outbox_writers:
+            self._outbox_writers.discard(task)
+            if not task.cancelled() and task.exception() is None:
+                self._outbox.wake()
+
+    async def due_webhook_deliveries(self, now: datetime, limit: int) -> list[QueuedDelivery]:
+        query = (
+            select(webhook_deliveries)
+            .where(_OPEN, webhook_deliveries.c.next_attempt_at <= now)
+            .order_by(webhook_deliveries.c.next_attempt_at, webhook_deliveries.c.id)
+            .limit(limit)
+        )
+        async with self._db.read() as conn:
+            return [_queued(row) for row in await conn.execute(query)]
+
+    async def next_webhook_attempt_at(self) -> datetime | None:
+        query = (
+            select(webhook_deliveries.c.next_attempt_at)
+            .where(_OPEN)
+            .order_by(webhook_deliveries.c.next_attempt_at)
+            .limit(1)
+        )
+        async with self._db.read() as conn:
+            value = (await conn.execute(query)).scalar()
+        return value if isinstance(value, datetime) else None
+
+    async def record_webhook_attempt(
+        self,
+        delivery_id: str,
+        *,
+        attempts_before: int,
+        delivered: bool,
+        next_attempt_at: datetime | None = None,
+        error: str | None = None,
+    ) -> bool:
+        now = self._clock.now()
+        values: dict[str, Any] = {"attempts": attempts_before + 1, "last_error": error}
+        if delivered:
+            values["delivered_at"] = now
+        elif next_attempt_at is None:
+            values["gave_up_at"] = now
+        else:
+            values["next_attempt_at"] = next_attempt_at
+        statement = (
+            update(webhook_deliveries)
+            .where(
+                webhook_deliveries.c.id == delivery_id,
+                webhook_deliveries.c.attempts == attempts_before,
+                _OPEN,
+            )
+            .values(**values)
+        )
+        async with self._db.write() as conn:
+            result = await conn.execute(statement)
+        return bool(result.rowcount)
+
+    async def list_webhook_deliveries(
+        self, ids: Sequence[str] | None = None
+    ) -> list[QueuedDelivery]:
+        query = select(webhook_deliveries).order_by(
+            webhook_deliveries.c.created_at, webhook_deliveries.c.id
+        )
+        if ids is not None:
+            query = query.where(webhook_deliveries.c.id.in_(list(ids)))
+        async with self._db.read() as conn:
+            return [_queued(row) for row in await conn.execute(query)]

@@ -1,0 +1,138 @@
+"""The webhook deliverer: one supervised loop that sends due deliveries from the outbox.
+
+At least once: a delivery leaves the outbox only through a guarded update recorded after its
+receiver answered 2xx, so a crash between sending and recording sends it again after the
+restart (same delivery id, same body). A non-2xx answer, a timeout or a connection failure is
+retried with doubling delays; after the configured number of attempts it is given up (logged).
+Nothing here runs inside a request: the request only wrote the outbox row.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Mapping
+from datetime import timedelta
+
+from clarion.config import Webhook, WebhookDelivery
+from clarion.domain.webhooks import (
+    DELIVERY_HEADER,
+    EVENT_HEADER,
+    SIGNATURE_HEADER,
+    retry_delay,
+    signature,
+)
+from clarion.ports import Clock, QueuedDelivery, WebhookStore
+from clarion.webhooks.sender import Send
+
+log = logging.getLogger(__name__)
+
+BATCH = 20
+IDLE_S = 5.0  # how often an idle deliverer looks again without being woken
+
+
+class WebhookDeliverer:
+    def __init__(
+        self,
+        store: WebhookStore,
+        clock: Clock,
+        hooks: tuple[Webhook, ...],
+        policy: WebhookDelivery,
+        send: Send,
+    ) -> None:
+        self._store = store
+        self._clock = clock
+        self._hooks: Mapping[str, Webhook] = {h.url: h for h in hooks}
+        self._policy = policy
+        self._send = send
+        self._wake = asyncio.Event()
+
+    def wake(self) -> None:
+        """Something was queued (its transaction committed): look now."""
+        self._wake.set()
+
+    async def run(self) -> None:
+        """Deliver until cancelled."""
+        log.info("webhook deliverer started", extra={"webhooks": len(self._hooks)})
+        while True:
+            self._wake.clear()
+            try:
+                if await self.deliver_due() >= BATCH:
+                    continue
+                delay = await self._until_next()
+            except Exception:
+                log.exception("webhook deliverer pass failed; trying again")
+                delay = self._policy.backoff_s
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), delay)
+
+    async def deliver_due(self) -> int:
+        """Attempt every delivery due now (at most one batch, concurrently); how many."""
+        due = await self._store.due_webhook_deliveries(self._clock.now(), BATCH)
+        await asyncio.gather(*(self._attempt(d) for d in due))
+        return len(due)
+
+    async def _until_next(self) -> float:
+        soonest = await self._store.next_webhook_attempt_at()
+        if soonest is None:
+            return IDLE_S
+        return min(IDLE_S, max(0.0, (soonest - self._clock.now()).total_seconds()))
+
+    async def _attempt(self, delivery: QueuedDelivery) -> None:
+        extra = {
+            "delivery_id": delivery.id,
+            "event": delivery.event,
+            "url": delivery.url,
+            "attempt": delivery.attempts + 1,
+        }
+        hook = self._hooks.get(delivery.url)
+        if hook is None:
+            await self._store.record_webhook_attempt(
+                delivery.id,
+                attempts_before=delivery.attempts,
+                delivered=False,
+                error="webhook no longer configured",
+            )
+            log.warning("webhook delivery given up: webhook no longer configured", extra=extra)
+            return
+        raw = delivery.body.encode()
+        headers = {
+            "Content-Type": "application/json",
+            EVENT_HEADER: delivery.event,
+            DELIVERY_HEADER: delivery.id,
+            SIGNATURE_HEADER: signature(hook.secret, raw),
+            "User-Agent": "Clarion-Webhooks",
+        }
+        try:
+            status = await asyncio.wait_for(
+                self._send(delivery.url, headers, raw), self._policy.timeout_s
+            )
+            error = None if 200 <= status < 300 else f"HTTP {status}"
+        except Exception as exc:  # a timeout, a refused connection, a broken answer
+            error = f"{type(exc).__name__}: {exc}"[:500]
+        if error is None:
+            applied = await self._store.record_webhook_attempt(
+                delivery.id, attempts_before=delivery.attempts, delivered=True
+            )
+            log.info("webhook delivered", extra={**extra, "recorded": applied})
+            return
+        attempts = delivery.attempts + 1
+        if attempts >= self._policy.attempts:
+            await self._store.record_webhook_attempt(
+                delivery.id, attempts_before=delivery.attempts, delivered=False, error=error
+            )
+            log.warning("webhook delivery given up", extra={**extra, "error": error})
+            return
+        delay = retry_delay(attempts, self._policy.backoff_s, self._policy.max_delay_s)
+        await self._store.record_webhook_attempt(
+            delivery.id,
+            attempts_before=delivery.attempts,
+            delivered=False,
+            next_attempt_at=self._clock.now() + timedelta(seconds=delay),
+            error=error,
+        )
+        log.info(
+            "webhook delivery failed; will retry",
+            extra={**extra, "error": error, "retry_in_s": round(delay, 3)},
+        )

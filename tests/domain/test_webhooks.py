@@ -1,0 +1,70 @@
+"""Webhook bodies, readable lines and signatures (pure)."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+from datetime import UTC, datetime
+
+from clarion.domain.webhooks import (
+    WebhookFact,
+    encode_body,
+    retry_delay,
+    signature,
+    text_of,
+    webhook_body,
+)
+
+WHEN = datetime(2026, 5, 1, 9, 0, tzinfo=UTC)
+
+
+def _asked() -> WebhookFact:
+    return WebhookFact(
+        "clarification.requested",
+        "t1",
+        "Pick a database",
+        "s1",
+        pending_id="p1",
+        questions=({"id": "db", "title": "DB", "prompt": "Which database?", "options": []},),
+    )
+
+
+def test_the_body_carries_the_contract_fields_and_a_link_to_the_session() -> None:
+    body = webhook_body(_asked(), delivery_id="d1", occurred_at=WHEN, base_url="http://x:1/")
+    assert body == {
+        "event": "clarification.requested",
+        "delivery_id": "d1",
+        "occurred_at": "2026-05-01T09:00:00+00:00",
+        "task": {"id": "t1", "title": "Pick a database"},
+        "session_id": "s1",
+        "pending_id": "p1",
+        "questions": [{"id": "db", "title": "DB", "prompt": "Which database?", "options": []}],
+        "link": "http://x:1/#/tasks/t1/sessions/s1",
+        "text": "Agent asks in Pick a database: Which database? http://x:1/#/tasks/t1/sessions/s1",
+    }
+    assert "message_id" not in body and "tool_call" not in body
+
+
+def test_the_readable_line_is_one_line_for_every_event() -> None:
+    fact = WebhookFact(
+        "permission.requested",
+        "t1",
+        "Fix\nbug",
+        "s1",
+        message_id="m1",
+        tool_call={"title": "rm -rf"},
+    )
+    line = text_of(fact, "L")
+    assert line == "Agent asks permission in Fix bug: rm -rf L"
+    failed = WebhookFact("session.failed", "t1", "", "s1", detail="exit 7")
+    assert text_of(failed, "L") == "Session failed in t1: exit 7 L"
+
+
+def test_the_signature_is_the_hex_hmac_sha256_of_the_raw_body() -> None:
+    raw = encode_body({"a": "é"}).encode()
+    expected = hmac.new(b"k", raw, hashlib.sha256).hexdigest()
+    assert signature("k", raw) == f"sha256={expected}"
+
+
+def test_retry_delays_double_up_to_the_cap() -> None:
+    assert [retry_delay(n, 1.0, 5.0) for n in range(1, 6)] == [1.0, 2.0, 4.0, 5.0, 5.0]
