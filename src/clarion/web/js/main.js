@@ -35,6 +35,8 @@ import {
   ClientStore, applyBoot, applySessionList, applySessionRow, applyTaskRead, beginTaskRead,
 } from "./store.js";
 import { TaskView } from "./task-view.js";
+import { InboxController } from "./inbox-controller.js";
+import { InboxView } from "./inbox-view.js";
 import { LiveConnection, wsUrl } from "./ws.js";
 
 /** @typedef {import("./router.js").Route} Route */
@@ -50,6 +52,8 @@ const boardStatus = $("board-status");
 const connectionEl = $("connection-status");
 const boardNotice = $("board-notice");
 const banner = $("connection-banner");
+const inbox = new InboxController({ api, countEl: $("inbox-count"), onChange: () => renderAll() });
+const inboxView = new InboxView({ api, inbox, onBack: () => navigate({ name: "board" }) });
 
 /** @type {string[]} */
 let steps = DEFAULT_STEPS;
@@ -105,10 +109,11 @@ function scheduleBoardRefresh() {
 
 function renderAll() {
   const route = parseRoute(location.hash);
-  const selected = route.name === "board" ? null : route.taskId;
+  const selected = route.name === "board" || route.name === "inbox" ? null : route.taskId;
   renderBoard(boardEl, store.state, { steps, selectedTaskId: selected, onOpen: (id) => void openTask(id),
     onMove: (id, step) => void moveTask(id, step) });
   if (route.name === "task") renderTaskView(route.taskId);
+  if (route.name === "inbox") inboxView.render();
 }
 
 /**
@@ -217,15 +222,15 @@ function renderTaskView(taskId) {
 function onRoute() {
   const route = parseRoute(location.hash);
   const loadingTask = taskViewState.taskId;
-  if (route.name === "board" || route.taskId !== loadingTask) latestLoadId = ++loadCounter;
+  if (route.name === "board" || route.name === "inbox" || route.taskId !== loadingTask) latestLoadId = ++loadCounter;
   document.body.classList.toggle("has-detail", route.name !== "board");
   if (route.name !== "session" && sessionView) {
     sessionView.destroy();
     sessionView = null;
   }
-  if (route.name === "board") {
+  if (route.name === "board" || route.name === "inbox") {
     taskViewState = { taskId: null, loading: false, error: null };
-    detailEl.replaceChildren();
+    detailEl.replaceChildren(...(route.name === "inbox" ? [inboxView.root] : []));
   } else if (route.name === "task") {
     detailEl.replaceChildren(taskView.root);
     if (taskViewState.taskId !== route.taskId) void loadTaskSessions(route.taskId);
@@ -264,9 +269,11 @@ const live = new LiveConnection({
     store.notify(action, payload);
     sessionView?.onNotification(action, payload);
     if (action.startsWith("task.") || action === "session.state_changed") scheduleBoardRefresh();
+    if (action.startsWith("session.")) inbox.schedule();
   },
   onReconnect: () => {
     void loadBoard(true);
+    void inbox.refresh();
     const route = parseRoute(location.hash);
     if (route.name === "task") void loadTaskSessions(route.taskId);
     if (sessionView) void sessionView.load();
@@ -295,3 +302,4 @@ store.subscribe(() => renderAll());
 window.addEventListener("hashchange", onRoute);
 live.start();
 void loadBoard(true).then(onRoute);
+void inbox.refresh();

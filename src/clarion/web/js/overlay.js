@@ -142,8 +142,8 @@ export class ClarificationOverlay {
     const parts = [
       h("header", { class: "overlay-header" },
         h("strong", {}, "The agent has a question"),
-        h("button", { type: "button", class: "icon", testid: "dismiss-question", title: "Hide for now (Esc)",
-          "aria-label": "Hide question", onClick: () => this.dismiss() }, "✕")),
+        this.deps.onDismiss ? h("button", { type: "button", class: "icon", testid: "dismiss-question", title: "Hide for now (Esc)",
+          "aria-label": "Hide question", onClick: () => this.dismiss() }, "✕") : null),
       bundle.state === "active_detached"
         ? h("p", { class: "notice", testid: "detached-notice" },
           "The agent stopped waiting. It will resume with your answer when you send it.")

@@ -44,7 +44,7 @@ export function describeDecision(decision, options, state) {
 
 export class PermissionPanel {
   /**
-   * @param {{api: Api, onClosed: (messageId: string, text: string) => void}} deps
+   * @param {{api: Api, onClosed: (messageId: string, text: string) => void, focusOnShow?: boolean}} deps
    */
   constructor(deps) {
     this.deps = deps;
@@ -73,7 +73,9 @@ export class PermissionPanel {
     this.root.hidden = false;
     this.render();
     const active = document.activeElement;
-    if (wasHidden && !(active && ["TEXTAREA", "INPUT"].includes(active.tagName))) this.root.focus();
+    if ((this.deps.focusOnShow ?? true) && wasHidden && !(active && ["TEXTAREA", "INPUT"].includes(active.tagName))) {
+      this.root.focus();
+    }
   }
 
   hide() {
