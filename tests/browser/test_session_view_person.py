@@ -5,7 +5,6 @@ messages announced, and starting a session never pulls the page away from where 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 
 import pytest
 from playwright.sync_api import Page, Route, expect
@@ -81,7 +80,7 @@ def test_sessions_read_in_words_and_actions_follow_the_state(
 
 
 @pytest.fixture
-def held_starts(page: Page) -> Iterator[list[Route]]:
+def held_starts(page: Page) -> list[Route]:
     """Holds every POST that starts a session until the test lets it go."""
     held: list[Route] = []
 
@@ -92,7 +91,7 @@ def held_starts(page: Page) -> Iterator[list[Route]]:
             route.continue_()
 
     page.route(re.compile(r"/api/v1/tasks/[^/]+/task-sessions$"), hold)
-    yield held
+    return held
 
 
 def test_starting_a_session_then_going_back_to_the_board_stays_on_the_board(

@@ -2,7 +2,7 @@
 // 409 with the winner, 500 retryable or not, no connection) as the words the session view and
 // the inbox show. Pure; imported by overlay.js and the tests.
 
-import { describeResponse } from "./answer-form.js";
+import { describeResponse, responseFromRows } from "./answer-form.js";
 import { humanError } from "./errors.js";
 
 /** @typedef {import("./answer-form.js").Question} Question */
@@ -52,4 +52,20 @@ export function errorOutcome(e, questions) {
   return { kind: "retry", error: e?.retryable
     ? `Not delivered (${e.code}). Your answers are kept here and can be sent again.`
     : `Not sent: ${e?.message ?? String(e)}${e?.field ? ` (${e.field})` : ""}` };
+}
+
+/**
+ * A question this page showed closed without this page answering it: answered (or skipped) in
+ * another tab or client, with what was given; or no longer open.
+ * @param {any} bundle the bundle read again (null when the read failed)
+ * @param {Question[]} questions
+ * @returns {Outcome}
+ */
+export function elsewhereOutcome(bundle, questions) {
+  const response = responseFromRows(bundle?.rows ?? []);
+  if (response === null) {
+    return { kind: "conflict", text: `This question is no longer open (${String(bundle?.state ?? "closed")}).` };
+  }
+  return { kind: "conflict", text: "This question was answered in another tab or client.",
+    winner: describeResponse(response, questions) };
 }

@@ -27,7 +27,7 @@
 
 import { createApi } from "./api.js";
 import { DEFAULT_STEPS, renderBoard, stepLabel } from "./board.js";
-import { humanError } from "./errors.js";
+import { humanError, showConnection } from "./errors.js";
 import { beginOwnerLoad, decideOwnerLoad } from "./navigation.js";
 import { formatRoute, parseRoute } from "./router.js";
 import { SessionView } from "./session-view.js";
@@ -252,19 +252,7 @@ function onRoute() {
 
 const live = new LiveConnection({
   url: wsUrl(location, token()),
-  onStatus: (status) => {
-    connectionEl.dataset.status = status;
-    connectionEl.textContent = status === "open" ? "Live" : status === "connecting" ? "Connecting…" : "Offline";
-    if (status === "open") {
-      banner.hidden = true;
-      // Errors from while it was down no longer hold; the reload after a reconnect says if they do.
-      boardStatus.textContent = "";
-    } else if (status === "closed") {
-      banner.hidden = false;
-      $("connection-banner-text").textContent =
-        "Offline: the connection to the Clarion server was lost. Reconnecting…";
-    }
-  },
+  onStatus: (status) => showConnection(status, { statusEl: connectionEl, banner, errorLine: boardStatus }),
   onNotification: (action, payload) => {
     store.notify(action, payload);
     sessionView?.onNotification(action, payload);

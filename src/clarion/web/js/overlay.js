@@ -18,6 +18,7 @@ import {
 } from "./answer-form.js";
 import { h } from "./dom.js";
 import { canRefocus, trapTab } from "./focus.js";
+import { optionGroup, refreshControls, skipConfirmation, stepChips } from "./overlay-parts.js";
 
 /** @typedef {import("./answer-form.js").Bundle} Bundle */
 /** @typedef {import("./answer-form.js").AnswerForm} AnswerForm */
@@ -92,16 +93,11 @@ export class ClarificationOverlay {
     this.root.focus();
   }
 
-  /**
-   * Gives focus back where it came from, else to `fallback`.
-   * @param {HTMLElement | null} [fallback]
-   */
-  giveBackFocus(fallback) {
-    if (!this.modal) return;
+  /** After an answer, focus goes back where it came from if that is in the same view. */
+  giveBackFocus() {
     const back = this.returnFocus;
     this.returnFocus = null;
-    if (canRefocus(back)) back.focus();
-    else if (canRefocus(fallback)) fallback.focus();
+    if (this.modal && canRefocus(back) && this.root.parentElement?.contains(back)) back.focus();
   }
 
   hide() {
@@ -149,31 +145,18 @@ export class ClarificationOverlay {
           "The agent stopped waiting. It will resume with your answer when you send it.")
         : null,
       form.context ? h("p", { class: "context", testid: "clarification-context", text: form.context }) : null,
-      multi ? h("nav", { class: "stepper", "aria-label": "Questions" }, form.questions.map((q, i) => h("button", {
-        type: "button", testid: `step-${i + 1}`,
-        class: `step${i === form.step ? " active" : ""}${isAnswered(form, q.id) ? " answered" : ""}`,
-        "aria-current": i === form.step ? "step" : null, disabled: this.submitting,
-        onClick: step(i),
-      }, `${i + 1}. ${q.title || `Question ${i + 1}`}`))) : null,
+      multi ? stepChips(form, this.submitting, step) : null,
       h("div", { class: "question", testid: "clarification-question", dataset: { questionId: question.id } },
         question.title && !multi ? h("p", { class: "question-title", text: question.title }) : null,
         h("p", { class: "question-prompt", testid: "question-prompt", id: promptId, text: question.prompt }),
-        h("div", { class: "options", role: "group", "aria-labelledby": promptId }, question.options.map((o, i) => h("button", {
-          type: "button", testid: `option-${question.id}-${o.option_id}`,
-          class: `option${draft.selected === o.option_id ? " selected" : ""}`,
-          "aria-pressed": draft.selected === o.option_id ? "true" : "false", disabled: this.submitting,
-          title: i < 6 ? `Shortcut: ${i + 1}` : null,
-          onClick: () => { if (this.form) this.setForm(selectOption(this.form, question.id, o.option_id)); },
-        },
-        h("span", { class: "option-label" }, i < 6 ? h("kbd", {}, String(i + 1)) : null,
-          h("span", { testid: "option-label", text: o.label }),
-          draft.selected === o.option_id ? h("span", { class: "option-check", "aria-hidden": "true", text: "✓" }) : null),
-        o.description ? h("span", { class: "option-description", testid: "option-description", text: o.description }) : null))),
+        optionGroup(question, draft.selected, promptId, this.submitting,
+          (optionId) => { if (this.form) this.setForm(selectOption(this.form, question.id, optionId)); }),
         h("label", { class: "custom" },
           touchScreen() ? "Or write your own answer" : "Or write your own answer (Shift+Enter for a new line)",
           this.customInput(question.id, draft.custom))),
       h("p", { class: "error", testid: "clarification-error", role: "alert", hidden: !this.error, text: this.error }),
-      this.confirmingSkip ? this.skipConfirmation(form.questions.length) : null,
+      this.confirmingSkip ? skipConfirmation(form.questions.length, () => this.cancelSkip(),
+        () => { this.confirmingSkip = false; void this.send(skipBody()); }) : null,
       h("p", { class: "submit-hint", testid: "submit-hint", id: `${this.uid}-hint`, hidden: !hint, text: hint }),
       h("footer", { class: "overlay-actions" },
         multi ? h("button", { type: "button", testid: "step-back", disabled: form.step === 0 || this.submitting,
@@ -190,23 +173,6 @@ export class ClarificationOverlay {
     ];
     this.root.replaceChildren(...parts.filter((part) => part !== null));
     if (hadFocus && !this.root.contains(document.activeElement)) this.root.focus();
-  }
-
-  /**
-   * The "skip all?" question: Skip tells the agent the person declined every question of the
-   * bundle, so it is asked first.
-   * @param {number} count
-   */
-  skipConfirmation(count) {
-    const what = count > 1 ? `Skip all ${count} questions?` : "Skip this question?";
-    return h("div", { class: "notice skip-confirm", testid: "skip-confirm", role: "alertdialog",
-      "aria-label": what },
-    h("span", { text: `${what} The agent is told you skipped ${count > 1 ? "them" : "it"} and goes on without an answer.` }),
-    h("span", { class: "confirm-actions" },
-      h("button", { type: "button", testid: "skip-cancel", onClick: () => this.cancelSkip() }, "Keep answering"),
-      h("button", { type: "button", class: "danger", testid: "skip-confirm-button",
-        onClick: () => { this.confirmingSkip = false; void this.send(skipBody()); } },
-      count > 1 ? "Skip questions" : "Skip question")));
   }
 
   askSkip() {
@@ -250,27 +216,7 @@ export class ClarificationOverlay {
 
   /** Re-reads the drafts into the buttons without rebuilding the overlay. */
   refreshControls() {
-    const form = this.form;
-    if (!form) return;
-    const question = form.questions[form.step];
-    for (const o of question.options) {
-      const btn = this.root.querySelector(`[data-testid="option-${CSS.escape(question.id)}-${CSS.escape(o.option_id)}"]`);
-      const on = form.drafts[question.id].selected === o.option_id;
-      btn?.classList.toggle("selected", on);
-      btn?.setAttribute("aria-pressed", on ? "true" : "false");
-      if (!on) btn?.querySelector(".option-check")?.remove();
-    }
-    form.questions.forEach((q, i) => {
-      this.root.querySelector(`[data-testid="step-${i + 1}"]`)?.classList.toggle("answered", isAnswered(form, q.id));
-    });
-    const submit = /** @type {HTMLButtonElement | null} */ (this.root.querySelector('[data-testid="submit-answer"]'));
-    if (submit) submit.disabled = this.submitting || !canSubmit(form);
-    const hintEl = /** @type {HTMLElement | null} */ (this.root.querySelector('[data-testid="submit-hint"]'));
-    if (hintEl) {
-      const hint = submitHint(form);
-      hintEl.textContent = hint;
-      hintEl.hidden = !hint;
-    }
+    if (this.form) refreshControls(this.root, this.form, this.submitting);
   }
 
   dismiss() {
@@ -341,7 +287,9 @@ export class ClarificationOverlay {
    */
   finish(pendingId, outcome) {
     this.submitting = false;
+    const hadFocus = this.root.contains(document.activeElement);
     if (this.bundle?.pending_id === pendingId) this.reset();
+    if (hadFocus) this.giveBackFocus();
     this.deps.onClosed(pendingId, outcome);
   }
 }

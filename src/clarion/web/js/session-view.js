@@ -2,22 +2,23 @@
 // questions), the clarification overlay for the session's current bundle, a prompt box, and
 // Cancel / Finish. Live through notifications main.js forwards. Imported by main.js.
 
-import { describeResponse, responseFromRows } from "./answer-form.js";
-import { confirmAction } from "./confirm.js";
+import { elsewhereOutcome } from "./answer-outcome.js";
+import { Composer } from "./composer.js";
 import { h } from "./dom.js";
 import { humanError } from "./errors.js";
 import { ClarificationOverlay } from "./overlay.js";
 import { PermissionPanel } from "./permission-panel.js";
-import { canCancel, isFinished, sessionName, stateWords } from "./session-words.js";
+import { sessionName, stateWords } from "./session-words.js";
 import { applySessionRow, sessionsOfTask } from "./store.js";
 import {
   applyTranscriptEvent,
   candidateBundles,
   emptyTranscript,
+  freshAgentText,
   pendingPermission,
   transcriptItems,
 } from "./transcript.js";
-import { renderItem } from "./transcript-view.js";
+import { renderItem, resendAnswer } from "./transcript-view.js";
 
 /** @typedef {import("./api.js").Api} Api */
 /** @typedef {import("./store.js").ClientStore} ClientStore */
@@ -44,7 +45,6 @@ export class SessionView {
     /** @type {Set<string>} pending ids the server reported terminal or superseded */
     this.finalBundles = new Set();
     this.lastPending = /** @type {string | null | undefined} */ (undefined);
-    this.sending = false;
     this.overlay = new ClarificationOverlay({
       api: deps.api,
       onDismiss: () => {
@@ -55,7 +55,7 @@ export class SessionView {
       onClosed: (pendingId, outcome) => {
         this.resolved.add(pendingId);
         this.setNotice(outcome.text, outcome.winner);
-        if (!document.activeElement || document.activeElement === document.body) this.input.focus();
+        if (!document.activeElement || document.activeElement === document.body) this.composer.input.focus();
         // After a lost race the transcript may be stale (a cut live feed): read it again.
         if (outcome.kind === "conflict") void this.load();
         else void this.refreshBundle();
@@ -80,28 +80,15 @@ export class SessionView {
     this.list.addEventListener("click", (event) => {
       const target = /** @type {Element} */ (event.target);
       const button = /** @type {HTMLButtonElement | null} */ (target.closest("[data-resend]"));
-      if (button?.dataset.resend) void this.resend(button.dataset.resend, button);
+      if (button?.dataset.resend) void resendAnswer(deps.api, button.dataset.resend, button, (text) => this.setNotice(text));
     });
     this.showQuestion = h("button", { type: "button", class: "show-question", testid: "show-question", hidden: true,
       onClick: () => this.restoreQuestion() }, "Show question");
     this.notice = h("div", { class: "notice", testid: "clarification-notice", role: "status", hidden: true });
-    this.input = /** @type {HTMLTextAreaElement} */ (h("textarea", { rows: "2", testid: "prompt-input",
-      placeholder: "Message the agent (Enter to send, Shift+Enter for a new line)", "aria-label": "Prompt" }));
-    this.input.addEventListener("keydown", (e) => {
-      if (e.key === "Enter" && !e.shiftKey) { e.preventDefault(); void this.sendPrompt(); }
-    });
-    this.sendButton = /** @type {HTMLButtonElement} */ (h("button", { type: "button", class: "primary", testid: "prompt-send",
-      onClick: () => void this.sendPrompt() }, "Send"));
-    this.cancelButton = /** @type {HTMLButtonElement} */ (h("button", { type: "button", testid: "session-cancel",
-      onClick: () => void this.act("cancel") }, "Cancel turn"));
-    this.finishButton = /** @type {HTMLButtonElement} */ (h("button", { type: "button", testid: "session-finish",
-      onClick: () => void this.confirmFinish() }, "Finish"));
-    this.promptStatus = h("span", { class: "prompt-status", testid: "prompt-status", role: "status" });
+    this.composer = new Composer({ api: deps.api, sessionId: deps.sessionId, onChange: () => this.renderHeader() });
     this.root = h("div", { class: "session-view", testid: "session-view", dataset: { sessionId: deps.sessionId } },
       this.header, this.list, this.notice, this.showQuestion, this.permissionPanel.root, this.overlay.root,
-      h("div", { class: "prompt-box" }, this.input, this.sendButton),
-      h("div", { class: "session-actions" }, this.promptStatus, h("span", { class: "spacer" }),
-        this.cancelButton, this.finishButton), this.announcer);
+      ...this.composer.parts, this.announcer);
     this.unsubscribe = deps.store.subscribe(() => this.onStore());
     this.renderHeader();
   }
@@ -178,14 +165,7 @@ export class SessionView {
     const session = store.state.sessions[sessionId];
     const task = store.state.tasks[taskId];
     const error = session?.error ? String(session.error) : "";
-    const finished = isFinished(session?.state);
-    this.input.disabled = finished;
-    this.sendButton.disabled = finished || this.sending;
-    this.input.placeholder = finished ? "This session is finished; start a new one from the task."
-      : "Message the agent (Enter to send, Shift+Enter for a new line)";
-    this.cancelButton.disabled = !canCancel(session?.state);
-    this.cancelButton.title = this.cancelButton.disabled ? "No turn is running" : "Stop the agent's current turn";
-    this.finishButton.disabled = finished || !session;
+    this.composer.update(session?.state, !!session);
     this.header.replaceChildren(
       h("button", { type: "button", class: "back", testid: "session-back", onClick: onBack, "aria-label": "Back to task" }, "← Task"),
       h("div", { class: "session-title" },
@@ -213,13 +193,8 @@ export class SessionView {
    * @param {boolean} initial
    */
   announce(initial) {
-    const fresh = [];
-    for (const m of this.transcript.messages) {
-      if (this.known.has(m.id)) continue;
-      this.known.add(m.id);
-      if (!initial && m.author_type === "agent" && (m.type ?? "message") === "message" && m.content) fresh.push(String(m.content));
-    }
-    if (fresh.length) this.announcer.textContent = `Agent: ${fresh.join(" ")}`;
+    const fresh = freshAgentText(this.known, this.transcript.messages);
+    if (fresh && !initial) this.announcer.textContent = `Agent: ${fresh}`;
   }
 
   /**
@@ -284,11 +259,8 @@ export class SessionView {
     } catch {
       // The notice still says what happened, without the answer.
     }
-    const response = responseFromRows(bundle?.rows ?? []);
-    const answered = response !== null;
-    this.setNotice(answered ? "This question was answered in another tab or client."
-      : `This question is no longer open (${String(bundle?.state ?? "closed")}).`,
-    answered ? describeResponse(response, shown.questions) : undefined);
+    const outcome = elsewhereOutcome(bundle, shown.questions);
+    this.setNotice(outcome.text, outcome.winner);
   }
 
   renderShowQuestion() {
@@ -307,26 +279,6 @@ export class SessionView {
   }
 
   /**
-   * @param {string} text
-   * @param {string} [winner]
-   */
-  /**
-   * Sends an ambiguous answer again (the person's explicit decision; the server allows it once).
-   * @param {string} pendingId
-   * @param {HTMLButtonElement} button
-   */
-  async resend(pendingId, button) {
-    button.disabled = true;
-    try {
-      await this.deps.api.resend(pendingId);
-      this.setNotice("Answer sent to the agent again.");
-    } catch (err) {
-      button.disabled = false;
-      this.setNotice(`Could not send the answer again: ${/** @type {Error} */ (err).message}`);
-    }
-  }
-
-  /**
    * @param {string} text what happened; an empty text hides the notice
    * @param {string} [winner] the recorded answer that won, shown beside the text
    */
@@ -334,45 +286,5 @@ export class SessionView {
     this.notice.replaceChildren(h("span", { text }),
       winner ? h("span", { class: "winner", testid: "winning-answer", text: winner }) : "");
     this.notice.hidden = !text;
-  }
-
-  async sendPrompt() {
-    const text = this.input.value;
-    if (!text.trim() || this.input.disabled) return;
-    this.sending = true;
-    this.sendButton.disabled = true;
-    try {
-      const res = await this.deps.api.prompt(this.deps.sessionId, text);
-      this.input.value = "";
-      this.promptStatus.textContent = res?.queued ? "Queued: it will run when the current turn ends." : "Sent.";
-      this.promptStatus.dataset.queued = res?.queued ? "true" : "false";
-    } catch (err) {
-      this.promptStatus.textContent = `Not sent: ${humanError(err)}`;
-      this.promptStatus.dataset.queued = "false";
-    } finally {
-      this.sending = false;
-      this.renderHeader();
-    }
-  }
-
-  async confirmFinish() {
-    const ok = await confirmAction("Finish this session?", {
-      confirm: "Finish session",
-      detail: "The agent stops and any open question expires. A finished session takes no more prompts.",
-      danger: true,
-    });
-    if (ok) await this.act("finish");
-  }
-
-  /** @param {"cancel" | "finish"} what */
-  async act(what) {
-    const { api, sessionId } = this.deps;
-    try {
-      if (what === "cancel") await api.cancel(sessionId);
-      else await api.finish(sessionId, "completed");
-      this.promptStatus.textContent = what === "cancel" ? "Cancel requested." : "Session finished.";
-    } catch (err) {
-      this.promptStatus.textContent = `${what === "cancel" ? "Cancel" : "Finish"} failed: ${humanError(err)}`;
-    }
   }
 }

@@ -3,6 +3,7 @@
 // question (readable, with when it was given). Pure DOM building; imported by session-view.js.
 
 import { h, shortTime } from "./dom.js";
+import { humanError } from "./errors.js";
 import { splitError } from "./transcript.js";
 
 /** @typedef {import("./transcript.js").Message} Message */
@@ -118,3 +119,21 @@ function ambiguousDelivery(m) {
       dataset: { resend: meta.pending_id } }, sending ? "Sending again…" : "Send it again"));
 }
 
+
+/**
+ * Sends an ambiguous answer again (the person's explicit decision; the server allows it once).
+ * @param {import("./api.js").Api} api
+ * @param {string} pendingId
+ * @param {HTMLButtonElement} button
+ * @param {(text: string) => void} say
+ */
+export async function resendAnswer(api, pendingId, button, say) {
+  button.disabled = true;
+  try {
+    await api.resend(pendingId);
+    say("Answer sent to the agent again.");
+  } catch (err) {
+    button.disabled = false;
+    say(`Could not send the answer again: ${humanError(err)}`);
+  }
+}
