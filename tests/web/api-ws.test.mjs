@@ -88,8 +88,14 @@ test("retryNow reconnects at once instead of waiting for the timer", () => {
   live.retryNow();
   assert.equal(sockets.length, 2);
   assert.equal(cleared, 1);
-  live.retryNow(); // connecting already: nothing more
+  live.retryNow(); // connecting already: no second socket, but its failure retries at once
   assert.equal(sockets.length, 2);
+  /** @type {number[]} */
+  const delays = [];
+  live.options.setTimer = (fn, ms) => { delays.push(ms); fn(); return "t"; };
+  sockets[1].onclose();
+  assert.deepEqual(delays, [0]);
+  assert.equal(sockets.length, 3);
 });
 
 test("only well-formed envelopes are parsed", () => {

@@ -22,3 +22,13 @@ test("a notification names the task and the first question or the tool call", ()
   assert.deepEqual(notificationText(ask), { title: "Agent asks in Billing", body: "Which database?" });
   assert.deepEqual(notificationText(perm), { title: "Agent asks permission in Docs", body: "Edit README.md" });
 });
+
+test("the inbox is read again after events that can change it, not after streamed text", async () => {
+  const { inboxMayChange } = await import("../../src/clarion/web/js/inbox-controller.js");
+  assert.equal(inboxMayChange("session.state_changed", {}), true);
+  assert.equal(inboxMayChange("session.turn.completed", {}), true);
+  assert.equal(inboxMayChange("session.message.added", { type: "clarification_request" }), true);
+  assert.equal(inboxMayChange("session.message.updated", { type: "message", pending_action: null }), true);
+  assert.equal(inboxMayChange("session.message.updated", { type: "message", content: "chunk" }), false);
+  assert.equal(inboxMayChange("task.status_summary.updated", {}), false);
+});

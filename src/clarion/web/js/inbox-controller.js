@@ -11,6 +11,19 @@ import { newItems, notificationText, titleWithCount } from "./inbox.js";
 const OPT_IN_KEY = "clarion.notify";
 const REFRESH_MS = 250;
 
+/** Events after which the inbox may differ: state and turn changes, question and permission
+ * rows, and any message event that carries a pending projection (content-only updates, such as
+ * streamed text, carry none and cause no read).
+ * @param {string} action
+ * @param {any} payload
+ */
+export function inboxMayChange(action, payload) {
+  if (action === "session.state_changed" || action.startsWith("session.turn.")) return true;
+  if (!action.startsWith("session.message.") || !payload) return false;
+  return payload.type === "clarification_request" || payload.type === "permission_request" ||
+    Object.prototype.hasOwnProperty.call(payload, "pending_action");
+}
+
 export class InboxController {
   /** @param {{api: Api, onChange: () => void, countEl: HTMLElement}} deps */
   constructor(deps) {

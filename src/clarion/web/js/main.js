@@ -35,7 +35,7 @@ import {
   ClientStore, applyBoot, applySessionList, applySessionRow, applyTaskRead, beginTaskRead,
 } from "./store.js";
 import { TaskView } from "./task-view.js";
-import { InboxController } from "./inbox-controller.js";
+import { InboxController, inboxMayChange } from "./inbox-controller.js";
 import { InboxView } from "./inbox-view.js";
 import { LiveConnection, wsUrl } from "./ws.js";
 
@@ -257,7 +257,7 @@ const live = new LiveConnection({
     store.notify(action, payload);
     sessionView?.onNotification(action, payload);
     if (action.startsWith("task.") || action === "session.state_changed") scheduleBoardRefresh();
-    if (action.startsWith("session.")) inbox.schedule();
+    if (inboxMayChange(action, payload)) inbox.schedule();
   },
   onReconnect: () => {
     void loadBoard(true);

@@ -5,6 +5,7 @@
 // current (transcript.js `pendingPermission`).
 
 import { h } from "./dom.js";
+import { trapTab } from "./focus.js";
 
 /** @typedef {import("./api.js").Api} Api */
 /** @typedef {import("./transcript.js").Message} Message */
@@ -116,6 +117,8 @@ export class PermissionPanel {
 
   /** @param {KeyboardEvent} e */
   onKey(e) {
+    // In the session view the panel is a dialog: Tab stays inside it (the inbox shows it inline).
+    if ((this.deps.focusOnShow ?? true) && trapTab(this.root, e)) return;
     if (this.submitting || e.ctrlKey || e.metaKey || e.altKey) return;
     const n = Number(e.key);
     const options = this.options();

@@ -55,6 +55,8 @@ export class LiveConnection {
     this.socket = null;
     /** @type {unknown} */
     this.timer = null;
+    /** Set by retryNow while an attempt is in flight: if it fails, try again at once. */
+    this.retrySoon = false;
   }
 
   start() {
@@ -69,9 +71,16 @@ export class LiveConnection {
     this.socket?.close();
   }
 
-  /** Reconnects now (the Retry button, the browser coming back online); no-op while connected. */
+  /**
+   * Reconnects now (the Retry button, the browser coming back online); no-op while connected.
+   * While an attempt is still connecting, its failure retries at once instead of backing off.
+   */
   retryNow() {
-    if (this.stopped || this.socket) return;
+    if (this.stopped) return;
+    if (this.socket) {
+      this.retrySoon = true;
+      return;
+    }
     if (this.timer !== null) (this.options.clearTimer ?? clearTimeout)(/** @type {any} */ (this.timer));
     this.timer = null;
     this.attempt = 0;
@@ -86,6 +95,7 @@ export class LiveConnection {
     this.socket = socket;
     socket.onopen = () => {
       this.attempt = 0;
+      this.retrySoon = false;
       o.onStatus?.("open");
       if (this.everOpened) o.onReconnect?.();
       this.everOpened = true;
@@ -99,7 +109,8 @@ export class LiveConnection {
       this.socket = null;
       o.onStatus?.("closed");
       if (this.stopped) return;
-      const delay = (o.backoff ?? backoffDelay)(this.attempt);
+      const delay = this.retrySoon ? 0 : (o.backoff ?? backoffDelay)(this.attempt);
+      this.retrySoon = false;
       this.attempt += 1;
       this.timer = (o.setTimer ?? setTimeout)(() => {
         this.timer = null;
