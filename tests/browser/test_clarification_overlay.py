@@ -53,7 +53,8 @@ def test_clicking_an_option_answers_a_live_question_and_the_agent_replies(
     transcript = page.get_by_test_id("transcript")
     expect(transcript).to_contain_text('You answered: {"db": {"selected_options": ["postgres"]')
     expect(transcript.get_by_test_id("question-status")).to_have_text("answered")
-    expect(page.get_by_test_id("session-state")).to_have_text("IDLE")
+    expect(page.get_by_test_id("session-state")).to_have_attribute("data-state", "IDLE")
+    expect(page.get_by_test_id("session-state")).to_have_text("Idle")
     reply = shared_server.wait_for_agent_text(session_id, "You answered:")
     assert json.loads(reply.removeprefix("You answered: "))["db"]["selected_options"] == [
         "postgres"
@@ -117,11 +118,14 @@ def test_skip_rejects_the_bundle_and_the_agent_receives_the_rejection(
     assert pending_id
 
     overlay.get_by_test_id("skip-question").click()
+    overlay.get_by_test_id("skip-confirm-button").click()
 
     expect(overlay).to_be_hidden()
     expect(page.get_by_test_id("clarification-notice")).to_contain_text("skipped")
     transcript = page.get_by_test_id("transcript")
-    expect(transcript.get_by_test_id("question-status")).to_have_text("rejected")
+    expect(transcript.get_by_test_id("question-status")).to_have_text("skipped")
+    expect(transcript.get_by_test_id("question-status")).to_have_count(1)
+    expect(transcript.locator("[data-status=rejected]")).to_have_count(1)
     expect(transcript).to_contain_text('"rejected": true')
     reply = shared_server.wait_for_agent_text(session_id, "You answered:")
     assert json.loads(reply.removeprefix("You answered: ")) == {
@@ -188,5 +192,9 @@ def test_stale_overlay_gets_409_closes_and_shows_the_winning_answer(
     expect(overlay).to_be_hidden()
     expect(page.get_by_test_id("clarification-notice")).to_contain_text("already answered")
     expect(page.get_by_test_id("winning-answer")).to_have_text("Database: SQLite")
+    # The cut feed never said the question was answered: the 409 made the page read it again.
+    question = page.get_by_test_id("transcript").get_by_test_id("question-status")
+    expect(question).to_have_text("answered")
+    expect(page.get_by_test_id("your-answer-text")).to_have_text("SQLite")
     reply = shared_server.wait_for_agent_text(session_id, "You answered:")
     assert "sqlite" in reply and "postgres" not in reply

@@ -89,7 +89,7 @@ def test_an_errored_prompt_is_shown_in_the_transcript_and_the_header(
     reason = page.get_by_test_id("transcript").get_by_test_id("error-reason")
     expect(reason).to_contain_text("the model is overloaded")
     expect(page.get_by_test_id("session-error")).to_contain_text("the model is overloaded")
-    expect(page.get_by_test_id("session-state")).to_have_text("IDLE")
+    expect(page.get_by_test_id("session-state")).to_have_attribute("data-state", "IDLE")
 
 
 def test_an_agent_that_exits_fails_the_session_visibly(
@@ -99,7 +99,7 @@ def test_an_agent_that_exits_fails_the_session_visibly(
     session_id = start_session(shared_server, task_id, "/scenario exit code=7 out of memory")
     _open_session(page, shared_server, task_id, session_id)
 
-    expect(page.get_by_test_id("session-state")).to_have_text("FAILED")
+    expect(page.get_by_test_id("session-state")).to_have_attribute("data-state", "FAILED")
     expect(page.get_by_test_id("transcript")).to_contain_text("Agent failed")
     expect(page.get_by_test_id("session-error")).to_contain_text("exited unexpectedly with code 7")
     transcript = page.get_by_test_id("transcript")

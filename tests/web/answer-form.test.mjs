@@ -13,6 +13,7 @@ import {
   selectOption,
   setCustomText,
   skipBody,
+  submitHint,
 } from "../../src/clarion/web/js/answer-form.js";
 
 const q = (id, ...opts) => ({ id, title: id.toUpperCase(), prompt: `Pick ${id}`,
@@ -104,5 +105,15 @@ test("the winning response is described with option labels", () => {
   const text = describeResponse({ answers: [{ question_id: "db", selected_options: ["postgres"], custom_text: "" }],
     rejected: false }, bundle.questions);
   assert.equal(text, "DB: POSTGRES");
-  assert.equal(describeResponse({ rejected: true, reject_reason: "User skipped" }, []), "Declined: User skipped");
+  assert.equal(describeResponse({ rejected: true, reject_reason: "User skipped" }, []), "Skipped");
+});
+
+test("the submit hint names the questions still unanswered", () => {
+  let f = createForm(bundle);
+  assert.equal(submitHint(f), "Answer DB, LANGUAGE and DEPLOY to submit.");
+  f = setCustomText(f, "db", "my own");
+  f = selectOption(f, "deploy", "docker");
+  assert.equal(submitHint(f), "Answer LANGUAGE to submit.");
+  f = selectOption(f, "language", "go");
+  assert.equal(submitHint(f), "");
 });

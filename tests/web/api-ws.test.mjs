@@ -65,12 +65,37 @@ test("allMessages follows next until it is null", async () => {
   assert.match(urls[1], /after=a/);
 });
 
-test("backoff doubles and is capped", () => {
+test("backoff starts short, doubles and is capped at four seconds", () => {
   const none = { random: () => 0 };
-  assert.equal(backoffDelay(0, none), 500);
-  assert.equal(backoffDelay(3, none), 4000);
-  assert.equal(backoffDelay(30, none), 15000);
-  assert.equal(backoffDelay(30, { random: () => 1 }), 11250);
+  assert.equal(backoffDelay(0, none), 250);
+  assert.equal(backoffDelay(3, none), 2000);
+  assert.equal(backoffDelay(30, none), 4000);
+  assert.equal(backoffDelay(30, { random: () => 1 }), 3000);
+});
+
+test("retryNow reconnects at once instead of waiting for the timer", () => {
+  /** @type {any[]} */
+  const sockets = [];
+  let cleared = 0;
+  const live = new LiveConnection({
+    url: "ws://x", onNotification: () => {},
+    createSocket: () => { const s = /** @type {any} */ ({ close() {} }); sockets.push(s); return s; },
+    setTimer: () => "t", clearTimer: () => { cleared += 1; },
+  });
+  live.start();
+  sockets[0].onclose();
+  assert.equal(sockets.length, 1);
+  live.retryNow();
+  assert.equal(sockets.length, 2);
+  assert.equal(cleared, 1);
+  live.retryNow(); // connecting already: no second socket, but its failure retries at once
+  assert.equal(sockets.length, 2);
+  /** @type {number[]} */
+  const delays = [];
+  live.options.setTimer = (fn, ms) => { delays.push(ms); fn(); return "t"; };
+  sockets[1].onclose();
+  assert.deepEqual(delays, [0]);
+  assert.equal(sockets.length, 3);
 });
 
 test("only well-formed envelopes are parsed", () => {

@@ -47,6 +47,22 @@ export function canSubmit(form) {
 }
 
 /**
+ * Why Submit waits: the questions still without an answer, named by title (or number), in a
+ * sentence; "" when every question is answered.
+ * @param {AnswerForm} form
+ */
+export function submitHint(form) {
+  const missing = form.questions
+    .map((q, i) => ({ q, i }))
+    .filter(({ q }) => !isAnswered(form, q.id))
+    .map(({ q, i }) => q.title || (form.questions.length > 1 ? `question ${i + 1}` : "the question"));
+  if (!missing.length) return "";
+  const names = missing.length === 1 ? missing[0]
+    : `${missing.slice(0, -1).join(", ")} and ${missing[missing.length - 1]}`;
+  return `Answer ${names} to submit.`;
+}
+
+/**
  * @param {AnswerForm} form
  * @param {number} step
  * @returns {AnswerForm}
@@ -146,7 +162,7 @@ export function skipBody() {
 export function describeResponse(response, questions) {
   if (!response) return "";
   if (response.rejected) {
-    return `Declined${response.reject_reason ? `: ${response.reject_reason}` : ""}`;
+    return "Skipped";
   }
   return (response.answers ?? []).map((a) => {
     const q = questions.find((x) => x.id === a.question_id);
@@ -156,4 +172,17 @@ export function describeResponse(response, questions) {
     const parts = [...labels, ...(a.custom_text ? [a.custom_text] : [])];
     return `${q?.title || q?.prompt || a.question_id}: ${parts.join(", ") || "(no answer)"}`;
   }).join("; ");
+}
+
+/**
+ * The recorded response read back from a bundle's rows (each answered row carries its
+ * `metadata.response`; rejected rows mean the bundle was skipped), or null while none is.
+ * @param {Array<{metadata?: Record<string, any> | null}>} rows
+ */
+export function responseFromRows(rows) {
+  const answers = rows.filter((r) => r.metadata?.status === "answered" && r.metadata?.response)
+    .map((r) => /** @type {any} */ (r.metadata).response);
+  if (answers.length) return { answers, rejected: false };
+  if (rows.some((r) => r.metadata?.status === "rejected")) return { rejected: true };
+  return null;
 }

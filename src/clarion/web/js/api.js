@@ -112,6 +112,7 @@ export function createApi(options = {}) {
       }
       return all;
     },
+    inbox: () => call("GET", "/inbox"),
     bundle: (/** @type {string} */ pendingId) => call("GET", `/clarification/${enc(pendingId)}`),
     respond: (/** @type {string} */ pendingId, /** @type {unknown} */ body) =>
       call("POST", `/clarification/${enc(pendingId)}/respond`, body),

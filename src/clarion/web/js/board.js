@@ -22,25 +22,51 @@ export function stepLabel(step) {
 }
 
 /**
+ * @typedef {{steps: string[], selectedTaskId: string | null, onOpen: (taskId: string) => void,
+ *   onMove: (taskId: string, step: string) => void}} BoardView
+ */
+
+/** The drag payload type: a task id dragged from a card. */
+const DRAG_TYPE = "application/x-clarion-task";
+
+/**
+ * A card: opens the task on click (or Enter on its title button); drags to another column; and
+ * "◀ / ▶" buttons move it one step by keyboard or touch.
  * @param {StoreState} state
  * @param {string} taskId
- * @param {string | null} selectedTaskId
- * @param {(taskId: string) => void} onOpen
+ * @param {BoardView} view
  */
-function card(state, taskId, selectedTaskId, onOpen) {
+function card(state, taskId, view) {
   const task = state.tasks[taskId];
   const pending = taskPendingAction(state, taskId);
-  const stateText = typeof task.state === "string" ? task.state : stepLabel(String(task.workflow_step ?? ""));
-  return h(
-    "button",
+  const step = String(task.workflow_step ?? "");
+  const title = task.title || "(untitled)";
+  const stateText = typeof task.state === "string" ? task.state : stepLabel(step);
+  const at = view.steps.indexOf(step);
+  const mover = (/** @type {number} */ delta, /** @type {string} */ arrow) => {
+    const target = view.steps[at + delta];
+    return h("button", {
+      type: "button", class: "move", testid: `move-${delta < 0 ? "left" : "right"}-${taskId}`,
+      disabled: at < 0 || !target, "aria-label": target ? `Move “${title}” to ${stepLabel(target)}` : null,
+      title: target ? `Move to ${stepLabel(target)}` : null,
+      onClick: (/** @type {Event} */ e) => { e.stopPropagation(); if (target) view.onMove(taskId, target); },
+    }, arrow);
+  };
+  const el = h(
+    "article",
     {
-      type: "button",
-      class: `card${taskId === selectedTaskId ? " selected" : ""}${pending ? " has-pending" : ""}`,
-      testid: `task-card-${taskId}`,
-      dataset: { taskId, step: String(task.workflow_step ?? "") },
-      onClick: () => onOpen(taskId),
+      class: `card${taskId === view.selectedTaskId ? " selected" : ""}${pending ? " has-pending" : ""}`,
+      testid: `task-card-${taskId}`, draggable: "true",
+      dataset: { taskId, step },
+      onClick: () => view.onOpen(taskId),
+      onDragstart: (/** @type {DragEvent} */ e) => {
+        e.dataTransfer?.setData(DRAG_TYPE, taskId);
+        e.dataTransfer?.setData("text/plain", taskId);
+        if (e.dataTransfer) e.dataTransfer.effectAllowed = "move";
+      },
     },
-    h("span", { class: "card-title", testid: "task-title", text: task.title || "(untitled)" }),
+    h("button", { type: "button", class: "card-open", testid: `task-open-${taskId}`, "aria-label": `Open “${title}”` },
+      h("span", { class: "card-title", testid: "task-title", text: title })),
     h(
       "span",
       { class: "card-meta" },
@@ -55,15 +81,49 @@ function card(state, taskId, selectedTaskId, onOpen) {
             text: "?",
           })
         : null,
+      h("span", { class: "move-buttons" }, mover(-1, "◀"), mover(1, "▶")),
     ),
   );
+  return el;
+}
+
+/**
+ * A column: its cards, and a drop target for cards dragged from another column.
+ * @param {string} step
+ * @param {string[]} ids
+ * @param {StoreState} state
+ * @param {BoardView} view
+ */
+function column(step, ids, state, view) {
+  const el = h(
+    "section",
+    { class: "column", testid: `column-${step}`, dataset: { step }, "aria-label": stepLabel(step) },
+    h("h2", { class: "column-title" }, stepLabel(step), h("span", { class: "count", text: String(ids.length) })),
+    h("div", { class: "cards" }, ids.length ? ids.map((id) => card(state, id, view))
+      : h("p", { class: "column-empty", text: "No tasks" })),
+  );
+  el.addEventListener("dragover", (e) => {
+    if (!e.dataTransfer?.types.includes(DRAG_TYPE)) return;
+    e.preventDefault();
+    e.dataTransfer.dropEffect = "move";
+    el.classList.add("drop-target");
+  });
+  el.addEventListener("dragleave", () => el.classList.remove("drop-target"));
+  el.addEventListener("drop", (e) => {
+    el.classList.remove("drop-target");
+    const taskId = e.dataTransfer?.getData(DRAG_TYPE);
+    if (!taskId) return;
+    e.preventDefault();
+    if (state.tasks[taskId] && String(state.tasks[taskId].workflow_step ?? "") !== step) view.onMove(taskId, step);
+  });
+  return el;
 }
 
 /**
  * Renders the columns into `root`.
  * @param {HTMLElement} root
  * @param {StoreState} state
- * @param {{steps: string[], selectedTaskId: string | null, onOpen: (taskId: string) => void}} view
+ * @param {BoardView} view
  */
 export function renderBoard(root, state, view) {
   const steps = view.steps.length ? view.steps : DEFAULT_STEPS;
@@ -75,14 +135,11 @@ export function renderBoard(root, state, view) {
     const step = String(task.workflow_step ?? "backlog");
     (byStep[step] ?? byStep[steps[0]]).push(task.id);
   }
-  root.replaceChildren(
-    ...steps.map((step) =>
-      h(
-        "section",
-        { class: "column", testid: `column-${step}`, dataset: { step } },
-        h("h2", { class: "column-title" }, stepLabel(step), h("span", { class: "count", text: String(byStep[step].length) })),
-        h("div", { class: "cards" }, byStep[step].map((id) => card(state, id, view.selectedTaskId, view.onOpen))),
-      ),
-    ),
-  );
+  const full = { ...view, steps };
+  // Every change rebuilds the board: keyboard focus stays on the same control (a moved card's
+  // button follows the card to its new column).
+  const active = document.activeElement;
+  const focused = active instanceof HTMLElement && root.contains(active) ? active.dataset.testid : undefined;
+  root.replaceChildren(...steps.map((step) => column(step, byStep[step], state, full)));
+  if (focused) /** @type {HTMLElement | null} */ (root.querySelector(`[data-testid="${CSS.escape(focused)}"]`))?.focus();
 }

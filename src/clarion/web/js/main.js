@@ -26,7 +26,8 @@
 //                 session-error
 
 import { createApi } from "./api.js";
-import { DEFAULT_STEPS, renderBoard } from "./board.js";
+import { DEFAULT_STEPS, renderBoard, stepLabel } from "./board.js";
+import { humanError, showConnection } from "./errors.js";
 import { beginOwnerLoad, decideOwnerLoad } from "./navigation.js";
 import { formatRoute, parseRoute } from "./router.js";
 import { SessionView } from "./session-view.js";
@@ -34,6 +35,8 @@ import {
   ClientStore, applyBoot, applySessionList, applySessionRow, applyTaskRead, beginTaskRead,
 } from "./store.js";
 import { TaskView } from "./task-view.js";
+import { InboxController, inboxMayChange } from "./inbox-controller.js";
+import { InboxView } from "./inbox-view.js";
 import { LiveConnection, wsUrl } from "./ws.js";
 
 /** @typedef {import("./router.js").Route} Route */
@@ -47,6 +50,10 @@ const boardEl = $("board");
 const detailEl = $("detail");
 const boardStatus = $("board-status");
 const connectionEl = $("connection-status");
+const boardNotice = $("board-notice");
+const banner = $("connection-banner");
+const inbox = new InboxController({ api, countEl: $("inbox-count"), onChange: () => renderAll() });
+const inboxView = new InboxView({ api, inbox, onBack: () => navigate({ name: "board" }) });
 
 /** @type {string[]} */
 let steps = DEFAULT_STEPS;
@@ -85,7 +92,7 @@ async function loadBoard(withBoot = false) {
     store.update((s) => applyTaskRead(s, tasks, start, { complete: true }));
     boardStatus.textContent = "";
   } catch (err) {
-    boardStatus.textContent = `Could not load tasks: ${/** @type {Error} */ (err).message}`;
+    boardStatus.textContent = `Could not load tasks: ${humanError(err)}`;
   }
   renderAll();
 }
@@ -102,9 +109,37 @@ function scheduleBoardRefresh() {
 
 function renderAll() {
   const route = parseRoute(location.hash);
-  const selected = route.name === "board" ? null : route.taskId;
-  renderBoard(boardEl, store.state, { steps, selectedTaskId: selected, onOpen: (id) => void openTask(id) });
+  const selected = route.name === "board" || route.name === "inbox" ? null : route.taskId;
+  renderBoard(boardEl, store.state, { steps, selectedTaskId: selected, onOpen: (id) => void openTask(id),
+    onMove: (id, step) => void moveTask(id, step) });
   if (route.name === "task") renderTaskView(route.taskId);
+  if (route.name === "inbox") inboxView.render();
+}
+
+/**
+ * Moves a task to another column through the workflow guard; a refusal says why.
+ * @param {string} taskId
+ * @param {string} step
+ */
+async function moveTask(taskId, step) {
+  const title = String(store.state.tasks[taskId]?.title ?? "the task");
+  try {
+    const body = await api.moveTask(taskId, step);
+    store.update((s) => applyTaskRead(s, [body.task], beginTaskRead(s)));
+    boardStatus.textContent = "";
+    showBoardNotice(`Moved “${title}” to ${stepLabel(step)}.`);
+  } catch (err) {
+    const e = /** @type {any} */ (err);
+    const why = e?.code === "pending_input"
+      ? "an agent is waiting for your answer on this task; answer it first"
+      : humanError(err);
+    boardStatus.textContent = `Could not move “${title}” to ${stepLabel(step)}: ${why}.`;
+  }
+}
+
+/** @param {string} text a passing, non-error line above the board */
+function showBoardNotice(text) {
+  boardNotice.textContent = text;
 }
 
 // ---- task and session navigation -------------------------------------------------------------
@@ -127,7 +162,7 @@ async function openTask(taskId) {
     sessions = body.sessions ?? [];
     store.update((s) => applySessionList(s, /** @type {any[]} */ (sessions)));
   } catch (err) {
-    if (latestLoadId === loadId) taskViewState.error = `Could not load sessions: ${/** @type {Error} */ (err).message}`;
+    if (latestLoadId === loadId) taskViewState.error = `Could not load sessions: ${humanError(err)}`;
   }
   const decision = decideOwnerLoad({
     load, state: store.state, latestLoadId, sessions, failed: sessions === null,
@@ -151,7 +186,7 @@ async function loadTaskSessions(taskId) {
     const body = await api.listSessions(taskId);
     store.update((s) => applySessionList(s, body.sessions ?? []));
   } catch (err) {
-    if (taskViewState.taskId === taskId) taskViewState.error = /** @type {Error} */ (err).message;
+    if (taskViewState.taskId === taskId) taskViewState.error = humanError(err);
   }
   if (taskViewState.taskId === taskId) taskViewState.loading = false;
   renderAll();
@@ -169,9 +204,15 @@ function renderTaskView(taskId) {
       try {
         const body = await api.startSession(taskId, { agent, ...(prompt.trim() ? { prompt } : {}) });
         store.update((s) => applySessionRow(s, body.session));
-        navigate({ name: "session", taskId, sessionId: body.session.id });
+        // Only open the new session if the person is still on this task: never pull them away.
+        const here = parseRoute(location.hash);
+        if (here.name === "task" && here.taskId === taskId) {
+          navigate({ name: "session", taskId, sessionId: body.session.id });
+        } else {
+          showBoardNotice(`Started a session on “${String(store.state.tasks[taskId]?.title ?? "a task")}”.`);
+        }
       } catch (err) {
-        taskViewState.error = `Could not start a session: ${/** @type {Error} */ (err).message}`;
+        taskViewState.error = `Could not start a session: ${humanError(err)}`;
         renderTaskView(taskId);
       }
     },
@@ -181,15 +222,15 @@ function renderTaskView(taskId) {
 function onRoute() {
   const route = parseRoute(location.hash);
   const loadingTask = taskViewState.taskId;
-  if (route.name === "board" || route.taskId !== loadingTask) latestLoadId = ++loadCounter;
+  if (route.name === "board" || route.name === "inbox" || route.taskId !== loadingTask) latestLoadId = ++loadCounter;
   document.body.classList.toggle("has-detail", route.name !== "board");
   if (route.name !== "session" && sessionView) {
     sessionView.destroy();
     sessionView = null;
   }
-  if (route.name === "board") {
+  if (route.name === "board" || route.name === "inbox") {
     taskViewState = { taskId: null, loading: false, error: null };
-    detailEl.replaceChildren();
+    detailEl.replaceChildren(...(route.name === "inbox" ? [inboxView.root] : []));
   } else if (route.name === "task") {
     detailEl.replaceChildren(taskView.root);
     if (taskViewState.taskId !== route.taskId) void loadTaskSessions(route.taskId);
@@ -211,17 +252,16 @@ function onRoute() {
 
 const live = new LiveConnection({
   url: wsUrl(location, token()),
-  onStatus: (status) => {
-    connectionEl.dataset.status = status;
-    connectionEl.textContent = status === "open" ? "Live" : status === "connecting" ? "Connecting…" : "Offline";
-  },
+  onStatus: (status) => showConnection(status, { statusEl: connectionEl, banner, errorLine: boardStatus }),
   onNotification: (action, payload) => {
     store.notify(action, payload);
     sessionView?.onNotification(action, payload);
     if (action.startsWith("task.") || action === "session.state_changed") scheduleBoardRefresh();
+    if (inboxMayChange(action, payload)) inbox.schedule();
   },
   onReconnect: () => {
     void loadBoard(true);
+    void inbox.refresh();
     const route = parseRoute(location.hash);
     if (route.name === "task") void loadTaskSessions(route.taskId);
     if (sessionView) void sessionView.load();
@@ -240,11 +280,14 @@ $("new-task-form").addEventListener("submit", async (e) => {
     description.value = "";
     boardStatus.textContent = "";
   } catch (err) {
-    boardStatus.textContent = `Could not create the task: ${/** @type {Error} */ (err).message}`;
+    boardStatus.textContent = `Could not create the task: ${humanError(err)}`;
   }
 });
 
+$("connection-retry").addEventListener("click", () => live.retryNow());
+window.addEventListener("online", () => live.retryNow());
 store.subscribe(() => renderAll());
 window.addEventListener("hashchange", onRoute);
 live.start();
 void loadBoard(true).then(onRoute);
+void inbox.refresh();

@@ -3,44 +3,54 @@
 // shortcuts while it has focus, and the outcome of a response per the respond contract.
 // Imported by session-view.js, which decides which bundle is current.
 
+import { errorOutcome, successOutcome } from "./answer-outcome.js";
 import {
   answerBody,
   canSubmit,
   createForm,
-  describeResponse,
   goToStep,
   isAnswered,
   optionForKey,
   selectOption,
   setCustomText,
   skipBody,
+  submitHint,
 } from "./answer-form.js";
 import { h } from "./dom.js";
+import { canRefocus, trapTab } from "./focus.js";
+import { optionGroup, refreshControls, skipConfirmation, stepChips } from "./overlay-parts.js";
 
 /** @typedef {import("./answer-form.js").Bundle} Bundle */
 /** @typedef {import("./answer-form.js").AnswerForm} AnswerForm */
 /** @typedef {import("./api.js").Api} Api */
-/**
- * @typedef {{kind: "answered" | "conflict" | "accepted", text: string, winner?: string}} Outcome
- *   what the session view shows after the overlay closed for a response
- */
+/** @typedef {import("./answer-outcome.js").Outcome} Outcome */
 
 const TEXT_INPUTS = new Set(["TEXTAREA", "INPUT", "SELECT"]);
 
 /** On a touch screen the keyboard's Enter is the only way to start a new line. */
 const touchScreen = () => typeof matchMedia === "function" && matchMedia("(pointer: coarse)").matches;
 
+let overlayCount = 0;
+
 export class ClarificationOverlay {
   /**
+   * `modal` (the session view's overlay): Tab stays inside, Escape hides it, focus goes back
+   * where it came from. The inbox shows several side by side, not modal.
    * @param {{api: Api, onClosed: (pendingId: string, outcome: Outcome) => void,
-   *   onDismiss: (pendingId: string) => void}} deps
+   *   onDismiss?: (pendingId: string) => void, modal?: boolean}} deps
    */
   constructor(deps) {
     this.deps = deps;
+    this.modal = deps.modal ?? true;
+    this.uid = `overlay-${++overlayCount}`;
     this.root = h("section", {
-      class: "overlay", testid: "clarification-overlay", tabindex: "0", role: "dialog",
-      "aria-label": "Question from the agent", hidden: true,
+      class: "overlay", testid: "clarification-overlay", tabindex: "0", role: this.modal ? "dialog" : "region",
+      "aria-modal": this.modal ? "true" : null, "aria-label": "Question from the agent", hidden: true,
     });
+    /** Asking "skip all?" before the rejection is sent. */
+    this.confirmingSkip = false;
+    /** @type {Element | null} where focus was before the dialog took it */
+    this.returnFocus = null;
     /** @type {Bundle | null} */
     this.bundle = null;
     /** @type {AnswerForm | null} */
@@ -67,12 +77,27 @@ export class ClarificationOverlay {
       this.form = createForm(bundle);
       this.error = "";
       this.submitting = false;
+      this.confirmingSkip = false;
     }
     const wasHidden = this.root.hidden;
     this.root.hidden = false;
     this.render();
     const active = document.activeElement;
-    if (wasHidden && !(active && TEXT_INPUTS.has(active.tagName))) this.root.focus();
+    if (this.modal && wasHidden && !(active && TEXT_INPUTS.has(active.tagName))) this.takeFocus();
+  }
+
+  /** Moves focus into the dialog, remembering where it was. */
+  takeFocus() {
+    const active = document.activeElement;
+    if (active && !this.root.contains(active)) this.returnFocus = active;
+    this.root.focus();
+  }
+
+  /** After an answer, focus goes back where it came from if that is in the same view. */
+  giveBackFocus() {
+    const back = this.returnFocus;
+    this.returnFocus = null;
+    if (this.modal && canRefocus(back) && this.root.parentElement?.contains(back)) back.focus();
   }
 
   hide() {
@@ -102,6 +127,10 @@ export class ClarificationOverlay {
     const multi = form.questions.length > 1;
     const question = form.questions[form.step];
     const draft = form.drafts[question.id];
+    const promptId = `${this.uid}-prompt`;
+    const hint = submitHint(form);
+    // Handlers read `this.form` when they run: typed text updates it without a re-render.
+    const step = (/** @type {number} */ i) => () => { if (this.form) this.setForm(goToStep(this.form, i)); };
     this.root.dataset.pendingId = bundle.pending_id;
     this.root.dataset.state = bundle.state;
     this.root.classList.toggle("submitting", this.submitting);
@@ -109,50 +138,53 @@ export class ClarificationOverlay {
     const parts = [
       h("header", { class: "overlay-header" },
         h("strong", {}, "The agent has a question"),
-        h("button", { type: "button", class: "icon", testid: "dismiss-question", title: "Hide for now (Esc)",
-          "aria-label": "Hide question", onClick: () => this.dismiss() }, "✕")),
+        this.deps.onDismiss ? h("button", { type: "button", class: "icon", testid: "dismiss-question", title: "Hide for now (Esc)",
+          "aria-label": "Hide question", onClick: () => this.dismiss() }, "✕") : null),
       bundle.state === "active_detached"
         ? h("p", { class: "notice", testid: "detached-notice" },
           "The agent stopped waiting. It will resume with your answer when you send it.")
         : null,
       form.context ? h("p", { class: "context", testid: "clarification-context", text: form.context }) : null,
-      multi ? h("nav", { class: "stepper", "aria-label": "Questions" }, form.questions.map((q, i) => h("button", {
-        type: "button", testid: `step-${i + 1}`,
-        class: `step${i === form.step ? " active" : ""}${isAnswered(form, q.id) ? " answered" : ""}`,
-        "aria-current": i === form.step ? "step" : null, disabled: this.submitting,
-        onClick: () => this.setForm(goToStep(form, i)),
-      }, `${i + 1}. ${q.title || `Question ${i + 1}`}`))) : null,
+      multi ? stepChips(form, this.submitting, step) : null,
       h("div", { class: "question", testid: "clarification-question", dataset: { questionId: question.id } },
         question.title && !multi ? h("p", { class: "question-title", text: question.title }) : null,
-        h("p", { class: "question-prompt", testid: "question-prompt", text: question.prompt }),
-        h("div", { class: "options", role: "group" }, question.options.map((o, i) => h("button", {
-          type: "button", testid: `option-${question.id}-${o.option_id}`,
-          class: `option${draft.selected === o.option_id ? " selected" : ""}`,
-          "aria-pressed": draft.selected === o.option_id ? "true" : "false", disabled: this.submitting,
-          title: i < 6 ? `Shortcut: ${i + 1}` : null,
-          onClick: () => this.setForm(selectOption(form, question.id, o.option_id)),
-        },
-        h("span", { class: "option-label" }, i < 6 ? h("kbd", {}, String(i + 1)) : null,
-          h("span", { testid: "option-label", text: o.label })),
-        o.description ? h("span", { class: "option-description", testid: "option-description", text: o.description }) : null))),
+        h("p", { class: "question-prompt", testid: "question-prompt", id: promptId, text: question.prompt }),
+        optionGroup(question, draft.selected, promptId, this.submitting,
+          (optionId) => { if (this.form) this.setForm(selectOption(this.form, question.id, optionId)); }),
         h("label", { class: "custom" },
           touchScreen() ? "Or write your own answer" : "Or write your own answer (Shift+Enter for a new line)",
           this.customInput(question.id, draft.custom))),
       h("p", { class: "error", testid: "clarification-error", role: "alert", hidden: !this.error, text: this.error }),
+      this.confirmingSkip ? skipConfirmation(form.questions.length, () => this.cancelSkip(),
+        () => { this.confirmingSkip = false; void this.send(skipBody()); }) : null,
+      h("p", { class: "submit-hint", testid: "submit-hint", id: `${this.uid}-hint`, hidden: !hint, text: hint }),
       h("footer", { class: "overlay-actions" },
         multi ? h("button", { type: "button", testid: "step-back", disabled: form.step === 0 || this.submitting,
-          onClick: () => this.setForm(goToStep(form, form.step - 1)) }, "Back") : null,
+          onClick: step(form.step - 1) }, "Back") : null,
         multi && form.step < form.questions.length - 1 ? h("button", { type: "button", testid: "step-next",
-          disabled: this.submitting, onClick: () => this.setForm(goToStep(form, form.step + 1)) }, "Next") : null,
+          disabled: this.submitting, onClick: step(form.step + 1) }, "Next") : null,
         h("span", { class: "spacer" }),
         h("button", { type: "button", testid: "skip-question", class: "secondary", disabled: this.submitting,
-          title: "Decline to answer", onClick: () => void this.send(skipBody()) }, "Skip"),
+          title: multi ? "Skip these questions" : "Skip this question", onClick: () => this.askSkip() }, "Skip"),
         h("button", { type: "button", testid: "submit-answer", class: "primary",
           disabled: this.submitting || !canSubmit(form), title: "Submit (Ctrl+Enter)",
+          "aria-describedby": `${this.uid}-hint`,
           onClick: () => void this.submit() }, this.submitting ? "Sending…" : "Submit")),
     ];
     this.root.replaceChildren(...parts.filter((part) => part !== null));
     if (hadFocus && !this.root.contains(document.activeElement)) this.root.focus();
+  }
+
+  askSkip() {
+    this.confirmingSkip = true;
+    this.render();
+    /** @type {HTMLElement | null} */ (this.root.querySelector('[data-testid="skip-cancel"]'))?.focus();
+  }
+
+  cancelSkip() {
+    this.confirmingSkip = false;
+    this.render();
+    /** @type {HTMLElement | null} */ (this.root.querySelector('[data-testid="skip-question"]'))?.focus();
   }
 
   /**
@@ -184,24 +216,11 @@ export class ClarificationOverlay {
 
   /** Re-reads the drafts into the buttons without rebuilding the overlay. */
   refreshControls() {
-    const form = this.form;
-    if (!form) return;
-    const question = form.questions[form.step];
-    for (const o of question.options) {
-      const btn = this.root.querySelector(`[data-testid="option-${CSS.escape(question.id)}-${CSS.escape(o.option_id)}"]`);
-      const on = form.drafts[question.id].selected === o.option_id;
-      btn?.classList.toggle("selected", on);
-      btn?.setAttribute("aria-pressed", on ? "true" : "false");
-    }
-    form.questions.forEach((q, i) => {
-      this.root.querySelector(`[data-testid="step-${i + 1}"]`)?.classList.toggle("answered", isAnswered(form, q.id));
-    });
-    const submit = /** @type {HTMLButtonElement | null} */ (this.root.querySelector('[data-testid="submit-answer"]'));
-    if (submit) submit.disabled = this.submitting || !canSubmit(form);
+    if (this.form) refreshControls(this.root, this.form, this.submitting);
   }
 
   dismiss() {
-    if (!this.bundle) return;
+    if (!this.bundle || !this.deps.onDismiss) return;
     const pendingId = this.bundle.pending_id;
     this.hide();
     this.deps.onDismiss(pendingId);
@@ -209,10 +228,12 @@ export class ClarificationOverlay {
 
   /** @param {KeyboardEvent} e */
   onKey(e) {
-    if (e.key === "Escape") {
+    if (this.modal && trapTab(this.root, e)) return;
+    if (e.key === "Escape" && this.modal) {
       e.preventDefault();
       e.stopPropagation();
-      this.dismiss();
+      if (this.confirmingSkip) this.cancelSkip();
+      else this.dismiss();
       return;
     }
     const form = this.form;
@@ -247,32 +268,16 @@ export class ClarificationOverlay {
     this.render();
     const pendingId = bundle.pending_id;
     try {
-      const res = await this.deps.api.respond(pendingId, body);
-      if (res && res.claimed === false) {
-        // A kandev-shaped server reports a lost race as 200 with the winner's response.
-        const winner = describeResponse(res.response, bundle.questions);
-        this.finish(pendingId, { kind: "conflict", text: "This question was already answered.", winner });
+      this.finish(pendingId, successOutcome(await this.deps.api.respond(pendingId, body), bundle.questions));
+    } catch (err) {
+      const outcome = errorOutcome(err, bundle.questions);
+      if (outcome.kind !== "retry") {
+        this.finish(pendingId, outcome);
         return;
       }
-      this.finish(pendingId, { kind: "answered", text: res?.status === "rejected" ? "Question skipped." : "Answer sent." });
-    } catch (err) {
-      const e = /** @type {import("./api.js").ApiError} */ (err);
-      if (e.status === 409) {
-        const winner = describeResponse(e.response, bundle.questions);
-        this.finish(pendingId, {
-          kind: "conflict",
-          text: winner ? "This question was already answered." : `This question is no longer active (${e.state ?? "closed"}).`,
-          winner,
-        });
-      } else if (e.status >= 500 && !e.retryable) {
-        this.finish(pendingId, { kind: "accepted", text: "Your answer was accepted; do not send it again." });
-      } else {
-        this.submitting = false;
-        this.error = e.retryable
-          ? `Not delivered (${e.code}). Your answers are kept here and can be sent again.`
-          : `Not sent: ${e.message}${e.field ? ` (${e.field})` : ""}`;
-        if (this.bundle?.pending_id === pendingId) this.render();
-      }
+      this.submitting = false;
+      this.error = outcome.error;
+      if (this.bundle?.pending_id === pendingId) this.render();
     }
   }
 
@@ -282,7 +287,9 @@ export class ClarificationOverlay {
    */
   finish(pendingId, outcome) {
     this.submitting = false;
+    const hadFocus = this.root.contains(document.activeElement);
     if (this.bundle?.pending_id === pendingId) this.reset();
+    if (hadFocus) this.giveBackFocus();
     this.deps.onClosed(pendingId, outcome);
   }
 }

@@ -5,6 +5,7 @@
 // current (transcript.js `pendingPermission`).
 
 import { h } from "./dom.js";
+import { trapTab } from "./focus.js";
 
 /** @typedef {import("./api.js").Api} Api */
 /** @typedef {import("./transcript.js").Message} Message */
@@ -44,7 +45,7 @@ export function describeDecision(decision, options, state) {
 
 export class PermissionPanel {
   /**
-   * @param {{api: Api, onClosed: (messageId: string, text: string) => void}} deps
+   * @param {{api: Api, onClosed: (messageId: string, text: string) => void, focusOnShow?: boolean}} deps
    */
   constructor(deps) {
     this.deps = deps;
@@ -73,7 +74,9 @@ export class PermissionPanel {
     this.root.hidden = false;
     this.render();
     const active = document.activeElement;
-    if (wasHidden && !(active && ["TEXTAREA", "INPUT"].includes(active.tagName))) this.root.focus();
+    if ((this.deps.focusOnShow ?? true) && wasHidden && !(active && ["TEXTAREA", "INPUT"].includes(active.tagName))) {
+      this.root.focus();
+    }
   }
 
   hide() {
@@ -114,6 +117,8 @@ export class PermissionPanel {
 
   /** @param {KeyboardEvent} e */
   onKey(e) {
+    // In the session view the panel is a dialog: Tab stays inside it (the inbox shows it inline).
+    if ((this.deps.focusOnShow ?? true) && trapTab(this.root, e)) return;
     if (this.submitting || e.ctrlKey || e.metaKey || e.altKey) return;
     const n = Number(e.key);
     const options = this.options();

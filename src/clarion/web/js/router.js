@@ -1,8 +1,8 @@
 // Hash routes: `#/` (board), `#/tasks/<id>` (task view), `#/tasks/<id>/sessions/<sid>` (session
-// view). Pure parse and format, imported by main.js and the tests.
+// view), `#/inbox`. Pure parse and format, imported by main.js and the tests.
 
 /**
- * @typedef {{name: "board"} | {name: "task", taskId: string}
+ * @typedef {{name: "board"} | {name: "inbox"} | {name: "task", taskId: string}
  *   | {name: "session", taskId: string, sessionId: string}} Route
  */
 
@@ -12,6 +12,7 @@
  */
 export function parseRoute(hash) {
   const parts = hash.replace(/^#/, "").split("/").filter(Boolean).map(decodeURIComponent);
+  if (parts[0] === "inbox") return { name: "inbox" };
   if (parts[0] === "tasks" && parts[1]) {
     if (parts[2] === "sessions" && parts[3]) {
       return { name: "session", taskId: parts[1], sessionId: parts[3] };
@@ -27,6 +28,7 @@ export function parseRoute(hash) {
  */
 export function formatRoute(route) {
   const enc = encodeURIComponent;
+  if (route.name === "inbox") return "#/inbox";
   if (route.name === "task") return `#/tasks/${enc(route.taskId)}`;
   if (route.name === "session") {
     return `#/tasks/${enc(route.taskId)}/sessions/${enc(route.sessionId)}`;

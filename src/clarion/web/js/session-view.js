@@ -2,18 +2,23 @@
 // questions), the clarification overlay for the session's current bundle, a prompt box, and
 // Cancel / Finish. Live through notifications main.js forwards. Imported by main.js.
 
-import { h, shortTime } from "./dom.js";
+import { elsewhereOutcome } from "./answer-outcome.js";
+import { Composer } from "./composer.js";
+import { h } from "./dom.js";
+import { humanError } from "./errors.js";
 import { ClarificationOverlay } from "./overlay.js";
 import { PermissionPanel } from "./permission-panel.js";
-import { applySessionRow } from "./store.js";
+import { sessionName, stateWords } from "./session-words.js";
+import { applySessionRow, sessionsOfTask } from "./store.js";
 import {
   applyTranscriptEvent,
   candidateBundles,
   emptyTranscript,
+  freshAgentText,
   pendingPermission,
-  splitError,
   transcriptItems,
 } from "./transcript.js";
+import { renderItem, resendAnswer } from "./transcript-view.js";
 
 /** @typedef {import("./api.js").Api} Api */
 /** @typedef {import("./store.js").ClientStore} ClientStore */
@@ -24,81 +29,6 @@ const ACTIVE_STATES = new Set(["active_live", "active_detached"]);
 const FINAL_STATES = new Set(["terminal", "superseded_history"]);
 /** How many candidate bundles, newest first, are asked about before concluding none is active. */
 const MAX_BUNDLE_PROBES = 3;
-
-/** @param {TranscriptItem} item */
-function renderItem(item) {
-  if (item.kind !== "message") {
-    const t = item.turn;
-    const lifecycle = t.metadata?.lifecycle_only === true;
-    // A lifecycle turn records an agent start, or (with `phase`) an agent that failed.
-    const failed = lifecycle && typeof t.metadata?.phase === "string";
-    const text = item.kind === "turn-start"
-      ? (failed ? "Agent failed" : lifecycle ? "Agent started" : "Turn started")
-      : (t.metadata?.interrupted ? "Turn interrupted" : "Turn completed");
-    const time = shortTime(item.kind === "turn-start" ? t.started_at : t.completed_at);
-    return h("div", { class: `turn-boundary ${item.kind}${lifecycle ? " lifecycle" : ""}`,
-      testid: `${item.kind}-${t.id}` }, `${text}${time ? ` · ${time}` : ""}`);
-  }
-  const m = item.message;
-  const type = String(m.type ?? "message");
-  const author = String(m.author_type ?? "agent");
-  const attrs = { class: `msg msg-${type} author-${author}`, testid: `message-${m.id}`,
-    dataset: { type, author } };
-  const content = String(m.content ?? "");
-  if (type === "thought") {
-    return h("details", attrs, h("summary", {}, "Thought"), h("div", { class: "content", text: content }));
-  }
-  if (type === "tool_call") {
-    const title = m.metadata?.title ?? m.metadata?.tool_name ?? "Tool call";
-    // The built-in agent's tool call content is often just the tool name again.
-    return h("div", attrs, h("span", { class: "tool-title", text: String(title) }),
-      content && content !== String(title) ? h("pre", { class: "content", text: content }) : null);
-  }
-  if (type === "error") {
-    // An agent failure: the reason always visible, the agent's stderr one click away.
-    const { reason, detail } = splitError(content);
-    return h("div", { ...attrs, role: "alert" },
-      h("strong", { class: "error-reason", testid: "error-reason", text: reason }),
-      detail ? h("details", {}, h("summary", {}, "Agent output"),
-        h("pre", { class: "content", testid: "error-detail", text: detail })) : null);
-  }
-  if (type === "permission_request") {
-    const status = String(m.metadata?.status || "pending");
-    const decision = m.metadata?.decision;
-    const kind = String(m.metadata?.tool_call?.kind ?? "");
-    return h("div", { ...attrs, dataset: { ...attrs.dataset, status } },
-      h("span", { class: "badge", testid: "permission-status", text: status }),
-      h("span", { class: "content", text: `Permission: ${content}${kind ? ` (${kind})` : ""}` }),
-      decision?.option_id
-        ? h("span", { class: "decision", text: `${decision.option_id}${decision.decided_by ? ` · ${decision.decided_by}` : ""}` })
-        : null);
-  }
-  if (type === "clarification_request") {
-    const status = String(m.metadata?.status || "pending");
-    return h("div", { ...attrs, dataset: { ...attrs.dataset, status } },
-      h("span", { class: "badge", testid: "question-status", text: status }),
-      h("span", { class: "content", text: content }),
-      ambiguousDelivery(m));
-  }
-  return h("div", attrs, h("div", { class: "content", text: content }));
-}
-
-/**
- * The warning and "Send it again" button under the first question of a bundle whose answer a
- * server restart left possibly undelivered (`delivery: "ambiguous"`); null otherwise.
- * @param {Message} m
- */
-function ambiguousDelivery(m) {
-  const meta = m.metadata ?? {};
-  const index = Number(meta.question_index ?? 0);
-  if (meta.delivery !== "ambiguous" || index > 0 || typeof meta.pending_id !== "string") return null;
-  const sending = meta.resend_pending === true;
-  return h("div", { class: "delivery-ambiguous", role: "note", testid: "delivery-ambiguous" },
-    h("span", { text: "The server restarted while handing this answer to the agent: " +
-      "the agent may not have received it." }),
-    h("button", { type: "button", testid: "resend-answer", disabled: sending,
-      dataset: { resend: meta.pending_id } }, sending ? "Sending again…" : "Send it again"));
-}
 
 export class SessionView {
   /**
@@ -117,11 +47,18 @@ export class SessionView {
     this.lastPending = /** @type {string | null | undefined} */ (undefined);
     this.overlay = new ClarificationOverlay({
       api: deps.api,
-      onDismiss: () => this.renderShowQuestion(),
+      onDismiss: () => {
+        // Escape leaves focus on the one control that brings the question back.
+        this.renderShowQuestion();
+        this.showQuestion.focus();
+      },
       onClosed: (pendingId, outcome) => {
         this.resolved.add(pendingId);
         this.setNotice(outcome.text, outcome.winner);
-        void this.refreshBundle();
+        if (!document.activeElement || document.activeElement === document.body) this.composer.input.focus();
+        // After a lost race the transcript may be stale (a cut live feed): read it again.
+        if (outcome.kind === "conflict") void this.load();
+        else void this.refreshBundle();
       },
     });
     /** @type {Set<string>} permission requests this browser already decided */
@@ -134,29 +71,24 @@ export class SessionView {
       },
     });
     this.header = h("div", { class: "sheet-header" });
-    this.list = h("div", { class: "transcript", testid: "transcript", "aria-live": "polite" });
+    this.list = h("div", { class: "transcript", testid: "transcript" });
+    // New agent messages are read out here (the transcript itself is rebuilt on each change).
+    this.announcer = h("div", { class: "visually-hidden", testid: "agent-announcer", role: "status",
+      "aria-live": "polite" });
+    /** @type {Set<string>} agent messages already in the transcript (not announced again) */
+    this.known = new Set();
     this.list.addEventListener("click", (event) => {
       const target = /** @type {Element} */ (event.target);
       const button = /** @type {HTMLButtonElement | null} */ (target.closest("[data-resend]"));
-      if (button?.dataset.resend) void this.resend(button.dataset.resend, button);
+      if (button?.dataset.resend) void resendAnswer(deps.api, button.dataset.resend, button, (text) => this.setNotice(text));
     });
     this.showQuestion = h("button", { type: "button", class: "show-question", testid: "show-question", hidden: true,
       onClick: () => this.restoreQuestion() }, "Show question");
     this.notice = h("div", { class: "notice", testid: "clarification-notice", role: "status", hidden: true });
-    this.input = /** @type {HTMLTextAreaElement} */ (h("textarea", { rows: "2", testid: "prompt-input",
-      placeholder: "Message the agent (Enter to send, Shift+Enter for a new line)", "aria-label": "Prompt" }));
-    this.input.addEventListener("keydown", (e) => {
-      if (e.key === "Enter" && !e.shiftKey) { e.preventDefault(); void this.sendPrompt(); }
-    });
-    this.sendButton = /** @type {HTMLButtonElement} */ (h("button", { type: "button", class: "primary", testid: "prompt-send",
-      onClick: () => void this.sendPrompt() }, "Send"));
-    this.promptStatus = h("span", { class: "prompt-status", testid: "prompt-status", role: "status" });
+    this.composer = new Composer({ api: deps.api, sessionId: deps.sessionId, onChange: () => this.renderHeader() });
     this.root = h("div", { class: "session-view", testid: "session-view", dataset: { sessionId: deps.sessionId } },
       this.header, this.list, this.notice, this.showQuestion, this.permissionPanel.root, this.overlay.root,
-      h("div", { class: "prompt-box" }, this.input, this.sendButton),
-      h("div", { class: "session-actions" }, this.promptStatus, h("span", { class: "spacer" }),
-        h("button", { type: "button", testid: "session-cancel", onClick: () => void this.act("cancel") }, "Cancel turn"),
-        h("button", { type: "button", testid: "session-finish", onClick: () => void this.act("finish") }, "Finish")));
+      ...this.composer.parts, this.announcer);
     this.unsubscribe = deps.store.subscribe(() => this.onStore());
     this.renderHeader();
   }
@@ -180,7 +112,7 @@ export class SessionView {
       this.refreshPermission();
       await this.refreshBundle();
     } catch (err) {
-      this.setNotice(`Could not load this session: ${/** @type {Error} */ (err).message}`);
+      this.setNotice(`Could not load this session: ${humanError(err)}`);
     }
   }
 
@@ -233,22 +165,36 @@ export class SessionView {
     const session = store.state.sessions[sessionId];
     const task = store.state.tasks[taskId];
     const error = session?.error ? String(session.error) : "";
+    this.composer.update(session?.state, !!session);
     this.header.replaceChildren(
       h("button", { type: "button", class: "back", testid: "session-back", onClick: onBack, "aria-label": "Back to task" }, "← Task"),
       h("div", { class: "session-title" },
         h("h2", { text: task?.title ?? "Session" }),
+        h("span", { class: "session-name", testid: "session-name",
+          text: sessionName(sessionsOfTask(store.state, taskId), sessionId) }),
         h("span", { class: "session-agent", text: String(session?.agent ?? "") }),
-        h("span", { class: "badge", testid: "session-state", text: String(session?.state ?? "") })),
+        h("span", { class: "badge", testid: "session-state", dataset: { state: String(session?.state ?? "") },
+          text: stateWords(session?.state) })),
       error ? h("div", { class: "session-error", testid: "session-error", role: "alert", text: error }) : "",
     );
   }
 
   /** @param {boolean} forceBottom */
   renderTranscript(forceBottom) {
+    this.announce(forceBottom);
     const el = this.list;
     const atBottom = forceBottom || el.scrollHeight - el.scrollTop - el.clientHeight < 40;
     el.replaceChildren(...transcriptItems(this.transcript).map(renderItem));
     if (atBottom) el.scrollTop = el.scrollHeight;
+  }
+
+  /**
+   * Reads out agent messages that arrived live (not the ones a load brings in).
+   * @param {boolean} initial
+   */
+  announce(initial) {
+    const fresh = freshAgentText(this.known, this.transcript.messages);
+    if (fresh && !initial) this.announcer.textContent = `Agent: ${fresh}`;
   }
 
   /**
@@ -279,8 +225,11 @@ export class SessionView {
     // A failed read keeps what is shown; a later event or reload retries.
     if (!found && failed) return;
     if (!found) {
+      const shown = this.overlay.bundle;
       if (!this.overlay.submitting) this.overlay.reset();
       this.showQuestion.hidden = true;
+      // While this page's own answer is in flight, its outcome speaks for it.
+      if (shown && !this.overlay.submitting && !this.resolved.has(shown.pending_id)) void this.closedElsewhere(shown);
       return;
     }
     if (this.dismissed.has(found.pending_id)) {
@@ -296,6 +245,24 @@ export class SessionView {
     if (atBottom) list.scrollTop = list.scrollHeight;
   }
 
+  /**
+   * The question this page showed closed without this page answering it: say so, with the
+   * answer that was given, instead of letting it vanish.
+   * @param {import("./answer-form.js").Bundle} shown
+   */
+  async closedElsewhere(shown) {
+    this.resolved.add(shown.pending_id);
+    /** @type {any} */
+    let bundle = null;
+    try {
+      bundle = await this.deps.api.bundle(shown.pending_id);
+    } catch {
+      // The notice still says what happened, without the answer.
+    }
+    const outcome = elsewhereOutcome(bundle, shown.questions);
+    this.setNotice(outcome.text, outcome.winner);
+  }
+
   renderShowQuestion() {
     const pendingId = this.overlay.bundle?.pending_id;
     if (pendingId) this.dismissed.add(pendingId);
@@ -308,27 +275,7 @@ export class SessionView {
     this.dismissed.delete(bundle.pending_id);
     this.showQuestion.hidden = true;
     this.overlay.show(bundle);
-    this.overlay.root.focus();
-  }
-
-  /**
-   * @param {string} text
-   * @param {string} [winner]
-   */
-  /**
-   * Sends an ambiguous answer again (the person's explicit decision; the server allows it once).
-   * @param {string} pendingId
-   * @param {HTMLButtonElement} button
-   */
-  async resend(pendingId, button) {
-    button.disabled = true;
-    try {
-      await this.deps.api.resend(pendingId);
-      this.setNotice("Answer sent to the agent again.");
-    } catch (err) {
-      button.disabled = false;
-      this.setNotice(`Could not send the answer again: ${/** @type {Error} */ (err).message}`);
-    }
+    if (!this.overlay.root.contains(document.activeElement)) this.overlay.takeFocus();
   }
 
   /**
@@ -339,34 +286,5 @@ export class SessionView {
     this.notice.replaceChildren(h("span", { text }),
       winner ? h("span", { class: "winner", testid: "winning-answer", text: winner }) : "");
     this.notice.hidden = !text;
-  }
-
-  async sendPrompt() {
-    const text = this.input.value;
-    if (!text.trim()) return;
-    this.sendButton.disabled = true;
-    try {
-      const res = await this.deps.api.prompt(this.deps.sessionId, text);
-      this.input.value = "";
-      this.promptStatus.textContent = res?.queued ? "Queued: it will run when the current turn ends." : "Sent.";
-      this.promptStatus.dataset.queued = res?.queued ? "true" : "false";
-    } catch (err) {
-      this.promptStatus.textContent = `Not sent: ${/** @type {Error} */ (err).message}`;
-      this.promptStatus.dataset.queued = "false";
-    } finally {
-      this.sendButton.disabled = false;
-    }
-  }
-
-  /** @param {"cancel" | "finish"} what */
-  async act(what) {
-    const { api, sessionId } = this.deps;
-    try {
-      if (what === "cancel") await api.cancel(sessionId);
-      else await api.finish(sessionId, "completed");
-      this.promptStatus.textContent = what === "cancel" ? "Cancel requested." : "Session finished.";
-    } catch (err) {
-      this.promptStatus.textContent = `${what === "cancel" ? "Cancel" : "Finish"} failed: ${/** @type {Error} */ (err).message}`;
-    }
   }
 }

@@ -3,6 +3,7 @@
 
 import { stepLabel } from "./board.js";
 import { h } from "./dom.js";
+import { sessionName, stateWords } from "./session-words.js";
 import { sessionsOfTask, taskPendingAction } from "./store.js";
 
 /** @typedef {import("./store.js").StoreState} StoreState */
@@ -71,8 +72,10 @@ export class TaskView {
       ...sessions.map((s) => h("li", {}, h("button", {
         type: "button", class: "session-item", testid: `session-item-${s.id}`, onClick: () => model.onSelect(s.id),
       },
+      h("span", { class: "session-name", testid: "session-name", text: sessionName(sessions, s.id) }),
       h("span", { class: "session-agent", text: String(s.agent ?? "agent") }),
-      h("span", { class: "session-state", text: String(s.state ?? "") }),
+      h("span", { class: "session-state", testid: "session-item-state", dataset: { state: String(s.state ?? "") },
+        text: stateWords(s.state) }),
       s.is_primary ? h("span", { class: "badge", text: "primary" }) : null,
       s.pending_action ? h("span", { class: "pending-icon", testid: "session-pending-icon", text: "?", title: `Pending ${s.pending_action}` }) : null,
       ))),

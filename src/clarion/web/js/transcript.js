@@ -192,3 +192,19 @@ export function splitError(content) {
   if (at < 0) return { reason: content, detail: "" };
   return { reason: content.slice(0, at), detail: content.slice(at + 2) };
 }
+
+/**
+ * The text of agent messages not in `known` yet (adding them to it), joined; "" when none. The
+ * session view reads it out for messages that arrived live.
+ * @param {Set<string>} known
+ * @param {Message[]} messages
+ */
+export function freshAgentText(known, messages) {
+  const fresh = [];
+  for (const m of messages) {
+    if (known.has(m.id)) continue;
+    known.add(m.id);
+    if (m.author_type === "agent" && (m.type ?? "message") === "message" && m.content) fresh.push(String(m.content));
+  }
+  return fresh.join(" ");
+}

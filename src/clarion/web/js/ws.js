@@ -1,5 +1,6 @@
 // Live connection to /api/v1/ws: parses envelopes, hands notifications to a callback, and
-// reconnects with capped exponential backoff. After a reconnect the caller re-loads its
+// reconnects with capped exponential backoff that starts short (a restarting server is back
+// within a second or two) and stays short (4 s at most), and at once on `retryNow()`. After a reconnect the caller re-loads its
 // snapshots (notifications missed while disconnected are not replayed). Imported by main.js;
 // the socket constructor and timers are injectable so the tests drive it without a network.
 
@@ -10,8 +11,8 @@
  * @param {{base?: number, max?: number, random?: () => number}} [options]
  */
 export function backoffDelay(attempt, options = {}) {
-  const base = options.base ?? 500;
-  const max = options.max ?? 15000;
+  const base = options.base ?? 250;
+  const max = options.max ?? 4000;
   const random = options.random ?? Math.random;
   const raw = Math.min(max, base * 2 ** Math.min(attempt, 20));
   return Math.round(raw * (1 - 0.25 * random()));
@@ -54,6 +55,8 @@ export class LiveConnection {
     this.socket = null;
     /** @type {unknown} */
     this.timer = null;
+    /** Set by retryNow while an attempt is in flight: if it fails, try again at once. */
+    this.retrySoon = false;
   }
 
   start() {
@@ -68,6 +71,22 @@ export class LiveConnection {
     this.socket?.close();
   }
 
+  /**
+   * Reconnects now (the Retry button, the browser coming back online); no-op while connected.
+   * While an attempt is still connecting, its failure retries at once instead of backing off.
+   */
+  retryNow() {
+    if (this.stopped) return;
+    if (this.socket) {
+      this.retrySoon = true;
+      return;
+    }
+    if (this.timer !== null) (this.options.clearTimer ?? clearTimeout)(/** @type {any} */ (this.timer));
+    this.timer = null;
+    this.attempt = 0;
+    this.connect();
+  }
+
   /** @private */
   connect() {
     const o = this.options;
@@ -76,6 +95,7 @@ export class LiveConnection {
     this.socket = socket;
     socket.onopen = () => {
       this.attempt = 0;
+      this.retrySoon = false;
       o.onStatus?.("open");
       if (this.everOpened) o.onReconnect?.();
       this.everOpened = true;
@@ -89,7 +109,8 @@ export class LiveConnection {
       this.socket = null;
       o.onStatus?.("closed");
       if (this.stopped) return;
-      const delay = (o.backoff ?? backoffDelay)(this.attempt);
+      const delay = this.retrySoon ? 0 : (o.backoff ?? backoffDelay)(this.attempt);
+      this.retrySoon = false;
       this.attempt += 1;
       this.timer = (o.setTimer ?? setTimeout)(() => {
         this.timer = null;

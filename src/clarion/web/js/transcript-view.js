@@ -1,0 +1,139 @@
+// How each transcript item reads: turn boundaries, prompts and agent text, thoughts, tool calls,
+// agent errors, permission requests and questions, with the person's own answer under each
+// question (readable, with when it was given). Pure DOM building; imported by session-view.js.
+
+import { h, shortTime } from "./dom.js";
+import { humanError } from "./errors.js";
+import { splitError } from "./transcript.js";
+
+/** @typedef {import("./transcript.js").Message} Message */
+/** @typedef {import("./transcript.js").TranscriptItem} TranscriptItem */
+
+/** @param {TranscriptItem} item */
+export function renderItem(item) {
+  if (item.kind !== "message") {
+    const t = item.turn;
+    const lifecycle = t.metadata?.lifecycle_only === true;
+    // A lifecycle turn records an agent start, or (with `phase`) an agent that failed.
+    const failed = lifecycle && typeof t.metadata?.phase === "string";
+    const text = item.kind === "turn-start"
+      ? (failed ? "Agent failed" : lifecycle ? "Agent started" : "Turn started")
+      : (t.metadata?.interrupted ? "Turn interrupted" : "Turn completed");
+    const time = shortTime(item.kind === "turn-start" ? t.started_at : t.completed_at);
+    return h("div", { class: `turn-boundary ${item.kind}${lifecycle ? " lifecycle" : ""}`,
+      testid: `${item.kind}-${t.id}` }, `${text}${time ? ` · ${time}` : ""}`);
+  }
+  const m = item.message;
+  const type = String(m.type ?? "message");
+  const author = String(m.author_type ?? "agent");
+  const attrs = { class: `msg msg-${type} author-${author}`, testid: `message-${m.id}`,
+    dataset: { type, author } };
+  const content = String(m.content ?? "");
+  if (type === "thought") {
+    return h("details", attrs, h("summary", {}, "Thought"), h("div", { class: "content", text: content }));
+  }
+  if (type === "tool_call") {
+    const title = m.metadata?.title ?? m.metadata?.tool_name ?? "Tool call";
+    // The built-in agent's tool call content is often just the tool name again.
+    return h("div", attrs, h("span", { class: "tool-title", text: String(title) }),
+      content && content !== String(title) ? h("pre", { class: "content", text: content }) : null);
+  }
+  if (type === "error") {
+    // An agent failure: the reason always visible, the agent's stderr one click away.
+    const { reason, detail } = splitError(content);
+    return h("div", { ...attrs, role: "alert" },
+      h("strong", { class: "error-reason", testid: "error-reason", text: reason }),
+      detail ? h("details", {}, h("summary", {}, "Agent output"),
+        h("pre", { class: "content", testid: "error-detail", text: detail })) : null);
+  }
+  if (type === "permission_request") {
+    const status = String(m.metadata?.status || "pending");
+    const decision = m.metadata?.decision;
+    const kind = String(m.metadata?.tool_call?.kind ?? "");
+    return h("div", { ...attrs, dataset: { ...attrs.dataset, status } },
+      h("span", { class: "badge", testid: "permission-status", text: status }),
+      h("span", { class: "content", text: `Permission: ${content}${kind ? ` (${kind})` : ""}` }),
+      decision?.option_id
+        ? h("span", { class: "decision", text: `${decision.option_id}${decision.decided_by ? ` · ${decision.decided_by}` : ""}` })
+        : null);
+  }
+  if (type === "clarification_request") {
+    const status = String(m.metadata?.status || "pending");
+    return h("div", { ...attrs, dataset: { ...attrs.dataset, status } },
+      h("span", { class: "badge", testid: "question-status", text: QUESTION_STATUS[status] ?? status }),
+      h("span", { class: "content", text: content }),
+      ownAnswer(m),
+      ambiguousDelivery(m));
+  }
+  return h("div", attrs, h("div", { class: "content", text: content }));
+}
+
+/** A question row's status in the words the overlay uses ("Skip", never "rejected"). */
+const QUESTION_STATUS = /** @type {Record<string, string>} */ ({
+  pending: "waiting", answered: "answered", rejected: "skipped", expired: "expired", cancelled: "cancelled",
+});
+
+/**
+ * The person's answer to one question, as they would say it: the option's label or their own
+ * text, and when it was given. Null while the question is open.
+ * @param {Message} m
+ */
+export function ownAnswer(m) {
+  const meta = m.metadata ?? {};
+  const status = String(meta.status ?? "");
+  /** @type {string} */
+  let text;
+  if (status === "answered") {
+    const response = meta.response ?? {};
+    const options = Array.isArray(meta.question?.options) ? meta.question.options : [];
+    const labels = (Array.isArray(response.selected_options) ? response.selected_options : []).map(
+      (/** @type {string} */ id) => String(options.find((/** @type {any} */ o) => o.option_id === id)?.label ?? id));
+    const custom = typeof response.custom_text === "string" ? response.custom_text.trim() : "";
+    text = [...labels, ...(custom ? [custom] : [])].join(", ") || "(no answer)";
+  } else if (status === "rejected") {
+    text = "Skipped";
+  } else {
+    return null;
+  }
+  const when = typeof m.updated_at === "string" ? m.updated_at : "";
+  return h("div", { class: "own-answer", testid: "your-answer" },
+    h("span", { class: "own-answer-label", text: status === "answered" ? "You answered: " : "You: " }),
+    h("span", { class: "own-answer-text", testid: "your-answer-text", text }),
+    when ? h("time", { datetime: when, title: new Date(when).toLocaleString(), text: ` · ${shortTime(when)}` }) : null);
+}
+
+/**
+ * The warning and "Send it again" button under the first question of a bundle whose answer a
+ * server restart left possibly undelivered (`delivery: "ambiguous"`); null otherwise.
+ * @param {Message} m
+ */
+function ambiguousDelivery(m) {
+  const meta = m.metadata ?? {};
+  const index = Number(meta.question_index ?? 0);
+  if (meta.delivery !== "ambiguous" || index > 0 || typeof meta.pending_id !== "string") return null;
+  const sending = meta.resend_pending === true;
+  return h("div", { class: "delivery-ambiguous", role: "note", testid: "delivery-ambiguous" },
+    h("span", { text: "The server restarted while handing this answer to the agent: " +
+      "the agent may not have received it." }),
+    h("button", { type: "button", testid: "resend-answer", disabled: sending,
+      dataset: { resend: meta.pending_id } }, sending ? "Sending again…" : "Send it again"));
+}
+
+
+/**
+ * Sends an ambiguous answer again (the person's explicit decision; the server allows it once).
+ * @param {import("./api.js").Api} api
+ * @param {string} pendingId
+ * @param {HTMLButtonElement} button
+ * @param {(text: string) => void} say
+ */
+export async function resendAnswer(api, pendingId, button, say) {
+  button.disabled = true;
+  try {
+    await api.resend(pendingId);
+    say("Answer sent to the agent again.");
+  } catch (err) {
+    button.disabled = false;
+    say(`Could not send the answer again: ${humanError(err)}`);
+  }
+}

@@ -1,0 +1,102 @@
+"""Moving tasks on the board: by dragging a card to another column, by the keyboard-reachable
+move buttons, and a move the workflow guard refuses says why. Columns stand side by side and
+fill the board's height (drop targets)."""
+
+from __future__ import annotations
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from tests.browser.ui_steps import open_board, open_pending_task, start_session
+from tests.e2e.harness import ServerProcess
+
+pytestmark = pytest.mark.browser
+
+
+def _step(server: ServerProcess, task_id: str) -> str:
+    return str(server.ok("GET", f"/tasks/{task_id}")["task"]["workflow_step"])
+
+
+def test_dragging_a_card_to_another_column_moves_the_task(
+    shared_server: ServerProcess, page: Page
+) -> None:
+    task_id = shared_server.create_task("Drag me to review")
+    open_board(page, shared_server)
+    card = page.get_by_test_id(f"task-card-{task_id}")
+    expect(
+        page.get_by_test_id("column-backlog").get_by_test_id(f"task-card-{task_id}")
+    ).to_be_visible()
+
+    card.drag_to(page.get_by_test_id("column-review"))
+
+    expect(
+        page.get_by_test_id("column-review").get_by_test_id(f"task-card-{task_id}")
+    ).to_be_visible()
+    assert _step(shared_server, task_id) == "review"
+    expect(page.get_by_test_id("board-notice")).to_contain_text(
+        "Moved “Drag me to review” to Review"
+    )
+
+
+def test_keyboard_moves_a_card_one_column_at_a_time(
+    shared_server: ServerProcess, page: Page
+) -> None:
+    task_id = shared_server.create_task("Move me by keyboard")
+    open_board(page, shared_server)
+    card = page.get_by_test_id(f"task-card-{task_id}")
+    card.get_by_role("button", name="Open “Move me by keyboard”").focus()
+    page.keyboard.press("Tab")  # "◀" is disabled in the first column
+    right = page.get_by_test_id(f"move-right-{task_id}")
+    expect(right).to_be_focused()
+    expect(right).to_have_accessible_name("Move “Move me by keyboard” to In progress")
+
+    page.keyboard.press("Enter")
+
+    in_progress = page.get_by_test_id("column-in_progress")
+    expect(in_progress.get_by_test_id(f"task-card-{task_id}")).to_be_visible()
+    expect(right).to_be_focused()
+    page.keyboard.press("Enter")
+    expect(
+        page.get_by_test_id("column-review").get_by_test_id(f"task-card-{task_id}")
+    ).to_be_visible()
+    assert _step(shared_server, task_id) == "review"
+    page.keyboard.press("Shift+Tab")
+    page.keyboard.press("Enter")
+    expect(in_progress.get_by_test_id(f"task-card-{task_id}")).to_be_visible()
+
+
+def test_a_move_the_workflow_guard_refuses_says_why_and_the_card_stays(
+    shared_server: ServerProcess, page: Page
+) -> None:
+    task_id = shared_server.create_task("Waiting on me")
+    start_session(shared_server, task_id, "/scenario ask")
+    open_board(page, shared_server)
+    open_pending_task(page, task_id)
+    page.get_by_test_id("clarification-overlay").wait_for()
+
+    page.get_by_test_id(f"move-right-{task_id}").click()
+
+    status = page.get_by_test_id("board-status")
+    expect(status).to_contain_text("Could not move “Waiting on me” to In progress")
+    expect(status).to_contain_text("answer it first")
+    expect(
+        page.get_by_test_id("column-backlog").get_by_test_id(f"task-card-{task_id}")
+    ).to_be_visible()
+    assert _step(shared_server, task_id) == "backlog"
+
+
+def test_board_columns_stand_side_by_side_and_fill_its_height(
+    shared_server: ServerProcess, page: Page
+) -> None:
+    open_board(page, shared_server)
+    board = page.get_by_test_id("board").bounding_box()
+    boxes = [
+        page.get_by_test_id(f"column-{step}").bounding_box()
+        for step in ("backlog", "in_progress", "review", "done")
+    ]
+    assert board and all(boxes)
+    xs = [box["x"] for box in boxes if box]
+    assert xs == sorted(xs) and len(set(xs)) == 4
+    assert len({round(box["y"]) for box in boxes if box}) == 1
+    for box in boxes:
+        assert box and box["height"] >= board["height"] * 0.8, (box, board)

@@ -1,0 +1,129 @@
+"""The inbox page: every waiting question and permission request across tasks, answerable in
+place, live; the count in the tab title; an opt-in notification while the tab is hidden. Its
+own server, so the counts are exactly this module's items."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from tests.browser.ui_steps import screenshot, start_session
+from tests.conftest import fresh_database_url
+from tests.e2e.harness import ServerProcess
+
+pytestmark = pytest.mark.browser
+
+# A stand-in Notification that records what the page shows, and a switch for "tab hidden".
+NOTIFICATION_STUB = """
+window.__notes = [];
+window.__hidden = false;
+Object.defineProperty(document, "hidden", { get: () => window.__hidden });
+Object.defineProperty(document, "visibilityState",
+  { get: () => (window.__hidden ? "hidden" : "visible") });
+window.Notification = class {
+  static permission = "default";
+  static async requestPermission() { window.Notification.permission = "granted"; return "granted"; }
+  constructor(title, options) { window.__notes.push({ title, body: options && options.body }); }
+};
+"""
+
+
+@pytest.fixture(scope="module")
+def inbox_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    tmp = tmp_path_factory.mktemp("inbox-server")
+    with fresh_database_url("sqlite", tmp) as url:
+        workdir = tmp / "server"
+        workdir.mkdir()
+        process = ServerProcess(database_url=url, workdir=workdir, env={"CLARION_NO_SAMPLE": "1"})
+        try:
+            process.start()
+            yield process
+        finally:
+            process.stop()
+
+
+def _open_inbox(page: Page, server: ServerProcess) -> None:
+    page.goto(f"{server.url}/#/inbox")
+    expect(page.get_by_test_id("connection-status")).to_have_attribute("data-status", "open")
+    expect(page.get_by_test_id("inbox-view")).to_be_visible()
+
+
+def test_inbox_lists_waiting_items_answers_them_in_place_and_counts_in_the_title(
+    inbox_server: ServerProcess, new_page: Callable[..., Page]
+) -> None:
+    ask_task = inbox_server.create_task("Pick the database")
+    ask_session = start_session(inbox_server, ask_task, "/scenario ask")
+    perm_task = inbox_server.create_task("Update the README")
+    perm_session = start_session(inbox_server, perm_task, "/scenario permission")
+    pending_id = inbox_server.wait_for_bundle(ask_session)
+    inbox_server.wait_for_state(pending_id, "active_live")
+    page = new_page()
+    _open_inbox(page, inbox_server)
+
+    expect(page).to_have_title("(2) Clarion")
+    expect(page.get_by_test_id("inbox-count")).to_have_text("2")
+    question = page.get_by_test_id(f"inbox-item-{pending_id}")
+    expect(question.get_by_test_id("inbox-task")).to_have_text("Pick the database")
+    expect(question.get_by_test_id("question-prompt")).to_have_text(
+        "Which database should the service use?"
+    )
+    permission = page.locator("[data-kind=permission]")
+    expect(permission.get_by_test_id("inbox-task")).to_have_text("Update the README")
+    expect(permission.get_by_test_id("inbox-open")).to_have_attribute(
+        "href", f"#/tasks/{perm_task}/sessions/{perm_session}"
+    )
+    screenshot(page, "inbox")
+
+    question.get_by_test_id("option-db-sqlite").click()
+    question.get_by_test_id("submit-answer").click()
+
+    expect(question).to_have_count(0)
+    expect(page).to_have_title("(1) Clarion")
+    assert "sqlite" in inbox_server.wait_for_agent_text(ask_session, "You answered:")
+    permission.get_by_test_id("permission-option-allow").click()
+    expect(permission).to_have_count(0)
+    expect(page).to_have_title("Clarion")
+    expect(page.get_by_test_id("inbox-status")).to_have_text("Nothing is waiting for you.")
+
+    # Live: a question asked while the page is open appears without a reload.
+    later_task = inbox_server.create_task("Asked while I watch")
+    later = start_session(inbox_server, later_task, "/scenario ask")
+    later_id = inbox_server.wait_for_bundle(later)
+    expect(page.get_by_test_id(f"inbox-item-{later_id}")).to_be_visible()
+    expect(page).to_have_title("(1) Clarion")
+    page.get_by_test_id(f"inbox-item-{later_id}").get_by_test_id("option-db-postgres").click()
+    page.get_by_test_id(f"inbox-item-{later_id}").get_by_test_id("submit-answer").click()
+    expect(page).to_have_title("Clarion")
+
+
+def test_opted_in_tab_is_notified_of_a_new_item_while_hidden(
+    inbox_server: ServerProcess, new_page: Callable[..., Page]
+) -> None:
+    page = new_page()
+    page.context.grant_permissions(["notifications"], origin=inbox_server.url)
+    page.add_init_script(NOTIFICATION_STUB)
+    _open_inbox(page, inbox_server)
+    notify = page.get_by_test_id("inbox-notify")
+    notify.click()
+    expect(notify).to_have_text("Notifications on")
+    expect(page).to_have_title(re.compile(r"Clarion$"))
+    page.evaluate("() => { window.__hidden = true; }")
+
+    task_id = inbox_server.create_task("Ask me when I look away")
+    session_id = start_session(inbox_server, task_id, "/scenario ask")
+    pending_id = inbox_server.wait_for_bundle(session_id)
+
+    page.wait_for_function("() => window.__notes.length > 0")
+    notes = page.evaluate("() => window.__notes")
+    assert notes == [
+        {
+            "title": "Agent asks in Ask me when I look away",
+            "body": "Which database should the service use?",
+        }
+    ]
+    inbox_server.respond(
+        pending_id, {"rejected": True, "reject_reason": "User skipped", "answers": []}
+    )
