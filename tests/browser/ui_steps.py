@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,10 @@ SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
 
 
 def screenshot(page: Page, name: str) -> None:
-    """Saves docs/screenshots/<name>.png (overwritten each run) for people to look at."""
+    """Saves docs/screenshots/<name>.png for people to look at, when CLARION_SCREENSHOTS=1: an
+    ordinary run leaves the checkout as it found it (and two runs never write the same file)."""
+    if os.environ.get("CLARION_SCREENSHOTS") != "1":
+        return
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), animations="disabled", caret="hide")
 
