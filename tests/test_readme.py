@@ -22,7 +22,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.e2e.harness import free_port, wait_until
+from tests.e2e.harness import TLS, free_port, wait_until
 
 pytestmark = pytest.mark.e2e
 
@@ -78,7 +78,7 @@ def test_readme_commands_work_in_a_fresh_clone(tmp_path: Path) -> None:
                 raise AssertionError(f"{run_cmd!r} exited {server.returncode}:\n"
                                      f"{log_path.read_text(errors='replace')}")  # fmt: skip
             try:
-                return httpx.get(f"{base}/healthz", timeout=2).status_code == 200
+                return httpx.get(f"{base}/healthz", timeout=2, verify=TLS).status_code == 200
             except httpx.HTTPError:
                 return False
 

@@ -133,7 +133,7 @@ class ClarionClient:
 
     def healthy(self) -> bool:
         try:
-            return httpx.get(f"{self.base_url}/healthz", timeout=2).status_code == 200
+            return self._http.get(f"{self.base_url}/healthz", timeout=2).status_code == 200
         except httpx.HTTPError:
             return False
 
