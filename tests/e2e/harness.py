@@ -50,18 +50,25 @@ def wait_until(
     predicate: Callable[[], Any],
     *,
     timeout: float = 15.0,
-    interval: float = 0.05,
+    interval: float = 0.25,
     what: str = "condition",
 ) -> Any:
-    """Poll `predicate` until it returns something truthy; fail with `what` after `timeout`."""
+    """Poll `predicate` until it returns something truthy; fail with `what` after `timeout`.
+
+    Polls start 20 ms apart and back off to `interval`: a quick condition is seen at once, and a
+    slow one (an agent booting) does not cost the server a request every few milliseconds. The
+    predicate is checked once more at the deadline."""
     deadline = time.monotonic() + timeout
-    last: Any = None
-    while time.monotonic() < deadline:
+    delay = min(0.02, interval)
+    while True:
         last = predicate()
         if last:
             return last
-        time.sleep(interval)
-    raise AssertionError(f"timed out waiting for {what}; last value: {last!r}")
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise AssertionError(f"timed out waiting for {what}; last value: {last!r}")
+        time.sleep(min(delay, remaining))
+        delay = min(delay * 1.5, interval)
 
 
 @dataclass
