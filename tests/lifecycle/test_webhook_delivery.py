@@ -109,17 +109,21 @@ async def _until(life: Lifecycle, check: Any) -> list[Any]:
 async def test_a_receiver_that_never_answers_does_not_slow_the_question_or_its_answer(
     store_url: str,
 ) -> None:
+    # The receiver holds every request open, and an attempt may take 60 s: were the question or
+    # its answer waiting on a delivery, they could not finish within the 10 s ceilings below.
     receiver = Receiver(default="hang")
-    async with hooked(store_url, receiver) as life:
+    async with hooked(store_url, receiver, timeout_s=60.0) as life:
         _, session_id = await life.start_session()
-        async with asyncio.timeout(2.0):  # far below the 5 s the hanging delivery may take
+        async with asyncio.timeout(WAIT_S):
             call, pending_id = await life.ask(session_id)
         await receiver.wait_for(1)  # the delivery is in flight, unanswered
-        async with asyncio.timeout(2.0):
+        async with asyncio.timeout(WAIT_S):
             await life.app.services.resolver.respond(pending_id, answer_db())
-            await asyncio.wait_for(call, WAIT_S)
+            await call
         [first] = [json.loads(body) for _, body in receiver.requests[:1]]
         assert first["event"] == "clarification.requested"
+        [row, *_] = await _deliveries(life)
+        assert row.delivered_at is None and row.gave_up_at is None, "still in flight"
 
 
 async def test_failed_and_timed_out_attempts_are_retried_with_the_same_id_and_body(
