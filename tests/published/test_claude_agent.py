@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from clarion.domain.prompts import RECAP_FOOTER, RECAP_HEADER
 from tests.e2e.harness import SKIP, ServerProcess, answer, wait_until
 from tests.published.conftest import ASK_TOOL, Rig
 from tests.published.model_server import RESUME_MARK, Reply, Turn, ask_then_quote
@@ -172,8 +173,20 @@ def test_detached_answer_resumes_the_agent_with_the_resume_prompt_once(
     _assert_resume_prompt_received_once(rig)
 
 
+def resume_prompt_of(prompt: str) -> str:
+    """The resume prompt in what the model received: after a restart whose agent could not load
+    its session (a kill may come before the agent saved it), Clarion puts a recap of the
+    transcript in front of it."""
+    if prompt.startswith(RECAP_HEADER):
+        _recap, sep, rest = prompt.partition(f"{RECAP_FOOTER}\n\n")
+        assert sep, f"a recap without its end: {prompt!r}"
+        return rest
+    return prompt
+
+
 def _assert_resume_prompt_received_once(rig: Rig) -> None:
-    (prompt,) = rig.model.prompts_containing(RESUME_MARK)
+    (received,) = rig.model.prompts_containing(RESUME_MARK)
+    prompt = resume_prompt_of(received)
     assert prompt.startswith(RESUME_MARK)
     assert str(DB_QUESTION["prompt"]) in prompt and "SQLite" in prompt
     assert prompt.rstrip().endswith("Please continue with this information.")

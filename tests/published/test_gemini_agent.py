@@ -25,6 +25,7 @@ from tests.published.test_claude_agent import (
     _option,
     _pending_permission,
     _respond_ok,
+    resume_prompt_of,
 )
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(180)]
@@ -71,7 +72,8 @@ def test_skip_reaches_the_model_as_a_rejection(gemini_rig: Callable[..., Rig]) -
 
 
 def _assert_resume_prompt_received_once(rig: Rig) -> None:
-    (prompt,) = rig.model.prompts_containing(RESUME_MARK)
+    (received,) = rig.model.prompts_containing(RESUME_MARK)
+    prompt = resume_prompt_of(received)
     assert prompt.startswith(RESUME_MARK)
     assert str(DB_QUESTION["prompt"]) in prompt and "SQLite" in prompt
     assert rig.model.user_messages_containing(RESUME_MARK) == 1

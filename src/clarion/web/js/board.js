@@ -30,6 +30,20 @@ export function stepLabel(step) {
 const DRAG_TYPE = "application/x-clarion-task";
 
 /**
+ * While a card is being dragged the board is not rebuilt: replacing the dragged card would end the
+ * person's drag. A render asked for meanwhile is kept (the newest) and done when the drag ends.
+ * @type {{active: boolean, deferred: null | (() => void)}}
+ */
+const drag = { active: false, deferred: null };
+
+function dragEnded() {
+  drag.active = false;
+  const render = drag.deferred;
+  drag.deferred = null;
+  render?.();
+}
+
+/**
  * A card: opens the task on click (or Enter on its title button); drags to another column; and
  * "◀ / ▶" buttons move it one step by keyboard or touch.
  * @param {StoreState} state
@@ -59,7 +73,9 @@ function card(state, taskId, view) {
       testid: `task-card-${taskId}`, draggable: "true",
       dataset: { taskId, step },
       onClick: () => view.onOpen(taskId),
+      onDragend: dragEnded,
       onDragstart: (/** @type {DragEvent} */ e) => {
+        drag.active = true;
         e.dataTransfer?.setData(DRAG_TYPE, taskId);
         e.dataTransfer?.setData("text/plain", taskId);
         if (e.dataTransfer) e.dataTransfer.effectAllowed = "move";
@@ -126,6 +142,10 @@ function column(step, ids, state, view) {
  * @param {BoardView} view
  */
 export function renderBoard(root, state, view) {
+  if (drag.active) {
+    drag.deferred = () => renderBoard(root, state, view);
+    return;
+  }
   const steps = view.steps.length ? view.steps : DEFAULT_STEPS;
   /** @type {Record<string, string[]>} */
   const byStep = Object.fromEntries(steps.map((s) => [s, []]));
