@@ -52,7 +52,7 @@ async def test_seeding_builds_history_bundles_and_reservations(tmp_path: Path) -
 def test_peer_cycle_runs_when_langgraph_is_installed(tmp_path: Path) -> None:
     out = Results(live_return_p50={"sqlite": 0.01})
     _peer(tmp_path, TINY, out)
-    if not peer.available():
+    if not peer.available("langgraph"):
         assert out.rows[0].value == "skipped"
         return
-    assert any(row.name.startswith("ratio: live reply") for row in out.rows)
+    assert any(row.name.startswith("ratio: live tool return") for row in out.rows)
