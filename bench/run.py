@@ -14,7 +14,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench import commits, growth, latency, peer, recovery, throughput
+from bench import commits, footprint, growth, latency, peer, recovery, throughput
 from bench.context import Ctx, progress
 from bench.server import BenchServer, fresh_database, postgres_reachable
 from bench.stats import Row, latency_rows, ms, percentile, render
@@ -26,6 +26,7 @@ class Sizes:
     detached: int = 20
     sessions: tuple[int, ...] = (1, 10, 100)  # simulated MCP agents, both databases
     builtin_sessions: tuple[int, ...] = (1, 10)  # full turns through the builtin agent
+    idle_sessions: tuple[int, ...] = (10, 100)  # sessions holding an open question, for RSS
     throughput_s: float = 5.0
     history: tuple[int, ...] = (10, 1_000, 100_000)
     history_samples: int = 5
@@ -40,6 +41,7 @@ QUICK = Sizes(
     detached=1,
     sessions=(1, 2),
     builtin_sessions=(1,),
+    idle_sessions=(1, 2),
     throughput_s=0.5,
     history=(10, 30, 250),
     history_samples=1,
@@ -113,20 +115,45 @@ async def _online(db: str, workdir: Path, sizes: Sizes, out: Results) -> None:
                 ),
             ]
             for n in sizes.sessions:
-                rate, done = await throughput.mcp_cycles_per_second(ctx, n, sizes.throughput_s)
+                t = await throughput.mcp_cycles_per_second(ctx, n, sizes.throughput_s)
                 target = n == 100 and db == "sqlite"
                 out.rows.append(
                     Row(
                         db,
                         f"throughput, {n} concurrent sessions (MCP clients)",
-                        f"{rate:.1f} cycles/s",
+                        f"{t.rate:.1f} cycles/s",
                         ">= 1000 cycles/s" if target else "",
-                        (rate >= 1000) if target else None,
-                        f"{done} cycles",
+                        (t.rate >= 1000) if target else None,
+                        f"{t.cycles} cycles",
+                    )
+                )
+                cpu_limit = 5.0 if db == "sqlite" else 7.0
+                server_ms = ms(t.server_cpu_per_cycle)
+                out.rows.append(
+                    Row(
+                        db,
+                        f"server CPU per cycle, {n} sessions (MCP clients)",
+                        f"{server_ms:.2f} ms",
+                        f"<= {cpu_limit:g} ms",
+                        server_ms <= cpu_limit,
+                        f"bench client {ms(t.client_cpu_per_cycle):.2f} ms/cycle",
                     )
                 )
                 if n == 1:
-                    out.one_session_rate[db] = rate
+                    out.one_session_rate[db] = t.rate
+            rss = await footprint.idle_memory(ctx, sizes.idle_sessions)
+            low, high = sizes.idle_sessions[0], sizes.idle_sessions[-1]
+            out.rows.append(
+                Row(
+                    db,
+                    f"server RSS, {high} idle sessions holding a question",
+                    f"{rss[high] / 2**20:.1f} MiB",
+                    note=(
+                        f"{(rss[high] - rss[low]) / (high - low) / 1024:.0f} KiB per added "
+                        f"session ({low} -> {high}); {rss[0] / 2**20:.1f} MiB before"
+                    ),
+                )
+            )
             for n in sizes.builtin_sessions:
                 rate, done = await throughput.cycles_per_second(ctx, n, sizes.throughput_s)
                 out.rows.append(
