@@ -70,6 +70,10 @@ class SimulatedAgent:
         self.session_id = session_id
         self._client = client
 
+    @property
+    def client(self) -> Client:
+        return self._client
+
     @classmethod
     @contextlib.asynccontextmanager
     async def connect(

@@ -17,10 +17,12 @@ from __future__ import annotations
 
 import asyncio
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from bench.client import ask_and_wait, new_asking_session
 from bench.context import Ctx, freeze_heap, progress
+from bench.footprint import cpu_seconds
 from bench.latency import answer_live
 from bench.simulated import SimulatedAgent, relay_session
 
@@ -65,8 +67,17 @@ async def cycles_per_second(ctx: Ctx, n: int, duration: float) -> tuple[float, i
     return done / elapsed, done
 
 
-async def mcp_cycles_per_second(ctx: Ctx, n: int, duration: float) -> tuple[float, int]:
-    """Returns (cycles per second, cycles completed) with `n` simulated MCP agents."""
+@dataclass(frozen=True)
+class McpThroughput:
+    rate: float  # cycles per second
+    cycles: int
+    server_cpu_per_cycle: float  # seconds of the server process's own CPU (children excluded)
+    client_cpu_per_cycle: float  # seconds of this benchmark process's CPU
+
+
+async def mcp_cycles_per_second(ctx: Ctx, n: int, duration: float) -> McpThroughput:
+    """Cycles per second with `n` simulated MCP agents, and the CPU each cycle cost the server
+    and the benchmark client (process CPU time from the start signal to the last cycle)."""
     gate = asyncio.Semaphore(SPAWN_CONCURRENCY)
 
     async def relay(i: int) -> tuple[str, dict[str, Any]]:
@@ -79,9 +90,12 @@ async def mcp_cycles_per_second(ctx: Ctx, n: int, duration: float) -> tuple[floa
     start = asyncio.Event()
     began = stop_at = last = 0.0
     done = 0
+    assert ctx.server.proc is not None
+    pid = ctx.server.proc.pid
+    cpu_at_last = (0.0, 0.0)
 
     async def worker(session_id: str, endpoint: dict[str, Any]) -> None:
-        nonlocal done, last
+        nonlocal done, last, cpu_at_last
         async with SimulatedAgent.connect(ctx, session_id, endpoint) as agent:
             await agent.cycle()  # warm-up
             await ready.wait()
@@ -90,12 +104,14 @@ async def mcp_cycles_per_second(ctx: Ctx, n: int, duration: float) -> tuple[floa
                 await agent.cycle()
                 done += 1
                 last = time.perf_counter()
+                cpu_at_last = (cpu_seconds(pid), time.process_time())
 
     workers = [asyncio.ensure_future(worker(s, e)) for s, e in sessions]
     try:
         await asyncio.wait_for(ready.wait(), 300)
         freeze_heap()
         progress(f"{ctx.db}: throughput (MCP), {n} sessions ready; measuring for {duration:g}s")
+        server_cpu0, client_cpu0 = cpu_seconds(pid), time.process_time()
         began = time.perf_counter()
         stop_at = began + duration
         start.set()
@@ -104,9 +120,20 @@ async def mcp_cycles_per_second(ctx: Ctx, n: int, duration: float) -> tuple[floa
         for w in workers:
             w.cancel()
     elapsed = max(last - began, 1e-9)
-    progress(f"{ctx.db}: throughput (MCP), {n} sessions: {done} cycles in {elapsed:.1f}s")
+    cycles = max(done, 1)
+    result = McpThroughput(
+        rate=done / elapsed,
+        cycles=done,
+        server_cpu_per_cycle=(cpu_at_last[0] - server_cpu0) / cycles,
+        client_cpu_per_cycle=(cpu_at_last[1] - client_cpu0) / cycles,
+    )
+    progress(
+        f"{ctx.db}: throughput (MCP), {n} sessions: {done} cycles in {elapsed:.1f}s, "
+        f"server CPU {result.server_cpu_per_cycle * 1000:.2f} ms/cycle, "
+        f"client {result.client_cpu_per_cycle * 1000:.2f} ms/cycle"
+    )
     await _finish(ctx, [s for s, _ in sessions])
-    return done / elapsed, done
+    return result
 
 
 async def _finish(ctx: Ctx, sessions: list[str]) -> None:

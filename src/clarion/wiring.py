@@ -308,6 +308,9 @@ async def run_server(settings: Settings, on_listening: Callable[[str], None]) ->
             access_log=False,  # request lines could carry a `?token=`
             lifespan="on",
             http=_HTTP_PROTOCOL,
+            # Notifications are small JSON frames sent once per connection each: compressing
+            # every one cost more server CPU than any other step of sending it.
+            ws_per_message_deflate=False,
         )
         server = uvicorn.Server(config)
         serving = asyncio.ensure_future(server.serve())

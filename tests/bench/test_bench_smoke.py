@@ -16,7 +16,15 @@ from clarion.store import open_store
 
 pytestmark = pytest.mark.e2e
 
-TINY = Sizes(live=1, detached=1, sessions=(1,), builtin_sessions=(1,), throughput_s=0.2, peer=2)
+TINY = Sizes(
+    live=1,
+    detached=1,
+    sessions=(1,),
+    builtin_sessions=(1,),
+    idle_sessions=(1, 2),
+    throughput_s=0.2,
+    peer=2,
+)
 
 
 async def test_online_measurements_produce_figures(
@@ -31,6 +39,8 @@ async def test_online_measurements_produce_figures(
     assert "commits per live respond (at 200)" in names
     assert "live answer POST -> MCP tool call returns p50" in names
     assert "throughput, 1 concurrent sessions (MCP clients)" in names
+    assert "server CPU per cycle, 1 sessions (MCP clients)" in names
+    assert "server RSS, 2 idle sessions holding a question" in names
     assert "full turns, 1 concurrent sessions (builtin agent)" in names
     assert all(row.value for row in out.rows)
     assert "live answer POST -> 200 p50" in render(out.rows)
@@ -52,7 +62,7 @@ async def test_seeding_builds_history_bundles_and_reservations(tmp_path: Path) -
 def test_peer_cycle_runs_when_langgraph_is_installed(tmp_path: Path) -> None:
     out = Results(live_return_p50={"sqlite": 0.01})
     _peer(tmp_path, TINY, out)
-    if not peer.available():
+    if not peer.available("langgraph"):
         assert out.rows[0].value == "skipped"
         return
-    assert any(row.name.startswith("ratio: live reply") for row in out.rows)
+    assert any(row.name.startswith("ratio: live tool return") for row in out.rows)

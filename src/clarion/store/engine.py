@@ -26,6 +26,9 @@ from clarion.store.tx import AsyncTx, Tx
 
 log = logging.getLogger(__name__)
 
+POOL_SIZE = 10
+POOL_OVERFLOW = 5
+
 
 def async_url(url: str) -> str:
     """Map a user URL (`sqlite:///PATH`, `postgresql://...`) to its async driver form."""
@@ -43,7 +46,15 @@ def open_engine(url: str) -> AsyncEngine:
     target = make_url(async_url(url))
     if target.get_backend_name() == "sqlite":
         return _sqlite_engine(target.render_as_string(hide_password=False), target.database)
-    return create_async_engine(target, pool_pre_ping=True, pool_reset_on_return=None)
+    # No pre-ping: it cost a round trip on every checkout, as much as BEGIN itself. A
+    # connection PostgreSQL dropped (a restart) fails its next statement instead; SQLAlchemy
+    # recognises the disconnect and invalidates the whole pool, so the transactions after it
+    # get fresh connections. Ten pooled connections (five more on a burst, fifteen at most as
+    # before): with five, every burst of concurrent requests opened and closed connections, and
+    # a new connection also starts with an empty prepared-statement cache.
+    return create_async_engine(
+        target, pool_size=POOL_SIZE, max_overflow=POOL_OVERFLOW, pool_reset_on_return=None
+    )
 
 
 def _sqlite_engine(url: str, database: str | None) -> AsyncEngine:

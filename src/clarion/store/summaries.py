@@ -26,6 +26,23 @@ summaries = task_status_summaries
 
 
 _SUMMARY_OF_TASK = select(summaries).where(summaries.c.task_id == bindparam("task_id"))
+# The compare-and-set statements, built once: building and cache-keying an UPDATE per call
+# cost more than running it.
+_WORKSPACE_OF_TASK = select(tasks.c.workspace_id).where(tasks.c.id == bindparam("task_id"))
+_REVISION_OF_TASK = select(summaries.c.revision).where(summaries.c.task_id == bindparam("task_id"))
+_INSERT_SUMMARY = insert(summaries)
+_CAS_UPDATE = (
+    update(summaries)
+    .where(
+        summaries.c.task_id == bindparam("b_task_id"),
+        summaries.c.revision == bindparam("b_expected"),
+    )
+    .values(
+        revision=bindparam("b_revision"),
+        summary=bindparam("b_summary", type_=summaries.c.summary.type),
+        updated_at=bindparam("b_updated_at", type_=summaries.c.updated_at.type),
+    )
+)
 
 
 async def _read_summary(conn: Tx, task_id: str) -> StatusSummary | None:
@@ -62,38 +79,35 @@ class SummaryQueries(StoreBase):
             async with self._db.write() as conn:
                 if expected_revision is None:
                     workspace_id = (
-                        await conn.execute(
-                            select(tasks.c.workspace_id).where(tasks.c.id == task_id)
-                        )
+                        await conn.execute(_WORKSPACE_OF_TASK, {"task_id": task_id})
                     ).scalar()
                     if workspace_id is None:
                         raise NotFound("task not found", task_id=task_id)
-                    exists = (
-                        await conn.execute(
-                            select(summaries.c.revision).where(summaries.c.task_id == task_id)
-                        )
-                    ).first()
+                    exists = (await conn.execute(_REVISION_OF_TASK, {"task_id": task_id})).first()
                     if exists is not None:
                         return None
                     revision = 1
                     await conn.execute(
-                        insert(summaries).values(
-                            task_id=task_id,
-                            workspace_id=workspace_id,
-                            revision=revision,
-                            summary=payload,
-                            updated_at=now,
-                        )
+                        _INSERT_SUMMARY,
+                        {
+                            "task_id": task_id,
+                            "workspace_id": workspace_id,
+                            "revision": revision,
+                            "summary": payload,
+                            "updated_at": now,
+                        },
                     )
                 else:
                     revision = expected_revision + 1
                     result = await conn.execute(
-                        update(summaries)
-                        .where(
-                            summaries.c.task_id == task_id,
-                            summaries.c.revision == expected_revision,
-                        )
-                        .values(revision=revision, summary=payload, updated_at=now)
+                        _CAS_UPDATE,
+                        {
+                            "b_task_id": task_id,
+                            "b_expected": expected_revision,
+                            "b_revision": revision,
+                            "b_summary": payload,
+                            "b_updated_at": now,
+                        },
                     )
                     if result.rowcount != 1:
                         return None
