@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.conftest import fresh_database_url
+from tests.conftest import _pg_admin, _run, fresh_database_url
 from tests.e2e.conftest import require_nats
 from tests.e2e.harness import ServerProcess, answer, wait_until
 
@@ -139,4 +139,51 @@ def test_a_standby_names_the_active_replica_and_takes_over_its_questions_when_it
     response = second.respond(pending_id, answer("db", "sqlite"))
     assert response.status_code == 200, response.text
     assert response.json()["resumed"] is True
+    second.wait_for_agent_text(session_id, RESUME_MARK)
+
+
+def _cut_off(server: ServerProcess) -> None:
+    """End the replica's membership connection from the database side, as a network cut
+    would: its locks are released while the process still runs."""
+    assert server.proc is not None
+    pid = server.proc.pid
+    _run(
+        lambda: _pg_admin(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+            f"WHERE application_name LIKE 'clarion serve cluster replica % pid {pid},%'"
+        )
+    )
+
+
+def test_an_active_replica_that_loses_its_locks_stops_and_comes_back_as_standby(
+    replicas: Callable[..., ServerProcess],
+) -> None:
+    first = replicas()
+    first.start()
+    session_id = first.start_session(first.create_task(), "/scenario ask")
+    pending_id = first.wait_for_bundle(session_id)
+    first.wait_for_state(pending_id, "active_live")
+    second = replicas()
+    second.start(wait_ready=False)
+    wait_until(
+        lambda: _health(second)[1].get("status") == "standby",
+        timeout=120,
+        what="the second replica on standby",
+    )
+
+    _cut_off(first)
+    assert first.wait_exit(timeout=30) == 70
+    assert "stopped: heartbeat failed" in first.logs()
+    second.wait_ready(timeout=60)
+    assert second.bundle(pending_id)["state"] == "active_detached"
+
+    first.start(wait_ready=False)  # the late returner: it must not act again
+    wait_until(
+        lambda: _health(first)[1].get("status") == "standby",
+        timeout=120,
+        what="the returning replica on standby",
+    )
+    assert {r["role"] for r in _cluster(second)} == {"active", "standby"}
+    response = second.respond(pending_id, answer("db", "sqlite"))
+    assert response.status_code == 200, response.text
     second.wait_for_agent_text(session_id, RESUME_MARK)

@@ -139,8 +139,9 @@ class Membership:
 
 
 def _name(replica_id: str) -> str:
-    identity = f"cluster replica host {socket.gethostname()}, pid {os.getpid()}"
-    return f"{APPLICATION_PREFIX} {identity} {replica_id[:8]}"[:63]
+    # The pid first: application_name keeps 63 bytes, and a long host name is cut, not the pid.
+    identity = f"cluster replica {replica_id[:8]} pid {os.getpid()}, host {socket.gethostname()}"
+    return f"{APPLICATION_PREFIX} {identity}"[:63]
 
 
 @contextlib.asynccontextmanager
