@@ -75,10 +75,7 @@ class Replica:
         try:
             while True:
                 try:
-                    await asyncio.wait_for(
-                        self._member.heartbeat(role=self._role, sessions=self._sessions()),
-                        self.fence_s,
-                    )
+                    await asyncio.wait_for(self._member.heartbeat(self._status), self.fence_s)
                     if self._role == "active":
                         await self._member.forget_dead(
                             older_than_s=self._member.timeout_s * 3, previous_active=False
@@ -109,8 +106,11 @@ class Replica:
             await asyncio.sleep(wait)
         await self._member.forget_dead(older_than_s=self._member.timeout_s, previous_active=True)
         self._role = "active"
-        await self._member.heartbeat(role="active", sessions=self._sessions())
+        await self._member.heartbeat(self._status)
         log.info("replica is active", extra={"replica": self.replica_id})
+
+    def _status(self) -> tuple[str, int]:
+        return self._role, self._sessions()
 
     def _watch(self) -> None:
         while not self._stopping.wait(self.interval / 2):

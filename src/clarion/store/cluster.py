@@ -23,7 +23,7 @@ import logging
 import os
 import socket
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from sqlalchemy import text
@@ -77,15 +77,20 @@ class Membership:
         )
         log.info("replica registered", extra={"replica": self.replica_id, "url": advertise_url})
 
-    async def heartbeat(self, *, role: str, sessions: int) -> None:
-        """Raises LookupError if the row is gone (another replica took this one for dead)."""
-        result = await self._run(
-            text(
-                "UPDATE clarion_replicas SET last_seen_at = now(), heartbeats = heartbeats + 1, "
-                "role = :role, sessions = :sessions WHERE id = :id"
-            ),
-            {"id": self.replica_id, "role": role, "sessions": sessions},
-        )
+    async def heartbeat(self, status: Callable[[], tuple[str, int]]) -> None:
+        """Write `status()` (role, sessions), read under the connection's lock so that a
+        heartbeat queued behind a role change never writes the old role after the new one.
+        Raises LookupError if the row is gone (another replica took this one for dead)."""
+        async with self._lock:
+            role, sessions = status()
+            result = await self._conn.execute(
+                text(
+                    "UPDATE clarion_replicas SET last_seen_at = now(), "
+                    "heartbeats = heartbeats + 1, role = :role, sessions = :sessions "
+                    "WHERE id = :id"
+                ),
+                {"id": self.replica_id, "role": role, "sessions": sessions},
+            )
         if result.rowcount != 1:
             raise LookupError(f"replica {self.replica_id} is no longer registered")
 
