@@ -311,3 +311,52 @@ def test_bad_webhook_config_is_refused_with_a_clear_reason(
 def test_webhook_attempts_below_ten_are_refused(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="at least 10"):
         Settings.load(env={"CLARION_HOME": str(tmp_path), "CLARION_WEBHOOK_ATTEMPTS": "3"})
+
+
+_CLUSTER_ENV = {
+    "CLARION_CLUSTER": "1",
+    "CLARION_DATABASE_URL": "postgresql://u@db/clarion",
+    "CLARION_BUS_URL": "nats://nats:4222",
+}
+
+
+def test_cluster_mode_reads_its_env_vars() -> None:
+    env = {
+        **_CLUSTER_ENV,
+        "CLARION_ADVERTISE_URL": "http://replica-a:8787/",
+        "CLARION_REPLICA_TIMEOUT_S": "4",
+    }
+    settings = Settings.load(env=env)
+    assert settings.cluster is True
+    assert settings.advertise_url == "http://replica-a:8787"
+    assert settings.replica_timeout == 4.0
+
+
+def test_cluster_mode_is_off_by_default_with_a_ten_second_replica_timeout() -> None:
+    settings = Settings.load(env={})
+    assert settings.cluster is False
+    assert settings.advertise_url is None
+    assert settings.replica_timeout == 10.0
+
+
+@pytest.mark.parametrize(
+    ("override", "needs"),
+    [
+        ({"CLARION_DATABASE_URL": "sqlite:///x.db"}, "needs PostgreSQL"),
+        ({"CLARION_BUS_URL": "memory"}, "needs NATS"),
+    ],
+)
+def test_cluster_mode_refuses_sqlite_or_the_memory_bus(
+    override: dict[str, str], needs: str
+) -> None:
+    with pytest.raises(ValueError, match=needs):
+        Settings.load(env={**_CLUSTER_ENV, **override})
+
+
+@pytest.mark.parametrize(
+    ("var", "value"),
+    [("CLARION_REPLICA_TIMEOUT_S", "0"), ("CLARION_ADVERTISE_URL", "replica-a:8787")],
+)
+def test_bad_cluster_settings_are_refused_naming_them(var: str, value: str) -> None:
+    with pytest.raises(ValueError, match=var):
+        Settings.load(env={**_CLUSTER_ENV, var: value})

@@ -165,6 +165,10 @@ class Settings:
     webhook_delivery: WebhookDelivery = field(default_factory=WebhookDelivery)
     # The web UI's address as people reach it (webhook links); default: the server's own.
     public_url: str | None = None
+    # Cluster mode (docs/cluster.md): replicas on one PostgreSQL database and one NATS.
+    cluster: bool = False
+    advertise_url: str | None = None
+    replica_timeout: float = 10.0
 
     @classmethod
     def load(
@@ -177,6 +181,8 @@ class Settings:
         config_file: str | None = None,
         auth: bool | None = None,
         insecure_no_auth: bool = False,
+        cluster: bool | None = None,
+        advertise_url: str | None = None,
         env: Mapping[str, str] | None = None,
     ) -> Settings:
         """Flags win over env vars, which win over defaults. Raises ValueError on bad values."""
@@ -187,7 +193,7 @@ class Settings:
         else:
             port_value = _port(env.get("CLARION_PORT") or "8787", "CLARION_PORT")
         auth_env = _flag(env.get("CLARION_AUTH", ""), "CLARION_AUTH")
-        return cls(
+        settings = cls(
             host=host or env.get("CLARION_HOST") or "127.0.0.1",
             port=port_value,
             database_url=database_url
@@ -203,7 +209,15 @@ class Settings:
             webhooks=load_webhooks(config_file),
             webhook_delivery=WebhookDelivery.from_env(env),
             public_url=_public_url(env.get("CLARION_PUBLIC_URL") or load_public_url(config_file)),
+            cluster=cluster
+            if cluster is not None
+            else _flag(env.get("CLARION_CLUSTER", ""), "CLARION_CLUSTER"),
+            advertise_url=_advertise_url(advertise_url or env.get("CLARION_ADVERTISE_URL")),
+            replica_timeout=_seconds(env.get("CLARION_REPLICA_TIMEOUT_S"), 10.0),
         )
+        if settings.cluster:
+            _check_cluster(settings)
+        return settings
 
 
 _TRUE = frozenset({"1", "true", "yes", "on"})
@@ -298,6 +312,33 @@ def _http_url(value: Any, where: str) -> str:
     if parsed.scheme not in ("http", "https") or not parsed.hostname:
         raise ValueError(f"{where} must be an http:// or https:// URL, got {value!r}")
     return value
+
+
+def _advertise_url(value: str | None) -> str | None:
+    return None if not value else _http_url(value, "CLARION_ADVERTISE_URL").rstrip("/")
+
+
+def _seconds(raw: str | None, default: float) -> float:
+    if raw is None or raw == "":
+        return default
+    try:
+        value = float(raw)
+    except ValueError as exc:
+        raise ValueError(f"CLARION_REPLICA_TIMEOUT_S must be seconds, got {raw!r}") from exc
+    if not math.isfinite(value) or value <= 0:
+        raise ValueError(f"CLARION_REPLICA_TIMEOUT_S must be positive, got {raw!r}")
+    return value
+
+
+def _check_cluster(settings: Settings) -> None:
+    """Cluster mode shares one PostgreSQL database and one NATS between replicas."""
+    scheme = settings.database_url.split(":", 1)[0]
+    if scheme.split("+", 1)[0] not in ("postgresql", "postgres"):
+        raise ValueError(
+            f"cluster mode needs PostgreSQL: pass --database postgresql://... (got {scheme})"
+        )
+    if not settings.bus_url.startswith("nats://"):
+        raise ValueError(f"cluster mode needs NATS: pass --bus nats://... (got {settings.bus_url})")
 
 
 def _public_url(value: str | None) -> str | None:

@@ -59,8 +59,10 @@ from clarion.projection.events import EventPublisher
 from clarion.projection.pending import PendingProjector
 from clarion.projection.reads import Reads
 from clarion.projection.summaries import SummaryService
+from clarion.replica import Replica
 from clarion.sample import offer_sample_task
 from clarion.store import SqlStore, open_store
+from clarion.store.cluster import membership
 from clarion.store.guard import AnotherServer, single_server
 from clarion.store.outbox import Outbox
 from clarion.supervisor import Supervisor
@@ -294,12 +296,27 @@ async def _webhooks(
             running.cancel()
 
 
-async def run_server(settings: Settings, on_listening: Callable[[str], None]) -> RecoveryReport:
-    """Serve until stopped. Raises RecoveryFailed if startup recovery fails."""
+async def run_server(
+    settings: Settings, on_listening: Callable[[str], None]
+) -> RecoveryReport | None:
+    """Serve until stopped. Raises RecoveryFailed if startup recovery fails. A cluster replica
+    stopped while still standby never ran recovery and returns None."""
     base = {"url": f"http://{_client_host(settings.host)}:{settings.port}"}
-    # Before anything touches the database: a second server's recovery would detach the first
-    # one's live questions. Raises AnotherServer (the CLI exits 3) when one is running.
-    async with single_server(settings.database_url), build(settings, lambda: base["url"]) as app:
+    async with contextlib.AsyncExitStack() as stack:
+        # Before anything touches the database: a second server's recovery would detach the
+        # first one's live questions. Raises AnotherServer (the CLI exits 3) when one is running.
+        member = None
+        if settings.cluster:
+            member = await stack.enter_async_context(
+                membership(settings.database_url, settings.replica_timeout)
+            )
+        else:
+            await stack.enter_async_context(single_server(settings.database_url))
+        app = await stack.enter_async_context(build(settings, lambda: base["url"]))
+        replica = None
+        if member is not None:
+            replica = Replica(member, lambda: _running_count(app.runtime))
+            app.services.cluster = replica
         config = uvicorn.Config(
             create_app(app.services, app.mcp),
             host=settings.host,
@@ -314,6 +331,7 @@ async def run_server(settings: Settings, on_listening: Callable[[str], None]) ->
         )
         server = uvicorn.Server(config)
         serving = asyncio.ensure_future(server.serve())
+        beats: asyncio.Future[None] | None = None
         try:
             while not server.started:
                 if serving.done():
@@ -323,6 +341,11 @@ async def run_server(settings: Settings, on_listening: Callable[[str], None]) ->
             port = server.servers[0].sockets[0].getsockname()[1]
             base["url"] = f"http://{_client_host(settings.host)}:{port}"
             on_listening(base["url"])
+            if replica is not None:
+                await replica.join(settings.advertise_url or base["url"])
+                beats = asyncio.ensure_future(replica.heartbeats())
+                if not await _until_leading(replica, serving):
+                    return None
             try:
                 report = await app.recovery.run()
             except Exception as exc:
@@ -338,6 +361,29 @@ async def run_server(settings: Settings, on_listening: Callable[[str], None]) ->
             server.should_exit = True
             with contextlib.suppress(Exception):
                 await serving
+            if beats is not None:
+                beats.cancel()
+                with contextlib.suppress(BaseException):
+                    await beats
+
+
+async def _until_leading(replica: Replica, serving: asyncio.Future[None]) -> bool:
+    """Standby until this replica leads (True), or until the server stops first (False)."""
+    leading = asyncio.ensure_future(replica.lead())
+    await asyncio.wait({leading, serving}, return_when=asyncio.FIRST_COMPLETED)
+    if leading.done():
+        leading.result()
+        return True
+    leading.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await leading
+    return False
+
+
+def _running_count(runtime: AgentRuntime) -> int:
+    """Sessions whose agent runs here; only the ACP runtime counts them (0 for test doubles)."""
+    count = getattr(runtime, "running_count", None)
+    return int(count()) if callable(count) else 0
 
 
 def permission_rules(settings: Settings) -> dict[str, PermissionRules]:

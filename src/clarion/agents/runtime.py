@@ -166,6 +166,10 @@ class AcpRuntime:
             if agent is not None:
                 await agent.close(self._stop_grace)
 
+    def running_count(self) -> int:
+        """How many sessions' agent processes run here (a replica's `sessions`)."""
+        return sum(1 for agent in self._agents.values() if agent.is_running)
+
     def is_running(self, session_id: str) -> bool:
         agent = self._agents.get(session_id)
         return agent is not None and agent.is_running

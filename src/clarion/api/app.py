@@ -21,6 +21,7 @@ from clarion import __version__
 from clarion.api import (
     auth,
     routes_clarifications,
+    routes_cluster,
     routes_inbox,
     routes_permissions,
     routes_sessions,
@@ -36,8 +37,12 @@ from clarion.mcp.tools import McpEndpoint
 WEB_DIR = Path(__file__).resolve().parent.parent / "web"
 
 
+_ALWAYS_OPEN = frozenset({"/healthz", routes_cluster.CLUSTER_PATH})
+
+
 class ReadinessGate:
-    """Answers 503 `starting` to everything but /healthz until recovery is done."""
+    """Answers 503 `starting` to everything but /healthz (and the cluster list) until recovery
+    is done; a standby cluster replica answers 503 `standby` naming the active replica."""
 
     def __init__(self, app: ASGIApp, services: ApiServices) -> None:
         self._app = app
@@ -47,12 +52,17 @@ class ReadinessGate:
         if (
             scope["type"] in ("http", "websocket")
             and not self._services.ready.is_set()
-            and scope.get("path") != "/healthz"
+            and scope.get("path") not in _ALWAYS_OPEN
         ):
             if scope["type"] == "websocket":
                 await send({"type": "websocket.close", "code": 1013})
                 return
-            status, body = error_body(ServiceStarting("Clarion is starting"))
+            view = self._services.cluster
+            if view is not None and view.role == "standby":
+                error: ServiceStarting = await routes_cluster.standby_error(view)
+            else:
+                error = ServiceStarting("Clarion is starting")
+            status, body = error_body(error)
             response = JSONResponse(body, status_code=status)
             await response(scope, receive, send)
             return
@@ -83,9 +93,7 @@ def create_app(services: ApiServices, mcp: McpEndpoint) -> FastAPI:
 
     @app.get("/healthz", include_in_schema=False)
     async def healthz() -> JSONResponse:
-        if services.ready.is_set():
-            return JSONResponse({"status": "ok"})
-        return JSONResponse({"status": "starting"}, status_code=503)
+        return routes_cluster.healthz(services)
 
     app.include_router(auth.router)
     app.include_router(routes_tasks.router)
@@ -93,6 +101,7 @@ def create_app(services: ApiServices, mcp: McpEndpoint) -> FastAPI:
     app.include_router(routes_clarifications.router)
     app.include_router(routes_permissions.router)
     app.include_router(routes_inbox.router)
+    app.include_router(routes_cluster.router)
     app.include_router(ws.router)
     app.router.routes.append(
         Route("/mcp/sessions/{session_id}", endpoint=mcp, methods=["GET", "POST", "DELETE"])

@@ -16,7 +16,7 @@ from clarion.orchestrator.resend import AnswerResender
 from clarion.orchestrator.sessions import SessionService
 from clarion.orchestrator.tasks import TaskService
 from clarion.orchestrator.workflow import WorkflowGuard
-from clarion.ports import Bus
+from clarion.ports import Bus, ClusterView
 from clarion.projection.pending import PendingProjector
 from clarion.projection.reads import Reads
 
@@ -38,3 +38,5 @@ class ApiServices:
     access: AccessControl
     permissions: PermissionService
     ready: asyncio.Event = field(default_factory=asyncio.Event)
+    # Cluster mode only: this replica and its peers (None in single mode).
+    cluster: ClusterView | None = None

@@ -70,6 +70,12 @@ def serve(
     insecure_no_auth: bool = typer.Option(
         False, "--insecure-no-auth", help="Allow a non-loopback host without auth"
     ),
+    cluster: bool | None = typer.Option(
+        None, "--cluster/--no-cluster", help="Join a cluster of replicas [env CLARION_CLUSTER]"
+    ),
+    advertise_url: str | None = typer.Option(
+        None, "--advertise-url", help="This replica's URL for its peers [env CLARION_ADVERTISE_URL]"
+    ),
     log_level: str = typer.Option(os.environ.get("CLARION_LOG_LEVEL", "INFO"), "--log-level"),
 ) -> None:
     """Start the server. Binds HTTP first, then runs startup recovery before admitting work."""
@@ -85,6 +91,8 @@ def serve(
             config_file=config,
             auth=auth,
             insecure_no_auth=insecure_no_auth,
+            cluster=cluster,
+            advertise_url=advertise_url,
         )
     except ValueError as exc:
         typer.echo(f"clarion: {exc}", err=True)

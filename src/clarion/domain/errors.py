@@ -12,6 +12,7 @@ ClarionError
  |    +-- ClarificationActive  a row of an active bundle cannot be deleted (carries the state)
  +-- Unauthenticated           missing or wrong credentials (401)
  +-- ServiceStarting           startup recovery has not finished (503)
+ |    +-- ReplicaStandby          cluster mode: another replica is active (503, names it)
  +-- RetryableFailure          rolled back; the same request may be sent again (500)
  +-- AcceptedButUnfinalized    accepted; must not be sent again though finalization failed (500)
  |    +-- AcceptedButUnpublished   the agent has it; its successor's publication failed
@@ -134,6 +135,17 @@ class Unauthenticated(ClarionError):
 
 class ServiceStarting(ClarionError):
     code = "starting"
+
+
+class ReplicaStandby(ServiceStarting):
+    """Cluster mode: this replica waits while another one serves; the body names that one."""
+
+    code = "standby"
+
+    def __init__(self, message: str, *, active_id: str | None, active_url: str | None) -> None:
+        super().__init__(message)
+        self.active_id = active_id
+        self.active_url = active_url
 
 
 class RetryableFailure(ClarionError):

@@ -18,6 +18,7 @@ from clarion.ports.agents import (
     PromptFinished,
 )
 from clarion.ports.bus import Bus, Event
+from clarion.ports.cluster import ClusterView, ReplicaInfo
 from clarion.ports.store import (
     AccessStore,
     AnswerStore,
@@ -53,6 +54,7 @@ __all__ = [
     "Bus",
     "ClaimResult",
     "Clock",
+    "ClusterView",
     "DetachedBundle",
     "Event",
     "InboxEntry",
@@ -66,6 +68,7 @@ __all__ = [
     "QueuedDelivery",
     "ReadStore",
     "RecoveryStore",
+    "ReplicaInfo",
     "ReservationRecovery",
     "Store",
     "SummaryInputs",

@@ -107,7 +107,7 @@ async def _pg_lock(url: str) -> AsyncIterator[None]:
             )
             await conn.commit()  # the lock is the session's, not the transaction's
             if not taken:
-                raise AnotherServer(await _pg_holder(conn))
+                raise AnotherServer(await pg_holder(conn))
             log.info("single-server lock held", extra={"lock": "pg_advisory_lock"})
             yield
     finally:
@@ -122,7 +122,7 @@ _HOLDER = text(
 )
 
 
-async def _pg_holder(conn: AsyncConnection) -> str:
+async def pg_holder(conn: AsyncConnection) -> str:
     name = await conn.scalar(_HOLDER, {"key": PG_LOCK_KEY})
     if isinstance(name, str) and name.startswith(APPLICATION_PREFIX):
         return name[len(APPLICATION_PREFIX) :].strip()

@@ -20,7 +20,7 @@ from sqlalchemy import Column, Connection, Integer, MetaData, Table, insert, sel
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from clarion.store.engine import Db
-from clarion.store.schema import auth_schema, schema, webhook_schema
+from clarion.store.schema import auth_schema, cluster_schema, schema, webhook_schema
 from clarion.store.sql import UtcDateTime
 
 log = logging.getLogger(__name__)
@@ -72,12 +72,19 @@ def _v5_webhook_outbox(conn: Connection) -> None:
     webhook_schema.create_all(conn, checkfirst=True)
 
 
+def _v6_cluster_replicas(conn: Connection) -> None:
+    # clarion_replicas; references nothing. Created on SQLite too (unused there: cluster mode
+    # needs PostgreSQL) so that both databases keep one schema version sequence.
+    cluster_schema.create_all(conn, checkfirst=True)
+
+
 MIGRATIONS: tuple[Callable[[Connection], None], ...] = (
     _v1_initial_tables,
     _v2_access_control,
     _v3_current_turn_index,
     _v4_turn_type_order_index,
     _v5_webhook_outbox,
+    _v6_cluster_replicas,
 )
 LATEST_VERSION = len(MIGRATIONS)
 

@@ -169,3 +169,22 @@ webhook_deliveries = Table(
     Column("created_at", UtcDateTime, nullable=False),
     Index("ix_webhook_deliveries_due", "delivered_at", "gave_up_at", "next_attempt_at"),
 )
+
+# Cluster replicas (migration 6): one row per `clarion serve --cluster` process. Liveness itself
+# is the replica's advisory locks (store/cluster.py); the row is what others can see of it, and
+# `last_seen_at` (the database's clock) is what a new active replica waits out before it acts.
+cluster_schema = MetaData()
+
+replicas = Table(
+    "clarion_replicas",
+    cluster_schema,
+    Column("id", ID, primary_key=True),
+    Column("advertise_url", Text, nullable=False),
+    Column("host", String(255), nullable=False),
+    Column("pid", Integer, nullable=False),
+    Column("role", String(16), nullable=False),
+    Column("sessions", Integer, nullable=False),
+    Column("heartbeats", Integer, nullable=False),
+    Column("started_at", UtcDateTime, nullable=False),
+    Column("last_seen_at", UtcDateTime, nullable=False),
+)

@@ -1,0 +1,90 @@
+"""`GET /api/v1/cluster`: the live replicas, and `/healthz`'s cluster-mode body.
+
+In single mode there is no cluster: the list is empty. Both answer on a standby replica too
+(the readiness gate lets them through), so any replica can say which one serves.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, Field
+
+from clarion.api.openapi import errors
+from clarion.api.routes_tasks import services
+from clarion.api.services import ApiServices
+from clarion.domain.errors import ReplicaStandby
+from clarion.ports import ClusterView, ReplicaInfo
+
+router = APIRouter(prefix="/api/v1")
+
+CLUSTER_PATH = "/api/v1/cluster"
+
+
+class Replica(BaseModel):
+    id: str
+    advertise_url: str
+    started_at: str
+    last_seen_at: str
+    sessions: int = Field(description="sessions whose agent process runs on this replica")
+    role: str = Field(description="`active` (serves every route) or `standby`")
+
+
+class Cluster(BaseModel):
+    replicas: list[Replica]
+
+
+def _wire(replica: ReplicaInfo) -> dict[str, Any]:
+    return {
+        "id": replica.id,
+        "advertise_url": replica.advertise_url,
+        "started_at": replica.started_at.isoformat(),
+        "last_seen_at": replica.last_seen_at.isoformat(),
+        "sessions": replica.sessions,
+        "role": replica.role,
+    }
+
+
+@router.get(
+    "/cluster",
+    summary="The live replicas of this cluster (empty in single mode)",
+    responses={200: {"model": Cluster, "description": "The replicas"}, **errors()},
+)
+async def cluster(request: Request) -> dict[str, Any]:
+    view = services(request).cluster
+    return {"replicas": [] if view is None else [_wire(r) for r in await view.replicas()]}
+
+
+def healthz(services: ApiServices) -> JSONResponse:
+    """`ok` once recovery is done; `starting` before; cluster mode adds the replica's id
+    (and a standby says so, so a load balancer sends it nothing)."""
+    view = services.cluster
+    if services.ready.is_set():
+        body: dict[str, Any] = {"status": "ok"}
+        status = 200
+    else:
+        standby = view is not None and view.role == "standby"
+        body = {"status": "standby" if standby else "starting"}
+        status = 503
+    if view is not None:
+        body["replica"] = view.replica_id
+    return JSONResponse(body, status_code=status)
+
+
+async def standby_error(view: ClusterView) -> ReplicaStandby:
+    """The 503 a standby replica answers, naming the active replica where there is one."""
+    try:
+        active = await view.active()
+    except Exception:  # the peers' list is a courtesy; the 503 stands without it
+        active = None
+    if active is None:
+        where = "no replica is active yet; retry shortly"
+    else:
+        where = f"the active replica is {active.id} at {active.advertise_url}"
+    return ReplicaStandby(
+        f"this replica ({view.replica_id}) is a standby: {where}",
+        active_id=None if active is None else active.id,
+        active_url=None if active is None else active.advertise_url,
+    )

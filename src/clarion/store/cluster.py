@@ -1,0 +1,180 @@
+"""Cluster membership on PostgreSQL: one connection per replica, held for the replica's life.
+
+Liveness is the database's own: the replica's locks are session-level advisory locks on that
+connection, so a replica that dies (or whose connection the database drops) loses them at
+once, with no row left behind that would need expiring.
+
+- Every replica holds the single-server key (see guard.py) *shared*: a single-mode server,
+  which takes it exclusively, refuses while any replica lives, and a replica refuses while a
+  single-mode server lives.
+- The active replica holds the leader key exclusively; the others wait for it (standby).
+- The row in `clarion_replicas` is what the others see (`GET /api/v1/cluster`); its
+  `last_seen_at` is written with the database's clock on every heartbeat, on the same
+  connection, so a heartbeat that succeeds proves the locks are still held.
+
+Imported by the composition side (`clarion.replica`) only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import socket
+import uuid
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+from sqlalchemy import text
+from sqlalchemy.engine import make_url
+from sqlalchemy.ext.asyncio import AsyncConnection, create_async_engine
+from sqlalchemy.pool import NullPool
+
+from clarion.ports.cluster import ReplicaInfo
+from clarion.store.engine import async_url
+from clarion.store.guard import APPLICATION_PREFIX, PG_LOCK_KEY, AnotherServer, pg_holder
+
+log = logging.getLogger(__name__)
+
+# "CLRSLEAD": the active replica's lock (fixed for all versions).
+PG_LEADER_KEY = 0x434C_5253_4C45_4144
+
+_COLUMNS = "id, advertise_url, role, started_at, last_seen_at, sessions"
+_LIVE = text(
+    f"SELECT {_COLUMNS} FROM clarion_replicas "
+    "WHERE last_seen_at > now() - make_interval(secs => :timeout) ORDER BY started_at, id"
+)
+
+
+class Membership:
+    """This replica's connection, locks and row. Every statement runs on the one connection,
+    one at a time (asyncpg connections are not concurrent)."""
+
+    def __init__(self, conn: AsyncConnection, replica_id: str, timeout_s: float) -> None:
+        self._conn = conn
+        self._lock = asyncio.Lock()
+        self.replica_id = replica_id
+        self.timeout_s = timeout_s
+
+    async def _run(self, statement: Any, params: dict[str, Any] | None = None) -> Any:
+        async with self._lock:
+            return await self._conn.execute(statement, params or {})
+
+    async def register(self, advertise_url: str) -> None:
+        await self._run(
+            text(
+                "INSERT INTO clarion_replicas (id, advertise_url, host, pid, role, sessions, "
+                "heartbeats, started_at, last_seen_at) "
+                "VALUES (:id, :url, :host, :pid, 'standby', 0, 0, now(), now())"
+            ),
+            {
+                "id": self.replica_id,
+                "url": advertise_url,
+                "host": socket.gethostname(),
+                "pid": os.getpid(),
+            },
+        )
+        log.info("replica registered", extra={"replica": self.replica_id, "url": advertise_url})
+
+    async def heartbeat(self, status: Callable[[], tuple[str, int]]) -> None:
+        """Write `status()` (role, sessions), read under the connection's lock so that a
+        heartbeat queued behind a role change never writes the old role after the new one.
+        Raises LookupError if the row is gone (another replica took this one for dead)."""
+        async with self._lock:
+            role, sessions = status()
+            result = await self._conn.execute(
+                text(
+                    "UPDATE clarion_replicas SET last_seen_at = now(), "
+                    "heartbeats = heartbeats + 1, role = :role, sessions = :sessions "
+                    "WHERE id = :id"
+                ),
+                {"id": self.replica_id, "role": role, "sessions": sessions},
+            )
+        if result.rowcount != 1:
+            raise LookupError(f"replica {self.replica_id} is no longer registered")
+
+    async def try_lead(self) -> bool:
+        taken = await self._run(text("SELECT pg_try_advisory_lock(:k)"), {"k": PG_LEADER_KEY})
+        return bool(taken.scalar())
+
+    async def seconds_since_other_active(self) -> float | None:
+        """How long ago (database clock) a previous active replica last proved its locks."""
+        row = await self._run(
+            text(
+                "SELECT EXTRACT(EPOCH FROM (now() - max(last_seen_at))) FROM clarion_replicas "
+                "WHERE role = 'active' AND id <> :id"
+            ),
+            {"id": self.replica_id},
+        )
+        value = row.scalar()
+        return None if value is None else float(value)
+
+    async def forget_dead(self, *, older_than_s: float, previous_active: bool) -> int:
+        """Delete rows of replicas not seen for `older_than_s` (and, once this replica leads,
+        every other `active` row: whoever wrote it has lost the leader lock and stopped)."""
+        result = await self._run(
+            text(
+                "DELETE FROM clarion_replicas WHERE id <> :id AND "
+                "(last_seen_at < now() - make_interval(secs => :age) "
+                "OR (:previous AND role = 'active'))"
+            ),
+            {"id": self.replica_id, "age": older_than_s, "previous": previous_active},
+        )
+        return int(result.rowcount)
+
+    async def replicas(self) -> list[ReplicaInfo]:
+        rows = await self._run(_LIVE, {"timeout": self.timeout_s})
+        return [
+            ReplicaInfo(
+                id=r.id,
+                advertise_url=r.advertise_url,
+                role=r.role,
+                started_at=r.started_at,
+                last_seen_at=r.last_seen_at,
+                sessions=r.sessions,
+            )
+            for r in rows
+        ]
+
+    async def leave(self) -> None:
+        await self._run(
+            text("DELETE FROM clarion_replicas WHERE id = :id"), {"id": self.replica_id}
+        )
+
+
+def _name(replica_id: str) -> str:
+    # The pid first: application_name keeps 63 bytes, and a long host name is cut, not the pid.
+    identity = f"cluster replica {replica_id[:8]} pid {os.getpid()}, host {socket.gethostname()}"
+    return f"{APPLICATION_PREFIX} {identity}"[:63]
+
+
+@contextlib.asynccontextmanager
+async def membership(url: str, timeout_s: float) -> AsyncIterator[Membership]:
+    """Join as a replica: take the single-server key shared (AnotherServer if a single-mode
+    server holds it) and keep the connection until exit, which releases every lock."""
+    if make_url(url).get_backend_name() not in ("postgresql", "postgres"):
+        raise ValueError("cluster mode needs PostgreSQL")
+    replica_id = str(uuid.uuid4())
+    engine = create_async_engine(
+        async_url(url),
+        poolclass=NullPool,
+        isolation_level="AUTOCOMMIT",  # each statement its own transaction; locks are the session's
+        connect_args={"server_settings": {"application_name": _name(replica_id)}},
+    )
+    try:
+        async with engine.connect() as conn:
+            taken = await conn.scalar(
+                text("SELECT pg_try_advisory_lock_shared(:key)"), {"key": PG_LOCK_KEY}
+            )
+            if not taken:
+                raise AnotherServer(await pg_holder(conn))
+            log.info("replica joined the cluster", extra={"replica": replica_id})
+            member = Membership(conn, replica_id, timeout_s)
+            try:
+                yield member
+            finally:
+                with contextlib.suppress(Exception):
+                    await member.leave()
+    finally:
+        await engine.dispose()
