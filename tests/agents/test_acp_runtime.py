@@ -11,9 +11,9 @@ from clarion.agents.runtime import AcpRuntime
 from clarion.config import AgentProfile
 from clarion.domain.errors import AgentBusy, AgentFailure, NotFound
 from clarion.ports import AgentOutput, PromptFinished
-from tests.agents.agent_harness import RecordingSink, launch
+from tests.agents.agent_harness import WAIT_S, RecordingSink, launch
 
-pytestmark = pytest.mark.timeout(30)
+pytestmark = pytest.mark.timeout(180)
 
 
 async def test_plain_prompt_gets_received_reply_and_end_turn(
@@ -52,7 +52,7 @@ async def test_stderr_flood_does_not_hang_the_prompt(
 ) -> None:
     await runtime.ensure_started(launch())
     await runtime.prompt("s1", "/scenario stderr-flood bytes=2097152", generation=1)
-    finished = await sink.finished(1, within=15)
+    finished = await sink.finished(1)
     assert finished.stop_reason == "end_turn"
     assert sink.messages(1) == ["flooded"]
 
@@ -168,7 +168,7 @@ async def test_agent_that_dies_mid_prompt_reports_error(sink: RecordingSink) -> 
         await rt.prompt("d1", "hi", generation=1)
         finished = await sink.finished(1)
         assert finished.stop_reason == "error"
-        async with asyncio.timeout(5):
+        async with asyncio.timeout(WAIT_S):
             await rt._agents["d1"].proc.wait()
         assert not rt.is_running("d1")
 
@@ -221,6 +221,6 @@ async def test_sink_may_stop_the_agent_from_inside_its_callback(sink: RecordingS
         sink.on_prompt_finished = stop_on_finish  # type: ignore[method-assign]
         await rt.ensure_started(launch())
         await rt.prompt("s1", "hi", generation=1)
-        async with asyncio.timeout(10):
+        async with asyncio.timeout(WAIT_S):
             await stopped.wait()
         assert not rt.is_running("s1")

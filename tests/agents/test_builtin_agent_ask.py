@@ -8,9 +8,9 @@ import json
 import pytest
 
 from clarion.agents.runtime import AcpRuntime
-from tests.agents.agent_harness import AskServer, RecordingSink, launch
+from tests.agents.agent_harness import WAIT_S, AskServer, RecordingSink, launch
 
-pytestmark = pytest.mark.timeout(30)
+pytestmark = pytest.mark.timeout(180)
 
 ANSWER = json.dumps({"db": {"selected_options": ["postgres"], "custom_text": ""}})
 
@@ -24,7 +24,7 @@ async def test_ask_replies_with_the_exact_tool_result(
 ) -> None:
     await _start(runtime, ask_server)
     await runtime.prompt("s1", "/scenario ask", generation=1)
-    async with asyncio.timeout(10):
+    async with asyncio.timeout(WAIT_S):
         await ask_server.called.wait()
     questions = ask_server.calls[0]["questions"]
     assert [q["id"] for q in questions] == ["db"]
@@ -61,7 +61,7 @@ async def test_a_timed_out_call_drops_the_session_and_the_next_question_opens_an
     await _start(runtime, ask_server)
     await runtime.prompt("s1", "/scenario ask-timeout t=1", generation=1)
     assert (await sink.finished(1)).stop_reason == "end_turn"
-    async with asyncio.timeout(5):
+    async with asyncio.timeout(WAIT_S):
         await ask_server.cancelled.wait()
     ask_server.mode = "answer"
     await _ask_and_answer(runtime, sink, ask_server, 2)
@@ -74,7 +74,7 @@ async def _ask_and_answer(
 ) -> None:
     ask_server.called.clear()
     await runtime.prompt("s1", "/scenario ask", generation=generation)
-    async with asyncio.timeout(10):
+    async with asyncio.timeout(WAIT_S):
         await ask_server.called.wait()
     ask_server.reply(ANSWER)
     assert (await sink.finished(generation)).stop_reason == "end_turn"
@@ -103,7 +103,7 @@ async def test_ask_timeout_gives_up_and_cancels_the_call(
     await runtime.prompt("s1", "/scenario ask-timeout t=1", generation=1)
     assert (await sink.finished(1)).stop_reason == "end_turn"
     assert sink.messages(1) == ["No answer yet; ending turn."]
-    async with asyncio.timeout(5):
+    async with asyncio.timeout(WAIT_S):
         await ask_server.cancelled.wait()
 
 
@@ -112,7 +112,7 @@ async def test_ask_multi_sends_three_questions_and_a_context(
 ) -> None:
     await _start(runtime, ask_server)
     await runtime.prompt("s1", "/scenario ask-multi", generation=1)
-    async with asyncio.timeout(10):
+    async with asyncio.timeout(WAIT_S):
         await ask_server.called.wait()
     call = ask_server.calls[0]
     assert [q["id"] for q in call["questions"]] == ["db", "language", "deploy"]
@@ -133,7 +133,7 @@ async def test_ask_silent_holds_the_turn_until_cancelled(
 ) -> None:
     await _start(runtime, ask_server)
     await runtime.prompt("s1", "/scenario ask-silent", generation=2)
-    async with asyncio.timeout(10):
+    async with asyncio.timeout(WAIT_S):
         await ask_server.called.wait()
     ask_server.reply(ANSWER)
     count = len(sink.items)
@@ -152,11 +152,11 @@ async def test_cancel_while_waiting_cancels_the_server_call(
     ask_server.mode = "hang"
     await _start(runtime, ask_server)
     await runtime.prompt("s1", "/scenario ask", generation=1)
-    async with asyncio.timeout(10):
+    async with asyncio.timeout(WAIT_S):
         await ask_server.called.wait()
     await runtime.cancel("s1")
     assert (await sink.finished(1)).stop_reason == "cancelled"
-    async with asyncio.timeout(5):
+    async with asyncio.timeout(WAIT_S):
         await ask_server.cancelled.wait()
 
 

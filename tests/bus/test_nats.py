@@ -14,6 +14,8 @@ from clarion.ports import Event
 
 from .conftest import unique_prefix
 
+CEILING_S = 60.0  # a ceiling for waits, never a delay
+
 
 def closed_port() -> int:
     with socket.socket() as probe:
@@ -78,10 +80,10 @@ async def test_buses_on_one_server_and_prefix_see_each_others_events(nats_url: s
             payload={"state": "IDLE"},
         )
         await one.publish(sent)
-        async with asyncio.timeout(10):
+        async with asyncio.timeout(CEILING_S):
             assert await anext(on_two) == sent
         await elsewhere.publish(Event(type="marker", task_id="t", session_id=None, payload={}))
-        async with asyncio.timeout(10):
+        async with asyncio.timeout(CEILING_S):
             assert (await anext(on_elsewhere)).type == "marker"
 
 
@@ -98,7 +100,7 @@ async def test_foreign_bytes_on_the_subject_are_dropped(nats_url: str) -> None:
             await raw.flush()
             good = Event(type="after.junk", task_id="t", session_id=None, payload={})
             await bus.publish(good)
-            async with asyncio.timeout(10):
+            async with asyncio.timeout(CEILING_S):
                 assert await anext(subscription) == good
     finally:
         await raw.close()

@@ -239,7 +239,9 @@ def fast_settings(database_url: str, **timeouts: float) -> Settings:
         "resume_accept": 1.0,
         "live_confirm": 1.0,
         "watchdog": 0.2,
-        "persist": 2.0,
+        # A ceiling on each store write, not a delay: generous, so a database slowed by a
+        # loaded machine makes a test slower, never red.
+        "persist": 10.0,
         **timeouts,
     }
     return Settings(
@@ -323,10 +325,24 @@ class FailingStore:
         self.fail: dict[str, Exception] = dict(fail or {})
         # name -> coroutine function run right after the named method returned
         self.after: dict[str, Callable[[], Any]] = {}
+        # name -> coroutine function awaited before the named method runs (to hold it back).
+        # A held call finishes despite a caller that gave up, as every SqlStore method does.
+        self.before: dict[str, Callable[[], Any]] = {}
 
     def __getattr__(self, name: str) -> Any:
         attr = getattr(self._inner, name)
         error = self.fail.get(name)
+        hold = self.before.get(name)
+        if hold is not None:
+
+            async def held(*args: Any, **kwargs: Any) -> Any:
+                async def run() -> Any:
+                    await hold()
+                    return await attr(*args, **kwargs)
+
+                return await asyncio.shield(asyncio.ensure_future(run()))
+
+            return held
         hook = self.after.get(name)
         if hook is not None:
 

@@ -4,6 +4,8 @@ the agent accepted it and the successor was published; rollback before that."""
 from __future__ import annotations
 
 import asyncio
+import logging
+from collections.abc import Callable
 
 import pytest
 
@@ -97,6 +99,43 @@ async def test_persistence_failure_before_dispatch_rolls_back(store_url: str, me
         assert len(life.runtime.prompts) == prompts_before, "no external call was made"
         assert await life.state(pending_id) == "active_detached"
         assert await life.live_reservation(session_id) is None
+
+
+class _OnLog(logging.Handler):
+    """Runs `then` when a record with `message` is logged."""
+
+    def __init__(self, message: str, then: Callable[[], None]) -> None:
+        super().__init__()
+        self._message, self._then = message, then
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.getMessage() == self._message:
+            self._then()
+
+
+async def test_a_reservation_that_commits_after_its_deadline_is_withdrawn(store_url: str) -> None:
+    # Store transactions finish despite a caller that gave up; a reservation that commits after
+    # its deadline must not stay live, or every later resume of the session is refused.
+    async with lifecycle_with_failing_store(store_url, persist=5.0) as (life, failing):
+        _, session_id = await life.start_session()
+        pending_id = await detached_question(life, session_id)
+        gave_up = asyncio.Event()
+        handler = _OnLog("successor reservation failed", gave_up.set)
+        logger = logging.getLogger("clarion.orchestrator.resume")
+        logger.addHandler(handler)
+        failing.before["reserve_successor"] = gave_up.wait  # commits only once refused
+        try:
+            with pytest.raises(RetryableFailure):
+                await life.app.services.resolver.respond(pending_id, answer_db())
+        finally:
+            logger.removeHandler(handler)
+            failing.before.clear()
+
+        assert await life.live_reservation(session_id) is None
+        assert await life.state(pending_id) == "active_detached"
+        assert resume_prompts(life) == []
+        assert (await life.app.services.resolver.respond(pending_id, answer_db())).resumed
+        assert len(resume_prompts(life)) == 1
 
 
 async def test_failed_rollback_blocks_admission_until_restart(store_url: str) -> None:

@@ -130,13 +130,16 @@ async def test_failed_and_timed_out_attempts_are_retried_with_the_same_id_and_bo
     store_url: str,
 ) -> None:
     receiver = Receiver(statuses=deque([500, "hang", 503]))
-    async with hooked(store_url, receiver, timeout_s=0.2) as life:
+    async with hooked(store_url, receiver, timeout_s=1.0) as life:
         _, session_id = await life.start_session()
         call, _ = await life.ask(session_id)
         await receiver.wait_for(4)
         [row] = await _until(life, lambda rows: rows and rows[0].delivered_at is not None)
         call.cancel()
-    assert row.attempts == 4 and row.last_error is None
+    # Four attempts (500, a timeout, 503, then 2xx); on a loaded machine a 2xx may also come
+    # back after the attempt's deadline and be tried again: every attempt is counted and sent
+    # the same delivery.
+    assert row.attempts == len(receiver.requests) >= 4 and row.last_error is None
     ids = {headers["X-Clarion-Delivery"] for headers, _ in receiver.requests}
     bodies = {body for _, body in receiver.requests}
     assert ids == {row.id} and bodies == {row.body.encode()}

@@ -20,6 +20,9 @@ from tests.lifecycle.harness import Lifecycle
 RECEIVE_S = 5.0
 
 
+CEILING_S = 60.0  # a ceiling for waits, never a delay
+
+
 @contextlib.asynccontextmanager
 async def serving(life: Lifecycle) -> AsyncIterator[str]:
     """Serves `life`'s application on a free loopback port; yields the `/api/v1` base URL."""
@@ -33,7 +36,7 @@ async def serving(life: Lifecycle) -> AsyncIterator[str]:
     server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve())
     try:
-        async with asyncio.timeout(10):
+        async with asyncio.timeout(CEILING_S):
             while not server.started:
                 if task.done():
                     await task

@@ -14,6 +14,8 @@ from clarion.store import SqlStore
 from tests.lifecycle.harness import running_lifecycle
 from tests.projection.builders import ClientModel, GatedStore, World, projections
 
+CEILING_S = 60.0  # a ceiling for waits, never a delay
+
 
 def _key(wire: dict[str, Any]) -> tuple[int, int]:
     return int(wire["epoch"]), int(wire["sequence"])
@@ -102,7 +104,7 @@ async def test_a_cached_clean_projection_is_advanced_by_the_new_questions_own_ev
         assert isinstance(subscription, Subscription)  # the port types it as an iterator only
         call, pending_id = await life.ask(session_id)
         try:
-            async with asyncio.timeout(5):
+            async with asyncio.timeout(CEILING_S):
                 async for published in subscription:
                     payload = published.payload
                     if (

@@ -15,6 +15,7 @@ the claim, restores it (ResumeNotAccepted) or settles it as delivered (AcceptedB
 
 from __future__ import annotations
 
+import asyncio
 import logging
 
 from clarion import failpoints
@@ -69,17 +70,25 @@ class DetachedResume:
             try:
                 # An agent still finishing the question's turn gets the resume after it.
                 await bounded(lane.idle.wait(), self._accept_s)
-                turn = await bounded(
-                    self._store.reserve_successor(
-                        session.id,
-                        source_turn_id=source_turn_id,
-                        pending_id=bundle.pending_id,
-                        message_ids=ids,
-                    ),
-                    self._persist_s,
+            except Exception as exc:
+                log.exception("the session stayed busy; resume refused", extra=_ids(claim))
+                raise ResumeNotAccepted(
+                    "the successor could not be reserved", **_ids(claim)
+                ) from exc
+            reserving = asyncio.ensure_future(
+                self._store.reserve_successor(
+                    session.id,
+                    source_turn_id=source_turn_id,
+                    pending_id=bundle.pending_id,
+                    message_ids=ids,
                 )
+            )
+            try:
+                turn = await bounded(asyncio.shield(reserving), self._persist_s)
             except Exception as exc:
                 log.exception("successor reservation failed", extra=_ids(claim))
+                if isinstance(exc, TimeoutError):
+                    await self._withdraw_late(lane, claim, reserving)
                 raise ResumeNotAccepted(
                     "the successor could not be reserved", **_ids(claim)
                 ) from exc
@@ -146,28 +155,56 @@ class DetachedResume:
             await self._publisher.session_state(published.session)
         return turn
 
+    async def _withdraw_late(
+        self, lane: Lane, claim: ClaimResult, reserving: asyncio.Future[Turn]
+    ) -> None:
+        """A reservation whose deadline passed may still commit: store transactions finish
+        despite a cancelled caller. Left behind, it would refuse every later resume of the
+        session ("a successor reservation is already live"), so wait for it and delete it. One
+        whose outcome stays unknown blocks admission until restart recovery reconciles it."""
+        try:
+            turn = await bounded(asyncio.shield(reserving), self._persist_s)
+        except TimeoutError:
+            # Still running: whatever it ends with is reconciled at restart, not read here.
+            reserving.add_done_callback(lambda f: f.cancelled() or f.exception())
+            lane.blocked_reason = "a successor reservation outlived its deadline"
+            log.error(
+                "late reservation unresolved; admission blocked until restart", extra=_ids(claim)
+            )
+            return
+        except Exception:
+            return  # the write failed after all: nothing was reserved
+        if await self._delete_reservation(lane, claim, turn):
+            log.info("late reservation withdrawn", extra={**_ids(claim), "turn_id": turn.id})
+
     async def _roll_back(self, claim: ClaimResult, turn: Turn) -> None:
         """Delete the reservation of a dispatch known not to have been accepted. One that
         cannot be deleted stays unresolved: admission is blocked until restart recovery, and
         the answer's outcome is left to it."""
         lane = self._lanes.get(claim.bundle.session.id)
-        try:
-            deleted = await bounded(self._store.rollback_successor(turn.id), self._persist_s)
-        except Exception:
-            log.exception("reservation rollback failed", extra=_ids(claim))
-            deleted = False
-        if deleted:
+        if await self._delete_reservation(lane, claim, turn):
             return
-        lane.blocked_reason = f"reservation {turn.id} could not be rolled back"
-        log.error(
-            "reservation unresolved; admission blocked until restart",
-            extra={**_ids(claim), "turn_id": turn.id},
-        )
         raise AcceptedButUnfinalized(
             "clarification resume could not be rolled back; restart recovery will reconcile it",
             pending_id=claim.bundle.pending_id,
             turn_id=turn.id,
         )
+
+    async def _delete_reservation(self, lane: Lane, claim: ClaimResult, turn: Turn) -> bool:
+        """Delete a reservation no agent received; when that fails, block the session's
+        admission until restart recovery reconciles it. Returns whether it was deleted."""
+        try:
+            deleted = await bounded(self._store.rollback_successor(turn.id), self._persist_s)
+        except Exception:
+            log.exception("reservation rollback failed", extra=_ids(claim))
+            deleted = False
+        if not deleted:
+            lane.blocked_reason = f"reservation {turn.id} could not be rolled back"
+            log.error(
+                "reservation unresolved; admission blocked until restart",
+                extra={**_ids(claim), "turn_id": turn.id},
+            )
+        return deleted
 
 
 def _ids(claim: ClaimResult) -> dict[str, str]:
