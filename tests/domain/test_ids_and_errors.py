@@ -6,7 +6,7 @@ import re
 import time
 from unittest import mock
 
-from clarion.domain.errors import ClarionError, NotActive, RetryableFailure
+from clarion.domain.errors import ClarificationActive, ClarionError, NotActive, RetryableFailure
 from clarion.domain.ids import new_id
 
 UUID7 = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")
@@ -64,3 +64,10 @@ def test_not_active_carries_the_state_the_winning_response_and_its_delivery() ->
 def test_a_retryable_failure_reports_the_code_it_was_raised_with() -> None:
     error = RetryableFailure("agent did not accept", code="resume_not_accepted", pending_id="p1")
     assert (error.code, error.ids) == ("resume_not_accepted", {"pending_id": "p1"})
+
+
+def test_clarification_active_names_the_bundle_and_its_state() -> None:
+    error = ClarificationActive("still active", state="active_live", pending_id="p1")
+    assert error.code == "clarification_active"
+    assert error.state == "active_live" and error.pending_id == "p1"
+    assert error.ids == {"pending_id": "p1"}

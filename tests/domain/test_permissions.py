@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from clarion.domain.models import MessageType
 from clarion.domain.permissions import (
     RAW_INPUT_LIMIT,
     PermissionOption,
@@ -18,8 +19,10 @@ from clarion.domain.permissions import (
     pick_option,
     policy_verdict,
     request_metadata,
+    status_of,
     status_of_option,
 )
+from tests.domain.builders import row
 
 ALL = (
     PermissionOption("a1", "Allow", "allow_once"),
@@ -89,3 +92,23 @@ def test_request_metadata_has_the_contracts_keys() -> None:
     }
     assert meta["options"][0] == {"option_id": "a1", "name": "Allow", "kind": "allow_once"}
     json.dumps(meta)  # stored as JSON
+
+
+def test_a_row_with_an_unknown_status_reads_as_pending() -> None:
+    odd = row("m1", type=MessageType.PERMISSION_REQUEST, status="half-decided")
+    assert status_of(odd) is PermissionStatus.PENDING
+    assert status_of(row("m2", type=MessageType.PERMISSION_REQUEST)) is PermissionStatus.PENDING
+
+
+def test_the_metadata_of_a_decided_request_carries_the_decision_and_when() -> None:
+    decision = decision_of(ALL[0], "user")
+    meta = request_metadata(
+        ToolCallInfo("c1", "Edit", "edit", None),
+        ALL,
+        status=PermissionStatus.APPROVED,
+        decision=decision,
+        decided_at="2026-05-01T09:00:00+00:00",
+    )
+    assert meta["status"] == "approved" and meta["decided_by"] == "user"
+    assert meta["decision"] == decision and meta["decided_at"] == "2026-05-01T09:00:00+00:00"
+    assert "raw_input" not in meta["tool_call"]

@@ -99,3 +99,15 @@ def test_every_event_body_has_only_the_contract_fields_and_says_how_it_ended() -
     assert lines[0].startswith("Skipped in T: a question")
     assert lines[1].startswith("Permission rejected in T: a tool call")
     assert lines[2].startswith("Session failed in T: exit 7")
+
+
+def test_the_readable_line_skips_questions_without_text() -> None:
+    fact = WebhookFact(
+        "clarification.requested",
+        "t1",
+        "Pick a database",
+        "s1",
+        pending_id="p1",
+        questions=({"id": "x", "prompt": ""}, {"id": "db", "title": "Which database?"}),
+    )
+    assert text_of(fact, "http://x:1").startswith("Agent asks in Pick a database: Which database?")
