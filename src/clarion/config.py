@@ -44,16 +44,7 @@ class Timeouts:
         defaults = cls()
 
         def read(name: str, default: float) -> float:
-            raw = env.get(name)
-            if raw is None or raw == "":
-                return default
-            try:
-                value = float(raw)
-            except ValueError as exc:
-                raise ValueError(f"{name} must be a number of seconds, got {raw!r}") from exc
-            if not math.isfinite(value) or value <= 0:
-                raise ValueError(f"{name} must be a positive finite number, got {raw!r}")
-            return value
+            return _positive(env, name, default)
 
         return cls(
             clarification_wait=read("CLARION_CLARIFICATION_WAIT_S", defaults.clarification_wait),
@@ -213,7 +204,7 @@ class Settings:
             if cluster is not None
             else _flag(env.get("CLARION_CLUSTER", ""), "CLARION_CLUSTER"),
             advertise_url=_advertise_url(advertise_url or env.get("CLARION_ADVERTISE_URL")),
-            replica_timeout=_seconds(env.get("CLARION_REPLICA_TIMEOUT_S"), 10.0),
+            replica_timeout=_positive(env, "CLARION_REPLICA_TIMEOUT_S", 10.0),
         )
         if settings.cluster:
             _check_cluster(settings)
@@ -316,18 +307,6 @@ def _http_url(value: Any, where: str) -> str:
 
 def _advertise_url(value: str | None) -> str | None:
     return None if not value else _http_url(value, "CLARION_ADVERTISE_URL").rstrip("/")
-
-
-def _seconds(raw: str | None, default: float) -> float:
-    if raw is None or raw == "":
-        return default
-    try:
-        value = float(raw)
-    except ValueError as exc:
-        raise ValueError(f"CLARION_REPLICA_TIMEOUT_S must be seconds, got {raw!r}") from exc
-    if not math.isfinite(value) or value <= 0:
-        raise ValueError(f"CLARION_REPLICA_TIMEOUT_S must be positive, got {raw!r}")
-    return value
 
 
 def _check_cluster(settings: Settings) -> None:

@@ -107,12 +107,13 @@ async def test_a_second_response_after_the_202_is_dropped_not_sent() -> None:
     assert [m.get("status") for m in sent if m["type"] == "http.response.start"] == [202]
 
 
-def test_the_sdks_closed_stream_error_is_logged_as_one_line_without_a_traceback() -> None:
+def _sdk_error_record(error: Exception) -> logging.LogRecord:
+    """The record the SDK logs (`logger.exception`) when handling a POST fails with `error`."""
     try:
-        raise anyio.ClosedResourceError
-    except anyio.ClosedResourceError:
+        raise error
+    except Exception:
         exc_info = sys.exc_info()
-    record = logging.LogRecord(
+    return logging.LogRecord(
         "mcp.server.streamable_http",
         logging.ERROR,
         __file__,
@@ -121,6 +122,10 @@ def test_the_sdks_closed_stream_error_is_logged_as_one_line_without_a_traceback(
         (),
         exc_info,
     )
+
+
+def test_the_sdks_closed_stream_error_is_logged_as_one_line_without_a_traceback() -> None:
+    record = _sdk_error_record(anyio.ClosedResourceError())
     assert ClosedMcpSessions().filter(record)
     line = KeyValueFormatter().format(record)
     assert "Traceback" not in line
@@ -128,19 +133,7 @@ def test_the_sdks_closed_stream_error_is_logged_as_one_line_without_a_traceback(
 
 
 def test_other_errors_keep_their_traceback() -> None:
-    try:
-        raise ValueError("boom")
-    except ValueError:
-        exc_info = sys.exc_info()
-    record = logging.LogRecord(
-        "mcp.server.streamable_http",
-        logging.ERROR,
-        __file__,
-        1,
-        "Error handling POST request",
-        (),
-        exc_info,
-    )
+    record = _sdk_error_record(ValueError("boom"))
     assert ClosedMcpSessions().filter(record)
     assert "Traceback" in KeyValueFormatter().format(record)
     assert record.levelname == "ERROR"

@@ -247,6 +247,33 @@ def test_restart_with_a_question_open_kills_the_agent_and_resumes_a_new_one(
 # ------------------------------------------------------------------------------- failure
 
 
+def wait_for_prompt_turn(rig: Rig, session_id: str) -> dict[str, Any]:
+    """The first prompt's turn (not a lifecycle turn), once it has completed."""
+
+    def completed() -> dict[str, Any] | None:
+        return next(
+            (
+                t
+                for t in rig.server.turns(session_id)
+                if not t["metadata"].get("lifecycle_only") and t["completed_at"]
+            ),
+            None,
+        )
+
+    return dict(wait_until(completed, timeout=AGENT_WAIT_S, what="the prompt's turn completed"))
+
+
+def wait_for_error_messages(rig: Rig, session_id: str) -> list[dict[str, Any]]:
+    """The transcript's `error` messages, once there is one."""
+    return list(
+        wait_until(
+            lambda: [m for m in rig.server.messages(session_id) if m["type"] == "error"],
+            timeout=AGENT_WAIT_S,
+            what="an error message in the transcript",
+        )
+    )
+
+
 @pytest.mark.parametrize("status", [401, 500])
 def test_model_api_failure_ends_the_turn_with_the_agents_error(
     claude_rig: Callable[..., Rig], status: int
@@ -257,27 +284,13 @@ def test_model_api_failure_ends_the_turn_with_the_agents_error(
     rig = claude_rig(failing)
     session_id = rig.start_claude()
 
-    def completed_turn() -> dict[str, Any] | None:
-        return next(
-            (
-                t
-                for t in rig.server.turns(session_id)
-                if not t["metadata"].get("lifecycle_only") and t["completed_at"]
-            ),
-            None,
-        )
-
-    turn = wait_until(completed_turn, timeout=AGENT_WAIT_S, what="the prompt's turn completed")
+    turn = wait_for_prompt_turn(rig, session_id)
     # What the agent reported (Claude Code's "API Error: <status> <body>") is on the turn.
     assert turn["metadata"]["stop_reason"] == "error"
     assert f"API Error: {status}" in turn["metadata"]["error"]
     assert f"scripted failure {status}" in turn["metadata"]["error"]
     # The person sees it too: an `error` message in the transcript carrying the same reason.
-    errors = wait_until(
-        lambda: [m for m in rig.server.messages(session_id) if m["type"] == "error"],
-        timeout=AGENT_WAIT_S,
-        what="an error message in the transcript",
-    )
+    errors = wait_for_error_messages(rig, session_id)
     assert all(f"scripted failure {status}" in m["content"] for m in errors), errors
     assert rig.model.main_requests(), "the agent never asked the model"
 

@@ -26,6 +26,8 @@ from tests.published.test_claude_agent import (
     _pending_permission,
     _respond_ok,
     resume_prompt_of,
+    wait_for_error_messages,
+    wait_for_prompt_turn,
 )
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(180)]
@@ -126,25 +128,11 @@ def test_model_api_failure_ends_the_turn_with_the_agents_error(
     rig = gemini_rig(failing)
     session_id = rig.start_agent()
 
-    def completed_turn() -> dict[str, Any] | None:
-        return next(
-            (
-                t
-                for t in rig.server.turns(session_id)
-                if not t["metadata"].get("lifecycle_only") and t["completed_at"]
-            ),
-            None,
-        )
-
-    turn = wait_until(completed_turn, timeout=AGENT_WAIT_S, what="the prompt's turn completed")
+    turn = wait_for_prompt_turn(rig, session_id)
     assert turn["metadata"]["stop_reason"] == "error"
     assert f"scripted failure {status}" in turn["metadata"]["error"]
     # The person sees it too: an `error` message in the transcript carrying the same reason.
-    errors = wait_until(
-        lambda: [m for m in rig.server.messages(session_id) if m["type"] == "error"],
-        timeout=AGENT_WAIT_S,
-        what="an error message in the transcript",
-    )
+    errors = wait_for_error_messages(rig, session_id)
     assert all(f"scripted failure {status}" in m["content"] for m in errors), errors
 
 
@@ -171,13 +159,7 @@ def test_a_file_write_waits_for_the_persons_permission(
     assert response.status_code == 200, response.text
     assert response.json()["state"] == state
 
-    def prompt_turn_done() -> bool:
-        return any(
-            not t["metadata"].get("lifecycle_only") and t["completed_at"]
-            for t in rig.server.turns(session_id)
-        )
-
-    wait_until(prompt_turn_done, timeout=AGENT_WAIT_S, what="the prompt's turn completed")
+    wait_for_prompt_turn(rig, session_id)
     assert target.exists() is written
     if written:
         assert target.read_text() == "hello from the agent"
