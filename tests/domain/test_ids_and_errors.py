@@ -6,7 +6,14 @@ import re
 import time
 from unittest import mock
 
-from clarion.domain.errors import ClarificationActive, ClarionError, NotActive, RetryableFailure
+from clarion.domain.errors import (
+    AgentFailure,
+    ClarificationActive,
+    ClarionError,
+    NotActive,
+    ReplicaStandby,
+    RetryableFailure,
+)
 from clarion.domain.ids import new_id
 
 UUID7 = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")
@@ -71,3 +78,15 @@ def test_clarification_active_names_the_bundle_and_its_state() -> None:
     assert error.code == "clarification_active"
     assert error.state == "active_live" and error.pending_id == "p1"
     assert error.ids == {"pending_id": "p1"}
+
+
+def test_a_standby_replica_names_the_active_one() -> None:
+    error = ReplicaStandby("standing by", active_id="r1", active_url="http://a:8787")
+    assert error.code == "standby"
+    assert (error.active_id, error.active_url) == ("r1", "http://a:8787")
+
+
+def test_an_agent_failure_keeps_its_stderr_and_exit_code() -> None:
+    error = AgentFailure("the agent exited", stderr="boom", exit_code=3, session_id="s1")
+    assert error.code == "agent_unavailable"
+    assert (error.stderr, error.exit_code, error.ids) == ("boom", 3, {"session_id": "s1"})

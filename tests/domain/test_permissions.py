@@ -16,6 +16,7 @@ from clarion.domain.permissions import (
     bounded_input,
     decision_of,
     names_ask_tool,
+    permission_view,
     pick_option,
     policy_verdict,
     request_metadata,
@@ -112,3 +113,21 @@ def test_the_metadata_of_a_decided_request_carries_the_decision_and_when() -> No
     assert meta["status"] == "approved" and meta["decided_by"] == "user"
     assert meta["decision"] == decision and meta["decided_at"] == "2026-05-01T09:00:00+00:00"
     assert "raw_input" not in meta["tool_call"]
+
+
+def test_an_input_that_is_not_json_is_stored_as_its_bounded_repr() -> None:
+    class Odd:
+        def __repr__(self) -> str:
+            return "Odd(" + "x" * (RAW_INPUT_LIMIT * 2) + ")"
+
+    stored = bounded_input({"value": Odd()})
+    assert isinstance(stored, str) and stored.startswith("{'value': Odd(xxx")
+    assert len(stored) == RAW_INPUT_LIMIT
+
+
+def test_the_view_of_a_pending_request_has_no_decision() -> None:
+    meta = request_metadata(ToolCallInfo("c1", "Edit", "edit", {"path": "a"}), ALL)
+    pending = row("m1", type=MessageType.PERMISSION_REQUEST, content="Edit", **meta)
+    view = permission_view(pending)
+    assert view["message_id"] == "m1" and view["state"] == "pending"
+    assert view["decision"] is None and view["tool_call"]["kind"] == "edit"
