@@ -4,13 +4,11 @@
 from __future__ import annotations
 
 import signal
-import subprocess
-import threading
 
 import pytest
 
-from tests.cli.cli_runner import child_env, cli, run_cli
-from tests.cli.test_watch import _lines, _next_matching
+from tests.cli.cli_runner import run_cli
+from tests.cli.test_watch import _next_matching, watching
 from tests.e2e.harness import ServerProcess
 from tests.e2e.permission_steps import permission, wait_for_permission
 
@@ -72,17 +70,7 @@ def test_a_second_decision_exits_with_the_conflict_code(shared_server: ServerPro
 
 def test_watch_prints_permission_requests_and_agent_errors(shared_server: ServerProcess) -> None:
     task_id = shared_server.create_task("Watched failures")
-    proc = subprocess.Popen(
-        cli("watch", "--task", task_id, "--server", shared_server.url),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=child_env(),
-    )
-    pumps: list[threading.Thread] = []
-    try:
-        assert proc.stdout is not None and proc.stderr is not None
-        out, err = _lines(proc.stdout, pumps), _lines(proc.stderr, pumps)
+    with watching(shared_server, "--task", task_id) as (proc, out, err):
         _next_matching(err, "Watching")
         session_id = shared_server.start_session(task_id, "/scenario permission")
         message_id = str(wait_for_permission(shared_server, session_id)["id"])
@@ -99,12 +87,3 @@ def test_watch_prints_permission_requests_and_agent_errors(shared_server: Server
 
         proc.send_signal(signal.SIGINT)
         assert proc.wait(timeout=10) == 0
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(timeout=10)
-        for pump in pumps:
-            pump.join(timeout=10)
-        for stream in (proc.stdout, proc.stderr):
-            if stream is not None:
-                stream.close()

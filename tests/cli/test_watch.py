@@ -7,6 +7,8 @@ import signal
 import subprocess
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import IO
 
 import pytest
@@ -43,12 +45,14 @@ def _next_matching(lines: queue.Queue[str], needle: str, timeout: float = 20.0) 
     raise AssertionError(f"no line with {needle!r}; saw:\n" + "\n".join(seen))
 
 
-def test_watch_prints_a_line_for_a_new_question_and_stops_on_ctrl_c(
-    shared_server: ServerProcess,
-) -> None:
-    task_id = shared_server.create_task("Watched")
+@contextmanager
+def watching(
+    server: ServerProcess, *args: str
+) -> Iterator[tuple[subprocess.Popen[str], queue.Queue[str], queue.Queue[str]]]:
+    """`clarion watch ARGS` as a subprocess: (process, stdout lines, stderr lines); killed and
+    its pipes drained and closed on exit."""
     proc = subprocess.Popen(
-        cli("watch", "--task", task_id, "--server", shared_server.url),
+        cli("watch", *args, "--server", server.url),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -57,7 +61,23 @@ def test_watch_prints_a_line_for_a_new_question_and_stops_on_ctrl_c(
     pumps: list[threading.Thread] = []
     try:
         assert proc.stdout is not None and proc.stderr is not None
-        out, err = _lines(proc.stdout, pumps), _lines(proc.stderr, pumps)
+        yield proc, _lines(proc.stdout, pumps), _lines(proc.stderr, pumps)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=10)
+        for pump in pumps:  # both pipes are at end of file once the process is gone
+            pump.join(timeout=10)
+        for stream in (proc.stdout, proc.stderr):
+            if stream is not None:
+                stream.close()
+
+
+def test_watch_prints_a_line_for_a_new_question_and_stops_on_ctrl_c(
+    shared_server: ServerProcess,
+) -> None:
+    task_id = shared_server.create_task("Watched")
+    with watching(shared_server, "--task", task_id) as (proc, out, err):
         _next_matching(err, "Watching")  # subscribed: nothing published from here is missed
         session_id = shared_server.start_session(task_id, "/scenario ask")
         pending_id = shared_server.wait_for_bundle(session_id)
@@ -71,32 +91,13 @@ def test_watch_prints_a_line_for_a_new_question_and_stops_on_ctrl_c(
         proc.send_signal(signal.SIGINT)
         assert proc.wait(timeout=10) == 0
         _next_matching(err, "stopped")
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(timeout=10)
-        for pump in pumps:  # both pipes are at end of file once the process is gone
-            pump.join(timeout=10)
-        for stream in (proc.stdout, proc.stderr):
-            if stream is not None:
-                stream.close()
 
 
 def test_watch_notify_prints_a_line_and_rings_the_bell_for_each_new_waiting_item(
     shared_server: ServerProcess,
 ) -> None:
     task_id = shared_server.create_task("Notified")
-    proc = subprocess.Popen(
-        cli("watch", "--notify", "--server", shared_server.url),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=child_env(),
-    )
-    pumps: list[threading.Thread] = []
-    try:
-        assert proc.stdout is not None and proc.stderr is not None
-        out, err = _lines(proc.stdout, pumps), _lines(proc.stderr, pumps)
+    with watching(shared_server, "--notify") as (proc, out, err):
         _next_matching(err, "for questions")
         session_id = shared_server.start_session(task_id, "/scenario ask")
         pending_id = shared_server.wait_for_bundle(session_id)
@@ -113,12 +114,3 @@ def test_watch_notify_prints_a_line_and_rings_the_bell_for_each_new_waiting_item
         while not out.empty():
             remaining.append(out.get())
         assert not [r for r in remaining if pending_id in r]
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(timeout=10)
-        for pump in pumps:
-            pump.join(timeout=10)
-        for stream in (proc.stdout, proc.stderr):
-            if stream is not None:
-                stream.close()
