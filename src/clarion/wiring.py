@@ -26,6 +26,7 @@ from clarion.clarification.canceller import ClarificationCanceller
 from clarion.clarification.resolver import Resolver
 from clarion.clarification.waiters import LiveWaiters
 from clarion.clock import SystemClock
+from clarion.cluster_mode import cluster_mode, until_leading
 from clarion.config import AgentProfile, Settings
 from clarion.domain.permissions import PermissionRules
 from clarion.mcp.tools import McpEndpoint, build_mcp_server
@@ -59,10 +60,8 @@ from clarion.projection.events import EventPublisher
 from clarion.projection.pending import PendingProjector
 from clarion.projection.reads import Reads
 from clarion.projection.summaries import SummaryService
-from clarion.replica import Replica
 from clarion.sample import offer_sample_task
 from clarion.store import SqlStore, open_store
-from clarion.store.cluster import membership
 from clarion.store.guard import AnotherServer, single_server
 from clarion.store.outbox import Outbox
 from clarion.supervisor import Supervisor
@@ -305,20 +304,23 @@ async def run_server(
     async with contextlib.AsyncExitStack() as stack:
         # Before anything touches the database: a second server's recovery would detach the
         # first one's live questions. Raises AnotherServer (the CLI exits 3) when one is running.
-        member = None
+        cluster = None
         if settings.cluster:
-            member = await stack.enter_async_context(
-                membership(settings.database_url, settings.replica_timeout)
-            )
+            cluster = await stack.enter_async_context(cluster_mode(settings))
         else:
             await stack.enter_async_context(single_server(settings.database_url))
-        app = await stack.enter_async_context(build(settings, lambda: base["url"]))
+        # Agents reach their MCP endpoint at the address peers know this replica by.
+        app = await stack.enter_async_context(
+            build(settings, lambda: settings.advertise_url or base["url"])
+        )
+        asgi = create_app(app.services, app.mcp)
         replica = None
-        if member is not None:
-            replica = Replica(member, lambda: _running_count(app.runtime))
-            app.services.cluster = replica
+        if cluster is not None:
+            replica = await cluster.attach(
+                app.services, asgi, settings, lambda: _running_count(app.runtime)
+            )
         config = uvicorn.Config(
-            create_app(app.services, app.mcp),
+            asgi,
             host=settings.host,
             port=settings.port,
             log_level="warning",
@@ -344,7 +346,7 @@ async def run_server(
             if replica is not None:
                 await replica.join(settings.advertise_url or base["url"])
                 beats = asyncio.ensure_future(replica.heartbeats())
-                if not await _until_leading(replica, serving):
+                if not await until_leading(replica, serving):
                     return None
             try:
                 report = await app.recovery.run()
@@ -365,19 +367,6 @@ async def run_server(
                 beats.cancel()
                 with contextlib.suppress(BaseException):
                     await beats
-
-
-async def _until_leading(replica: Replica, serving: asyncio.Future[None]) -> bool:
-    """Standby until this replica leads (True), or until the server stops first (False)."""
-    leading = asyncio.ensure_future(replica.lead())
-    await asyncio.wait({leading, serving}, return_when=asyncio.FIRST_COMPLETED)
-    if leading.done():
-        leading.result()
-        return True
-    leading.cancel()
-    with contextlib.suppress(asyncio.CancelledError):
-        await leading
-    return False
 
 
 def _running_count(runtime: AgentRuntime) -> int:

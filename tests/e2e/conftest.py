@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import fresh_database_url, services_required
+from tests.e2e.cluster import NATS, TIMEOUT_S
 from tests.e2e.harness import ServerProcess
 
 pytestmark = pytest.mark.e2e
@@ -63,3 +64,36 @@ def server(make_server: Callable[..., ServerProcess]) -> ServerProcess:
     s = make_server()
     s.start()
     return s
+
+
+@pytest.fixture
+def cluster_db(tmp_path: Path) -> Iterator[str]:
+    """A fresh PostgreSQL database for one cluster test (cluster mode needs NATS too)."""
+    require_nats()
+    with fresh_database_url("postgres", tmp_path) as url:
+        yield url
+
+
+@pytest.fixture
+def replicas(tmp_path: Path, cluster_db: str) -> Iterator[Callable[..., ServerProcess]]:
+    """Servers on the one test database; `cluster=False` makes a single-mode server."""
+    started: list[ServerProcess] = []
+
+    def make(*, cluster: bool = True) -> ServerProcess:
+        workdir = tmp_path / f"replica{len(started)}"
+        workdir.mkdir()
+        server = ServerProcess(
+            database_url=cluster_db,
+            workdir=workdir,
+            bus_url=NATS,
+            args=["--cluster"] if cluster else [],
+            env={"CLARION_REPLICA_TIMEOUT_S": TIMEOUT_S},
+        )
+        started.append(server)
+        return server
+
+    try:
+        yield make
+    finally:
+        for server in started:
+            server.stop()

@@ -6,66 +6,17 @@ name the active one, and one of them takes over when it dies. Each test has its 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
 import pytest
 
-from tests.conftest import _pg_admin, _run, fresh_database_url
-from tests.e2e.conftest import require_nats
+from tests.conftest import _pg_admin, _run
+from tests.e2e.cluster import RESUME_MARK, cluster_list, wait_role
 from tests.e2e.harness import ServerProcess, answer, wait_until
 
-NATS = "nats://127.0.0.1:4222"
-RESUME_MARK = "You previously asked the user:"
-TIMEOUT_S = "4"  # the replica timeout; short, yet well above a loaded machine's stalls
-
 pytestmark = pytest.mark.postgres
-
-
-@pytest.fixture
-def cluster_db(tmp_path: Path) -> Iterator[str]:
-    require_nats()
-    with fresh_database_url("postgres", tmp_path) as url:
-        yield url
-
-
-@pytest.fixture
-def replicas(tmp_path: Path, cluster_db: str) -> Iterator[Callable[..., ServerProcess]]:
-    """Servers on the one test database; `cluster=False` makes a single-mode server."""
-    started: list[ServerProcess] = []
-
-    def make(*, cluster: bool = True) -> ServerProcess:
-        workdir = tmp_path / f"replica{len(started)}"
-        workdir.mkdir()
-        server = ServerProcess(
-            database_url=cluster_db,
-            workdir=workdir,
-            bus_url=NATS,
-            args=["--cluster"] if cluster else [],
-            env={"CLARION_REPLICA_TIMEOUT_S": TIMEOUT_S},
-        )
-        started.append(server)
-        return server
-
-    try:
-        yield make
-    finally:
-        for server in started:
-            server.stop()
-
-
-def _health(server: ServerProcess) -> tuple[int, dict[str, object]]:
-    try:
-        response = httpx.get(f"{server.url}/healthz", timeout=2)
-    except httpx.HTTPError:  # not listening yet
-        return 0, {}
-    return response.status_code, response.json()
-
-
-def _cluster(server: ServerProcess) -> list[dict[str, object]]:
-    replicas: list[dict[str, object]] = server.ok("GET", "/cluster")["replicas"]
-    return replicas
 
 
 def _refusal(server: ServerProcess) -> str:
@@ -102,39 +53,38 @@ def test_single_mode_and_replicas_exclude_each_other(
     assert "cluster replica" in refused and f"pid {replica.proc.pid}" in refused
 
 
-def test_a_standby_names_the_active_replica_and_takes_over_its_questions_when_it_dies(
+def test_a_standby_serves_the_api_names_the_active_replica_for_mcp_and_takes_over_when_it_dies(
     replicas: Callable[..., ServerProcess],
 ) -> None:
     first = replicas()
-    first.start()
-    status, body = _health(first)
-    assert status == 200 and body["status"] == "ok"
-    first_id = body["replica"]
+    first.start(wait_ready=False)
+    first_id = wait_role(first, "active")
     session_id = first.start_session(first.create_task(), "/scenario ask")
     pending_id = first.wait_for_bundle(session_id)
     first.wait_for_state(pending_id, "active_live")
 
     second = replicas()
     second.start(wait_ready=False)
-    wait_until(
-        lambda: _health(second)[0] == 503 and _health(second)[1]["status"] == "standby",
-        timeout=120,
-        what="the second replica on standby",
-    )
-    roles = {r["id"]: (r["role"], r["advertise_url"]) for r in _cluster(second)}
+    wait_role(second, "standby")
+    roles = {r["id"]: (r["role"], r["advertise_url"]) for r in cluster_list(second)}
     assert roles[first_id] == ("active", first.url)
     assert [role for role, _ in roles.values()].count("standby") == 1
-    assert {r["id"]: r["sessions"] for r in _cluster(first)}[first_id] == 1
-    refused = second.request("GET", f"/clarification/{pending_id}")
+    wait_until(
+        lambda: {r["id"]: r["sessions"] for r in cluster_list(first)}[first_id] == 1,
+        what="the active replica counting its agent",
+    )
+    # The API is served through the active replica, which holds the live waiter.
+    assert second.bundle(pending_id)["state"] == "active_live"
+    # An agent's MCP endpoint lives only where its agent runs.
+    refused = httpx.post(f"{second.url}/mcp/sessions/{session_id}", json={}, timeout=10)
     assert refused.status_code == 503
     error = refused.json()["error"]
     assert error["code"] == "standby" and error["retryable"] is True
     assert error["active"] == {"id": first_id, "advertise_url": first.url}
 
     first.kill()  # SIGKILL: its locks go with its database connection
-    second.wait_ready(timeout=60)
-    second_id = _health(second)[1]["replica"]
-    assert [(r["id"], r["role"]) for r in _cluster(second)] == [(second_id, "active")]
+    second_id = wait_role(second, "active", timeout=60)
+    assert [(r["id"], r["role"]) for r in cluster_list(second)] == [(second_id, "active")]
     assert second.bundle(pending_id)["state"] == "active_detached"
     response = second.respond(pending_id, answer("db", "sqlite"))
     assert response.status_code == 200, response.text
@@ -159,31 +109,24 @@ def test_an_active_replica_that_loses_its_locks_stops_and_comes_back_as_standby(
     replicas: Callable[..., ServerProcess],
 ) -> None:
     first = replicas()
-    first.start()
+    first.start(wait_ready=False)
+    wait_role(first, "active")
     session_id = first.start_session(first.create_task(), "/scenario ask")
     pending_id = first.wait_for_bundle(session_id)
     first.wait_for_state(pending_id, "active_live")
     second = replicas()
     second.start(wait_ready=False)
-    wait_until(
-        lambda: _health(second)[1].get("status") == "standby",
-        timeout=120,
-        what="the second replica on standby",
-    )
+    wait_role(second, "standby")
 
     _cut_off(first)
     assert first.wait_exit(timeout=30) == 70
     assert "stopped: heartbeat failed" in first.logs()
-    second.wait_ready(timeout=60)
+    wait_role(second, "active", timeout=60)
     assert second.bundle(pending_id)["state"] == "active_detached"
 
     first.start(wait_ready=False)  # the late returner: it must not act again
-    wait_until(
-        lambda: _health(first)[1].get("status") == "standby",
-        timeout=120,
-        what="the returning replica on standby",
-    )
-    assert {r["role"] for r in _cluster(second)} == {"active", "standby"}
+    wait_role(first, "standby")
+    assert {r["role"] for r in cluster_list(second)} == {"active", "standby"}
     response = second.respond(pending_id, answer("db", "sqlite"))
     assert response.status_code == 200, response.text
     second.wait_for_agent_text(session_id, RESUME_MARK)

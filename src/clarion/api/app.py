@@ -29,6 +29,7 @@ from clarion.api import (
     ws,
 )
 from clarion.api.errors import error_body, install_error_handlers
+from clarion.api.forwarding import forwarded_by, standby_error
 from clarion.api.openapi import install_openapi
 from clarion.api.services import ApiServices
 from clarion.domain.errors import ServiceStarting
@@ -42,7 +43,10 @@ _ALWAYS_OPEN = frozenset({"/healthz", routes_cluster.CLUSTER_PATH})
 
 class ReadinessGate:
     """Answers 503 `starting` to everything but /healthz (and the cluster list) until recovery
-    is done; a standby cluster replica answers 503 `standby` naming the active replica."""
+    is done. A standby cluster replica serves what needs no live state itself (the web UI, the
+    WebSocket: its events come over the shared bus) and carries every other `/api/` request to
+    the active replica (api/forwarding.py); the agents' MCP endpoint only ever runs on the
+    active replica, so a standby refuses it with 503 `standby` naming the active one."""
 
     def __init__(self, app: ASGIApp, services: ApiServices) -> None:
         self._app = app
@@ -50,23 +54,35 @@ class ReadinessGate:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if (
-            scope["type"] in ("http", "websocket")
-            and not self._services.ready.is_set()
-            and scope.get("path") not in _ALWAYS_OPEN
+            scope["type"] not in ("http", "websocket")
+            or self._services.ready.is_set()
+            or scope.get("path") in _ALWAYS_OPEN
         ):
-            if scope["type"] == "websocket":
-                await send({"type": "websocket.close", "code": 1013})
-                return
-            view = self._services.cluster
-            if view is not None and view.role == "standby":
-                error: ServiceStarting = await routes_cluster.standby_error(view)
-            else:
-                error = ServiceStarting("Clarion is starting")
-            status, body = error_body(error)
-            response = JSONResponse(body, status_code=status)
-            await response(scope, receive, send)
+            await self._app(scope, receive, send)
             return
-        await self._app(scope, receive, send)
+        view = self._services.cluster
+        standby = view is not None and view.role == "standby"
+        path: str = scope.get("path", "")
+        if scope["type"] == "websocket":
+            if standby:
+                await self._app(scope, receive, send)
+            else:
+                await send({"type": "websocket.close", "code": 1013})
+            return
+        if standby and not path.startswith(("/api/", "/mcp/")):
+            await self._app(scope, receive, send)  # the web UI and the API's description
+            return
+        to_active = self._services.to_active
+        if standby and path.startswith("/api/") and to_active and not forwarded_by(scope):
+            await to_active(scope, receive, send)
+            return
+        if view is not None and standby:
+            error: ServiceStarting = await standby_error(view)
+        else:
+            error = ServiceStarting("Clarion is starting")
+        status, body = error_body(error)
+        response = JSONResponse(body, status_code=status)
+        await response(scope, receive, send)
 
 
 def create_app(services: ApiServices, mcp: McpEndpoint) -> FastAPI:

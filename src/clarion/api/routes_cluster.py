@@ -1,7 +1,7 @@
 """`GET /api/v1/cluster`: the live replicas, and `/healthz`'s cluster-mode body.
 
 In single mode there is no cluster: the list is empty. Both answer on a standby replica too
-(the readiness gate lets them through), so any replica can say which one serves.
+(the readiness gate lets them through), so any replica can say which one is active.
 """
 
 from __future__ import annotations
@@ -15,8 +15,7 @@ from pydantic import BaseModel, Field
 from clarion.api.openapi import errors
 from clarion.api.routes_tasks import services
 from clarion.api.services import ApiServices
-from clarion.domain.errors import ReplicaStandby
-from clarion.ports import ClusterView, ReplicaInfo
+from clarion.ports import ReplicaInfo
 
 router = APIRouter(prefix="/api/v1")
 
@@ -58,33 +57,18 @@ async def cluster(request: Request) -> dict[str, Any]:
 
 
 def healthz(services: ApiServices) -> JSONResponse:
-    """`ok` once recovery is done; `starting` before; cluster mode adds the replica's id
-    (and a standby says so, so a load balancer sends it nothing)."""
+    """`ok` once this server can take requests: after recovery, or at once on a standby replica
+    (it carries them to the active one); `starting` before. Cluster mode adds the replica's id
+    and role, so a load balancer may send to every replica that answers 200."""
     view = services.cluster
-    if services.ready.is_set():
+    standby = view is not None and view.role == "standby"
+    if services.ready.is_set() or standby:
         body: dict[str, Any] = {"status": "ok"}
         status = 200
     else:
-        standby = view is not None and view.role == "standby"
-        body = {"status": "standby" if standby else "starting"}
+        body = {"status": "starting"}
         status = 503
     if view is not None:
         body["replica"] = view.replica_id
+        body["role"] = view.role
     return JSONResponse(body, status_code=status)
-
-
-async def standby_error(view: ClusterView) -> ReplicaStandby:
-    """The 503 a standby replica answers, naming the active replica where there is one."""
-    try:
-        active = await view.active()
-    except Exception:  # the peers' list is a courtesy; the 503 stands without it
-        active = None
-    if active is None:
-        where = "no replica is active yet; retry shortly"
-    else:
-        where = f"the active replica is {active.id} at {active.advertise_url}"
-    return ReplicaStandby(
-        f"this replica ({view.replica_id}) is a standby: {where}",
-        active_id=None if active is None else active.id,
-        active_url=None if active is None else active.advertise_url,
-    )

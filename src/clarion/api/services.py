@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from clarion.clarification.asker import Asker
 from clarion.clarification.canceller import ClarificationCanceller
@@ -19,6 +20,9 @@ from clarion.orchestrator.workflow import WorkflowGuard
 from clarion.ports import Bus, ClusterView
 from clarion.projection.pending import PendingProjector
 from clarion.projection.reads import Reads
+
+if TYPE_CHECKING:
+    from clarion.api.forwarding import ToActiveReplica
 
 
 @dataclass(eq=False)
@@ -40,3 +44,5 @@ class ApiServices:
     ready: asyncio.Event = field(default_factory=asyncio.Event)
     # Cluster mode only: this replica and its peers (None in single mode).
     cluster: ClusterView | None = None
+    # Cluster mode only: how a standby carries an API request to the active replica.
+    to_active: ToActiveReplica | None = None

@@ -13,6 +13,7 @@ ClarionError
  +-- Unauthenticated           missing or wrong credentials (401)
  +-- ServiceStarting           startup recovery has not finished (503)
  |    +-- ReplicaStandby          cluster mode: another replica is active (503, names it)
+ |    +-- ReplicaUnreachable      cluster mode: the active replica did not answer in time (503)
  +-- RetryableFailure          rolled back; the same request may be sent again (500)
  +-- AcceptedButUnfinalized    accepted; must not be sent again though finalization failed (500)
  |    +-- AcceptedButUnpublished   the agent has it; its successor's publication failed
@@ -146,6 +147,13 @@ class ReplicaStandby(ServiceStarting):
         super().__init__(message)
         self.active_id = active_id
         self.active_url = active_url
+
+
+class ReplicaUnreachable(ServiceStarting):
+    """Cluster mode: a request carried to the active replica got no reply before its deadline;
+    it may have been applied there, so the message says what a retry does."""
+
+    code = "replica_unreachable"
 
 
 class RetryableFailure(ClarionError):

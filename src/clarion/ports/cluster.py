@@ -40,3 +40,42 @@ class ClusterView(Protocol):
     async def active(self) -> ReplicaInfo | None:
         """The live active replica, if any."""
         ...
+
+
+@dataclass(frozen=True, slots=True)
+class ForwardedRequest:
+    """An HTTP request carried from one replica to another, as the ASGI scope had it."""
+
+    method: str
+    path: str
+    raw_path: str
+    query: str
+    headers: tuple[tuple[str, str], ...]
+    body: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class ForwardedReply:
+    status: int
+    headers: tuple[tuple[str, str], ...]
+    body: bytes
+
+
+class ForwardFailed(Exception):
+    """A forwarded request got no reply. `delivered` is False when no replica received it (so
+    nothing was applied) and True when it went out but no reply came before the deadline (it
+    may have been applied)."""
+
+    def __init__(self, message: str, *, delivered: bool) -> None:
+        super().__init__(message)
+        self.delivered = delivered
+
+
+class Forwarder(Protocol):
+    """Request-reply between replicas. Implemented over NATS (`clarion.bus.forwarding`)."""
+
+    async def forward(
+        self, replica_id: str, request: ForwardedRequest, timeout_s: float
+    ) -> ForwardedReply:
+        """The reply of replica `replica_id`; raises ForwardFailed without one."""
+        ...

@@ -1,0 +1,196 @@
+"""Request-reply between cluster replicas over NATS: how a request reaches the replica that
+must serve it.
+
+Each replica listens on `clarion.replicas.<its id>.http`. A request travels as one message (its
+body the payload, everything else one JSON header); the reply comes back to a private inbox in
+one or more messages, so a reply larger than the NATS server's payload limit is split rather
+than refused. NATS tells a sender at once when nobody listens on a subject (a "no responders"
+status), which is how a request to a replica that is gone fails without waiting out its
+deadline, and known not to have been received.
+
+Imported by the composition root only; the HTTP edge sees `ports.cluster.Forwarder`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+from nats.aio.client import Client
+from nats.aio.msg import Msg
+from nats.errors import Error as NatsError
+from nats.errors import TimeoutError as NatsTimeout
+
+from clarion.ports.cluster import ForwardedReply, ForwardedRequest, ForwardFailed
+
+log = logging.getLogger(__name__)
+
+SUBJECT = "clarion.replicas.{replica}.http"
+_REQUEST = "Clarion-Request"
+_REPLY = "Clarion-Reply"
+_MORE = "Clarion-More"
+# Room left in each reply message for the NATS headers (status, response headers).
+_HEADER_ROOM = 16 * 1024
+
+Handler = Callable[[ForwardedRequest], Awaitable[ForwardedReply]]
+
+
+class NatsForwarding:
+    """A NATS connection of its own: serves this replica's subject, forwards to others'."""
+
+    def __init__(self, nc: Client, url: str) -> None:
+        self._nc = nc
+        self._url = url
+        self._running: set[asyncio.Task[None]] = set()
+
+    async def serve(self, replica_id: str, handler: Handler) -> None:
+        """Answer requests sent to `replica_id`, each in its own task: one slow request (a
+        detached answer waits for its agent) must not hold up the others."""
+
+        async def on_request(msg: Msg) -> None:
+            task = asyncio.create_task(self._answer(msg, handler), name="forwarded-request")
+            self._running.add(task)
+            task.add_done_callback(self._running.discard)
+
+        await self._nc.subscribe(SUBJECT.format(replica=replica_id), cb=on_request)
+        await self._nc.flush()
+
+    async def forward(
+        self, replica_id: str, request: ForwardedRequest, timeout_s: float
+    ) -> ForwardedReply:
+        nc = self._nc
+        inbox = nc.new_inbox()
+        replies = await nc.subscribe(inbox)
+        try:
+            try:
+                await nc.publish(
+                    SUBJECT.format(replica=replica_id),
+                    request.body,
+                    reply=inbox,
+                    headers={_REQUEST: _request_header(request)},
+                )
+            except (NatsError, OSError) as exc:
+                raise ForwardFailed(
+                    f"could not send the request to replica {replica_id}: {exc!r}",
+                    delivered=False,
+                ) from exc
+            return await _collect(replies, replica_id, timeout_s)
+        finally:
+            with contextlib.suppress(NatsError, OSError):
+                await replies.unsubscribe()
+
+    async def _answer(self, msg: Msg, handler: Handler) -> None:
+        try:
+            request = _parse_request(msg)
+        except (ValueError, KeyError, TypeError) as exc:
+            log.warning("dropped a malformed forwarded request", extra={"reason": repr(exc)})
+            return
+        reply = await handler(request)
+        limit = max(1024, self._nc.max_payload - _HEADER_ROOM)
+        body = reply.body
+        chunks = [body[i : i + limit] for i in range(0, len(body), limit)] or [b""]
+        head = json.dumps({"status": reply.status, "headers": list(reply.headers)})
+        try:
+            for index, chunk in enumerate(chunks):
+                headers = {_REPLY: head} if index == 0 else {}
+                if index < len(chunks) - 1:
+                    headers[_MORE] = "1"
+                await self._nc.publish(msg.reply, chunk, headers=headers)
+            await self._nc.flush()
+        except (NatsError, OSError) as exc:
+            # The sender times out and says the request may have been applied, which it was.
+            log.warning(
+                "could not reply to a forwarded request",
+                extra={"path": request.path, "reason": repr(exc)},
+            )
+
+    async def close(self) -> None:
+        for task in list(self._running):
+            task.cancel()
+        await asyncio.gather(*self._running, return_exceptions=True)
+        await self._nc.close()
+
+
+async def _collect(replies: Any, replica_id: str, timeout_s: float) -> ForwardedReply:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout_s
+    head: dict[str, Any] | None = None
+    parts: list[bytes] = []
+    while True:
+        try:
+            msg = await replies.next_msg(timeout=max(0.001, deadline - loop.time()))
+        except NatsTimeout as exc:
+            raise ForwardFailed(
+                f"replica {replica_id} did not answer within {timeout_s:g} s",
+                delivered=True,
+            ) from exc
+        headers = msg.headers or {}
+        if headers.get("Status") == "503":  # NATS: no subscriber on the subject
+            raise ForwardFailed(f"replica {replica_id} is not listening", delivered=False)
+        if head is None:
+            head = json.loads(headers[_REPLY])
+        parts.append(msg.data)
+        if headers.get(_MORE) != "1":
+            return ForwardedReply(
+                status=int(head["status"]),
+                headers=tuple((str(k), str(v)) for k, v in head["headers"]),
+                body=b"".join(parts),
+            )
+
+
+def _request_header(request: ForwardedRequest) -> str:
+    # ensure_ascii: a NATS header value is one line of ASCII.
+    return json.dumps(
+        {
+            "method": request.method,
+            "path": request.path,
+            "raw_path": request.raw_path,
+            "query": request.query,
+            "headers": list(request.headers),
+        },
+        ensure_ascii=True,
+    )
+
+
+def _parse_request(msg: Msg) -> ForwardedRequest:
+    meta = json.loads((msg.headers or {})[_REQUEST])
+    if not msg.reply:
+        raise ValueError("a forwarded request without a reply subject")
+    return ForwardedRequest(
+        method=str(meta["method"]),
+        path=str(meta["path"]),
+        raw_path=str(meta["raw_path"]),
+        query=str(meta["query"]),
+        headers=tuple((str(k), str(v)) for k, v in meta["headers"]),
+        body=msg.data,
+    )
+
+
+@contextlib.asynccontextmanager
+async def nats_forwarding(
+    url: str, *, connect_timeout: float = 2.0
+) -> AsyncIterator[NatsForwarding]:
+    """Connect (failing fast when NATS is down, as the bus does), then stay connected."""
+    nc = Client()
+    try:
+        await nc.connect(
+            url,
+            name="clarion-forwarding",
+            connect_timeout=max(1, round(connect_timeout)),
+            max_reconnect_attempts=1,
+            reconnect_time_wait=0.2,  # type: ignore[arg-type]
+        )
+    except (NatsError, OSError, TimeoutError) as exc:
+        await nc.close()
+        raise ConnectionError(f"cannot connect to NATS at {url}: {exc!r}") from exc
+    nc.options["max_reconnect_attempts"] = -1
+    nc.options["reconnect_time_wait"] = 2
+    forwarding = NatsForwarding(nc, url)
+    try:
+        yield forwarding
+    finally:
+        await forwarding.close()

@@ -1,0 +1,103 @@
+"""Request-reply between replicas over a real NATS server (bus/forwarding.py)."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import uuid
+
+import pytest
+
+from clarion.bus.forwarding import nats_forwarding
+from clarion.ports.cluster import ForwardedReply, ForwardedRequest, ForwardFailed
+
+pytestmark = pytest.mark.nats
+
+
+def _request(path: str = "/api/v1/tasks", body: bytes = b"") -> ForwardedRequest:
+    return ForwardedRequest(
+        method="POST",
+        path=path,
+        raw_path=path,
+        query="a=1&b=%C3%A9",
+        headers=(("authorization", "Bearer t"), ("x-note", "caf\u00e9")),
+        body=body,
+    )
+
+
+async def test_a_request_and_its_reply_cross_unchanged(nats_url: str) -> None:
+    seen: list[ForwardedRequest] = []
+
+    async def handler(request: ForwardedRequest) -> ForwardedReply:
+        seen.append(request)
+        return ForwardedReply(201, (("content-type", "application/json"),), b'{"ok":true}')
+
+    replica = str(uuid.uuid4())
+    async with nats_forwarding(nats_url) as server, nats_forwarding(nats_url) as client:
+        await server.serve(replica, handler)
+        reply = await client.forward(replica, _request(body=b'{"x":1}'), 30)
+    assert reply == ForwardedReply(201, (("content-type", "application/json"),), b'{"ok":true}')
+    assert seen == [_request(body=b'{"x":1}')]
+
+
+async def test_a_reply_larger_than_the_nats_payload_limit_arrives_whole(nats_url: str) -> None:
+    async with nats_forwarding(nats_url) as server, nats_forwarding(nats_url) as client:
+        big = bytes(range(256)) * (server._nc.max_payload // 256 * 3 + 7)
+
+        async def handler(request: ForwardedRequest) -> ForwardedReply:
+            return ForwardedReply(200, (), big)
+
+        replica = str(uuid.uuid4())
+        await server.serve(replica, handler)
+        reply = await client.forward(replica, _request(), 30)
+    assert reply.body == big
+
+
+async def test_a_replica_nobody_serves_fails_at_once_as_not_delivered(nats_url: str) -> None:
+    async with nats_forwarding(nats_url) as client:
+        with pytest.raises(ForwardFailed) as failed:
+            await client.forward(str(uuid.uuid4()), _request(), 60)
+    assert failed.value.delivered is False
+
+
+async def test_a_request_without_a_reply_in_time_fails_as_possibly_applied(nats_url: str) -> None:
+    never = asyncio.Event()
+
+    async def handler(request: ForwardedRequest) -> ForwardedReply:
+        await never.wait()
+        raise AssertionError("unreachable")
+
+    replica = str(uuid.uuid4())
+    async with nats_forwarding(nats_url) as server, nats_forwarding(nats_url) as client:
+        await server.serve(replica, handler)
+        with pytest.raises(ForwardFailed) as failed:
+            await client.forward(replica, _request(), 0.3)
+    assert failed.value.delivered is True
+
+
+async def test_a_slow_request_does_not_hold_up_the_next_one(nats_url: str) -> None:
+    release = asyncio.Event()
+
+    async def handler(request: ForwardedRequest) -> ForwardedReply:
+        if request.path == "/slow":
+            await release.wait()
+        return ForwardedReply(200, (), request.path.encode())
+
+    replica = str(uuid.uuid4())
+    async with nats_forwarding(nats_url) as server, nats_forwarding(nats_url) as client:
+        await server.serve(replica, handler)
+        slow = asyncio.ensure_future(client.forward(replica, _request("/slow"), 60))
+        fast = await client.forward(replica, _request("/fast"), 60)
+        assert fast.body == b"/fast" and not slow.done()
+        release.set()
+        assert (await slow).body == b"/slow"
+
+
+async def test_an_unreachable_nats_fails_fast_naming_the_url() -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    url = f"nats://127.0.0.1:{port}"
+    with pytest.raises(ConnectionError, match=url):
+        async with nats_forwarding(url):
+            pass

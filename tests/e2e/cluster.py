@@ -1,0 +1,55 @@
+"""Helpers of the cluster tests: a replica's health and role, the replica list, three replicas
+with one active. The `replicas` fixture (tests/e2e/conftest.py) starts them on one database."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import httpx
+
+from tests.e2e.harness import ServerProcess, wait_until
+
+NATS = "nats://127.0.0.1:4222"
+RESUME_MARK = "You previously asked the user:"
+TIMEOUT_S = "4"  # the replica timeout; short, yet well above a loaded machine's stalls
+
+
+def health(server: ServerProcess) -> tuple[int, dict[str, object]]:
+    try:
+        response = httpx.get(f"{server.url}/healthz", timeout=2)
+    except httpx.HTTPError:  # not listening yet
+        return 0, {}
+    return response.status_code, response.json()
+
+
+def cluster_list(server: ServerProcess) -> list[dict[str, object]]:
+    replicas: list[dict[str, object]] = server.ok("GET", "/cluster")["replicas"]
+    return replicas
+
+
+def wait_role(server: ServerProcess, role: str, timeout: float = 120) -> str:
+    """Wait until the replica serves (200) in `role`; returns its id."""
+
+    def serving() -> bool:
+        if server.proc is not None and server.proc.poll() is not None:
+            raise AssertionError(f"replica exited with {server.proc.returncode}:\n{server.logs()}")
+        status, body = health(server)
+        return status == 200 and body.get("role") == role
+
+    wait_until(serving, timeout=timeout, what=f"the replica serving as {role}")
+    return str(health(server)[1]["replica"])
+
+
+def one_active_two_standbys(
+    replicas: Callable[..., ServerProcess], *, failpoints: str = ""
+) -> tuple[ServerProcess, ServerProcess, ServerProcess]:
+    """The first replica leads (started alone, with `failpoints`); two join as standbys."""
+    active = replicas()
+    active.start(failpoints=failpoints, wait_ready=False)
+    wait_role(active, "active")
+    standbys = (replicas(), replicas())
+    for server in standbys:
+        server.start(wait_ready=False)
+    for server in standbys:
+        wait_role(server, "standby")
+    return active, standbys[0], standbys[1]

@@ -1,0 +1,191 @@
+"""Every route on every replica: three `clarion serve --cluster` processes on one PostgreSQL
+database and one NATS, one active and two standbys. A standby carries each API request to the
+active replica over NATS request-reply; the caller gets exactly the single-mode outcome.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.e2e.cluster import (
+    RESUME_MARK,
+    cluster_list,
+    health,
+    one_active_two_standbys,
+    wait_role,
+)
+from tests.e2e.harness import ServerProcess, answer, recv_until, wait_until
+
+pytestmark = pytest.mark.postgres
+
+
+def _live_question(server: ServerProcess) -> tuple[str, str, str]:
+    task_id = server.create_task()
+    session_id = server.start_session(task_id, "/scenario ask")
+    pending_id = server.wait_for_bundle(session_id)
+    server.wait_for_state(pending_id, "active_live")
+    return task_id, session_id, pending_id
+
+
+def _detached_question(server: ServerProcess) -> tuple[str, str]:
+    session_id = server.start_session(server.create_task(), "/scenario ask-timeout t=1")
+    pending_id = server.wait_for_bundle(session_id)
+    server.wait_for_agent_text(session_id, "No answer yet; ending turn.")
+    server.wait_for_state(pending_id, "active_detached")
+    return session_id, pending_id
+
+
+def _resume_prompts_seen(server: ServerProcess, session_id: str) -> int:
+    return sum(RESUME_MARK in text for text in server.agent_texts(session_id))
+
+
+def test_a_standby_carries_every_api_request_to_the_active_replica_and_an_answer_reaches_the_live_waiter(  # noqa: E501
+    replicas: Callable[..., ServerProcess],
+) -> None:
+    active, b, c = one_active_two_standbys(replicas)
+    active_id = str(health(active)[1]["replica"])
+    # Created through one standby, started through the other: the agent runs on the active one.
+    task_id, session_id, pending_id = _live_question_across(b, c)
+    wait_until(
+        lambda: (
+            {r["id"]: r["sessions"] for r in cluster_list(c)}
+            == {r["id"]: (1 if r["id"] == active_id else 0) for r in cluster_list(c)}
+        ),
+        what="the active replica counting the one agent",
+    )
+    # A read whose answer depends on the live waiter is served where the waiter is.
+    assert b.bundle(pending_id)["state"] == "active_live"
+
+    with c.websocket() as ws:  # events reach a standby's clients over the shared bus
+        ws.send(
+            json.dumps({"id": "1", "action": "task.subscribe", "payload": {"task_id": task_id}})
+        )
+        recv_until(ws, lambda m: m.get("type") == "response" and m.get("id") == "1")
+        response = b.respond(pending_id, answer("db", "sqlite"))
+        assert response.status_code == 200, response.text
+        assert response.json()["resumed"] is False
+        recv_until(
+            ws,
+            lambda m: (
+                m.get("action") == "session.message.added" and "You answered" in json.dumps(m)
+            ),
+        )
+    c.wait_for_agent_text(session_id, "You answered")
+    assert active.bundle(pending_id)["state"] == "terminal"
+
+
+def _live_question_across(creator: ServerProcess, starter: ServerProcess) -> tuple[str, str, str]:
+    task_id = creator.create_task()
+    session_id = starter.start_session(task_id, "/scenario ask")
+    pending_id = creator.wait_for_bundle(session_id)
+    starter.wait_for_state(pending_id, "active_live")
+    return task_id, session_id, pending_id
+
+
+def test_racing_responders_on_two_standbys_exactly_one_wins_and_the_other_sees_the_winner(
+    replicas: Callable[..., ServerProcess],
+) -> None:
+    active, b, c = one_active_two_standbys(replicas)
+    _, session_id, pending_id = _live_question(active)
+    start = threading.Barrier(2)
+    outcomes: dict[str, httpx.Response] = {}
+
+    def respond(server: ServerProcess, token: str) -> None:
+        start.wait()
+        outcomes[token] = server.respond(pending_id, answer("db", "sqlite", text=token))
+
+    racers = [
+        threading.Thread(target=respond, args=(b, "from-b")),
+        threading.Thread(target=respond, args=(c, "from-c")),
+    ]
+    for racer in racers:
+        racer.start()
+    for racer in racers:
+        racer.join(timeout=60)
+    statuses = sorted(r.status_code for r in outcomes.values())
+    assert statuses == [200, 409], {t: r.text for t, r in outcomes.items()}
+    winner = next(t for t, r in outcomes.items() if r.status_code == 200)
+    loser = next(r for r in outcomes.values() if r.status_code == 409)
+    named: dict[str, Any] = loser.json()["error"]["response"]
+    assert named["answers"][0]["custom_text"] == winner
+    active.wait_for_agent_text(session_id, "You answered")
+    assert sum("You answered" in t for t in active.agent_texts(session_id)) == 1
+
+
+def test_a_detached_answer_posted_to_a_standby_resumes_the_agent_once(
+    replicas: Callable[..., ServerProcess],
+) -> None:
+    active, b, c = one_active_two_standbys(replicas)
+    session_id, pending_id = _detached_question(b)
+    response = c.respond(pending_id, answer("db", "postgres"))
+    assert response.status_code == 200, response.text
+    assert response.json()["resumed"] is True
+    b.wait_for_agent_text(session_id, RESUME_MARK)
+    again = b.respond(pending_id, answer("db", "sqlite"))
+    assert again.status_code == 409, again.text
+    assert _resume_prompts_seen(active, session_id) == 1
+
+
+@pytest.mark.parametrize(
+    ("point", "detached"),
+    [
+        ("respond.after_claim", False),
+        ("live.before_confirm", False),
+        ("resume.after_reserve", True),
+        ("resume.after_accept", True),
+    ],
+)
+def test_an_answer_in_flight_when_the_active_replica_dies_is_neither_lost_nor_dispatched_twice(
+    replicas: Callable[..., ServerProcess], point: str, detached: bool
+) -> None:
+    active, b, c = one_active_two_standbys(replicas, failpoints=f"{point}=crash")
+    if detached:
+        session_id, pending_id = _detached_question(active)
+    else:
+        _, session_id, pending_id = _live_question(active)
+
+    # The active replica dies holding the carried request: the standby says it may have been
+    # applied, and that sending it again is safe.
+    first = b.respond(pending_id, answer("db", "sqlite", text="first"))
+    assert first.status_code == 503, first.text
+    assert first.json()["error"]["code"] == "replica_unreachable"
+    assert first.json()["error"]["retryable"] is True
+    assert active.wait_exit(timeout=60) == 137
+
+    # Exactly one survivor takes over and reconciles, as a restarted server would.
+    wait_until(
+        lambda: (
+            sorted(str(health(s)[1].get("role")) for s in (b, c)) == ["active", "standby"]
+            and all(health(s)[0] == 200 for s in (b, c))
+        ),
+        timeout=120,
+        what="one survivor active, the other standby",
+    )
+    retry = b.respond(pending_id, answer("db", "sqlite", text="first"))
+    if point == "resume.after_accept":
+        # The old agent accepted the prompt before the crash: the answer is terminal, and its
+        # delivery is reported as ambiguous or delivered, never dispatched again on its own.
+        assert retry.status_code == 409, retry.text
+        assert b.bundle(pending_id)["delivery"] in ("ambiguous", "delivered")
+    else:
+        assert retry.status_code == 200, retry.text
+        assert retry.json()["resumed"] is True
+        c.wait_for_agent_text(session_id, RESUME_MARK)
+    assert _resume_prompts_seen(c, session_id) <= 1
+
+
+def test_health_names_the_replica_and_its_role_on_every_replica(
+    replicas: Callable[..., ServerProcess],
+) -> None:
+    active, b, c = one_active_two_standbys(replicas)
+    roles = {str(health(s)[1]["replica"]): str(health(s)[1]["role"]) for s in (active, b, c)}
+    assert sorted(roles.values()) == ["active", "standby", "standby"]
+    listed = {str(r["id"]): str(r["role"]) for r in cluster_list(b)}
+    assert listed == roles
+    assert wait_role(active, "active") in roles
