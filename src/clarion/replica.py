@@ -1,18 +1,19 @@
 """A cluster replica's life: standby until it leads, then active; gone the moment it may not be.
 
 What is built is active/standby: exactly one replica (the holder of the leader lock) runs
-recovery, agents and every route; the others answer `/healthz` and `GET /api/v1/cluster` and
-refuse the rest with 503 `standby` naming the active replica, so a load balancer that health-
-checks `/healthz` sends all traffic to the active one. Routing answers between replicas and
-per-session ownership are not built; this keeps a cluster from ever having two replicas act
-on the same sessions.
+recovery and agents; the others carry API requests to it (api/forwarding.py). Per-session
+ownership is not built; this keeps a cluster from ever having two replicas act on the same
+sessions.
 
-Fencing: the leader lock lives on the membership connection, and every heartbeat runs on that
-connection. A heartbeat that fails (the connection, and so the lock, may be gone) or that has
-not succeeded for half the replica timeout (a hung connection or a starved event loop, seen by
-a thread) ends the process at once. A replica that takes over waits until the previous active
-replica's last heartbeat is older than that half plus one heartbeat interval before it acts,
-so the two never act at the same time.
+Fencing, three layers deep: the leader lock lives on the membership connection, and every
+heartbeat runs on that connection. A heartbeat that fails (the connection, and so the lock,
+may be gone) or that has not succeeded for half the replica timeout (a hung connection or a
+starved event loop, seen by a thread) ends the process at once (`stop_fenced`). A replica
+that takes over waits until the previous active replica's last heartbeat is older than that
+half plus one heartbeat interval before it acts, so the two never act at the same time. And
+it claims the next leadership epoch, which every session write of the store checks
+(store/fence.py): a replica frozen past all of that and then resumed is refused by the
+database on its first write, and stopped.
 
 Imported by the composition root only.
 """
@@ -81,7 +82,7 @@ class Replica:
                             older_than_s=self._member.timeout_s * 3, previous_active=False
                         )
                 except Exception as exc:
-                    self._fence(f"heartbeat failed: {exc!r}")
+                    self.stop_fenced(f"heartbeat failed: {exc!r}")
                 self._last_ok = time.monotonic()
                 await asyncio.sleep(self.interval)
         finally:
@@ -116,9 +117,9 @@ class Replica:
         while not self._stopping.wait(self.interval / 2):
             silent = time.monotonic() - self._last_ok
             if silent > self.fence_s:
-                self._fence(f"no heartbeat for {silent:.1f} s")
+                self.stop_fenced(f"no heartbeat for {silent:.1f} s")
 
-    def _fence(self, reason: str) -> None:
+    def stop_fenced(self, reason: str) -> None:
         """Stop now: this replica may have lost its locks, so another may already act."""
         if self._stopping.is_set():
             return

@@ -11,7 +11,7 @@ import asyncio
 import contextlib
 import gc
 import logging
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 
 import uvicorn
@@ -118,6 +118,8 @@ class App:
     runtime: AgentRuntime
     bus: Bus
     waiters: LiveWaiters
+    # Cluster mode: take the next leadership epoch and fence every session write with it.
+    claim_leadership: Callable[[str, Callable[[str], None]], Awaitable[int]]
 
 
 RuntimeFactory = Callable[
@@ -260,6 +262,7 @@ async def build(
                 runtime=runtime,
                 bus=bus,
                 waiters=waiters,
+                claim_leadership=sql_store.claim_leadership,
             )
         finally:
             watchdogs.cancel_all()
@@ -348,6 +351,7 @@ async def run_server(
                 beats = asyncio.ensure_future(replica.heartbeats())
                 if not await until_leading(replica, serving):
                     return None
+                await app.claim_leadership(replica.replica_id, replica.stop_fenced)
             try:
                 report = await app.recovery.run()
             except Exception as exc:

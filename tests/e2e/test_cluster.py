@@ -6,6 +6,8 @@ name the active one, and one of them takes over when it dies. Each test has its 
 
 from __future__ import annotations
 
+import os
+import signal
 from collections.abc import Callable
 from pathlib import Path
 
@@ -130,3 +132,39 @@ def test_an_active_replica_that_loses_its_locks_stops_and_comes_back_as_standby(
     response = second.respond(pending_id, answer("db", "sqlite"))
     assert response.status_code == 200, response.text
     second.wait_for_agent_text(session_id, RESUME_MARK)
+
+
+def test_a_replica_frozen_past_its_fencing_window_writes_nothing_when_it_resumes(
+    replicas: Callable[..., ServerProcess],
+) -> None:
+    first = replicas()
+    first.start(wait_ready=False)
+    wait_role(first, "active")
+    session_id = first.start_session(first.create_task(), "/scenario ask")
+    pending_id = first.wait_for_bundle(session_id)
+    first.wait_for_state(pending_id, "active_live")
+    second = replicas()
+    second.start(wait_ready=False)
+    wait_role(second, "standby")
+
+    assert first.proc is not None
+    os.kill(first.proc.pid, signal.SIGSTOP)  # frozen: a VM pause, a stalled host
+    try:
+        _cut_off(first)  # its connection, and so its locks, are gone meanwhile
+        wait_role(second, "active", timeout=60)
+        response = second.respond(pending_id, answer("db", "sqlite"))
+        assert response.status_code == 200, response.text
+        second.wait_for_agent_text(session_id, RESUME_MARK)
+        wait_until(
+            lambda: all(t["completed_at"] for t in second.turns(session_id)),
+            what="the resumed turn completed on the new active replica",
+        )
+        before = (second.messages(session_id), second.turns(session_id))
+    finally:
+        os.kill(first.proc.pid, signal.SIGCONT)
+
+    # It resumes believing it leads, with its agent still waiting on it: it stops before it
+    # writes anything (its heartbeat watchdog or the leadership epoch, whichever comes first).
+    assert first.wait_exit(timeout=60) == 70
+    assert "stopped:" in first.logs()
+    assert (second.messages(session_id), second.turns(session_id)) == before

@@ -21,6 +21,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from clarion.store import sqlite
+from clarion.store.fence import READ_EPOCH_SHARED, LeaderFence
 from clarion.store.schema import task_sessions
 from clarion.store.tx import AsyncTx, Tx
 
@@ -104,6 +105,8 @@ class Db:
         self.engine = engine
         self.is_postgres = engine.dialect.name == "postgresql"
         self._inline: sqlite.InlineSqlite | None = None
+        # Cluster mode: the active replica's leadership epoch, checked by every session write.
+        self.fence: LeaderFence | None = None
         if self.is_postgres:
             self._async_writer = engine.execution_options(**{sqlite.WRITE_OPTION: True})
             self._async_reader = engine.execution_options(isolation_level="REPEATABLE READ")
@@ -148,6 +151,7 @@ class Db:
         if self.is_postgres:
             await self.lock_key(conn, "task-session-turn:" + session_id)
             await conn.execute(_LOCK_SESSION_ROW, {"session_id": session_id})
+            await self._check_fence(conn)
 
     async def lock_sessions(self, conn: Tx, session_ids: Sequence[str]) -> None:
         """`lock_session` for many sessions, in id order (so two callers cannot deadlock),
@@ -157,3 +161,9 @@ class Db:
         ordered = sorted(set(session_ids))
         await conn.execute(_LOCK_KEYS, {"keys": ["task-session-turn:" + s for s in ordered]})
         await conn.execute(_LOCK_SESSION_ROWS, {"session_ids": ordered})
+        await self._check_fence(conn)
+
+    async def _check_fence(self, conn: Tx) -> None:
+        """After the session locks: one statement, only in cluster mode (store/fence.py)."""
+        if self.fence is not None:
+            self.fence.check((await conn.execute(READ_EPOCH_SHARED)).scalar())

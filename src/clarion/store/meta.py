@@ -1,4 +1,5 @@
-"""kandev_meta: the monotonically allocated pending-action projection epoch.
+"""kandev_meta: monotonically allocated epochs, the pending-action projection's and (in cluster
+mode) the leadership's (store/fence.py).
 
 Imported only by the SqlStore facade.
 """
@@ -6,9 +7,11 @@ Imported only by the SqlStore facade.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 from sqlalchemy import insert, select, update
 
+from clarion.store.fence import LEADER_EPOCH_KEY, LeaderFence
 from clarion.store.rows import StoreBase
 from clarion.store.schema import kandev_meta
 
@@ -17,32 +20,41 @@ EPOCH_KEY = "pending_action_projection_epoch"
 
 
 class CorruptEpochError(RuntimeError):
-    """The stored projection epoch is not a positive integer; refusing to guess one."""
+    """A stored epoch is not a positive integer; refusing to guess one."""
 
 
 class MetaQueries(StoreBase):
     async def next_epoch(self) -> int:
+        epoch = await self._increment(EPOCH_KEY)
+        log.info("projection epoch allocated", extra={"epoch": epoch})
+        return epoch
+
+    async def claim_leadership(self, replica_id: str, on_lost: Callable[[str], None]) -> int:
+        """Take the next leadership epoch and fence this store with it: from now on a write
+        that touches a session commits only while no other replica has claimed after this one
+        (store/fence.py). PostgreSQL only: cluster mode needs it."""
+        epoch = await self._increment(LEADER_EPOCH_KEY)
+        self._db.fence = LeaderFence(epoch, on_lost)
+        log.info("leadership claimed", extra={"replica": replica_id, "epoch": epoch})
+        return epoch
+
+    async def _increment(self, key: str) -> int:
         async with self._db.write() as conn:
-            await self._db.lock_key(conn, "kandev-meta:" + EPOCH_KEY)
-            query = select(kandev_meta.c.value).where(kandev_meta.c.key == EPOCH_KEY)
+            await self._db.lock_key(conn, "kandev-meta:" + key)
+            query = select(kandev_meta.c.value).where(kandev_meta.c.key == key)
             raw = (await conn.execute(query)).scalar()
             if raw is None:
                 epoch = 1
-                await conn.execute(insert(kandev_meta).values(key=EPOCH_KEY, value=str(epoch)))
+                await conn.execute(insert(kandev_meta).values(key=key, value=str(epoch)))
             else:
                 try:
                     current = int(str(raw).strip())
                 except ValueError:
                     current = 0
                 if current < 1:
-                    raise CorruptEpochError(
-                        f"stored {EPOCH_KEY} is not a positive integer: {raw!r}"
-                    )
+                    raise CorruptEpochError(f"stored {key} is not a positive integer: {raw!r}")
                 epoch = current + 1
                 await conn.execute(
-                    update(kandev_meta)
-                    .where(kandev_meta.c.key == EPOCH_KEY)
-                    .values(value=str(epoch))
+                    update(kandev_meta).where(kandev_meta.c.key == key).values(value=str(epoch))
                 )
-        log.info("projection epoch allocated", extra={"epoch": epoch})
         return epoch
