@@ -1,16 +1,24 @@
-"""Settings, read once from flags, env vars and the TOML config file. Imports nothing internal."""
+"""Settings, read once from flags, env vars and the TOML config file. Imports only the
+configuration readers (`config_files`, `webhook_config`), which import only the pure domain."""
 
 from __future__ import annotations
 
 import math
 import os
 import sys
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
+
+from clarion.config_files import http_url, positive, read_config
+from clarion.webhook_config import (
+    Webhook,
+    WebhookDelivery,
+    checked_public_url,
+    load_public_url,
+    load_webhooks,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,7 +52,7 @@ class Timeouts:
         defaults = cls()
 
         def read(name: str, default: float) -> float:
-            return _positive(env, name, default)
+            return positive(env, name, default)
 
         return cls(
             clarification_wait=read("CLARION_CLARIFICATION_WAIT_S", defaults.clarification_wait),
@@ -78,68 +86,6 @@ def builtin_profile(home: Path | None = None) -> AgentProfile:
 
 
 # Outgoing webhook events (the contract's names; clarion.domain.webhooks keeps the same list).
-WEBHOOK_EVENTS = (
-    "clarification.requested",
-    "clarification.detached",
-    "clarification.answered",
-    "permission.requested",
-    "permission.decided",
-    "session.failed",
-)
-
-
-@dataclass(frozen=True, slots=True)
-class Webhook:
-    """`[[webhooks]]`: where to POST, the HMAC secret, and which events (default: all)."""
-
-    url: str
-    secret: str
-    events: frozenset[str] = frozenset(WEBHOOK_EVENTS)
-
-
-@dataclass(frozen=True, slots=True)
-class WebhookDelivery:
-    """How deliveries are retried: the first retry waits `backoff_s`, each next one twice as
-    long (at most `max_delay_s`), and a delivery is given up after `attempts` tries."""
-
-    backoff_s: float = 2.0
-    max_delay_s: float = 600.0
-    attempts: int = 15
-    timeout_s: float = 5.0
-
-    @classmethod
-    def from_env(cls, env: Mapping[str, str]) -> WebhookDelivery:
-        defaults = cls()
-        backoff = _positive(env, "CLARION_WEBHOOK_BACKOFF_S", defaults.backoff_s)
-        attempts_raw = env.get("CLARION_WEBHOOK_ATTEMPTS") or str(defaults.attempts)
-        try:
-            attempts = int(attempts_raw)
-        except ValueError as exc:
-            raise ValueError(
-                f"CLARION_WEBHOOK_ATTEMPTS must be an integer, got {attempts_raw!r}"
-            ) from exc
-        if attempts < 10:
-            raise ValueError(f"CLARION_WEBHOOK_ATTEMPTS must be at least 10, got {attempts}")
-        return cls(
-            backoff_s=backoff,
-            max_delay_s=max(backoff, _positive(env, "CLARION_WEBHOOK_MAX_DELAY_S", 600.0)),
-            attempts=attempts,
-        )
-
-
-def _positive(env: Mapping[str, str], name: str, default: float) -> float:
-    raw = env.get(name)
-    if raw is None or raw == "":
-        return default
-    try:
-        value = float(raw)
-    except ValueError as exc:
-        raise ValueError(f"{name} must be a number of seconds, got {raw!r}") from exc
-    if not math.isfinite(value) or value <= 0:
-        raise ValueError(f"{name} must be a positive finite number, got {raw!r}")
-    return value
-
-
 @dataclass(frozen=True, slots=True)
 class Settings:
     host: str = "127.0.0.1"
@@ -199,12 +145,14 @@ class Settings:
             failpoints=env.get("CLARION_FAILPOINTS", ""),
             webhooks=load_webhooks(config_file),
             webhook_delivery=WebhookDelivery.from_env(env),
-            public_url=_public_url(env.get("CLARION_PUBLIC_URL") or load_public_url(config_file)),
+            public_url=checked_public_url(
+                env.get("CLARION_PUBLIC_URL") or load_public_url(config_file)
+            ),
             cluster=cluster
             if cluster is not None
             else _flag(env.get("CLARION_CLUSTER", ""), "CLARION_CLUSTER"),
             advertise_url=_advertise_url(advertise_url or env.get("CLARION_ADVERTISE_URL")),
-            replica_timeout=_positive(env, "CLARION_REPLICA_TIMEOUT_S", 10.0),
+            replica_timeout=positive(env, "CLARION_REPLICA_TIMEOUT_S", 10.0),
         )
         if settings.cluster:
             _check_cluster(settings)
@@ -242,7 +190,7 @@ def load_agent_profiles(
     if not config_file:
         return profiles
     path = Path(config_file)
-    data = _read_config(path)
+    data = read_config(path)
     agents = data.get("agents", {})
     if not isinstance(agents, dict):
         raise ValueError(f"{path}: [agents] must be a table")
@@ -285,28 +233,8 @@ def load_agent_profiles(
     return profiles
 
 
-def _read_config(path: Path) -> dict[str, Any]:
-    try:
-        return tomllib.loads(path.read_text())
-    except FileNotFoundError as exc:
-        raise ValueError(f"config file not found: {path}") from exc
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ValueError(f"cannot read config file {path}: {exc}") from exc
-    except tomllib.TOMLDecodeError as exc:
-        raise ValueError(f"config file {path} is not valid TOML: {exc}") from exc
-
-
-def _http_url(value: Any, where: str) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise ValueError(f"{where} must be an http:// or https:// URL")
-    parsed = urlsplit(value)
-    if parsed.scheme not in ("http", "https") or not parsed.hostname:
-        raise ValueError(f"{where} must be an http:// or https:// URL, got {value!r}")
-    return value
-
-
 def _advertise_url(value: str | None) -> str | None:
-    return None if not value else _http_url(value, "CLARION_ADVERTISE_URL").rstrip("/")
+    return None if not value else http_url(value, "CLARION_ADVERTISE_URL").rstrip("/")
 
 
 def _check_cluster(settings: Settings) -> None:
@@ -318,53 +246,6 @@ def _check_cluster(settings: Settings) -> None:
         )
     if not settings.bus_url.startswith("nats://"):
         raise ValueError(f"cluster mode needs NATS: pass --bus nats://... (got {settings.bus_url})")
-
-
-def _public_url(value: str | None) -> str | None:
-    return None if value is None else _http_url(value, "public_url").rstrip("/")
-
-
-def load_public_url(config_file: str | None) -> str | None:
-    """Top-level `public_url = "https://clarion.example"` (the web UI's address in links)."""
-    if not config_file:
-        return None
-    value = _read_config(Path(config_file)).get("public_url")
-    return None if value is None else _http_url(value, f"{config_file}: public_url")
-
-
-def load_webhooks(config_file: str | None) -> tuple[Webhook, ...]:
-    """`[[webhooks]] url = "...", secret = "...", events = [...]` (events default: all)."""
-    if not config_file:
-        return ()
-    path = Path(config_file)
-    raw = _read_config(path).get("webhooks", [])
-    if not isinstance(raw, list):
-        raise ValueError(f"{path}: webhooks must be an array of tables ([[webhooks]])")
-    hooks: list[Webhook] = []
-    for number, spec in enumerate(raw, start=1):
-        where = f"{path}: webhooks[{number}]"
-        if not isinstance(spec, dict):
-            raise ValueError(f"{where} must be a table")
-        unknown_keys = sorted(set(spec) - {"url", "secret", "events"})
-        if unknown_keys:
-            raise ValueError(f"{where}: unknown key(s) {', '.join(unknown_keys)}")
-        url = _http_url(spec.get("url"), f"{where}.url")
-        secret = spec.get("secret")
-        if not isinstance(secret, str) or not secret:
-            raise ValueError(f"{where}.secret must be a non-empty string")
-        events = spec.get("events", list(WEBHOOK_EVENTS))
-        if not isinstance(events, list) or not all(isinstance(e, str) for e in events):
-            raise ValueError(f"{where}.events must be a list of event names")
-        unknown = sorted(set(events) - set(WEBHOOK_EVENTS))
-        if unknown:
-            raise ValueError(
-                f"{where}.events: unknown event(s) {', '.join(unknown)}; "
-                f"known: {', '.join(WEBHOOK_EVENTS)}"
-            )
-        if any(h.url == url for h in hooks):
-            raise ValueError(f"{where}.url: {url} is configured twice")
-        hooks.append(Webhook(url=url, secret=secret, events=frozenset(events)))
-    return tuple(hooks)
 
 
 # ACP tool kinds a permission rule may name.

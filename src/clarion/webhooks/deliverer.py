@@ -17,7 +17,6 @@ import logging
 from collections.abc import Mapping
 from datetime import timedelta
 
-from clarion.config import Webhook, WebhookDelivery
 from clarion.domain.webhooks import (
     DELIVERY_HEADER,
     EVENT_HEADER,
@@ -26,6 +25,7 @@ from clarion.domain.webhooks import (
     signature,
 )
 from clarion.ports import Clock, QueuedDelivery, WebhookStore
+from clarion.webhook_config import Webhook, WebhookDelivery
 from clarion.webhooks.sender import Send
 
 log = logging.getLogger(__name__)
