@@ -18,9 +18,9 @@ from tests.e2e.cluster import (
     cluster_list,
     health,
     one_active_two_standbys,
-    wait_role,
 )
 from tests.e2e.harness import ServerProcess, answer, recv_until, wait_until
+from tests.e2e.permission_steps import decide, wait_for_permission
 
 pytestmark = pytest.mark.postgres
 
@@ -50,6 +50,11 @@ def test_a_standby_carries_every_api_request_to_the_active_replica_and_an_answer
 ) -> None:
     active, b, c = one_active_two_standbys(replicas)
     active_id = str(health(active)[1]["replica"])
+    # Every replica answers /healthz 200 naming itself and its role; the list agrees.
+    roles = {str(health(s)[1]["replica"]): str(health(s)[1]["role"]) for s in (active, b, c)}
+    assert sorted(roles.values()) == ["active", "standby", "standby"]
+    assert roles[active_id] == "active"
+    assert {str(r["id"]): str(r["role"]) for r in cluster_list(b)} == roles
     # Created through one standby, started through the other: the agent runs on the active one.
     task_id, session_id, pending_id = _live_question_across(b, c)
     wait_until(
@@ -88,7 +93,7 @@ def _live_question_across(creator: ServerProcess, starter: ServerProcess) -> tup
     return task_id, session_id, pending_id
 
 
-def test_racing_responders_on_two_standbys_exactly_one_wins_and_the_other_sees_the_winner(
+def test_racing_answers_and_permission_decisions_on_two_standbys_exactly_one_wins_each(
     replicas: Callable[..., ServerProcess],
 ) -> None:
     active, b, c = one_active_two_standbys(replicas)
@@ -116,6 +121,33 @@ def test_racing_responders_on_two_standbys_exactly_one_wins_and_the_other_sees_t
     assert named["answers"][0]["custom_text"] == winner
     active.wait_for_agent_text(session_id, "You answered")
     assert sum("You answered" in t for t in active.agent_texts(session_id)) == 1
+
+    # The same for an agent's permission request, decided through the two standbys at once.
+    asking = b.start_session(b.create_task(), "/scenario permission")
+    message_id = str(wait_for_permission(c, asking)["id"])
+    start = threading.Barrier(2)
+    decisions: dict[str, httpx.Response] = {}
+
+    def decide_on(server: ServerProcess, option: str) -> None:
+        start.wait()
+        decisions[option] = decide(server, message_id, {"option_id": option})
+
+    racers = [
+        threading.Thread(target=decide_on, args=(b, "allow")),
+        threading.Thread(target=decide_on, args=(c, "reject")),
+    ]
+    for racer in racers:
+        racer.start()
+    for racer in racers:
+        racer.join(timeout=60)
+    assert sorted(r.status_code for r in decisions.values()) == [200, 409]
+    chosen = next(o for o, r in decisions.items() if r.status_code == 200)
+    refused = next(r for r in decisions.values() if r.status_code == 409).json()["error"]
+    assert refused["decision"]["option_id"] == chosen
+    c.wait_for_agent_text(asking, f"Permission: {chosen}")
+    assert [t for t in b.agent_texts(asking) if t.startswith("Permission:")] == [
+        f"Permission: {chosen}"
+    ]
 
 
 def test_a_detached_answer_posted_to_a_standby_resumes_the_agent_once(
@@ -178,14 +210,3 @@ def test_an_answer_in_flight_when_the_active_replica_dies_is_neither_lost_nor_di
         assert retry.json()["resumed"] is True
         c.wait_for_agent_text(session_id, RESUME_MARK)
     assert _resume_prompts_seen(c, session_id) <= 1
-
-
-def test_health_names_the_replica_and_its_role_on_every_replica(
-    replicas: Callable[..., ServerProcess],
-) -> None:
-    active, b, c = one_active_two_standbys(replicas)
-    roles = {str(health(s)[1]["replica"]): str(health(s)[1]["role"]) for s in (active, b, c)}
-    assert sorted(roles.values()) == ["active", "standby", "standby"]
-    listed = {str(r["id"]): str(r["role"]) for r in cluster_list(b)}
-    assert listed == roles
-    assert wait_role(active, "active") in roles
