@@ -6,7 +6,7 @@ a NATS connection for request-reply between replicas (bus/forwarding.py), and it
 carried to it from the start; while standby it carries its own `/api/` requests to the active
 replica (api/forwarding.py).
 
-Imported by `clarion.wiring` only.
+Imported by `clarion.serving` only.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The first-start sample: one task whose session asks a question, so the web UI shows the
 main job (answering an agent) the moment a new user opens it.
 
-Offered by `wiring.run_server` after startup recovery, only when the database holds no task at
+Offered by `serving.run_server` after startup recovery, only when the database holds no task at
 all. Clarion never deletes tasks, so a database that ever held one (the sample included, done
 or not) never gets another sample. `CLARION_NO_SAMPLE=1` turns it off.
 """

@@ -1,24 +1,18 @@
 """The composition root: the one module that knows every implementation.
 
-`run_server` opens the store and the bus, builds the services, binds HTTP, runs startup
-recovery and only then admits work. A recovery failure stops the server and is reported to
-the caller, which exits non-zero.
+`build` opens the store, the bus and the agent runtime and wires the services on them;
+`clarion.serving` runs a server's life around it (bind, lead, recover, then admit work).
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import gc
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 
-import uvicorn
-
 from clarion import failpoints
 from clarion.agents.runtime import AcpRuntime
-from clarion.api.app import create_app
 from clarion.api.services import ApiServices
 from clarion.bus import open_bus
 from clarion.clarification.asker import Asker, AskLimits
@@ -26,7 +20,6 @@ from clarion.clarification.canceller import ClarificationCanceller
 from clarion.clarification.resolver import Resolver
 from clarion.clarification.waiters import LiveWaiters
 from clarion.clock import SystemClock
-from clarion.cluster_mode import cluster_mode, until_leading
 from clarion.config import AgentProfile, Settings
 from clarion.domain.permissions import PermissionRules
 from clarion.mcp.tools import McpEndpoint, build_mcp_server
@@ -38,7 +31,7 @@ from clarion.orchestrator.handoffs import OrchestratorHandoffs
 from clarion.orchestrator.lanes import Lanes
 from clarion.orchestrator.launch import Launcher, SessionTokens
 from clarion.orchestrator.permissions import PermissionService
-from clarion.orchestrator.recovery import RecoveryReport, StartupRecovery
+from clarion.orchestrator.recovery import StartupRecovery
 from clarion.orchestrator.resend import AnswerResender
 from clarion.orchestrator.resume import DetachedResume
 from clarion.orchestrator.sessions import SessionService
@@ -60,29 +53,16 @@ from clarion.projection.events import EventPublisher
 from clarion.projection.pending import PendingProjector
 from clarion.projection.reads import Reads
 from clarion.projection.summaries import SummaryService
-from clarion.sample import offer_sample_task
 from clarion.store import SqlStore, open_store
-from clarion.store.guard import AnotherServer, single_server
 from clarion.store.outbox import Outbox
 from clarion.supervisor import Supervisor
 from clarion.webhooks.deliverer import WebhookDeliverer
 from clarion.webhooks.sender import http_sender
 
-try:  # the C HTTP parser where installed (a dependency on Linux and macOS); h11 otherwise
-    import httptools  # noqa: F401
-
-    _HTTP_PROTOCOL = "httptools"
-except ImportError:
-    _HTTP_PROTOCOL = "h11"
-
 log = logging.getLogger(__name__)
 
 
-__all__ = ["AnotherServer", "App", "RecoveryFailed", "build", "run_server"]
-
-
-class RecoveryFailed(Exception):
-    """Startup recovery failed; the server did not admit any work."""
+__all__ = ["App", "build", "permission_rules"]
 
 
 class _LateSink:
@@ -298,87 +278,6 @@ async def _webhooks(
             running.cancel()
 
 
-async def run_server(
-    settings: Settings, on_listening: Callable[[str], None]
-) -> RecoveryReport | None:
-    """Serve until stopped. Raises RecoveryFailed if startup recovery fails. A cluster replica
-    stopped while still standby never ran recovery and returns None."""
-    base = {"url": f"http://{_client_host(settings.host)}:{settings.port}"}
-    async with contextlib.AsyncExitStack() as stack:
-        # Before anything touches the database: a second server's recovery would detach the
-        # first one's live questions. Raises AnotherServer (the CLI exits 3) when one is running.
-        cluster = None
-        if settings.cluster:
-            cluster = await stack.enter_async_context(cluster_mode(settings))
-        else:
-            await stack.enter_async_context(single_server(settings.database_url))
-        # Agents reach their MCP endpoint at the address peers know this replica by.
-        app = await stack.enter_async_context(
-            build(settings, lambda: settings.advertise_url or base["url"])
-        )
-        asgi = create_app(app.services, app.mcp)
-        replica = None
-        if cluster is not None:
-            replica = await cluster.attach(
-                app.services, asgi, settings, lambda: _running_count(app.runtime)
-            )
-        config = uvicorn.Config(
-            asgi,
-            host=settings.host,
-            port=settings.port,
-            log_level="warning",
-            access_log=False,  # request lines could carry a `?token=`
-            lifespan="on",
-            http=_HTTP_PROTOCOL,
-            # Notifications are small JSON frames sent once per connection each: compressing
-            # every one cost more server CPU than any other step of sending it.
-            ws_per_message_deflate=False,
-        )
-        server = uvicorn.Server(config)
-        serving = asyncio.ensure_future(server.serve())
-        beats: asyncio.Future[None] | None = None
-        try:
-            while not server.started:
-                if serving.done():
-                    await serving
-                    raise RecoveryFailed("HTTP server stopped before it started listening")
-                await asyncio.sleep(0.01)
-            port = server.servers[0].sockets[0].getsockname()[1]
-            base["url"] = f"http://{_client_host(settings.host)}:{port}"
-            on_listening(base["url"])
-            if replica is not None:
-                await replica.join(settings.advertise_url or base["url"])
-                beats = asyncio.ensure_future(replica.heartbeats())
-                if not await until_leading(replica, serving):
-                    return None
-                await app.claim_leadership(replica.replica_id, replica.stop_fenced)
-            try:
-                report = await app.recovery.run()
-            except Exception as exc:
-                log.exception("startup recovery failed")
-                raise RecoveryFailed(f"startup recovery failed: {exc}") from exc
-            _freeze_startup_heap()
-            app.services.ready.set()
-            # First start on an empty database: a sample task that asks (clarion.sample).
-            await offer_sample_task(app.services)
-            await serving
-            return report
-        finally:
-            server.should_exit = True
-            with contextlib.suppress(Exception):
-                await serving
-            if beats is not None:
-                beats.cancel()
-                with contextlib.suppress(BaseException):
-                    await beats
-
-
-def _running_count(runtime: AgentRuntime) -> int:
-    """Sessions whose agent runs here; only the ACP runtime counts them (0 for test doubles)."""
-    count = getattr(runtime, "running_count", None)
-    return int(count()) if callable(count) else 0
-
-
 def permission_rules(settings: Settings) -> dict[str, PermissionRules]:
     """Each profile's `[agents.NAME.permissions]`. The built-in agent asks for every kind."""
     return {
@@ -388,19 +287,3 @@ def permission_rules(settings: Settings) -> dict[str, PermissionRules]:
         )
         for name, profile in settings.agents.items()
     }
-
-
-def _freeze_startup_heap() -> None:
-    """What start-up built (modules, the app, compiled statements) lives as long as the
-    process. Taking it out of the collector's view keeps full collections short: over it,
-    each took about 150 ms here, stalling every request in flight."""
-    collected = gc.collect()
-    gc.freeze()
-    log.info(
-        "start-up heap frozen",
-        extra={"collected": collected, "frozen": gc.get_freeze_count()},
-    )
-
-
-def _client_host(host: str) -> str:
-    return "127.0.0.1" if host in ("0.0.0.0", "::", "") else host

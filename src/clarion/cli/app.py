@@ -79,7 +79,7 @@ def serve(
     log_level: str = typer.Option(os.environ.get("CLARION_LOG_LEVEL", "INFO"), "--log-level"),
 ) -> None:
     """Start the server. Binds HTTP first, then runs startup recovery before admitting work."""
-    from clarion.wiring import AnotherServer, RecoveryFailed, run_server
+    from clarion.serving import AnotherServer, RecoveryFailed, run_server
 
     configure_logging(log_level.upper())
     try:

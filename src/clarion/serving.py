@@ -1,0 +1,135 @@
+"""A server's life: hold the database (alone, or as a cluster replica), bind HTTP, lead (in a
+cluster), run startup recovery, and only then admit work. Builds the services through
+`clarion.wiring`; the CLI's `clarion serve` calls `run_server`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import gc
+import logging
+from collections.abc import Callable
+
+import uvicorn
+
+from clarion.api.app import create_app
+from clarion.cluster_mode import cluster_mode, until_leading
+from clarion.config import Settings
+from clarion.orchestrator.recovery import RecoveryReport
+from clarion.ports import AgentRuntime
+from clarion.sample import offer_sample_task
+from clarion.store.guard import AnotherServer, single_server
+from clarion.wiring import build
+
+try:  # the C HTTP parser where installed (a dependency on Linux and macOS); h11 otherwise
+    import httptools  # noqa: F401
+
+    _HTTP_PROTOCOL = "httptools"
+except ImportError:
+    _HTTP_PROTOCOL = "h11"
+
+log = logging.getLogger(__name__)
+
+__all__ = ["AnotherServer", "RecoveryFailed", "run_server"]
+
+
+class RecoveryFailed(Exception):
+    """Startup recovery failed; the server did not admit any work."""
+
+
+async def run_server(
+    settings: Settings, on_listening: Callable[[str], None]
+) -> RecoveryReport | None:
+    """Serve until stopped. Raises RecoveryFailed if startup recovery fails. A cluster replica
+    stopped while still standby never ran recovery and returns None."""
+    base = {"url": f"http://{_client_host(settings.host)}:{settings.port}"}
+    async with contextlib.AsyncExitStack() as stack:
+        # Before anything touches the database: a second server's recovery would detach the
+        # first one's live questions. Raises AnotherServer (the CLI exits 3) when one is running.
+        cluster = None
+        if settings.cluster:
+            cluster = await stack.enter_async_context(cluster_mode(settings))
+        else:
+            await stack.enter_async_context(single_server(settings.database_url))
+        # Agents reach their MCP endpoint at the address peers know this replica by.
+        app = await stack.enter_async_context(
+            build(settings, lambda: settings.advertise_url or base["url"])
+        )
+        asgi = create_app(app.services, app.mcp)
+        replica = None
+        if cluster is not None:
+            replica = await cluster.attach(
+                app.services, asgi, settings, lambda: _running_count(app.runtime)
+            )
+        config = uvicorn.Config(
+            asgi,
+            host=settings.host,
+            port=settings.port,
+            log_level="warning",
+            access_log=False,  # request lines could carry a `?token=`
+            lifespan="on",
+            http=_HTTP_PROTOCOL,
+            # Notifications are small JSON frames sent once per connection each: compressing
+            # every one cost more server CPU than any other step of sending it.
+            ws_per_message_deflate=False,
+        )
+        server = uvicorn.Server(config)
+        serving = asyncio.ensure_future(server.serve())
+        beats: asyncio.Future[None] | None = None
+        try:
+            while not server.started:
+                if serving.done():
+                    await serving
+                    raise RecoveryFailed("HTTP server stopped before it started listening")
+                await asyncio.sleep(0.01)
+            port = server.servers[0].sockets[0].getsockname()[1]
+            base["url"] = f"http://{_client_host(settings.host)}:{port}"
+            on_listening(base["url"])
+            if replica is not None:
+                await replica.join(settings.advertise_url or base["url"])
+                beats = asyncio.ensure_future(replica.heartbeats())
+                if not await until_leading(replica, serving):
+                    return None
+                await app.claim_leadership(replica.replica_id, replica.stop_fenced)
+            try:
+                report = await app.recovery.run()
+            except Exception as exc:
+                log.exception("startup recovery failed")
+                raise RecoveryFailed(f"startup recovery failed: {exc}") from exc
+            _freeze_startup_heap()
+            app.services.ready.set()
+            # First start on an empty database: a sample task that asks (clarion.sample).
+            await offer_sample_task(app.services)
+            await serving
+            return report
+        finally:
+            server.should_exit = True
+            with contextlib.suppress(Exception):
+                await serving
+            if beats is not None:
+                beats.cancel()
+                with contextlib.suppress(BaseException):
+                    await beats
+
+
+def _running_count(runtime: AgentRuntime) -> int:
+    """Sessions whose agent runs here; only the ACP runtime counts them (0 for test doubles)."""
+    count = getattr(runtime, "running_count", None)
+    return int(count()) if callable(count) else 0
+
+
+def _freeze_startup_heap() -> None:
+    """What start-up built (modules, the app, compiled statements) lives as long as the
+    process. Taking it out of the collector's view keeps full collections short: over it,
+    each took about 150 ms here, stalling every request in flight."""
+    collected = gc.collect()
+    gc.freeze()
+    log.info(
+        "start-up heap frozen",
+        extra={"collected": collected, "frozen": gc.get_freeze_count()},
+    )
+
+
+def _client_host(host: str) -> str:
+    return "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
