@@ -62,6 +62,13 @@ def _active_app() -> FastAPI:
     async def conflict() -> PlainTextResponse:
         return PlainTextResponse("taken", status_code=409, headers={"x-winner": "b"})
 
+    @app.post("/api/v1/login")
+    async def login() -> PlainTextResponse:
+        response = PlainTextResponse("in")
+        response.set_cookie("session", "s1")
+        response.set_cookie("csrf", "c1")
+        return response
+
     return app
 
 
@@ -115,6 +122,16 @@ async def test_an_api_request_on_a_standby_is_served_by_the_active_replica_uncha
     assert conflict.headers["x-winner"] == "b"
     assert forwarder.sent == ["a", "a"]
     assert view.reads == 1  # the active replica's identity is read once, not per request
+
+
+async def test_a_reply_that_repeats_a_header_is_relayed_with_every_copy() -> None:
+    async with _standby_client(View("a"), Replay({"a": _active_app()})) as client:
+        response = await client.post("/api/v1/login")
+    assert response.headers.get_list("set-cookie") == [
+        "session=s1; Path=/; SameSite=lax",
+        "csrf=c1; Path=/; SameSite=lax",
+    ]
+    assert response.text == "in"
 
 
 async def test_a_standby_serves_the_web_ui_itself_and_refuses_mcp_naming_the_active() -> None:

@@ -26,7 +26,7 @@ import time
 from collections.abc import Coroutine
 from typing import Any
 
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from clarion.api.errors import error_body
@@ -87,11 +87,15 @@ class ToActiveReplica:
             body=await _read_body(receive),
         )
         reply = await self._forward(request)
-        await Response(
-            reply.body,
-            status_code=reply.status,
-            headers={k: v for k, v in reply.headers if k.lower() not in _HOP_BY_HOP},
-        )(scope, receive, send)
+        # Sent as a list, not a mapping: a reply may repeat a header (several Set-Cookie).
+        headers = [
+            (k.encode("latin-1"), v.encode("latin-1"))
+            for k, v in reply.headers
+            if k.lower() not in _HOP_BY_HOP
+        ]
+        headers.append((b"content-length", str(len(reply.body)).encode()))
+        await send({"type": "http.response.start", "status": reply.status, "headers": headers})
+        await send({"type": "http.response.body", "body": reply.body})
 
     async def _forward(self, request: ForwardedRequest) -> ForwardedReply:
         active = await self._active_replica(fresh=False)
