@@ -1,0 +1,91 @@
+"""The storage seam: the Store protocol, split by consumer, its result types, and the Clock
+it writes times with.
+
+One module per consumer's protocol (answers, turns, recovery, reads, access, permissions,
+webhooks), each method saying what it guarantees and what None/False/() means; the records
+they exchange in records.py; `Store`, their union, here. Only the composition root and the
+store's own tests see the whole.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Protocol
+
+from clarion.ports.store.access import AccessStore
+from clarion.ports.store.answers import AnswerStore
+from clarion.ports.store.lookups import Lookups
+from clarion.ports.store.permissions import PermissionStore
+from clarion.ports.store.reads import ReadStore
+from clarion.ports.store.records import (
+    ClaimResult,
+    DetachedBundle,
+    InboxEntry,
+    IntentRecovery,
+    MessagePage,
+    NewMessage,
+    QueuedDelivery,
+    ReservationRecovery,
+    SummaryInputs,
+    TokenOwner,
+    Written,
+)
+from clarion.ports.store.recovery import RecoveryStore
+from clarion.ports.store.turns import TurnStore
+from clarion.ports.store.webhooks import WebhookStore
+
+__all__ = [
+    "AccessStore",
+    "AnswerStore",
+    "ClaimResult",
+    "Clock",
+    "DetachedBundle",
+    "InboxEntry",
+    "IntentRecovery",
+    "Lookups",
+    "MessagePage",
+    "NewMessage",
+    "PermissionStore",
+    "QueuedDelivery",
+    "ReadStore",
+    "RecoveryStore",
+    "ReservationRecovery",
+    "Store",
+    "SummaryInputs",
+    "TokenOwner",
+    "TurnStore",
+    "WebhookStore",
+    "Written",
+]
+
+
+class Clock(Protocol):
+    """Time for the services: wall time for records, monotonic time and sleeping for timers
+    (so a test's manual clock drives every deadline)."""
+
+    def now(self) -> datetime:
+        """Current time, timezone-aware UTC."""
+        ...
+
+    def monotonic(self) -> float:
+        """Seconds on a clock that never goes back; only differences mean anything."""
+        ...
+
+    async def sleep(self, seconds: float) -> None:
+        """Return once `seconds` passed on this clock."""
+        ...
+
+
+class Store(
+    AnswerStore,
+    TurnStore,
+    RecoveryStore,
+    ReadStore,
+    AccessStore,
+    PermissionStore,
+    WebhookStore,
+    Protocol,
+):
+    """Everything durable. Only the composition root and the store's own tests see the whole;
+    each service is given the narrow protocol of its consumer above. Every method is one
+    transaction; writes are guarded updates."""

@@ -1,0 +1,89 @@
+"""Startup recovery's view of the store (RecoveryStore)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
+
+from clarion.domain.models import (
+    Message,
+    Session,
+    SessionState,
+    Turn,
+)
+from clarion.ports.store.lookups import Lookups
+from clarion.ports.store.records import (
+    DetachedBundle,
+    IntentRecovery,
+    ReservationRecovery,
+)
+
+
+class RecoveryStore(Lookups, Protocol):
+    """Startup recovery, in the contract's order; every step harmless to repeat."""
+
+    async def reconcile_reservations(self) -> list[ReservationRecovery]:
+        """Startup, one transaction: every unpublished reservation is kept (attempted or
+        referenced: rows finalized, `delivery` recorded, outbox marker set) or deleted with exactly
+        its claimed rows restored while current. Raises CorruptReservationError, changing nothing,
+        when any reservation's recovery metadata is malformed.
+        """
+        ...
+
+    async def reconcile_intents(self) -> list[IntentRecovery]:
+        """Startup, one transaction: every delivery intent no reservation owns is restored to
+        pending while its turn is current and the session live, else retired as terminal history.
+        """
+        ...
+
+    async def release_resends(self) -> list[str]:
+        """Startup: every resend a stopped process left in flight reads ambiguous again.
+        Returns the pending ids released."""
+        ...
+
+    async def mark_unread_live_answers(self) -> list[str]:
+        """Startup, before open turns are completed: a live-delivered answer in an open turn
+        after which the agent wrote nothing may never have reached it (the process died
+        between the confirmation and the tool result); its rows read `delivery: "ambiguous"`.
+        Returns the pending ids marked; a repeat marks nothing new."""
+        ...
+
+    async def expire_stale_permissions(self, *, reason: str) -> tuple[Message, ...]:
+        """Startup: every request the previous process left pending -> expired; changed rows."""
+        ...
+
+    async def list_outbox_turns(self) -> list[Turn]:
+        """Kept successors whose `session.turn.started` is still to be published (outbox marker)."""
+        ...
+
+    async def clear_outboxes(self, turn_ids: Sequence[str]) -> list[str]:
+        """Drop the outbox marker of these turns, in one transaction; the ids it cleared."""
+        ...
+
+    async def detach_all_bundles(self) -> tuple[DetachedBundle, ...]:
+        """`detach_bundles` for every current-turn pending bundle not yet detached, in one
+        transaction. Returns the bundles it changed, by (session_id, pending_id), so a repeat
+        returns (). Only their keys: startup never needs the rows themselves, and reading
+        thousands of them back would cost more than marking them."""
+        ...
+
+    async def complete_open_turns(
+        self, *, metadata_patch: Mapping[str, Any] | None = None
+    ) -> list[Turn]:
+        """`complete_turn` for every open authoritative turn, across sessions, in one transaction.
+        Returns the turns as completed."""
+        ...
+
+    async def list_sessions_in_states(self, states: Sequence[SessionState]) -> list[Session]:
+        """Every session in one of `states`, across tasks."""
+        ...
+
+    async def transition_sessions(
+        self,
+        session_ids: Sequence[str],
+        to: SessionState,
+        *,
+        allowed_from: Sequence[SessionState] | None = None,
+    ) -> list[str]:
+        """`transition_session` for many sessions in one transaction; the ids that moved."""
+        ...
