@@ -217,3 +217,18 @@ async def test_the_caller_learns_at_once_when_the_active_replica_dies_holding_it
     assert response.status_code == 503
     assert response.json()["error"]["code"] == "replica_unreachable"
     assert "stopped being the active replica" in response.json()["error"]["message"]
+
+
+async def test_an_unreachable_active_replica_is_named_with_the_reason_and_nothing_applied() -> None:
+    def unreachable(replica_id: str) -> None:
+        raise ForwardFailed("could not send the request: NATS is down", delivered=False)
+
+    forwarder = Replay({"a": _active_app()}, fail=unreachable)
+    async with _standby_client(View("a"), forwarder) as client:
+        response = await client.post("/api/v1/echo", content=b"{}")
+    error = response.json()["error"]
+    assert response.status_code == 503
+    assert (error["code"], error["retryable"]) == ("standby", True)
+    assert "NATS is down" in error["message"] and "nothing was applied" in error["message"]
+    assert error["active"] == {"id": "a", "advertise_url": "http://a:8787"}
+    assert forwarder.sent == ["a"]  # the list still names "a": not sent twice

@@ -99,6 +99,7 @@ class ToActiveReplica:
 
     async def _forward(self, request: ForwardedRequest) -> ForwardedReply:
         active = await self._active_replica(fresh=False)
+        unreached: str | None = None
         for _try in range(2):  # once more only if another replica has become active
             if active is None or active.id == self._view.replica_id:
                 break
@@ -128,10 +129,11 @@ class ToActiveReplica:
                         )
                     )
                 previous = active.id
+                unreached = str(exc)
                 active = await self._active_replica(fresh=True)
                 if active is not None and active.id == previous:
                     break
-        return _reply(await standby_error(self._view, active))
+        return _reply(await standby_error(self._view, active, unreached=unreached))
 
     async def _while_alive(
         self, replica_id: str, reply: Coroutine[Any, Any, ForwardedReply]
@@ -170,9 +172,12 @@ class ToActiveReplica:
             return self._active
 
 
-async def standby_error(view: ClusterView, active: ReplicaInfo | None = None) -> ReplicaStandby:
+async def standby_error(
+    view: ClusterView, active: ReplicaInfo | None = None, *, unreached: str | None = None
+) -> ReplicaStandby:
     """The 503 of a replica that cannot serve a request itself, naming the active replica
-    where there is one."""
+    where there is one (and, with `unreached`, why the request could not be carried there:
+    nothing was sent, so the same request may be sent again)."""
     if active is None:
         try:
             active = await view.active()
@@ -181,6 +186,11 @@ async def standby_error(view: ClusterView, active: ReplicaInfo | None = None) ->
     if active is None or active.id == view.replica_id:
         where = "no replica is active yet; retry shortly"
         active = None
+    elif unreached is not None:
+        where = (
+            f"the active replica {active.id} at {active.advertise_url} could not be reached "
+            f"({unreached}); nothing was applied, retry shortly"
+        )
     else:
         where = f"the active replica is {active.id} at {active.advertise_url}"
     return ReplicaStandby(
