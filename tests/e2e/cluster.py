@@ -7,10 +7,11 @@ from collections.abc import Callable
 
 import httpx
 
-from tests.e2e.harness import ServerProcess, wait_until
+from tests.e2e.harness import RESUME_MARK, ServerProcess, wait_until
+
+__all__ = ["RESUME_MARK", "cluster_list", "health", "one_active_two_standbys", "wait_role"]
 
 NATS = "nats://127.0.0.1:4222"
-RESUME_MARK = "You previously asked the user:"
 TIMEOUT_S = "4"  # the replica timeout; short, yet well above a loaded machine's stalls
 
 

@@ -29,6 +29,9 @@ from websockets.sync.client import ClientConnection, connect
 TLS = ssl.create_default_context()
 
 
+# How the built-in agent begins its reply to a resume prompt (a detached answer).
+RESUME_MARK = "You previously asked the user:"
+
 FAST_TIMEOUTS = {
     "CLARION_CLARIFICATION_WAIT_S": "30",
     "CLARION_KEEPALIVE_S": "1",
@@ -244,6 +247,26 @@ class ServerProcess:
                 what=f"bundle state {state}",
             )
         )
+
+    def live_question(self) -> tuple[str, str]:
+        """A new task's session whose agent asked and waits: (session id, pending id)."""
+        session_id = self.start_session(self.create_task(), "/scenario ask")
+        pending_id = self.wait_for_bundle(session_id)
+        self.wait_for_state(pending_id, "active_live")
+        return session_id, pending_id
+
+    def detached_question(self) -> tuple[str, str]:
+        """A new task's session whose agent asked, gave up after a second and ended its turn:
+        (session id, pending id)."""
+        session_id = self.start_session(self.create_task(), "/scenario ask-timeout t=1")
+        pending_id = self.wait_for_bundle(session_id)
+        self.wait_for_agent_text(session_id, "No answer yet; ending turn.")
+        self.wait_for_state(pending_id, "active_detached")
+        return session_id, pending_id
+
+    def resume_prompts_seen(self, session_id: str) -> int:
+        """How many resume prompts (a detached answer's new prompt) the agent has echoed."""
+        return sum(RESUME_MARK in text for text in self.agent_texts(session_id))
 
     def respond(self, pending_id: str, body: dict[str, Any]) -> httpx.Response:
         return self.request("POST", f"/clarification/{pending_id}/respond", json=body)

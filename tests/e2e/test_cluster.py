@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from tests.conftest import _pg_admin, _run
-from tests.e2e.cluster import RESUME_MARK, cluster_list, wait_role
+from tests.e2e.cluster import RESUME_MARK, cluster_list, health, wait_role
 from tests.e2e.harness import ServerProcess, answer, wait_until
 
 pytestmark = pytest.mark.postgres
@@ -55,19 +55,26 @@ def test_single_mode_and_replicas_exclude_each_other(
     assert "cluster replica" in refused and f"pid {replica.proc.pid}" in refused
 
 
-def test_a_standby_serves_the_api_names_the_active_replica_for_mcp_and_takes_over_when_it_dies(
+def _live_question_then_a_standby(
     replicas: Callable[..., ServerProcess],
-) -> None:
+) -> tuple[ServerProcess, ServerProcess, str, str]:
+    """An active replica whose agent waits on a live question, then a standby beside it:
+    (active, standby, session id, pending id)."""
     first = replicas()
     first.start(wait_ready=False)
-    first_id = wait_role(first, "active")
-    session_id = first.start_session(first.create_task(), "/scenario ask")
-    pending_id = first.wait_for_bundle(session_id)
-    first.wait_for_state(pending_id, "active_live")
-
+    wait_role(first, "active")
+    session_id, pending_id = first.live_question()
     second = replicas()
     second.start(wait_ready=False)
     wait_role(second, "standby")
+    return first, second, session_id, pending_id
+
+
+def test_a_standby_serves_the_api_names_the_active_replica_for_mcp_and_takes_over_when_it_dies(
+    replicas: Callable[..., ServerProcess],
+) -> None:
+    first, second, session_id, pending_id = _live_question_then_a_standby(replicas)
+    first_id = str(health(first)[1]["replica"])
     roles = {r["id"]: (r["role"], r["advertise_url"]) for r in cluster_list(second)}
     assert roles[first_id] == ("active", first.url)
     assert [role for role, _ in roles.values()].count("standby") == 1
@@ -110,15 +117,7 @@ def _cut_off(server: ServerProcess) -> None:
 def test_an_active_replica_that_loses_its_locks_stops_and_comes_back_as_standby(
     replicas: Callable[..., ServerProcess],
 ) -> None:
-    first = replicas()
-    first.start(wait_ready=False)
-    wait_role(first, "active")
-    session_id = first.start_session(first.create_task(), "/scenario ask")
-    pending_id = first.wait_for_bundle(session_id)
-    first.wait_for_state(pending_id, "active_live")
-    second = replicas()
-    second.start(wait_ready=False)
-    wait_role(second, "standby")
+    first, second, session_id, pending_id = _live_question_then_a_standby(replicas)
 
     _cut_off(first)
     assert first.wait_exit(timeout=30) == 70
@@ -137,15 +136,7 @@ def test_an_active_replica_that_loses_its_locks_stops_and_comes_back_as_standby(
 def test_a_replica_frozen_past_its_fencing_window_writes_nothing_when_it_resumes(
     replicas: Callable[..., ServerProcess],
 ) -> None:
-    first = replicas()
-    first.start(wait_ready=False)
-    wait_role(first, "active")
-    session_id = first.start_session(first.create_task(), "/scenario ask")
-    pending_id = first.wait_for_bundle(session_id)
-    first.wait_for_state(pending_id, "active_live")
-    second = replicas()
-    second.start(wait_ready=False)
-    wait_role(second, "standby")
+    first, second, session_id, pending_id = _live_question_then_a_standby(replicas)
 
     assert first.proc is not None
     os.kill(first.proc.pid, signal.SIGSTOP)  # frozen: a VM pause, a stalled host

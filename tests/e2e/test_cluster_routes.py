@@ -25,26 +25,6 @@ from tests.e2e.permission_steps import decide, wait_for_permission
 pytestmark = pytest.mark.postgres
 
 
-def _live_question(server: ServerProcess) -> tuple[str, str, str]:
-    task_id = server.create_task()
-    session_id = server.start_session(task_id, "/scenario ask")
-    pending_id = server.wait_for_bundle(session_id)
-    server.wait_for_state(pending_id, "active_live")
-    return task_id, session_id, pending_id
-
-
-def _detached_question(server: ServerProcess) -> tuple[str, str]:
-    session_id = server.start_session(server.create_task(), "/scenario ask-timeout t=1")
-    pending_id = server.wait_for_bundle(session_id)
-    server.wait_for_agent_text(session_id, "No answer yet; ending turn.")
-    server.wait_for_state(pending_id, "active_detached")
-    return session_id, pending_id
-
-
-def _resume_prompts_seen(server: ServerProcess, session_id: str) -> int:
-    return sum(RESUME_MARK in text for text in server.agent_texts(session_id))
-
-
 def test_a_standby_carries_every_api_request_to_the_active_replica_and_an_answer_reaches_the_live_waiter(  # noqa: E501
     replicas: Callable[..., ServerProcess],
 ) -> None:
@@ -93,26 +73,34 @@ def _live_question_across(creator: ServerProcess, starter: ServerProcess) -> tup
     return task_id, session_id, pending_id
 
 
-def test_racing_answers_and_permission_decisions_on_two_standbys_exactly_one_wins_each(
-    replicas: Callable[..., ServerProcess],
-) -> None:
-    active, b, c = one_active_two_standbys(replicas)
-    _, session_id, pending_id = _live_question(active)
-    start = threading.Barrier(2)
-    outcomes: dict[str, httpx.Response] = {}
+def _race(calls: dict[str, Callable[[], httpx.Response]]) -> dict[str, httpx.Response]:
+    """Each call from its own thread, all released at the same moment."""
+    start = threading.Barrier(len(calls))
+    results: dict[str, httpx.Response] = {}
 
-    def respond(server: ServerProcess, token: str) -> None:
+    def run(key: str) -> None:
         start.wait()
-        outcomes[token] = server.respond(pending_id, answer("db", "sqlite", text=token))
+        results[key] = calls[key]()
 
-    racers = [
-        threading.Thread(target=respond, args=(b, "from-b")),
-        threading.Thread(target=respond, args=(c, "from-c")),
-    ]
+    racers = [threading.Thread(target=run, args=(key,)) for key in calls]
     for racer in racers:
         racer.start()
     for racer in racers:
         racer.join(timeout=60)
+    return results
+
+
+def test_racing_answers_and_permission_decisions_on_two_standbys_exactly_one_wins_each(
+    replicas: Callable[..., ServerProcess],
+) -> None:
+    active, b, c = one_active_two_standbys(replicas)
+    session_id, pending_id = active.live_question()
+    outcomes = _race(
+        {
+            "from-b": lambda: b.respond(pending_id, answer("db", "sqlite", text="from-b")),
+            "from-c": lambda: c.respond(pending_id, answer("db", "sqlite", text="from-c")),
+        }
+    )
     statuses = sorted(r.status_code for r in outcomes.values())
     assert statuses == [200, 409], {t: r.text for t, r in outcomes.items()}
     winner = next(t for t, r in outcomes.items() if r.status_code == 200)
@@ -125,21 +113,12 @@ def test_racing_answers_and_permission_decisions_on_two_standbys_exactly_one_win
     # The same for an agent's permission request, decided through the two standbys at once.
     asking = b.start_session(b.create_task(), "/scenario permission")
     message_id = str(wait_for_permission(c, asking)["id"])
-    start = threading.Barrier(2)
-    decisions: dict[str, httpx.Response] = {}
-
-    def decide_on(server: ServerProcess, option: str) -> None:
-        start.wait()
-        decisions[option] = decide(server, message_id, {"option_id": option})
-
-    racers = [
-        threading.Thread(target=decide_on, args=(b, "allow")),
-        threading.Thread(target=decide_on, args=(c, "reject")),
-    ]
-    for racer in racers:
-        racer.start()
-    for racer in racers:
-        racer.join(timeout=60)
+    decisions = _race(
+        {
+            "allow": lambda: decide(b, message_id, {"option_id": "allow"}),
+            "reject": lambda: decide(c, message_id, {"option_id": "reject"}),
+        }
+    )
     assert sorted(r.status_code for r in decisions.values()) == [200, 409]
     chosen = next(o for o, r in decisions.items() if r.status_code == 200)
     refused = next(r for r in decisions.values() if r.status_code == 409).json()["error"]
@@ -154,14 +133,14 @@ def test_a_detached_answer_posted_to_a_standby_resumes_the_agent_once(
     replicas: Callable[..., ServerProcess],
 ) -> None:
     active, b, c = one_active_two_standbys(replicas)
-    session_id, pending_id = _detached_question(b)
+    session_id, pending_id = b.detached_question()
     response = c.respond(pending_id, answer("db", "postgres"))
     assert response.status_code == 200, response.text
     assert response.json()["resumed"] is True
     b.wait_for_agent_text(session_id, RESUME_MARK)
     again = b.respond(pending_id, answer("db", "sqlite"))
     assert again.status_code == 409, again.text
-    assert _resume_prompts_seen(active, session_id) == 1
+    assert active.resume_prompts_seen(session_id) == 1
 
 
 @pytest.mark.parametrize(
@@ -178,9 +157,9 @@ def test_an_answer_in_flight_when_the_active_replica_dies_is_neither_lost_nor_di
 ) -> None:
     active, b, c = one_active_two_standbys(replicas, failpoints=f"{point}=crash")
     if detached:
-        session_id, pending_id = _detached_question(active)
+        session_id, pending_id = active.detached_question()
     else:
-        _, session_id, pending_id = _live_question(active)
+        session_id, pending_id = active.live_question()
 
     # The active replica dies holding the carried request: the standby says it may have been
     # applied, and that sending it again is safe.
@@ -209,4 +188,4 @@ def test_an_answer_in_flight_when_the_active_replica_dies_is_neither_lost_nor_di
         assert retry.status_code == 200, retry.text
         assert retry.json()["resumed"] is True
         c.wait_for_agent_text(session_id, RESUME_MARK)
-    assert _resume_prompts_seen(c, session_id) <= 1
+    assert c.resume_prompts_seen(session_id) <= 1

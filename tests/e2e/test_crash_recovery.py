@@ -10,13 +10,12 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.e2e.harness import ServerProcess, answer
+from tests.e2e.harness import RESUME_MARK, ServerProcess, answer
 
 DBS = [
     pytest.param("sqlite", id="sqlite"),
     pytest.param("postgres", id="postgres", marks=pytest.mark.postgres),
 ]
-RESUME_MARK = "You previously asked the user:"
 
 
 def _crash_on_respond(server: ServerProcess, pending_id: str) -> None:
@@ -25,27 +24,8 @@ def _crash_on_respond(server: ServerProcess, pending_id: str) -> None:
     assert server.wait_exit() == 137
 
 
-def _detached_question(server: ServerProcess) -> tuple[str, str]:
-    session_id = server.start_session(server.create_task(), "/scenario ask-timeout t=1")
-    pending_id = server.wait_for_bundle(session_id)
-    server.wait_for_agent_text(session_id, "No answer yet; ending turn.")
-    server.wait_for_state(pending_id, "active_detached")
-    return session_id, pending_id
-
-
-def _live_question(server: ServerProcess) -> tuple[str, str]:
-    session_id = server.start_session(server.create_task(), "/scenario ask")
-    pending_id = server.wait_for_bundle(session_id)
-    server.wait_for_state(pending_id, "active_live")
-    return session_id, pending_id
-
-
 def _conversational_turns(server: ServerProcess, session_id: str) -> list[dict[str, Any]]:
     return [t for t in server.turns(session_id) if not t["metadata"].get("lifecycle_only")]
-
-
-def _resume_prompts_seen(server: ServerProcess, session_id: str) -> int:
-    return sum(RESUME_MARK in text for text in server.agent_texts(session_id))
 
 
 @pytest.mark.parametrize("db", DBS)
@@ -55,7 +35,7 @@ def test_crash_before_live_handoff_restores_the_answerable_bundle(
 ) -> None:
     server = make_server(db=db)
     server.start(failpoints=f"{point}=crash")
-    session_id, pending_id = _live_question(server)
+    session_id, pending_id = server.live_question()
 
     _crash_on_respond(server, pending_id)
     server.start()
@@ -68,7 +48,7 @@ def test_crash_before_live_handoff_restores_the_answerable_bundle(
     assert response.status_code == 200, response.text
     assert response.json()["resumed"] is True
     server.wait_for_agent_text(session_id, RESUME_MARK)
-    assert _resume_prompts_seen(server, session_id) == 1
+    assert server.resume_prompts_seen(session_id) == 1
 
 
 @pytest.mark.parametrize("db", DBS)
@@ -78,7 +58,7 @@ def test_crash_before_attempt_marker_rolls_back_to_exactly_the_claimed_rows(
 ) -> None:
     server = make_server(db=db)
     server.start(failpoints=f"{point}=crash")
-    session_id, pending_id = _detached_question(server)
+    session_id, pending_id = server.detached_question()
     turns_before = [t["id"] for t in _conversational_turns(server, session_id)]
 
     _crash_on_respond(server, pending_id)
@@ -89,7 +69,7 @@ def test_crash_before_attempt_marker_rolls_back_to_exactly_the_claimed_rows(
     response = server.respond(pending_id, answer("db", "postgres"))
     assert response.status_code == 200, response.text
     server.wait_for_agent_text(session_id, RESUME_MARK)
-    assert _resume_prompts_seen(server, session_id) == 1
+    assert server.resume_prompts_seen(session_id) == 1
     assert len(_conversational_turns(server, session_id)) == len(turns_before) + 1
 
 
@@ -108,7 +88,7 @@ def test_crash_after_attempt_marker_keeps_successor_and_never_dispatches_twice(
 ) -> None:
     server = make_server(db=db)
     server.start(failpoints=f"{point}=crash")
-    session_id, pending_id = _detached_question(server)
+    session_id, pending_id = server.detached_question()
     turns_before = [t["id"] for t in _conversational_turns(server, session_id)]
 
     _crash_on_respond(server, pending_id)
@@ -127,7 +107,7 @@ def test_crash_after_attempt_marker_keeps_successor_and_never_dispatches_twice(
     assert retry.status_code == 409
     assert retry.json()["error"]["state"] == "terminal"
     assert retry.json()["error"]["response"]["answers"][0]["selected_options"] == ["sqlite"]
-    assert _resume_prompts_seen(server, session_id) <= 1
+    assert server.resume_prompts_seen(session_id) <= 1
 
 
 @pytest.mark.parametrize("db", DBS)
@@ -136,7 +116,7 @@ def test_rejected_dispatch_is_retryable_and_leaves_no_successor(
 ) -> None:
     server = make_server(db=db)
     server.start(failpoints="resume.dispatch=error")
-    session_id, pending_id = _detached_question(server)
+    session_id, pending_id = server.detached_question()
     turns_before = [t["id"] for t in _conversational_turns(server, session_id)]
 
     response = server.respond(pending_id, answer("db", "sqlite"))
@@ -159,7 +139,7 @@ def test_publication_failure_after_acceptance_is_final_and_recovered_on_restart(
 ) -> None:
     server = make_server(db=db)
     server.start(failpoints="resume.publish=error")
-    session_id, pending_id = _detached_question(server)
+    session_id, pending_id = server.detached_question()
 
     response = server.respond(pending_id, answer("db", "sqlite"))
 
@@ -170,7 +150,7 @@ def test_publication_failure_after_acceptance_is_final_and_recovered_on_restart(
     server.stop()
     server.start()
     assert server.bundle(pending_id)["state"] == "terminal"
-    assert _resume_prompts_seen(server, session_id) <= 1
+    assert server.resume_prompts_seen(session_id) <= 1
 
 
 @pytest.mark.parametrize("point", ["startup.reservations", "startup.intents"])
