@@ -52,6 +52,15 @@ def test_a_standby_carries_every_api_request_to_the_active_replica_and_an_answer
             json.dumps({"id": "1", "action": "task.subscribe", "payload": {"task_id": task_id}})
         )
         recv_until(ws, lambda m: m.get("type") == "response" and m.get("id") == "1")
+        # Its reads order with the notifications it gets: both come from the active replica.
+        ws.send(json.dumps({"id": "2", "action": "session.list", "payload": {"task_id": task_id}}))
+        listed = recv_until(ws, lambda m: m.get("id") == "2")["payload"]
+        assert [s["id"] for s in listed["sessions"]] == [session_id]
+        direct = active.ok("GET", f"/tasks/{task_id}/task-sessions")["sessions"][0]
+        assert listed["sessions"][0]["pending_action"] == direct["pending_action"]
+        revision = listed["sessions"][0]["pending_action_revision"]
+        assert revision["epoch"] == direct["pending_action_revision"]["epoch"]
+        assert revision["sequence"] < direct["pending_action_revision"]["sequence"]
         response = b.respond(pending_id, answer("db", "sqlite"))
         assert response.status_code == 200, response.text
         assert response.json()["resumed"] is False

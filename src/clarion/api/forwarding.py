@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import time
 from collections.abc import Coroutine
@@ -44,6 +45,8 @@ log = logging.getLogger(__name__)
 
 # Marks a request that one replica carried to another; it is never carried again.
 FORWARDED_BY = "clarion-forwarded-by"
+# What identifies a caller; a WebSocket's own read carries only these.
+_CREDENTIALS = frozenset({"authorization", "cookie"})
 # How long the active replica's identity is trusted before the replica list is read again.
 _ACTIVE_TTL_S = 1.0
 # Hop-by-hop headers (and the length, which the relayed body sets again) are not relayed.
@@ -76,14 +79,7 @@ class ToActiveReplica:
             path=scope["path"],
             raw_path=(scope.get("raw_path") or scope["path"].encode()).decode("latin-1"),
             query=scope.get("query_string", b"").decode("latin-1"),
-            headers=(
-                *(
-                    (k.decode("latin-1"), v.decode("latin-1"))
-                    for k, v in scope.get("headers", ())
-                    if k.decode("latin-1") != FORWARDED_BY
-                ),
-                (FORWARDED_BY, self._view.replica_id),
-            ),
+            headers=self._headers(scope),
             body=await _read_body(receive),
         )
         reply = await self._forward(request)
@@ -96,6 +92,31 @@ class ToActiveReplica:
         headers.append((b"content-length", str(len(reply.body)).encode()))
         await send({"type": "http.response.start", "status": reply.status, "headers": headers})
         await send({"type": "http.response.body", "body": reply.body})
+
+    async def read_for(self, scope: Scope, path: str) -> tuple[int, Any]:
+        """A GET of `path` carried to the active replica with the credentials of the connection
+        in `scope` (a WebSocket's handshake headers and query): (status, JSON body)."""
+        request = ForwardedRequest(
+            method="GET",
+            path=path,
+            raw_path=path,
+            query=scope.get("query_string", b"").decode("latin-1"),
+            headers=self._headers(scope, keep=_CREDENTIALS),
+            body=b"",
+        )
+        reply = await self._forward(request)
+        return reply.status, json.loads(reply.body)
+
+    def _headers(
+        self, scope: Scope, keep: frozenset[str] | None = None
+    ) -> tuple[tuple[str, str], ...]:
+        """The request's headers, marked as carried by this replica (`keep`: only those)."""
+        kept = (
+            (k.decode("latin-1"), v.decode("latin-1"))
+            for k, v in scope.get("headers", ())
+            if (keep is None or k.decode("latin-1") in keep) and k.decode("latin-1") != FORWARDED_BY
+        )
+        return (*kept, (FORWARDED_BY, self._view.replica_id))
 
     async def _forward(self, request: ForwardedRequest) -> ForwardedReply:
         active = await self._active_replica(fresh=False)

@@ -18,8 +18,10 @@ import logging
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
+from urllib.parse import quote
 
 from fastapi import APIRouter, WebSocket, WebSocketDisconnect
+from starlette.types import Scope
 
 from clarion.api.auth import caller_of
 from clarion.api.bodies import loads
@@ -117,7 +119,7 @@ async def websocket_endpoint(websocket: WebSocket) -> None:
                     _error("invalid_frame", "binary frames are not supported; send JSON text")
                 )
                 continue
-            await send(await _handle(svc, caller, filters, text))
+            await send(await _handle(svc, caller, filters, text, websocket.scope))
     except WebSocketDisconnect:
         pass
     finally:
@@ -142,7 +144,9 @@ def _error(code: str, message: str) -> dict[str, Any]:
     return envelope("error", "error", ws_error_payload(InvalidInput(message, code=code)))
 
 
-async def _handle(svc: ApiServices, caller: Caller, filters: Filters, raw: str) -> dict[str, Any]:
+async def _handle(
+    svc: ApiServices, caller: Caller, filters: Filters, raw: str, scope: Scope
+) -> dict[str, Any]:
     try:
         message = loads(raw, what="message")
     except InvalidInput as exc:
@@ -183,8 +187,18 @@ async def _handle(svc: ApiServices, caller: Caller, filters: Filters, raw: str) 
             if not isinstance(task_id, str):
                 raise InvalidInput("task_id is required", field="payload.task_id")
             await svc.access.require_task(caller, task_id)
-            sessions = await svc.reads.sessions(task_id)
-            result = {"sessions": sessions, "total": len(sessions)}
+            if svc.to_active is not None and svc.cluster and svc.cluster.role == "standby":
+                # Projection revisions are ordered within the process that reads them: the
+                # active replica's, like every notification this client receives.
+                status, body = await svc.to_active.read_for(
+                    scope, f"/api/v1/tasks/{quote(task_id, safe='')}/task-sessions"
+                )
+                if status != 200:
+                    return envelope("error", action, body["error"], id_)
+                result = body
+            else:
+                sessions = await svc.reads.sessions(task_id)
+                result = {"sessions": sessions, "total": len(sessions)}
         elif action == "ping":
             result = {"pong": True}
         else:
