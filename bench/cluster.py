@@ -58,9 +58,10 @@ class ClusterSizes:
 QUICK = ClusterSizes(replicas=(1, 2), sessions=2, throughput_s=0.5, live=2)
 
 
-async def nats_reachable(url: str = NATS_URL) -> bool:
-    """A NATS server answers on `url` (it greets every connection with an INFO line)."""
-    parts = urlsplit(url)
+async def nats_reachable(url: str | None = None) -> bool:
+    """A NATS server answers on `url` (default `NATS_URL`; it greets every connection with an
+    INFO line)."""
+    parts = urlsplit(url or NATS_URL)
     try:
         reader, writer = await asyncio.wait_for(
             asyncio.open_connection(parts.hostname or "127.0.0.1", parts.port or 4222), 3
