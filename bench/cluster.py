@@ -13,8 +13,9 @@ over NATS request-reply (docs/cluster.md).
   as a load balancer without stickiness would; the simulated agents' MCP calls go to the
   active replica, whose URL their session was given. CPU is counted for every replica process
   (utime + stime, children excluded) and reported summed, with the active replica's share.
-- Latency: `bench.latency.live_mcp`, one answer at a time on an otherwise idle cluster, with
-  every request sent to the active replica, then the same with every request sent to a standby.
+- Latency: `bench.latency.live_mcp`, one answer at a time on an otherwise idle cluster, the
+  answers POSTed alternately to the active replica and to a standby (which carries it to the
+  active replica), so both sets of samples see the same machine.
 
 The WebSocket feed the benchmark waits on is connected to the active replica in both.
 """
@@ -186,11 +187,17 @@ async def measure(n: int, workdir: Path, sizes: ClusterSizes) -> ClusterResult:
         apis = [Api(r.api) for r in c.replicas]
         ctx = await Ctx.connect(f"cluster x{n}", c.active)
         try:
-            via_active = await latency.live_mcp(dataclasses.replace(ctx, api=apis[0]), sizes.live)
-            via_standby = None
-            if n > 1:
-                standby = dataclasses.replace(ctx, db=f"cluster x{n}, via standby", api=apis[1])
-                via_standby = await latency.live_mcp(standby, sizes.live)
+            # Answers alternate between the active replica and the first standby.
+            targets = apis[:2]
+            to_200, to_return = await latency.live_mcp(
+                ctx, sizes.live * len(targets), answer_to=targets
+            )
+            by_target = [
+                (to_200[k :: len(targets)], to_return[k :: len(targets)])
+                for k in range(len(targets))
+            ]
+            via_active = by_target[0]
+            via_standby = by_target[1] if n > 1 else None
             spread = dataclasses.replace(ctx, api=RoundRobinApi(apis))
             t = await throughput.mcp_cycles_per_second(
                 spread, sizes.sessions, sizes.throughput_s, pids=c.pids
