@@ -88,7 +88,7 @@ async def test_cluster_phase_measures_an_active_replica_and_a_standby(tmp_path: 
     assert prefix + f"{returns}, posted to the standby" in names
     assert all(row.value and row.value != "skipped" for row in rows)
     cpu = next(row for row in rows if "server CPU" in row.name)
-    assert "active replica" in cpu.note and "standbys" in cpu.note
+    assert "active replica" in cpu.note and "each standby" in cpu.note
 
 
 async def test_cluster_phase_is_skipped_without_nats(
