@@ -18,9 +18,11 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Sequence
 
 from bench.client import (
     ASK,
+    Api,
     ask_and_wait,
     ask_detaching,
     is_agent_text,
@@ -66,8 +68,14 @@ async def live(ctx: Ctx, samples: int) -> tuple[list[float], list[float]]:
     return to_200, to_reply
 
 
-async def live_mcp(ctx: Ctx, samples: int) -> tuple[list[float], list[float]]:
-    """Live answers to a simulated agent's MCP tool call: (POST -> 200, POST -> tool returns)."""
+async def live_mcp(
+    ctx: Ctx, samples: int, *, answer_to: Sequence[Api] = ()
+) -> tuple[list[float], list[float]]:
+    """Live answers to a simulated agent's MCP tool call: (POST -> 200, POST -> tool returns).
+
+    With `answer_to` (several servers of a cluster) the answers take turns: measured sample
+    `j` was POSTed through `answer_to[j % len(answer_to)]`, so each server's samples are
+    interleaved with the others' under the same conditions (warm-ups take turns too)."""
     task_id = await ctx.api.create_task("live latency, MCP client")
     session_id, endpoint = await relay_session(ctx, task_id)
     to_200: list[float] = []
@@ -76,7 +84,8 @@ async def live_mcp(ctx: Ctx, samples: int) -> tuple[list[float], list[float]]:
         for i in range(WARMUP + samples):
             if i == WARMUP:
                 freeze_heap()
-            cycle = await agent.cycle(quiet_task_id=task_id)
+            via = answer_to[(i - WARMUP) % len(answer_to)] if answer_to else None
+            cycle = await agent.cycle(quiet_task_id=task_id, answer_to=via)
             if i >= WARMUP:
                 to_200.append(cycle.to_200)
                 to_return.append(cycle.to_tool_return)

@@ -14,7 +14,8 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench import commits, footprint, growth, latency, peer, recovery, throughput
+from bench import cluster, commits, footprint, growth, latency, peer, recovery, throughput
+from bench.cluster import ClusterSizes
 from bench.context import Ctx, progress
 from bench.server import BenchServer, fresh_database, postgres_reachable
 from bench.stats import Row, latency_rows, ms, percentile, render
@@ -34,6 +35,7 @@ class Sizes:
     reservations: int = 1_000
     recovery_limit_s: float = 30.0
     peer: int = 100
+    cluster: ClusterSizes = field(default_factory=ClusterSizes)  # 1, 2, 3 replicas
 
 
 QUICK = Sizes(
@@ -49,6 +51,7 @@ QUICK = Sizes(
     reservations=4,
     recovery_limit_s=60.0,
     peer=3,
+    cluster=cluster.QUICK,
 )
 
 
@@ -315,6 +318,9 @@ async def main_async(sizes: Sizes, dbs: list[str], workdir: Path) -> Results:
         await _growth(db, workdir, sizes, out)
         progress(f"{db}: startup recovery")
         await _recovery(db, workdir, sizes, out)
+    if "postgres" in dbs:
+        progress(f"cluster: {sizes.cluster.replicas} replicas on PostgreSQL and NATS")
+        out.rows += await cluster.rows(workdir, sizes.cluster)
     progress("langgraph peer")
     _peer(workdir, sizes, out)
     return out

@@ -22,7 +22,7 @@ from httpx2 import AsyncClient, Limits, Timeout
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from bench.client import KEEPALIVE_EXPIRY_S, is_question, is_summary, pending_id_of, wait
+from bench.client import KEEPALIVE_EXPIRY_S, Api, is_question, is_summary, pending_id_of, wait
 from bench.context import Ctx
 
 TOOL = "ask_user_question"
@@ -87,11 +87,14 @@ class SimulatedAgent:
         ):
             yield cls(ctx, session_id, mc)
 
-    async def cycle(self, *, quiet_task_id: str | None = None) -> Cycle:
+    async def cycle(
+        self, *, quiet_task_id: str | None = None, answer_to: Api | None = None
+    ) -> Cycle:
         """One cycle. With `quiet_task_id` the answer is sent only once the server finished
         the question's follow-up work (the task summary turned to clarification), and the
         cycle ends only once the answer's follow-up work is done too (the summary is clean):
-        each answer then meets an otherwise idle server."""
+        each answer then meets an otherwise idle server. The answer is POSTed through
+        `answer_to` (another server of a cluster), by default through the context's API."""
         feed = self._ctx.feed
         question = feed.expect(self.session_id, is_question)
         asked = feed.expect(quiet_task_id, is_summary("clarification")) if quiet_task_id else None
@@ -102,7 +105,7 @@ class SimulatedAgent:
                 await wait(asked)
             cleared = feed.expect(quiet_task_id, is_summary(None)) if quiet_task_id else None
             began = time.perf_counter()
-            to_200, body = await self._ctx.api.respond(pending_id_of(note))
+            to_200, body = await (answer_to or self._ctx.api).respond(pending_id_of(note))
             if body.get("resumed"):
                 raise RuntimeError(f"live answer unexpectedly resumed: {body}")
             result = await call

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -73,11 +74,20 @@ class McpThroughput:
     cycles: int
     server_cpu_per_cycle: float  # seconds of the server process's own CPU (children excluded)
     client_cpu_per_cycle: float  # seconds of this benchmark process's CPU
+    # Per server process measured (the `pids` given, in order); their sum is the figure above.
+    process_cpu_per_cycle: tuple[float, ...] = ()
 
 
-async def mcp_cycles_per_second(ctx: Ctx, n: int, duration: float) -> McpThroughput:
+async def mcp_cycles_per_second(
+    ctx: Ctx, n: int, duration: float, *, pids: Sequence[int] = ()
+) -> McpThroughput:
     """Cycles per second with `n` simulated MCP agents, and the CPU each cycle cost the server
-    and the benchmark client (process CPU time from the start signal to the last cycle)."""
+    and the benchmark client (process CPU time from the start signal to the last cycle).
+
+    Every HTTP request (sessions started, answers POSTed) goes through `ctx.api`, which may
+    spread them over several servers (`bench.cluster`); the agents' MCP calls go to the URL
+    their session was given. `pids`: the server processes whose CPU is counted (default: the
+    one `ctx.server`)."""
     gate = asyncio.Semaphore(SPAWN_CONCURRENCY)
 
     async def relay(i: int) -> tuple[str, dict[str, Any]]:
@@ -90,9 +100,14 @@ async def mcp_cycles_per_second(ctx: Ctx, n: int, duration: float) -> McpThrough
     start = asyncio.Event()
     began = stop_at = last = 0.0
     done = 0
-    assert ctx.server.proc is not None
-    pid = ctx.server.proc.pid
-    cpu_at_last = (0.0, 0.0)
+    if not pids:
+        assert ctx.server.proc is not None
+        pids = (ctx.server.proc.pid,)
+
+    def server_cpu() -> tuple[float, ...]:
+        return tuple(cpu_seconds(pid) for pid in pids)
+
+    cpu_at_last: tuple[tuple[float, ...], float] = ((0.0,) * len(pids), 0.0)
 
     async def worker(session_id: str, endpoint: dict[str, Any]) -> None:
         nonlocal done, last, cpu_at_last
@@ -104,14 +119,14 @@ async def mcp_cycles_per_second(ctx: Ctx, n: int, duration: float) -> McpThrough
                 await agent.cycle()
                 done += 1
                 last = time.perf_counter()
-                cpu_at_last = (cpu_seconds(pid), time.process_time())
+                cpu_at_last = (server_cpu(), time.process_time())
 
     workers = [asyncio.ensure_future(worker(s, e)) for s, e in sessions]
     try:
         await asyncio.wait_for(ready.wait(), 300)
         freeze_heap()
         progress(f"{ctx.db}: throughput (MCP), {n} sessions ready; measuring for {duration:g}s")
-        server_cpu0, client_cpu0 = cpu_seconds(pid), time.process_time()
+        server_cpu0, client_cpu0 = server_cpu(), time.process_time()
         began = time.perf_counter()
         stop_at = began + duration
         start.set()
@@ -121,11 +136,15 @@ async def mcp_cycles_per_second(ctx: Ctx, n: int, duration: float) -> McpThrough
             w.cancel()
     elapsed = max(last - began, 1e-9)
     cycles = max(done, 1)
+    per_process = tuple(
+        (at - at0) / cycles for at, at0 in zip(cpu_at_last[0], server_cpu0, strict=True)
+    )
     result = McpThroughput(
         rate=done / elapsed,
         cycles=done,
-        server_cpu_per_cycle=(cpu_at_last[0] - server_cpu0) / cycles,
+        server_cpu_per_cycle=sum(per_process),
         client_cpu_per_cycle=(cpu_at_last[1] - client_cpu0) / cycles,
+        process_cpu_per_cycle=per_process,
     )
     progress(
         f"{ctx.db}: throughput (MCP), {n} sessions: {done} cycles in {elapsed:.1f}s, "

@@ -6,13 +6,15 @@ import asyncio
 from pathlib import Path
 
 import pytest
+from bench.cluster import ClusterSizes
 from bench.run import Results, Sizes, _online, _peer
-from bench.server import fresh_database
+from bench.server import fresh_database, postgres_reachable
 from bench.stats import render
 
-from bench import commits, growth, peer, recovery
+from bench import cluster, commits, growth, peer, recovery
 from clarion.clock import SystemClock
 from clarion.store import open_store
+from tests.conftest import services_required
 
 pytestmark = pytest.mark.e2e
 
@@ -66,3 +68,33 @@ def test_peer_cycle_runs_when_langgraph_is_installed(tmp_path: Path) -> None:
         assert out.rows[0].value == "skipped"
         return
     assert any(row.name.startswith("ratio: live tool return") for row in out.rows)
+
+
+@pytest.mark.postgres
+@pytest.mark.nats
+async def test_cluster_phase_measures_an_active_replica_and_a_standby(tmp_path: Path) -> None:
+    if not (await postgres_reachable() and await cluster.nats_reachable()):
+        if services_required():
+            pytest.fail("the cluster phase needs PostgreSQL and NATS")
+        pytest.skip("the cluster phase needs PostgreSQL and NATS")
+    sizes = ClusterSizes(replicas=(2,), sessions=1, throughput_s=0.2, live=1)
+    rows = await asyncio.wait_for(cluster.rows(tmp_path, sizes), 240)
+    names = {row.name for row in rows}
+    prefix = "cluster, 2 replicas: "
+    assert prefix + "throughput, 1 sessions (MCP clients)" in names
+    assert prefix + "server CPU per cycle, 1 sessions, all replicas" in names
+    returns = "live answer POST -> MCP tool call returns p50"
+    assert prefix + f"{returns}, posted to the active replica" in names
+    assert prefix + f"{returns}, posted to the standby" in names
+    assert all(row.value and row.value != "skipped" for row in rows)
+    cpu = next(row for row in rows if "server CPU" in row.name)
+    assert "active replica" in cpu.note and "each standby" in cpu.note
+
+
+async def test_cluster_phase_is_skipped_without_nats(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(cluster, "NATS_URL", "nats://127.0.0.1:9")  # discard: nobody listens
+    rows = await cluster.rows(tmp_path, ClusterSizes(replicas=(1,)))
+    assert len(rows) == 1 and rows[0].value == "skipped"
+    assert "unreachable" in rows[0].note

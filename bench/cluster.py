@@ -1,0 +1,285 @@
+"""Cluster mode: throughput, server CPU and answer latency with 1, 2 and 3 replicas.
+
+`python -m bench.cluster` prints just these rows; `bench.run` adds them as its `cluster` phase.
+
+For each replica count a fresh PostgreSQL database gets that many `clarion serve --cluster`
+replicas on one NATS server (`CLARION_BENCH_NATS_URL`, default `nats://127.0.0.1:4222`),
+`CLARION_REPLICA_TIMEOUT_S` at its default. The first one started becomes the active replica
+(it runs every agent); the others join as standbys, which carry every `/api/` request to it
+over NATS request-reply (docs/cluster.md).
+
+- Throughput: `bench.throughput.mcp_cycles_per_second` with the benchmark's HTTP requests
+  (sessions started, answers POSTed, sessions finished) spread round-robin over every replica,
+  as a load balancer without stickiness would; the simulated agents' MCP calls go to the
+  active replica, whose URL their session was given. CPU is counted for every replica process
+  (utime + stime, children excluded) and reported summed, with the active replica's share.
+- Latency: `bench.latency.live_mcp`, one answer at a time on an otherwise idle cluster, the
+  answers POSTed alternately to the active replica and to a standby (which carries it to the
+  active replica), so both sets of samples see the same machine.
+
+The WebSocket feed the benchmark waits on is connected to the active replica in both.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import dataclasses
+import itertools
+import os
+import signal
+import tempfile
+import time
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+
+from bench import latency, throughput
+from bench.client import Api
+from bench.context import Ctx, progress
+from bench.server import BenchServer, fresh_database, postgres_reachable
+from bench.stats import Row, ms, percentile, render
+
+NATS_URL = os.environ.get("CLARION_BENCH_NATS_URL", "nats://127.0.0.1:4222")
+
+
+@dataclass(frozen=True)
+class ClusterSizes:
+    replicas: tuple[int, ...] = (1, 2, 3)
+    sessions: int = 10  # simulated MCP agents, as the 10-session throughput row
+    throughput_s: float = 5.0
+    live: int = 30  # answers per latency figure
+
+
+QUICK = ClusterSizes(replicas=(1, 2), sessions=2, throughput_s=0.5, live=2)
+
+
+async def nats_reachable(url: str | None = None) -> bool:
+    """A NATS server answers on `url` (default `NATS_URL`; it greets every connection with an
+    INFO line)."""
+    parts = urlsplit(url or NATS_URL)
+    try:
+        reader, writer = await asyncio.wait_for(
+            asyncio.open_connection(parts.hostname or "127.0.0.1", parts.port or 4222), 3
+        )
+    except (TimeoutError, OSError):
+        return False
+    try:
+        line = await asyncio.wait_for(reader.readline(), 3)
+    except (TimeoutError, OSError):
+        return False
+    finally:
+        writer.close()
+        with contextlib.suppress(OSError):
+            await writer.wait_closed()
+    return line.startswith(b"INFO")
+
+
+class RoundRobinApi(Api):
+    """`Api` whose every request goes to the next replica in turn."""
+
+    def __init__(self, apis: Sequence[Api]) -> None:
+        self._apis = list(apis)
+        self._turn = itertools.cycle(self._apis)
+        self.http = self._apis[0].http
+
+    async def ok(self, method: str, path: str, status: int = 200, **kw: Any) -> Any:
+        return await next(self._turn).ok(method, path, status, **kw)
+
+    async def respond(self, pending_id: str) -> tuple[float, dict[str, Any]]:
+        return await next(self._turn).respond(pending_id)
+
+    async def close(self) -> None:
+        """The replicas' own clients are closed by their owner."""
+
+
+@dataclass
+class Cluster:
+    """Replicas on one database; `replicas[0]` is the active one."""
+
+    replicas: list[BenchServer]
+    ids: list[str]
+
+    @property
+    def active(self) -> BenchServer:
+        return self.replicas[0]
+
+    @property
+    def pids(self) -> list[int]:
+        return [r.proc.pid for r in self.replicas if r.proc is not None]
+
+
+async def wait_role(server: BenchServer, role: str, limit: float = 120.0) -> str:
+    """Poll /healthz until it answers 200 in `role`; returns the replica's id."""
+    deadline = time.perf_counter() + limit
+    last = ""
+    async with httpx.AsyncClient(timeout=2) as client:
+        while time.perf_counter() < deadline:
+            if server.proc is not None and server.proc.poll() is not None:
+                raise RuntimeError(
+                    f"replica exited with {server.proc.returncode}:\n{server.logs()}"
+                )
+            try:
+                response = await client.get(f"{server.url}/healthz")
+                last = f"{response.status_code} {response.text[:200]}"
+                body = response.json()
+                if response.status_code == 200 and body.get("role") == role:
+                    return str(body["replica"])
+            except (httpx.HTTPError, ValueError):
+                pass
+            await asyncio.sleep(0.05)
+    raise TimeoutError(f"replica on {server.url} not serving as {role} after {limit}s ({last})")
+
+
+def _stop_all(servers: Sequence[BenchServer]) -> None:
+    """Standbys first, the active replica last, so no standby takes over during the stop."""
+    for server in reversed(servers):
+        with contextlib.suppress(Exception):
+            server.stop()
+    for server in servers:  # a stop that failed above: kill whatever is left of its group
+        if server.proc is not None and server.proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(server.proc.pid, signal.SIGKILL)
+            server.proc.wait(timeout=10)
+
+
+@contextlib.asynccontextmanager
+async def cluster(n: int, workdir: Path) -> AsyncIterator[Cluster]:
+    """`n` replicas on a fresh PostgreSQL database; stopped and the database dropped on exit."""
+    async with fresh_database("postgres", workdir) as url:
+        servers: list[BenchServer] = []
+        try:
+            for i in range(n):
+                home = Path(tempfile.mkdtemp(prefix=f"cluster{n}-replica{i}-", dir=workdir))
+                servers.append(
+                    BenchServer(
+                        url,
+                        home,
+                        extra_env={"CLARION_CLUSTER": "1", "CLARION_BUS_URL": NATS_URL},
+                    )
+                )
+            servers[0].spawn()
+            ids = [await wait_role(servers[0], "active")]
+            for server in servers[1:]:
+                server.spawn()
+            ids += [await wait_role(server, "standby") for server in servers[1:]]
+            progress(f"cluster: {n} replicas up, active {ids[0]}")
+            yield Cluster(servers, ids)
+        finally:
+            _stop_all(servers)
+
+
+@dataclass(frozen=True)
+class ClusterResult:
+    replicas: int
+    throughput: throughput.McpThroughput
+    via_active: tuple[list[float], list[float]]  # (POST -> 200, POST -> tool call returns)
+    via_standby: tuple[list[float], list[float]] | None
+
+
+async def measure(n: int, workdir: Path, sizes: ClusterSizes) -> ClusterResult:
+    async with cluster(n, workdir) as c:
+        apis = [Api(r.api) for r in c.replicas]
+        ctx = await Ctx.connect(f"cluster x{n}", c.active)
+        try:
+            # Answers alternate between the active replica and the first standby.
+            targets = apis[:2]
+            to_200, to_return = await latency.live_mcp(
+                ctx, sizes.live * len(targets), answer_to=targets
+            )
+            by_target = [
+                (to_200[k :: len(targets)], to_return[k :: len(targets)])
+                for k in range(len(targets))
+            ]
+            via_active = by_target[0]
+            via_standby = by_target[1] if n > 1 else None
+            spread = dataclasses.replace(ctx, api=RoundRobinApi(apis))
+            t = await throughput.mcp_cycles_per_second(
+                spread, sizes.sessions, sizes.throughput_s, pids=c.pids
+            )
+        finally:
+            await ctx.close()
+            for api in apis:
+                await api.close()
+    return ClusterResult(n, t, via_active, via_standby)
+
+
+def result_rows(r: ClusterResult, sessions: int) -> list[Row]:
+    n, t = r.replicas, r.throughput
+    label = f"cluster, {n} replica{'s' if n > 1 else ''}"
+    active_cpu = t.process_cpu_per_cycle[0]
+    # Each standby carries one answer in n, and receives every cycle's events over NATS.
+    standbys = ", ".join(f"{ms(c):.2f}" for c in t.process_cpu_per_cycle[1:])
+    share = active_cpu / t.server_cpu_per_cycle if t.server_cpu_per_cycle else float("nan")
+    rows = [
+        Row(
+            "postgres",
+            f"{label}: throughput, {sessions} sessions (MCP clients)",
+            f"{t.rate:.1f} cycles/s",
+            note=f"{t.cycles} cycles; HTTP round-robin over {n} replica{'s' if n > 1 else ''}",
+        ),
+        Row(
+            "postgres",
+            f"{label}: server CPU per cycle, {sessions} sessions, all replicas",
+            f"{ms(t.server_cpu_per_cycle):.2f} ms",
+            note=(
+                f"active replica {ms(active_cpu):.2f} ms ({share:.0%})"
+                + (f"; each standby {standbys} ms" if standbys else "")
+                + f"; bench client {ms(t.client_cpu_per_cycle):.2f} ms/cycle"
+            ),
+        ),
+    ]
+    for where, samples in (("active replica", r.via_active), ("standby", r.via_standby)):
+        if samples is None:
+            continue
+        to_200, to_return = samples
+        rows.append(
+            Row(
+                "postgres",
+                f"{label}: live answer POST -> MCP tool call returns p50, posted to the {where}",
+                f"{ms(percentile(to_return, 50)):.1f} ms",
+                note=(
+                    f"n={len(to_return)}; p99 {ms(percentile(to_return, 99)):.1f} ms; "
+                    f"POST -> 200 p50 {ms(percentile(to_200, 50)):.1f} ms"
+                ),
+            )
+        )
+    return rows
+
+
+async def rows(workdir: Path, sizes: ClusterSizes) -> list[Row]:
+    """Every replica count's rows, or one row saying why the phase was skipped."""
+    if not await postgres_reachable():
+        progress("cluster: PostgreSQL unreachable, skipped")
+        return [Row("postgres", "cluster", "skipped", note="PostgreSQL unreachable")]
+    if not await nats_reachable():
+        progress(f"cluster: NATS at {NATS_URL} unreachable, skipped")
+        return [Row("postgres", "cluster", "skipped", note=f"NATS at {NATS_URL} unreachable")]
+    out: list[Row] = []
+    for n in sizes.replicas:
+        progress(f"cluster: {n} replicas")
+        out += result_rows(await measure(n, workdir, sizes), sizes.sessions)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.cluster", description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="tiny sizes (smoke run)")
+    parser.add_argument("--out", type=Path, help="also write the Markdown table here")
+    args = parser.parse_args(argv)
+    sizes = QUICK if args.quick else ClusterSizes()
+    with tempfile.TemporaryDirectory(prefix="clarion-bench-") as tmp:
+        table = render(asyncio.run(rows(Path(tmp), sizes)))
+    print(table, flush=True)
+    if args.out:
+        args.out.write_text(table + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
