@@ -144,19 +144,6 @@ async def _online(db: str, workdir: Path, sizes: Sizes, out: Results) -> None:
                 )
                 if n == 1:
                     out.one_session_rate[db] = t.rate
-            rss = await footprint.idle_memory(ctx, sizes.idle_sessions)
-            low, high = sizes.idle_sessions[0], sizes.idle_sessions[-1]
-            out.rows.append(
-                Row(
-                    db,
-                    f"server RSS, {high} idle sessions holding a question",
-                    f"{rss[high] / 2**20:.1f} MiB",
-                    note=(
-                        f"{(rss[high] - rss[low]) / (high - low) / 1024:.0f} KiB per added "
-                        f"session ({low} -> {high}); {rss[0] / 2**20:.1f} MiB before"
-                    ),
-                )
-            )
             for n in sizes.builtin_sessions:
                 rate, done = await throughput.cycles_per_second(ctx, n, sizes.throughput_s)
                 out.rows.append(
@@ -170,6 +157,33 @@ async def _online(db: str, workdir: Path, sizes: Sizes, out: Results) -> None:
         finally:
             await ctx.close()
             server.stop()
+
+
+async def _memory(db: str, workdir: Path, sizes: Sizes, out: Results) -> None:
+    """Server RSS with sessions holding a question, on a fresh server: after the throughput
+    runs the heap sits at its high-water mark and added sessions fit into memory freed
+    earlier, so "per added session" would read close to nothing."""
+    async with fresh_database(db, workdir) as url:
+        server = BenchServer(url, workdir)
+        await server.start()
+        ctx = await Ctx.connect(db, server)
+        try:
+            rss = await footprint.idle_memory(ctx, sizes.idle_sessions)
+        finally:
+            await ctx.close()
+            server.stop()
+    low, high = sizes.idle_sessions[0], sizes.idle_sessions[-1]
+    out.rows.append(
+        Row(
+            db,
+            f"server RSS, {high} idle sessions holding a question",
+            f"{rss[high] / 2**20:.1f} MiB",
+            note=(
+                f"fresh server; {(rss[high] - rss[low]) / (high - low) / 1024:.0f} KiB per "
+                f"added session ({low} -> {high}); {rss[0] / 2**20:.1f} MiB with none"
+            ),
+        )
+    )
 
 
 async def _growth(db: str, workdir: Path, sizes: Sizes, out: Results) -> None:
@@ -312,6 +326,8 @@ async def main_async(sizes: Sizes, dbs: list[str], workdir: Path) -> Results:
             progress("postgres: unreachable, skipped")
             out.rows.append(Row("postgres", "all", "skipped", note="PostgreSQL unreachable"))
             continue
+        progress(f"{db}: memory of idle sessions, fresh server")
+        await _memory(db, workdir, sizes, out)
         progress(f"{db}: latency, commits, throughput")
         await _online(db, workdir, sizes, out)
         progress(f"{db}: cost growth")

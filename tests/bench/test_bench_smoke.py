@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from bench.cluster import ClusterSizes
-from bench.run import Results, Sizes, _online, _peer
+from bench.run import Results, Sizes, _memory, _online, _peer
 from bench.server import fresh_database, postgres_reachable
 from bench.stats import render
 
@@ -34,6 +34,7 @@ async def test_online_measurements_produce_figures(
 ) -> None:
     monkeypatch.setattr(commits, "REPEATS", 1)
     out = Results()
+    await asyncio.wait_for(_memory("sqlite", tmp_path, TINY, out), 180)
     await asyncio.wait_for(_online("sqlite", tmp_path, TINY, out), 180)
     names = {row.name for row in out.rows}
     assert "live answer POST -> 200 p50" in names

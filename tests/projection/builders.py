@@ -5,7 +5,7 @@ web client's revision rule (src/clarion/web/js/store.js)."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -175,7 +175,8 @@ class World:
 
 
 class GatedStore:
-    """Wraps a Store; `pending_actions` can be held before or after its database read.
+    """Wraps a Store; a projection read (`pending_actions`, or `summary_inputs`, which a message
+    event reads its projection from) can be held before or after its database read.
 
     `hold_before()` makes the next call wait before it reads; `hold_after()` makes it read at
     once and wait before returning. `release()` lets the held call go on. Everything else is
@@ -206,12 +207,18 @@ class GatedStore:
         self._gate.set()
 
     async def pending_actions(self, session_ids: Sequence[str]) -> Any:
+        return await self._gated(self._inner.pending_actions(session_ids))
+
+    async def summary_inputs(self, task_id: str) -> Any:
+        return await self._gated(self._inner.summary_inputs(task_id))
+
+    async def _gated(self, read: Coroutine[Any, Any, Any]) -> Any:
         mode, self._mode = self._mode, None
         gate = self._gate
         if mode == "before":
             self.holding.set()
             await gate.wait()
-        result = await self._inner.pending_actions(session_ids)
+        result = await read
         if mode == "after":
             self.holding.set()
             await gate.wait()

@@ -243,3 +243,52 @@ async def test_a_new_question_and_a_terminal_session_close_together_converge_on_
     assert backward.pending[session.id] is None
     summary = await store.find_summary(session.task_id)
     assert summary is None or "pending_action" not in summary.data
+
+
+class _CountingStore:
+    """Wraps a Store and counts its projection and summary reads."""
+
+    def __init__(self, inner: SqlStore) -> None:
+        self._inner = inner
+        self.reads: list[str] = []
+
+    def __getattr__(self, name: str) -> Any:
+        if name in ("pending_actions", "summary_inputs"):
+            self.reads.append(name)
+        return getattr(self._inner, name)
+
+
+async def test_a_message_event_projects_and_refreshes_the_summary_from_one_read(
+    store: SqlStore, world: World
+) -> None:
+    counting = _CountingStore(store)
+    p = await projections(counting)
+    session = await world.session()
+    rows = await world.ask(session.id)
+    await p.publisher.messages("added", rows)
+    assert counting.reads == ["summary_inputs"]
+    (event, *_) = p.bus.messages_of(session.id)
+    assert event.payload["pending_action"] == "clarification"
+    summary = await store.find_summary(session.task_id)
+    assert summary is not None and summary.data["pending_action"] == "clarification"
+
+
+async def test_an_events_read_is_not_reused_once_another_refresh_finished_after_it(
+    store: SqlStore, world: World
+) -> None:
+    """The event read `clarification` and stalls; the question is answered and a refresh of
+    the task (which finds the summary already clean: nothing to write) finishes meanwhile. The
+    stalled event's refresh must read again, not write its older `clarification`."""
+    gated = GatedStore(store)
+    p = await projections(gated)
+    session = await world.session()
+    rows = await world.ask(session.id)
+    gated.hold_after()
+    publishing = asyncio.create_task(p.publisher.messages("added", rows))
+    await asyncio.wait_for(gated.holding.wait(), 5)
+    await world.answer(rows)
+    await p.summaries.refresh(session.task_id)
+    gated.release()
+    await publishing
+    summary = await store.find_summary(session.task_id)
+    assert summary is None or "pending_action" not in summary.data

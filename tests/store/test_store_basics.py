@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from sqlalchemy import func, select, text
+from sqlalchemy.engine import Connection
 
 from clarion.clock import ManualClock
 from clarion.domain.errors import NotFound
@@ -199,3 +200,23 @@ async def test_active_state_and_ownership_survive_a_restart(
         assert found.id == current.id
         assert await reopened.list_active_bundle_ids(session.id) == ["live"]
         assert await reopened.list_detachable_bundles() == [(session.id, "live")]
+
+
+async def test_a_one_statement_read_runs_outside_a_transaction_on_postgres(
+    store: SqlStore,
+) -> None:
+    """`read_one` spends no BEGIN/COMMIT on PostgreSQL: its statement runs with no transaction
+    open on the driver's connection, while `read()` opens one first. SQLite reads as before."""
+    db = store._db
+
+    def in_transaction(conn: Connection) -> bool:
+        return bool(conn.connection.driver_connection.is_in_transaction())  # type: ignore[union-attr]
+
+    async with db.read_one() as conn:
+        assert (await conn.execute(text("SELECT 1"))).scalar() == 1
+        if db.is_postgres:
+            assert not await conn.run_sync(in_transaction)
+    if db.is_postgres:
+        async with db.read() as conn:
+            await conn.execute(text("SELECT 1"))
+            assert await conn.run_sync(in_transaction)

@@ -35,27 +35,37 @@ class EventPublisher:
         for message in messages:
             by_session.setdefault(message.session_id, []).append(message)
         for batch in by_session.values():
-            projection = await self._project(batch[0])
-            for message in batch:
-                await self._publish_message(action, message, projection)
-            if projection is not None:
-                await self.refresh_summary(batch[0].task_id)
+            await self._announce(action, batch)
 
     async def message(self, action: str, message: Message, *, content_only: bool = False) -> None:
-        projection = None if content_only else await self._project(message)
-        await self._publish_message(action, message, projection)
-        if projection is not None:
-            await self.refresh_summary(message.task_id)
+        if content_only:
+            await self._publish_message(action, message, None)
+        else:
+            await self._announce(action, [message])
 
-    async def _project(self, message: Message) -> Projection | None:
+    async def _announce(self, action: str, batch: list[Message]) -> None:
+        """Publish messages of one session with their projection, then refresh the task
+        summary from the same read (see `SummaryService.refresh_from` for when it is reused)."""
+        first = batch[0]
+        ticket = self._summaries.ticket(first.task_id)
         try:
-            return await self._projector.project_one(message.session_id)
+            projection, inputs = await self._projector.project_with_task(
+                first.session_id, first.task_id
+            )
         except Exception:
             log.exception(
                 "pending projection failed; event carries no pending_action",
-                extra={"session_id": message.session_id, "message_id": message.id},
+                extra={"session_id": first.session_id, "message_id": first.id},
             )
-            return None
+            for message in batch:
+                await self._publish_message(action, message, None)
+            return
+        for message in batch:
+            await self._publish_message(action, message, projection)
+        try:
+            await self._summaries.refresh_from(first.task_id, ticket, inputs)
+        except Exception:
+            log.exception("task summary refresh failed", extra={"task_id": first.task_id})
 
     async def _publish_message(
         self, action: str, message: Message, projection: Projection | None

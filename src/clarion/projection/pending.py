@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from clarion import failpoints
 from clarion.domain.models import PendingAction, Revision
-from clarion.ports import ReadStore
+from clarion.ports import ReadStore, SummaryInputs
 
 log = logging.getLogger(__name__)
 
@@ -55,3 +55,15 @@ class PendingProjector:
 
     async def project_one(self, session_id: str) -> Projection:
         return (await self.project([session_id]))[session_id]
+
+    async def project_with_task(
+        self, session_id: str, task_id: str
+    ) -> tuple[Projection, SummaryInputs]:
+        """One session's projection together with its task summary's inputs, from one read:
+        the task's read covers every session of the task, so a message event that projects
+        its session and then refreshes the task summary needs one read, not two. Raises if
+        the read fails."""
+        revision = self.reserve()
+        await failpoints.hit("projection.read")
+        inputs = await self._store.summary_inputs(task_id)
+        return Projection(inputs.actions.get(session_id), revision), inputs

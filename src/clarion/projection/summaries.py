@@ -11,6 +11,11 @@ writer that saw the newer state, or wins before it, and that writer's retry land
 argument needs the newer writer to write; when it finds nothing to change it writes nothing, so
 refreshes of one task also run one at a time in this process (see `_converge`). Another process
 writing the same summary concurrently is not covered by that; read repair on task lists is.
+
+A message event reads its session's projection and the summary's inputs in one snapshot, taken
+before the refresh holds the task's turn (`refresh_from`). That read serves the refresh only if
+no refresh of the task finished since the read began (the task's generation is unchanged), so it
+is as fresh as a read taken inside the turn; otherwise the refresh reads again.
 """
 
 from __future__ import annotations
@@ -71,6 +76,25 @@ def task_pending(inputs: SummaryInputs) -> TaskPending:
     )
 
 
+class _TaskTurn:
+    """The lock that serializes one task's refreshes, and how many refreshes finished."""
+
+    __slots__ = ("__weakref__", "finished", "lock")
+
+    def __init__(self) -> None:
+        self.lock = asyncio.Lock()
+        self.finished = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Ticket:
+    """Taken before a read whose inputs a refresh may reuse: which turn, and its generation.
+    Holding it keeps the turn (and so its count) alive."""
+
+    turn: _TaskTurn
+    generation: int
+
+
 @dataclass(frozen=True, slots=True)
 class Repair:
     """The outcome of a read repair, for one task of a task list.
@@ -89,10 +113,19 @@ class SummaryService:
     def __init__(self, store: ReadStore, bus: Bus) -> None:
         self._store = store
         self._bus = bus
-        # One refresh per task at a time (see _converge); a lock lives while anyone holds it.
-        self._task_locks: weakref.WeakValueDictionary[str, asyncio.Lock] = (
-            weakref.WeakValueDictionary()
-        )
+        # One refresh per task at a time (see _converge); a turn lives while anyone holds it.
+        self._turns: weakref.WeakValueDictionary[str, _TaskTurn] = weakref.WeakValueDictionary()
+
+    def _turn(self, task_id: str) -> _TaskTurn:
+        turn = self._turns.get(task_id)
+        if turn is None:
+            turn = self._turns[task_id] = _TaskTurn()
+        return turn
+
+    def ticket(self, task_id: str) -> Ticket:
+        """Take before reading inputs to pass to `refresh_from`."""
+        turn = self._turn(task_id)
+        return Ticket(turn, turn.finished)
 
     async def refresh(self, task_id: str, *, publish: bool = True) -> StatusSummary | None:
         """Bring the summary in line with the repository. Returns the summary as stored
@@ -102,6 +135,14 @@ class SummaryService:
         failing repository read propagates as it is.
         """
         summary, _ = await self._converge(task_id, publish=publish)
+        return summary
+
+    async def refresh_from(
+        self, task_id: str, ticket: Ticket, inputs: SummaryInputs
+    ) -> StatusSummary | None:
+        """`refresh`, reusing `inputs` (read after `ticket` was taken) for the first attempt
+        when no refresh of the task finished in between; otherwise reading afresh."""
+        summary, _ = await self._converge(task_id, publish=True, reuse=(ticket, inputs))
         return summary
 
     async def repair(self, task_id: str) -> Repair:
@@ -129,7 +170,11 @@ class SummaryService:
         return Repair(summary=summary, pending=pending, failed=False)
 
     async def _converge(
-        self, task_id: str, *, publish: bool
+        self,
+        task_id: str,
+        *,
+        publish: bool,
+        reuse: tuple[Ticket, SummaryInputs] | None = None,
     ) -> tuple[StatusSummary | None, TaskPending]:
         """The compare-and-set loop, one at a time per task. Raises _Unconfirmed (a
         SummaryConflict) once the repository was read but the write failed or kept losing.
@@ -139,19 +184,30 @@ class SummaryService:
         older refresh that read "pending" could write after a newer one read "clean" and
         stopped, and the stale value would stay. Serialized, each read comes after the
         previous refresh's write, and the refresh of the newest change runs last."""
-        lock = self._task_locks.get(task_id)
-        if lock is None:
-            lock = self._task_locks[task_id] = asyncio.Lock()
-        async with lock:
-            return await self._converge_locked(task_id, publish=publish)
+        turn = self._turn(task_id)
+        async with turn.lock:
+            first = None
+            if reuse is not None:
+                ticket, inputs = reuse
+                # A refresh that finished after the read began may have written after it: the
+                # read could then be older than that refresh's, so it is not reused.
+                if ticket.turn is turn and ticket.generation == turn.finished:
+                    first = inputs
+            try:
+                return await self._converge_locked(task_id, publish=publish, first=first)
+            finally:
+                turn.finished += 1
 
     async def _converge_locked(
-        self, task_id: str, *, publish: bool
+        self, task_id: str, *, publish: bool, first: SummaryInputs | None
     ) -> tuple[StatusSummary | None, TaskPending]:
         pending: TaskPending | None = None
         for attempt in range(CAS_ATTEMPTS):
             # One snapshot, the stored summary read before the repository rows.
-            inputs = await self._store.summary_inputs(task_id)
+            if attempt == 0 and first is not None:
+                inputs = first
+            else:
+                inputs = await self._store.summary_inputs(task_id)
             current, pending = inputs.summary, task_pending(inputs)
             desired = _wire(pending.task_action)
             stored = None if current is None else current.data.get("pending_action")

@@ -146,7 +146,7 @@ class ClarificationQueries(OutboxQueries):
             return await read_bundle(conn, pending_id)
 
     async def list_active_bundle_ids(self, session_id: str) -> list[str]:
-        async with self._db.read() as conn:
+        async with self._db.read_one() as conn:
             result = await conn.execute(_ACTIVE_IDS, {"session_id": session_id})
             return [str(value) for value in result.scalars()]
 

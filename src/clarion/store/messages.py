@@ -106,7 +106,7 @@ class MessageQueries(StoreBase):
         return to_message(row)
 
     async def get_message(self, message_id: str) -> Message:
-        async with self._db.read() as conn:
+        async with self._db.read_one() as conn:
             message = await read_message(conn, message_id)
         if message is None:
             raise NotFound("message not found", message_id=message_id)

@@ -56,7 +56,7 @@ async def _read_summary(conn: Tx, task_id: str) -> StatusSummary | None:
 
 class SummaryQueries(StoreBase):
     async def find_summary(self, task_id: str) -> StatusSummary | None:
-        async with self._db.read() as conn:
+        async with self._db.read_one() as conn:
             return await _read_summary(conn, task_id)
 
     async def summary_inputs(self, task_id: str) -> SummaryInputs:

@@ -143,7 +143,7 @@ class TaskQueries(StoreBase):
         return task
 
     async def get_task(self, task_id: str) -> Task:
-        async with self._db.read() as conn:
+        async with self._db.read_one() as conn:
             row = (await conn.execute(select(tasks).where(tasks.c.id == task_id))).first()
         if row is None:
             raise NotFound("task not found", task_id=task_id)
@@ -200,11 +200,11 @@ class TaskQueries(StoreBase):
         return session
 
     async def get_session(self, session_id: str) -> Session:
-        async with self._db.read() as conn:
+        async with self._db.read_one() as conn:
             return await read_session(conn, session_id)
 
     async def list_sessions(self, task_id: str) -> list[Session]:
-        async with self._db.read() as conn:
+        async with self._db.read_one() as conn:
             rows = await conn.execute(SESSIONS_OF_TASK, {"task_id": task_id})
             return [to_session(row) for row in rows]
 

@@ -112,14 +112,14 @@ class TurnQueries(StoreBase):
             return True
 
     async def get_turn(self, turn_id: str) -> Turn:
-        async with self._db.read() as conn:
+        async with self._db.read_one() as conn:
             turn = await read_turn(conn, turn_id)
         if turn is None:
             raise NotFound("turn not found", turn_id=turn_id)
         return turn
 
     async def session_with_current_turn(self, session_id: str) -> tuple[Session, str | None]:
-        async with self._db.read() as conn:
+        async with self._db.read_one() as conn:
             return await read_session_and_current_turn(conn, session_id)
 
     async def find_current_turn(self, session_id: str) -> Turn | None:
