@@ -4,7 +4,7 @@ A replica holds its membership (store/cluster.py: the connection whose locks say
 a NATS connection for request-reply between replicas (bus/forwarding.py), and its `Replica`
 (replica.py: standby until it leads, heartbeats, fencing). Every replica answers requests
 carried to it from the start; while standby it carries its own `/api/` requests to the active
-replica (api/forwarding.py).
+replica (api/forwarding.py) and proxies agents' MCP requests there (api/mcp_proxy.py).
 
 Imported by `clarion.serving` only.
 """
@@ -18,10 +18,13 @@ from dataclasses import dataclass
 
 from starlette.types import ASGIApp
 
-from clarion.api.forwarding import ToActiveReplica, replay
+from clarion.api.forwarding import ToActiveReplica, replay, standby_error
+from clarion.api.mcp_proxy import McpToActive
 from clarion.api.services import ApiServices
 from clarion.bus.forwarding import NatsForwarding, nats_forwarding
 from clarion.config import Settings
+from clarion.domain.errors import ReplicaStandby
+from clarion.ports.cluster import ReplicaInfo
 from clarion.replica import Replica
 from clarion.store.cluster import Membership, membership
 
@@ -31,6 +34,7 @@ class ClusterMode:
     member: Membership
     forwarding: NatsForwarding
     replica: Replica | None = None
+    mcp_proxy: McpToActive | None = None
 
     async def attach(
         self, services: ApiServices, asgi: ASGIApp, settings: Settings, sessions: Callable[[], int]
@@ -39,7 +43,14 @@ class ClusterMode:
         replica = Replica(self.member, sessions)
         self.replica = replica
         services.cluster = replica
-        services.to_active = ToActiveReplica(replica, self.forwarding, forward_deadline(settings))
+        to_active = ToActiveReplica(replica, self.forwarding, forward_deadline(settings))
+        services.to_active = to_active
+
+        async def refused(active: ReplicaInfo | None, reason: str) -> ReplicaStandby:
+            return await standby_error(replica, active, unreached=reason if active else None)
+
+        self.mcp_proxy = McpToActive(replica.replica_id, to_active.active_replica, refused)
+        services.mcp_to_active = self.mcp_proxy
         await self.forwarding.serve(self.member.replica_id, lambda request: replay(asgi, request))
         return replica
 
@@ -60,7 +71,12 @@ async def cluster_mode(settings: Settings) -> AsyncIterator[ClusterMode]:
         membership(settings.database_url, settings.replica_timeout) as member,
         nats_forwarding(settings.bus_url) as forwarding,
     ):
-        yield ClusterMode(member, forwarding)
+        mode = ClusterMode(member, forwarding)
+        try:
+            yield mode
+        finally:
+            if mode.mcp_proxy is not None:
+                await mode.mcp_proxy.aclose()
 
 
 async def until_leading(replica: Replica, serving: asyncio.Future[None]) -> bool:

@@ -12,6 +12,7 @@ from typing import Any
 import httpx
 from fastapi import FastAPI, Request
 from fastapi.responses import PlainTextResponse
+from starlette.types import Receive, Scope, Send
 
 from clarion.api.app import ReadinessGate
 from clarion.api.forwarding import FORWARDED_BY, ToActiveReplica, replay
@@ -96,8 +97,14 @@ def _standby_client(view: View, forwarder: Any) -> httpx.AsyncClient:
     async def static() -> PlainTextResponse:
         return PlainTextResponse("served here")
 
+    async def proxied_mcp(scope: Scope, receive: Receive, send: Send) -> None:
+        await PlainTextResponse(f"proxied {scope['path']}", 202)(scope, receive, send)
+
     services = types.SimpleNamespace(
-        ready=asyncio.Event(), cluster=view, to_active=ToActiveReplica(view, forwarder, 5.0)
+        ready=asyncio.Event(),
+        cluster=view,
+        to_active=ToActiveReplica(view, forwarder, 5.0),
+        mcp_to_active=proxied_mcp,
     )
     gate = ReadinessGate(local, services)  # type: ignore[arg-type]
     return httpx.AsyncClient(transport=httpx.ASGITransport(app=gate), base_url="http://standby")
@@ -134,16 +141,19 @@ async def test_a_reply_that_repeats_a_header_is_relayed_with_every_copy() -> Non
     assert response.text == "in"
 
 
-async def test_a_standby_serves_the_web_ui_itself_and_refuses_mcp_naming_the_active() -> None:
+async def test_a_standby_serves_the_web_ui_itself_and_proxies_mcp_to_the_active() -> None:
     forwarder = Replay({"a": _active_app()})
     async with _standby_client(View("a"), forwarder) as client:
         static = await client.get("/static/app.js")
         mcp = await client.post("/mcp/sessions/s1", json={})
+        carried = await client.post("/mcp/sessions/s1", json={}, headers={FORWARDED_BY: "x"})
     assert static.text == "served here"
-    assert mcp.status_code == 503
-    assert mcp.json()["error"]["code"] == "standby"
-    assert mcp.json()["error"]["active"] == {"id": "a", "advertise_url": "http://a:8787"}
-    assert forwarder.sent == []
+    assert (mcp.status_code, mcp.text) == (202, "proxied /mcp/sessions/s1")
+    assert forwarder.sent == []  # not over NATS: a tool call's response may take hours
+    # Proxied once already (the sender thought this replica active): refused, not looped.
+    assert carried.status_code == 503
+    assert carried.json()["error"]["code"] == "standby"
+    assert carried.json()["error"]["active"] == {"id": "a", "advertise_url": "http://a:8787"}
 
 
 async def test_a_request_already_carried_once_is_never_carried_again() -> None:

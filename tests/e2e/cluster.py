@@ -3,7 +3,7 @@ with one active. The `replicas` fixture (tests/e2e/conftest.py) starts them on o
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import httpx
 
@@ -42,14 +42,17 @@ def wait_role(server: ServerProcess, role: str, timeout: float = 120) -> str:
 
 
 def one_active_two_standbys(
-    replicas: Callable[..., ServerProcess], *, failpoints: str = ""
+    replicas: Callable[..., ServerProcess], *, failpoints: str = "", args: Sequence[str] = ()
 ) -> tuple[ServerProcess, ServerProcess, ServerProcess]:
-    """The first replica leads (started alone, with `failpoints`); two join as standbys."""
+    """The first replica leads (started alone, with `failpoints`); two join as standbys.
+    `args` are added to every replica's `clarion serve` flags."""
     active = replicas()
+    active.args += args
     active.start(failpoints=failpoints, wait_ready=False)
     wait_role(active, "active")
     standbys = (replicas(), replicas())
     for server in standbys:
+        server.args += args
         server.start(wait_ready=False)
     for server in standbys:
         wait_role(server, "standby")

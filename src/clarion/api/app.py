@@ -45,8 +45,8 @@ class ReadinessGate:
     """Answers 503 `starting` to everything but /healthz (and the cluster list) until recovery
     is done. A standby cluster replica serves what needs no live state itself (the web UI, the
     WebSocket: its events come over the shared bus) and carries every other `/api/` request to
-    the active replica (api/forwarding.py); the agents' MCP endpoint only ever runs on the
-    active replica, so a standby refuses it with 503 `standby` naming the active one."""
+    the active replica (api/forwarding.py); an agent's MCP request, whose response may stay
+    open for hours, is proxied to the active replica over HTTP (api/mcp_proxy.py)."""
 
     def __init__(self, app: ASGIApp, services: ApiServices) -> None:
         self._app = app
@@ -75,6 +75,10 @@ class ReadinessGate:
         to_active = self._services.to_active
         if standby and path.startswith("/api/") and to_active and not forwarded_by(scope):
             await to_active(scope, receive, send)
+            return
+        mcp_to_active = self._services.mcp_to_active
+        if standby and path.startswith("/mcp/") and mcp_to_active and not forwarded_by(scope):
+            await mcp_to_active(scope, receive, send)
             return
         if view is not None and standby:
             error: ServiceStarting = await standby_error(view)

@@ -80,7 +80,7 @@ class ToActiveReplica:
             raw_path=(scope.get("raw_path") or scope["path"].encode()).decode("latin-1"),
             query=scope.get("query_string", b"").decode("latin-1"),
             headers=self._headers(scope),
-            body=await _read_body(receive),
+            body=await read_body(receive),
         )
         reply = await self._forward(request)
         # Sent as a list, not a mapping: a reply may repeat a header (several Set-Cookie).
@@ -119,7 +119,7 @@ class ToActiveReplica:
         return (*kept, (FORWARDED_BY, self._view.replica_id))
 
     async def _forward(self, request: ForwardedRequest) -> ForwardedReply:
-        active = await self._active_replica(fresh=False)
+        active = await self.active_replica(fresh=False)
         unreached: str | None = None
         for _try in range(2):  # once more only if another replica has become active
             if active is None or active.id == self._view.replica_id:
@@ -151,7 +151,7 @@ class ToActiveReplica:
                     )
                 previous = active.id
                 unreached = str(exc)
-                active = await self._active_replica(fresh=True)
+                active = await self.active_replica(fresh=True)
                 if active is not None and active.id == previous:
                     break
         return _reply(await standby_error(self._view, active, unreached=unreached))
@@ -168,7 +168,7 @@ class ToActiveReplica:
                 done, _ = await asyncio.wait({forwarding}, timeout=_ACTIVE_TTL_S)
                 if done:
                     return forwarding.result()
-                active = await self._active_replica(fresh=False)
+                active = await self.active_replica(fresh=False)
                 if active is None or active.id != replica_id:
                     raise ForwardFailed(
                         f"replica {replica_id} stopped being the active replica before it replied",
@@ -180,7 +180,7 @@ class ToActiveReplica:
                 with contextlib.suppress(asyncio.CancelledError, ForwardFailed):
                     await forwarding
 
-    async def _active_replica(self, *, fresh: bool) -> ReplicaInfo | None:
+    async def active_replica(self, *, fresh: bool = False) -> ReplicaInfo | None:
         async with self._lookup:
             now = time.monotonic()
             if fresh or now - self._read_at > _ACTIVE_TTL_S:
@@ -231,7 +231,7 @@ def _reply(error: Exception) -> ForwardedReply:
     )
 
 
-async def _read_body(receive: Receive) -> bytes:
+async def read_body(receive: Receive) -> bytes:
     chunks: list[bytes] = []
     while True:
         message = await receive()

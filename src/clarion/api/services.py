@@ -23,6 +23,7 @@ from clarion.projection.reads import Reads
 
 if TYPE_CHECKING:
     from clarion.api.forwarding import ToActiveReplica
+    from clarion.api.mcp_proxy import McpToActive
 
 
 @dataclass(eq=False)
@@ -46,3 +47,5 @@ class ApiServices:
     cluster: ClusterView | None = None
     # Cluster mode only: how a standby carries an API request to the active replica.
     to_active: ToActiveReplica | None = None
+    # Cluster mode only: how a standby proxies an agent's MCP request to the active replica.
+    mcp_to_active: McpToActive | None = None
