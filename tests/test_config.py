@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from clarion.config import BUILTIN_PROFILE, Settings, Timeouts, load_agent_profiles
+from clarion.config_files import redacted
 
 TIMEOUT_VARS = {
     "CLARION_CLARIFICATION_WAIT_S": ("clarification_wait", 7200.0),
@@ -360,3 +361,16 @@ def test_cluster_mode_refuses_sqlite_or_the_memory_bus(
 def test_bad_cluster_settings_are_refused_naming_them(var: str, value: str) -> None:
     with pytest.raises(ValueError, match=var):
         Settings.load(env={**_CLUSTER_ENV, var: value})
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("postgresql://u:secret@db:5432/x", "postgresql://u:***@db:5432/x"),
+        ("postgresql://u:secret@db/x?sslmode=require", "postgresql://u:***@db/x?sslmode=require"),
+        ("postgresql://postgres@127.0.0.1:5432/test", "postgresql://postgres@127.0.0.1:5432/test"),
+        ("sqlite:////var/lib/clarion/clarion.db", "sqlite:////var/lib/clarion/clarion.db"),
+    ],
+)
+def test_a_database_url_is_shown_without_its_password(url: str, shown: str) -> None:
+    assert redacted(url) == shown

@@ -8,7 +8,7 @@ import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import urlsplit, urlunsplit
 
 
 def positive(env: Mapping[str, str], name: str, default: float) -> float:
@@ -42,3 +42,15 @@ def http_url(value: Any, where: str) -> str:
     if parsed.scheme not in ("http", "https") or not parsed.hostname:
         raise ValueError(f"{where} must be an http:// or https:// URL, got {value!r}")
     return value
+
+
+def redacted(url: str) -> str:
+    """`url` with any password replaced, fit for a log line or a message on the terminal."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    user = parts.username or ""
+    host = parts.hostname or ""
+    if parts.port is not None:
+        host = f"{host}:{parts.port}"
+    return urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))

@@ -9,13 +9,15 @@ import asyncio
 import contextlib
 import gc
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import uvicorn
 
 from clarion.api.app import create_app
+from clarion.bus.nats import NatsUnavailable
 from clarion.cluster_mode import cluster_mode, until_leading
 from clarion.config import Settings
+from clarion.config_files import redacted
 from clarion.orchestrator.recovery import RecoveryReport
 from clarion.ports import AgentRuntime
 from clarion.sample import offer_sample_task
@@ -31,11 +33,27 @@ except ImportError:
 
 log = logging.getLogger(__name__)
 
-__all__ = ["AnotherServer", "RecoveryFailed", "run_server"]
+__all__ = ["AnotherServer", "RecoveryFailed", "ServiceUnreachable", "run_server"]
 
 
 class RecoveryFailed(Exception):
     """Startup recovery failed; the server did not admit any work."""
+
+
+class ServiceUnreachable(Exception):
+    """The database or NATS could not be reached at start; nothing was served."""
+
+
+@contextlib.contextmanager
+def _reaching(settings: Settings) -> Iterator[None]:
+    """Name what could not be reached, in one line, instead of a driver's traceback."""
+    try:
+        yield
+    except NatsUnavailable as exc:  # its message names the NATS URL
+        raise ServiceUnreachable(str(exc)) from exc
+    except OSError as exc:  # refused, unresolvable, timed out: the drivers raise these
+        where = redacted(settings.database_url)
+        raise ServiceUnreachable(f"cannot reach the database at {where}: {exc}") from exc
 
 
 async def run_server(
@@ -48,14 +66,15 @@ async def run_server(
         # Before anything touches the database: a second server's recovery would detach the
         # first one's live questions. Raises AnotherServer (the CLI exits 3) when one is running.
         cluster = None
-        if settings.cluster:
-            cluster = await stack.enter_async_context(cluster_mode(settings))
-        else:
-            await stack.enter_async_context(single_server(settings.database_url))
-        # Agents reach their MCP endpoint at the address peers know this replica by.
-        app = await stack.enter_async_context(
-            build(settings, lambda: settings.advertise_url or base["url"])
-        )
+        with _reaching(settings):
+            if settings.cluster:
+                cluster = await stack.enter_async_context(cluster_mode(settings))
+            else:
+                await stack.enter_async_context(single_server(settings.database_url))
+            # Agents reach their MCP endpoint at the address peers know this replica by.
+            app = await stack.enter_async_context(
+                build(settings, lambda: settings.advertise_url or base["url"])
+            )
         asgi = create_app(app.services, app.mcp)
         replica = None
         if cluster is not None:

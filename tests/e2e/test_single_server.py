@@ -3,7 +3,12 @@ to start (exit 3, one line naming the first), and a killed server's lock is gone
 
 from __future__ import annotations
 
+import os
+import socket
+import subprocess
+import sys
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
@@ -38,3 +43,57 @@ def test_a_second_server_on_the_same_database_refuses_to_start(
         assert second.ok("GET", f"/tasks/{task_id}")["task"]["title"] == "kept"
     finally:
         second.kill()
+
+
+def _serve_once(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "CLARION_HOME": str(tmp_path / "home"), "CLARION_NO_SAMPLE": "1"}
+    return subprocess.run(
+        [sys.executable, "-m", "clarion", "serve", "--port", "0", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_an_unreachable_database_is_one_line_naming_it_without_its_password(
+    tmp_path: Path,
+) -> None:
+    url = f"postgresql://clarion:hunter2@127.0.0.1:{_closed_port()}/clarion"
+    done = _serve_once(tmp_path, "--database", url)
+    assert done.returncode == 1, done.stderr
+    lines = [line for line in done.stderr.splitlines() if line.startswith("clarion:")]
+    assert len(lines) == 1, done.stderr
+    assert lines[0].startswith("clarion: cannot reach the database at postgresql://clarion:***@")
+    assert "hunter2" not in done.stderr + done.stdout
+    assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize(
+    "cluster",
+    [
+        pytest.param(False, id="single"),
+        pytest.param(True, id="cluster", marks=pytest.mark.postgres),
+    ],
+)
+def test_an_unreachable_nats_is_one_line_naming_it(
+    tmp_path: Path, cluster: bool, request: pytest.FixtureRequest
+) -> None:
+    bus = f"nats://127.0.0.1:{_closed_port()}"
+    if cluster:
+        db: str = request.getfixturevalue("cluster_db")
+        args = ["--cluster", "--database", db, "--bus", bus]
+    else:
+        args = ["--database", f"sqlite:///{tmp_path / 'c.db'}", "--bus", bus]
+    done = _serve_once(tmp_path, *args)
+    assert done.returncode == 1, done.stderr
+    lines = [line for line in done.stderr.splitlines() if line.startswith("clarion:")]
+    assert lines == [f"clarion: cannot connect to NATS at {bus}: NoServersError()"], done.stderr
+    assert "Traceback" not in done.stderr

@@ -25,6 +25,7 @@ from nats.aio.msg import Msg
 from nats.errors import Error as NatsError
 from nats.errors import TimeoutError as NatsTimeout
 
+from clarion.bus.nats import NatsUnavailable
 from clarion.ports.cluster import ForwardedReply, ForwardedRequest, ForwardFailed
 
 log = logging.getLogger(__name__)
@@ -176,17 +177,22 @@ async def nats_forwarding(
 ) -> AsyncIterator[NatsForwarding]:
     """Connect (failing fast when NATS is down, as the bus does), then stay connected."""
     nc = Client()
+
+    async def on_error(exc: Exception) -> None:  # one line; the client's default is a traceback
+        log.warning("NATS client error (forwarding)", extra={"bus_url": url, "reason": repr(exc)})
+
     try:
         await nc.connect(
             url,
             name="clarion-forwarding",
+            error_cb=on_error,
             connect_timeout=max(1, round(connect_timeout)),
             max_reconnect_attempts=1,
             reconnect_time_wait=0.2,  # type: ignore[arg-type]
         )
     except (NatsError, OSError, TimeoutError) as exc:
         await nc.close()
-        raise ConnectionError(f"cannot connect to NATS at {url}: {exc!r}") from exc
+        raise NatsUnavailable(f"cannot connect to NATS at {url}: {exc!r}") from exc
     nc.options["max_reconnect_attempts"] = -1
     nc.options["reconnect_time_wait"] = 2
     forwarding = NatsForwarding(nc, url)

@@ -13,6 +13,7 @@ import typer
 from clarion.cli import answer, commands, demo, permissions, token, watch
 from clarion.cli.logs import configure_logging
 from clarion.config import Settings
+from clarion.config_files import redacted
 
 app = typer.Typer(
     help="Clarion: durable clarification lifecycle for AI coding agents.",
@@ -79,7 +80,7 @@ def serve(
     log_level: str = typer.Option(os.environ.get("CLARION_LOG_LEVEL", "INFO"), "--log-level"),
 ) -> None:
     """Start the server. Binds HTTP first, then runs startup recovery before admitting work."""
-    from clarion.serving import AnotherServer, RecoveryFailed, run_server
+    from clarion.serving import AnotherServer, RecoveryFailed, ServiceUnreachable, run_server
 
     configure_logging(log_level.upper())
     try:
@@ -106,13 +107,13 @@ def serve(
         raise typer.Exit(2)
 
     def announce(url: str) -> None:
-        typer.echo(f"Clarion is listening on {url} (database {settings.database_url})")
+        typer.echo(f"Clarion is listening on {url} (database {redacted(settings.database_url)})")
         sys.stdout.flush()
 
     try:
         with asyncio.Runner(loop_factory=_event_loop_factory()) as runner:
             runner.run(run_server(settings, announce))
-    except RecoveryFailed as exc:
+    except (RecoveryFailed, ServiceUnreachable) as exc:
         typer.echo(f"clarion: {exc}", err=True)
         raise typer.Exit(1) from exc
     except AnotherServer as exc:
