@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import faulthandler
 import ipaddress
 import os
 import sys
@@ -83,6 +84,9 @@ def serve(
     from clarion.serving import AnotherServer, RecoveryFailed, ServiceUnreachable, run_server
 
     configure_logging(log_level.upper())
+    # A fatal signal in C code (a driver, the event loop) leaves every thread's Python stack
+    # on stderr, in the server's log, instead of a bare exit status.
+    faulthandler.enable()
     try:
         settings = Settings.load(
             host=host,
