@@ -100,8 +100,9 @@ class NatsForwarding:
                 headers = {_REPLY: head} if index == 0 else {}
                 if index < len(chunks) - 1:
                     headers[_MORE] = "1"
+                # No flush (a PING/PONG round trip per request): the client's flusher writes
+                # the reply at once, and a reply that never arrives is the sender's deadline.
                 await self._nc.publish(msg.reply, chunk, headers=headers)
-            await self._nc.flush()
         except (NatsError, OSError) as exc:
             # The sender times out and says the request may have been applied, which it was.
             log.warning(
