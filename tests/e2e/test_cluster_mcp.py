@@ -19,6 +19,7 @@ from typing import Any
 import httpx
 import pytest
 from bench.relay_agent import RELAY_DIR_ENV
+from bench.simulated import QUESTION, TOOL
 from httpx2 import AsyncClient, Timeout
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
@@ -29,18 +30,6 @@ from tests.e2e.harness import ServerProcess, answer, wait_until
 pytestmark = pytest.mark.postgres
 
 REPO = Path(__file__).resolve().parents[2]
-QUESTION = {
-    "questions": [
-        {
-            "id": "db",
-            "prompt": "Which database?",
-            "options": [
-                {"option_id": "postgres", "label": "PostgreSQL"},
-                {"option_id": "sqlite", "label": "SQLite"},
-            ],
-        }
-    ]
-}
 
 
 def test_an_agents_mcp_call_sent_to_a_standby_reaches_the_active_replicas_live_waiter(
@@ -65,7 +54,7 @@ def test_an_agents_mcp_call_sent_to_a_standby_reaches_the_active_replicas_live_w
             AsyncClient(headers=endpoint["headers"], timeout=Timeout(30.0, read=300.0)) as http,
             Client(streamable_http_client(through_standby, http_client=http), mode="legacy") as mc,
         ):
-            call = asyncio.ensure_future(mc.call_tool("ask_user_question", QUESTION))
+            call = asyncio.ensure_future(mc.call_tool(TOOL, QUESTION))
             pending_id = await asyncio.to_thread(active.wait_for_bundle, session_id)
             # The waiter is the active replica's: the question is live there.
             state = await asyncio.to_thread(active.wait_for_state, pending_id, "active_live")
