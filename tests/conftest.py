@@ -211,3 +211,10 @@ def new_database_url(tmp_path: Path) -> Iterator[Callable[[str], str]]:
             return stack.enter_context(fresh_database_url(kind, tmp_path))
 
         yield make
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tests marked `slow` (each runs for tens of seconds) go first, in their usual order: the
+    workers start them while the many short tests fill in around them, instead of one of them
+    starting last and running alone at the end of the suite."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)

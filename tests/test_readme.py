@@ -55,6 +55,7 @@ def test_quick_start_has_exactly_a_run_and_a_test_command() -> None:
     assert quick_start_commands((ROOT / "README.md").read_text()) == ["make run", "make test"]
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(900)
 def test_readme_commands_work_in_a_fresh_clone(tmp_path: Path) -> None:
     if shutil.which("git") is None or not (ROOT / ".git").exists():

@@ -29,6 +29,7 @@ TINY = Sizes(
 )
 
 
+@pytest.mark.slow
 async def test_online_measurements_produce_figures(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -71,6 +72,7 @@ def test_peer_cycle_runs_when_langgraph_is_installed(tmp_path: Path) -> None:
     assert any(row.name.startswith("ratio: live tool return") for row in out.rows)
 
 
+@pytest.mark.slow
 @pytest.mark.postgres
 @pytest.mark.nats
 async def test_cluster_phase_measures_an_active_replica_and_a_standby(tmp_path: Path) -> None:

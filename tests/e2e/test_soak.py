@@ -151,6 +151,7 @@ def _config(workdir: Path, journal: Path) -> Path:
     return config
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(180 + 15 * ROUNDS * max(1, SESSIONS // 3))
 def test_kill_soak_keeps_one_winner_and_delivers_each_accepted_answer_once(
     make_server: Callable[..., ServerProcess],

@@ -43,6 +43,7 @@ def target(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[ServerPro
 
 
 # Alone it takes ~15 s per mode; the ceiling is for a loaded machine running the whole suite.
+@pytest.mark.slow
 @pytest.mark.timeout(400)
 def test_schemathesis_finds_nothing(target: ServerProcess, tmp_path: Path) -> None:
     task_id = target.create_task("seeded for the fuzzer")
