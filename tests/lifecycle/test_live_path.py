@@ -10,7 +10,12 @@ import pytest
 
 from clarion import failpoints
 from clarion.clarification.resolver import RespondResult
-from clarion.domain.errors import AcceptedButUnfinalized, NotActive, RetryableFailure
+from clarion.domain.errors import (
+    AcceptedButUnfinalized,
+    InvalidInput,
+    NotActive,
+    RetryableFailure,
+)
 from clarion.domain.models import MetaKey, SessionState
 from tests.lifecycle.harness import (
     SKIP,
@@ -149,3 +154,57 @@ async def test_second_live_responder_gets_conflict_without_write(life: Lifecycle
     assert raised.value.response["answers"][0]["selected_options"] == ["sqlite"]
     assert (await life.bundle(pending_id)).rows == before
     await asyncio.wait_for(call, 5)
+
+
+async def test_a_live_answer_is_claimed_without_reading_the_bundle_first(store_url: str) -> None:
+    async with lifecycle_with_failing_store(store_url) as (life, failing):
+        _, session_id = await life.start_session()
+        call, pending_id = await life.ask(session_id)
+        # The waiter holds the questions; the claim's guarded update is the only check.
+        failing.fail["find_bundle"] = AssertionError("the bundle was read before the claim")
+
+        result = await life.app.services.resolver.respond(pending_id, answer_db("sqlite"))
+
+        assert result.resumed is False
+        tool_text = await asyncio.wait_for(call, 5)
+        assert json.loads(tool_text)["db"]["selected_options"] == ["sqlite"]
+
+
+async def test_an_invalid_answer_to_a_live_question_is_refused_without_any_read_or_write(
+    store_url: str,
+) -> None:
+    async with lifecycle_with_failing_store(store_url) as (life, failing):
+        _, session_id = await life.start_session()
+        call, pending_id = await life.ask(session_id)
+        failing.fail["find_bundle"] = AssertionError("the bundle was read")
+        failing.fail["claim_response"] = AssertionError("an invalid answer was claimed")
+
+        with pytest.raises(InvalidInput):
+            await life.app.services.resolver.respond(pending_id, answer_db("no-such-option"))
+
+        del failing.fail["find_bundle"]
+        assert await life.state(pending_id) == "active_live"
+        assert not call.done()
+        call.cancel()
+
+
+async def test_an_answer_to_a_live_question_a_newer_turn_superseded_is_refused_and_ends_its_call(
+    life: Lifecycle,
+) -> None:
+    _, session_id = await life.start_session()
+    call, pending_id = await life.ask(session_id)
+    prompts_before = len(life.runtime.prompts)
+    # Newer work while the agent still waits on the old question (its call not yet dropped).
+    await life.store.create_turn(session_id)
+
+    with pytest.raises(NotActive) as raised:
+        await life.app.services.resolver.respond(pending_id, answer_db("sqlite"))
+
+    assert raised.value.state == "superseded_history"
+    # The stale call is released without the answer; history is not rewritten.
+    assert json.loads(await asyncio.wait_for(call, 5)) == {
+        "rejected": True,
+        "reject_reason": "cancelled",
+    }
+    assert [r.metadata["status"] for r in (await life.bundle(pending_id)).rows] == ["pending"]
+    assert len(life.runtime.prompts) == prompts_before

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from clarion.clarification.canceller import ClarificationCanceller
 from clarion.clarification.waiters import Cancelled, Delivery, LiveWaiters, Waiter
 from clarion.domain.answers import tool_result_text
+from clarion.domain.bundles import questions_of_rows
 from clarion.domain.errors import NotFound, QuestionDetached
 from clarion.domain.ids import new_id
 from clarion.domain.models import AuthorType, MessageType, SessionState
@@ -96,6 +97,7 @@ class Asker:
                 turn_id=turn_id,
                 session_state=SessionState.WAITING_FOR_INPUT,
             )
+            waiter.questions = questions_of_rows(written.rows)
             log.info(
                 "clarification asked",
                 extra={

@@ -27,6 +27,7 @@ from clarion.domain.errors import (
     ResumeNotAccepted,
 )
 from clarion.domain.models import (
+    Bundle,
     BundleState,
     ClarificationResponse,
     ClarificationStatus,
@@ -83,21 +84,25 @@ class Resolver:
         self._restorer = ClaimRestorer(store, publisher, persist_s)
 
     async def respond(self, pending_id: str, body: object) -> RespondResult:
-        bundle = await self._store.find_bundle(pending_id)
-        if bundle is None:
-            raise NotFound("clarification request not found", pending_id=pending_id)
-        response = validate_response(body, questions_of(bundle), pending_id)
-        state = bundle_state(bundle, has_live_waiter=self._waiters.has(pending_id))
-        if state not in ACTIVE:
-            if bundle.current_turn_id is None or state is BundleState.SUPERSEDED_HISTORY:
-                # An inert bundle never hands anything to a waiter that still exists.
-                self._waiters.cancel(pending_id)
-            raise NotActive(
-                "clarification request is no longer active",
-                state=str(state),
-                response=winning_response(bundle),
-                pending_id=pending_id,
-            )
+        questions = self._waiters.questions(pending_id)
+        if questions is not None:
+            # A live waiter holds the questions: no read before the claim, whose guarded
+            # update decides whether the bundle is still active (`_lost` says why not).
+            response = validate_response(body, questions, pending_id)
+        else:
+            bundle = await self._store.find_bundle(pending_id)
+            if bundle is None:
+                raise NotFound("clarification request not found", pending_id=pending_id)
+            response = validate_response(body, questions_of(bundle), pending_id)
+            state = bundle_state(bundle, has_live_waiter=self._waiters.has(pending_id))
+            if state not in ACTIVE:
+                self._retire_inert(bundle, state)
+                raise NotActive(
+                    "clarification request is no longer active",
+                    state=str(state),
+                    response=winning_response(bundle),
+                    pending_id=pending_id,
+                )
         # From the claim on, the sequence must finish even if the HTTP request goes away.
         return await self._supervisor.run_shielded(
             self._claim_and_hand_off(response), name=f"respond:{pending_id}"
@@ -184,12 +189,18 @@ class Resolver:
             # A cancellation won after this responder loaded the bundle.
             return NotFound("clarification request not found", pending_id=bundle.pending_id)
         state = bundle_state(bundle, has_live_waiter=self._waiters.has(bundle.pending_id))
+        self._retire_inert(bundle, state)
         return NotActive(
             "clarification request is no longer active",
             state=str(state),
             response=winning_response(bundle),
             pending_id=bundle.pending_id,
         )
+
+    def _retire_inert(self, bundle: Bundle, state: BundleState) -> None:
+        """An inert bundle never hands anything to a waiter that still exists."""
+        if bundle.current_turn_id is None or state is BundleState.SUPERSEDED_HISTORY:
+            self._waiters.cancel(bundle.pending_id)
 
     async def _deliver_live(
         self, claim: ClaimResult, response: ClarificationResponse

@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from clarion.domain.models import ClarificationResponse
+from clarion.domain.models import ClarificationResponse, Question
 
 log = logging.getLogger(__name__)
 
@@ -78,6 +78,9 @@ class Waiter:
     turn_id: str
     inbox: asyncio.Queue[Delivery | Cancelled] = field(default_factory=asyncio.Queue)
     closed: bool = False
+    # The questions its rows carry, once they are written: a respond validates an answer
+    # against them without reading the bundle (the claim decides whether it is still active).
+    questions: tuple[Question, ...] | None = None
 
 
 class LiveWaiters:
@@ -102,6 +105,11 @@ class LiveWaiters:
 
     def has(self, pending_id: str) -> bool:
         return self.find(pending_id) is not None
+
+    def questions(self, pending_id: str) -> tuple[Question, ...] | None:
+        """The questions of a bundle a live waiter holds, once its rows are written."""
+        waiter = self.find(pending_id)
+        return None if waiter is None else waiter.questions
 
     def for_session(self, session_id: str) -> list[Waiter]:
         return [w for w in self._by_pending.values() if w.session_id == session_id]

@@ -23,7 +23,7 @@ claim transaction) is not actionable.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
@@ -136,9 +136,11 @@ def _question_index(meta: Mapping[str, Any]) -> int:
 
 def ordered_rows(bundle: Bundle) -> tuple[Message, ...]:
     """Rows by question_index, created_at, id; a missing index reads as 0."""
-    return tuple(
-        sorted(bundle.rows, key=lambda m: (_question_index(m.metadata), m.created_at, m.id))
-    )
+    return tuple(sorted(bundle.rows, key=_row_order))
+
+
+def _row_order(m: Message) -> tuple[int, datetime, str]:
+    return (_question_index(m.metadata), m.created_at, m.id)
 
 
 def _str(data: Mapping[str, Any], key: str) -> str:
@@ -174,7 +176,12 @@ def question_of(message: Message) -> Question:
 
 def questions_of(bundle: Bundle) -> tuple[Question, ...]:
     """The bundle's questions in question order."""
-    return tuple(question_of(row) for row in ordered_rows(bundle))
+    return questions_of_rows(bundle.rows)
+
+
+def questions_of_rows(rows: Iterable[Message]) -> tuple[Question, ...]:
+    """The questions a bundle's rows carry, in question order."""
+    return tuple(question_of(row) for row in sorted(rows, key=_row_order))
 
 
 def context_of(bundle: Bundle) -> str:
