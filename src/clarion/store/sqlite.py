@@ -36,6 +36,7 @@ from typing import Any
 from sqlalchemy import create_engine, event
 from sqlalchemy.engine import URL, Connection, Engine
 
+from clarion.store.fastpath import Plans
 from clarion.store.tx import InlineTx
 
 log = logging.getLogger(__name__)
@@ -109,17 +110,18 @@ class InlineSqlite:
         self._idle_readers: list[Connection] = []
         self._idle_writers: list[Connection] = []
         self._checkpoints = _Checkpointer(self._database)
+        self._plans = Plans(self._engine.dialect)
 
     @asynccontextmanager
     async def read(self) -> AsyncIterator[InlineTx]:
         with self._transaction(self._idle_readers, self._engine) as conn:
-            yield InlineTx(conn)
+            yield InlineTx(conn, self._plans)
 
     @asynccontextmanager
     async def write(self) -> AsyncIterator[InlineTx]:
         async with self._writer_queue():
             with self._transaction(self._idle_writers, self._writer_engine) as conn:
-                yield InlineTx(conn)
+                yield InlineTx(conn, self._plans)
         self._checkpoints.after_write()
 
     @contextmanager
