@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from sqlalchemy import TextClause, text
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.sql.base import Executable
@@ -38,7 +39,9 @@ from clarion.store.tx import Result, Tx
 
 from .conftest import World
 
-Case = tuple[str, Executable, dict[str, Any]]
+# (table, key column, key value): the row a write changed, read back as stored.
+Stored = tuple[str, str, str] | None
+Case = tuple[str, Executable, dict[str, Any], Stored]
 
 
 @dataclass(frozen=True)
@@ -47,16 +50,25 @@ class Snapshot:
     fields: list[tuple[str, ...]]
     rows: list[list[str]]  # repr of each value, read by index
     by_name: list[list[str]]  # repr of each value, read by attribute
+    stored: list[list[str]]  # the changed row's raw column values, untyped, after the write
 
 
-def _snapshot(result: Result, returns_rows: bool) -> Snapshot:
+def _snapshot(result: Result, returns_rows: bool, stored: Result | None) -> Snapshot:
     rows = list(result) if returns_rows else []
     return Snapshot(
         rowcount=result.rowcount if not returns_rows else -2,
         fields=[tuple(row._fields) for row in rows],
         rows=[[repr(v) for v in row] for row in rows],
         by_name=[[repr(getattr(row, k)) for k in row._fields] for row in rows],
+        stored=[] if stored is None else [[repr(v) for v in row] for row in stored],
     )
+
+
+def _read_back(stored: Stored) -> tuple[TextClause, dict[str, str]] | None:
+    if stored is None:
+        return None
+    table, column, value = stored
+    return text(f"SELECT * FROM {table} WHERE {column} = :v"), {"v": value}
 
 
 class _Rollback(Exception):
@@ -81,20 +93,25 @@ async def _both(
     params: dict[str, Any],
     rows: bool,
     *,
+    stored: Stored = None,
     fast_path: bool = True,
 ) -> tuple[Snapshot, Snapshot]:
     """(through `Tx.execute`, through SQLAlchemy); on SQLite the first must have taken the
     fast path, or (`fast_path=False`) must have fallen back to SQLAlchemy."""
+    read_back = _read_back(stored)
 
     async def fast(tx: Tx) -> Snapshot:
         result = await tx.execute(statement, params)
         if not store._db.is_postgres:
             assert isinstance(result, FastResult) is fast_path
-        return _snapshot(result, rows)
+        after = None if read_back is None else await tx.execute(*read_back)
+        return _snapshot(result, rows, after)
 
     async def slow(tx: Tx) -> Snapshot:
         def run(conn: Connection) -> Snapshot:
-            return _snapshot(conn.execute(statement, params), rows)
+            result = conn.execute(statement, params)
+            after = None if read_back is None else conn.execute(*read_back)
+            return _snapshot(result, rows, after)
 
         return await tx.run_sync(run)
 
@@ -123,7 +140,7 @@ async def _cases(world: World) -> list[Case]:
     )
     await store.cas_summary(session.task_id, expected_revision=None, data={"k": [1, "x"]})
     now = clock.now()
-    message = {
+    message: dict[str, Any] = {
         "id": new_id(),
         "task_session_id": session.id,
         "task_id": session.task_id,
@@ -138,32 +155,36 @@ async def _cases(world: World) -> list[Case]:
         "created_at": now,
         "updated_at": now,
     }
+    msgs = "task_session_messages"
     return [
-        ("session by id", tasks._SESSION_BY_ID, {"session_id": session.id}),
-        ("sessions of task", tasks.SESSIONS_OF_TASK, {"task_id": session.task_id}),
+        ("session by id", tasks._SESSION_BY_ID, {"session_id": session.id}, None),
+        ("sessions of task", tasks.SESSIONS_OF_TASK, {"task_id": session.task_id}, None),
         (
             "move session",
             tasks._MOVE_SESSION,
             {"session_id": session.id, "allowed": list(SessionState), "to": "IDLE", "now": now},
+            ("task_sessions", "id", session.id),
         ),
-        ("turn by id", turns._TURN_BY_ID, {"turn_id": turn.id}),
-        ("session and turn", turns._SESSION_WITH_CURRENT_TURN, {"session_id": session.id}),
-        ("bundle rows", bundles._BUNDLE_ROWS, {"pending_id": pid}),
-        ("bundle session", bundles._BUNDLE_SESSION, {"pending_id": pid}),
+        ("turn by id", turns._TURN_BY_ID, {"turn_id": turn.id}, None),
+        ("session and turn", turns._SESSION_WITH_CURRENT_TURN, {"session_id": session.id}, None),
+        ("bundle rows", bundles._BUNDLE_ROWS, {"pending_id": pid}, None),
+        ("bundle session", bundles._BUNDLE_SESSION, {"pending_id": pid}, None),
         (
             "set metadata",
             bundles._SET_METADATA,
             {"message_id": pending[0].id, "new_metadata": {"status": "x", "n": 2}},
+            (msgs, "id", pending[0].id),
         ),
         (
             "set metadata and time",
             bundles._SET_METADATA_AND_TIME,
             {"message_id": pending[1].id, "new_metadata": {}, "new_updated_at": now},
+            (msgs, "id", pending[1].id),
         ),
-        ("current of ids", projections._CURRENT_OF_IDS, {"ids": [session.id, "nope"]}),
-        ("pending in turns", projections._PENDING_IN_TURNS, {"turn_ids": [turn.id]}),
-        ("permissions in turns", projections.PERMISSIONS_IN_TURNS, {"turn_ids": [turn.id]}),
-        ("summary of task", summaries._SUMMARY_OF_TASK, {"task_id": session.task_id}),
+        ("current of ids", projections._CURRENT_OF_IDS, {"ids": [session.id, "nope"]}, None),
+        ("pending in turns", projections._PENDING_IN_TURNS, {"turn_ids": [turn.id]}, None),
+        ("permissions in turns", projections.PERMISSIONS_IN_TURNS, {"turn_ids": [turn.id]}, None),
+        ("summary of task", summaries._SUMMARY_OF_TASK, {"task_id": session.task_id}, None),
         (
             "summary compare-and-set",
             summaries._CAS_UPDATE,
@@ -174,13 +195,20 @@ async def _cases(world: World) -> list[Case]:
                 "b_summary": {"k": None},
                 "b_updated_at": now,
             },
+            ("task_status_summaries", "task_id", session.task_id),
         ),
-        ("insert message", messages._INSERT_MESSAGE, message),
-        ("claimable", clarifications._CLAIMABLE, {"pending_id": pid, "session_id": session.id}),
+        ("insert message", messages._INSERT_MESSAGE, message, (msgs, "id", message["id"])),
+        (
+            "claimable",
+            clarifications._CLAIMABLE,
+            {"pending_id": pid, "session_id": session.id},
+            None,
+        ),
         (
             "with intent",
             clarifications._WITH_INTENT,
             {"message_ids": [claimed[0].id], "pending_id": claimed_pid},
+            None,
         ),
     ]
 
@@ -191,22 +219,24 @@ def _returns_rows(statement: Executable) -> bool:
 
 
 async def test_every_hot_statement_has_a_case(world: World) -> None:
-    covered = {id(statement) for _, statement, _ in await _cases(world)}
+    covered = {id(statement) for _, statement, _, _ in await _cases(world)}
     assert covered == {id(statement) for statement in hot_statements()}
 
 
 async def test_the_fast_path_returns_what_sqlalchemy_returns(world: World) -> None:
     cases = await _cases(world)
-    for name, statement, params in cases:
+    for name, statement, params, stored in cases:
         rows = _returns_rows(statement)
-        fast, slow = await _both(world.store, statement, params, rows)
+        fast, slow = await _both(world.store, statement, params, rows, stored=stored)
         assert fast == slow, name
+        if stored is not None:
+            assert fast.stored, f"{name}: the changed row should be read back"
         if rows:
             assert fast.rows, f"{name}: the case should find rows"
         else:
             assert fast.rowcount == 1, f"{name}: the case should change one row"
     # Both ran inside the transaction that rolled back: the inserted row is not there.
-    inserted = next(p for _, s, p in cases if s is messages._INSERT_MESSAGE)
+    inserted = next(p for _, s, p, _ in cases if s is messages._INSERT_MESSAGE)
     with pytest.raises(NotFound):
         await world.store.get_message(inserted["id"])
 
