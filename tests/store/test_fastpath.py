@@ -10,12 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 import pytest
 from sqlalchemy import TextClause, text
 from sqlalchemy.engine import Connection
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import IntegrityError, StatementError
 from sqlalchemy.sql.base import Executable
 
 from clarion.domain.errors import NotFound
@@ -289,3 +290,18 @@ async def test_a_constraint_error_is_sqlalchemys(world: World) -> None:
             await tx.execute(messages._INSERT_MESSAGE, values)
     # The failed transaction rolled back; the store goes on.
     assert (await world.store.get_message(row.id)).content == "hi"
+
+
+async def test_a_value_a_type_refuses_is_sqlalchemys_statement_error(world: World) -> None:
+    """The fast path hands it to SQLAlchemy, which raises it as `StatementError`."""
+    session = await world.session()
+    params = {
+        "session_id": session.id,
+        "allowed": ["CREATED"],
+        "to": "IDLE",
+        "now": datetime(2026, 3, 1, 12, 0),  # naive: UtcDateTime refuses it
+    }
+    with pytest.raises(StatementError, match="naive datetime"):
+        async with world.store._db.write() as tx:
+            await tx.execute(tasks._MOVE_SESSION, params)
+    assert (await world.store.get_session(session.id)).state == SessionState.CREATED

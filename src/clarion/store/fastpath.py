@@ -80,7 +80,12 @@ class Plan:
 
     def run(self, dbapi: sqlite3.Connection, given: Mapping[str, Any]) -> FastResult | None:
         """Execute on `dbapi`, in whatever transaction it is in; None: let SQLAlchemy run it."""
-        bound = self._parameters(given)
+        try:
+            bound = self._parameters(given)
+        except Exception:
+            # A type refused a value (a naive datetime). Nothing ran yet: SQLAlchemy runs it
+            # again and raises the error as its own StatementError, as callers know it.
+            return None
         if bound is None:
             return None
         sql, values = bound
