@@ -1,14 +1,17 @@
-"""SQLite's inline transactions: automatic checkpoints off, passive ones on a worker thread."""
+"""SQLite's inline transactions: automatic checkpoints off, passive ones on a worker thread;
+connections reused; BEGIN's failure raised as SQLAlchemy's exception."""
 
 from __future__ import annotations
 
 import asyncio
+import sqlite3 as stdlib_sqlite3
 import threading
 from pathlib import Path
 
 import pytest
 from sqlalchemy import text
 from sqlalchemy.engine import make_url
+from sqlalchemy.exc import OperationalError
 
 from clarion.store import sqlite
 from clarion.store.sqlite import CHECKPOINT_EVERY, InlineSqlite
@@ -78,4 +81,28 @@ async def test_reads_and_writes_reuse_their_connections(tmp_path: Path) -> None:
         assert first._conn is second._conn
         assert seen == {1}
     finally:
+        db.close()
+
+
+async def test_a_begin_that_outwaits_the_busy_timeout_raises_sqlalchemys_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """BEGIN runs on the driver connection itself; its failure is still SQLAlchemy's."""
+    monkeypatch.setattr(sqlite, "BUSY_TIMEOUT_MS", 50)
+    db = _inline(tmp_path)
+    other = stdlib_sqlite3.connect(tmp_path / "inline.db", isolation_level=None)
+    try:
+        async with db.write() as tx:
+            await tx.execute(text("CREATE TABLE t (x INTEGER)"))
+        other.execute("BEGIN IMMEDIATE")
+        with pytest.raises(OperationalError, match="locked"):
+            async with db.write():
+                pass
+        other.execute("ROLLBACK")
+        async with db.write() as tx:
+            await tx.execute(text("INSERT INTO t (x) VALUES (1)"))
+        async with db.read() as tx:
+            assert (await tx.execute(text("SELECT count(*) FROM t"))).scalar() == 1
+    finally:
+        other.close()
         db.close()

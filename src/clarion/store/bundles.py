@@ -10,6 +10,7 @@ from sqlalchemy import Executable, bindparam, select, update
 from sqlalchemy.sql.elements import ColumnElement
 
 from clarion.domain.models import Bundle, Message, MetaKey
+from clarion.store.fastpath import hot
 from clarion.store.predicates import not_parent_question
 from clarion.store.rows import to_message
 from clarion.store.schema import task_session_messages as messages
@@ -28,21 +29,21 @@ def bundle_order(message: Message) -> tuple[int, datetime, str]:
 
 # Built once (statements with bind parameters): building and cache-keying a statement that
 # carries the metadata predicates costs more than executing it.
-_BUNDLE_ROWS = select(messages).where(
-    messages.c.pending_id == bindparam("pending_id"), not_parent_question()
+_BUNDLE_ROWS = hot(
+    select(messages).where(messages.c.pending_id == bindparam("pending_id"), not_parent_question())
 )
-_BUNDLE_SESSION = (
+_BUNDLE_SESSION = hot(
     select(messages.c.task_session_id)
     .where(messages.c.pending_id == bindparam("pending_id"))
     .limit(1)
 )
-_SET_METADATA = (
+_SET_METADATA = hot(
     update(messages)
     .where(messages.c.id == bindparam("message_id"))
     .values(metadata=bindparam("new_metadata", type_=JsonText))
     .returning(*messages.c)
 )
-_SET_METADATA_AND_TIME = (
+_SET_METADATA_AND_TIME = hot(
     update(messages)
     .where(messages.c.id == bindparam("message_id"))
     .values(

@@ -49,6 +49,7 @@ from clarion.store.bundles import (
     run_rows,
     set_keys,
 )
+from clarion.store.fastpath import hot
 from clarion.store.messages import insert_message, resolve_turn
 from clarion.store.outbox import OutboxQueries
 from clarion.store.predicates import (
@@ -75,15 +76,19 @@ _ACTIVE_IDS = (
     .where(pending_in_current_turn(session_id=_SESSION))
     .order_by(messages.c.pending_id)
 )
-_CLAIMABLE = select(messages).where(
-    messages.c.pending_id == _PENDING_ID,
-    pending_in_current_turn(session_id=_SESSION),
-    session_not_terminal(messages.c.task_session_id),
+_CLAIMABLE = hot(
+    select(messages).where(
+        messages.c.pending_id == _PENDING_ID,
+        pending_in_current_turn(session_id=_SESSION),
+        session_not_terminal(messages.c.task_session_id),
+    )
 )
-_WITH_INTENT = select(messages).where(
-    messages.c.id.in_(_IDS),
-    messages.c.pending_id == _PENDING_ID,
-    flag(messages.c.metadata, INTENT),
+_WITH_INTENT = hot(
+    select(messages).where(
+        messages.c.id.in_(_IDS),
+        messages.c.pending_id == _PENDING_ID,
+        flag(messages.c.metadata, INTENT),
+    )
 )
 _RESTORABLE = select(messages).where(
     messages.c.id.in_(_IDS),

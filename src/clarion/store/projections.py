@@ -13,6 +13,7 @@ from typing import Any
 from sqlalchemy import bindparam, select
 
 from clarion.domain.models import MessageType, MetaKey, PendingAction
+from clarion.store.fastpath import hot
 from clarion.store.predicates import (
     PENDING_STATUSES,
     TERMINAL_STATES,
@@ -30,11 +31,13 @@ from clarion.store.tx import Tx
 CHUNK = 500
 
 _LIVE = task_sessions.c.state.not_in(TERMINAL_STATES)
-_CURRENT_OF_IDS = current_turns(task_sessions.c.id.in_(bindparam("ids", expanding=True)) & _LIVE)
+_CURRENT_OF_IDS = hot(
+    current_turns(task_sessions.c.id.in_(bindparam("ids", expanding=True)) & _LIVE)
+)
 _CURRENT_OF_TASK = current_turns(
     (task_sessions.c.task_id == bindparam("task_id")) & _LIVE
 ).order_by(task_sessions.c.created_at, task_sessions.c.id)
-_PENDING_IN_TURNS = (
+_PENDING_IN_TURNS = hot(
     select(messages.c.task_session_id, messages.c.turn_id)
     .distinct()
     .where(
@@ -45,16 +48,18 @@ _PENDING_IN_TURNS = (
 )
 # Every permission request of the given turns (a turn holds few); the newest one per turn
 # decides. Found through ix_messages_turn_type_order.
-PERMISSIONS_IN_TURNS = select(
-    messages.c.task_session_id,
-    messages.c.turn_id,
-    messages.c.id,
-    messages.c.created_at,
-    messages.c.metadata,
-).where(
-    messages.c.turn_id.in_(bindparam("turn_ids", expanding=True)),
-    messages.c.type == MessageType.PERMISSION_REQUEST.value,
-    not_parent_question(),
+PERMISSIONS_IN_TURNS = hot(
+    select(
+        messages.c.task_session_id,
+        messages.c.turn_id,
+        messages.c.id,
+        messages.c.created_at,
+        messages.c.metadata,
+    ).where(
+        messages.c.turn_id.in_(bindparam("turn_ids", expanding=True)),
+        messages.c.type == MessageType.PERMISSION_REQUEST.value,
+        not_parent_question(),
+    )
 )
 
 

@@ -7,8 +7,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import Row
-
 from clarion.domain.models import (
     AuthorType,
     Message,
@@ -23,6 +21,10 @@ from clarion.domain.models import (
 from clarion.ports import Clock
 from clarion.store.engine import Db
 
+# A result row: SQLAlchemy's `Row`, or the fast path's named tuple (`clarion.store.fastrows`);
+# both give the columns by attribute.
+Record = Any
+
 
 class StoreBase:
     """What every query mixin of SqlStore needs: the transactions and the clock."""
@@ -31,11 +33,11 @@ class StoreBase:
     _clock: Clock
 
 
-def to_workspace(row: Row[Any]) -> Workspace:
+def to_workspace(row: Record) -> Workspace:
     return Workspace(id=row.id, name=row.name)
 
 
-def to_task(row: Row[Any]) -> Task:
+def to_task(row: Record) -> Task:
     return Task(
         id=row.id,
         title=row.title,
@@ -47,7 +49,7 @@ def to_task(row: Row[Any]) -> Task:
     )
 
 
-def to_session(row: Row[Any]) -> Session:
+def to_session(row: Record) -> Session:
     return Session(
         id=row.id,
         task_id=row.task_id,
@@ -60,7 +62,7 @@ def to_session(row: Row[Any]) -> Session:
     )
 
 
-def to_turn(row: Row[Any]) -> Turn:
+def to_turn(row: Record) -> Turn:
     return Turn(
         id=row.id,
         session_id=row.task_session_id,
@@ -73,7 +75,7 @@ def to_turn(row: Row[Any]) -> Turn:
     )
 
 
-def to_message(row: Row[Any]) -> Message:
+def to_message(row: Record) -> Message:
     return Message(
         id=row.id,
         session_id=row.task_session_id,

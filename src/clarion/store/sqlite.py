@@ -35,7 +35,9 @@ from typing import Any
 
 from sqlalchemy import create_engine, event
 from sqlalchemy.engine import URL, Connection, Engine
+from sqlalchemy.exc import DBAPIError
 
+from clarion.store.fastpath import Plans
 from clarion.store.tx import InlineTx
 
 log = logging.getLogger(__name__)
@@ -69,7 +71,18 @@ def configure(engine: Engine, *, auto_checkpoint: bool = True) -> None:
     @event.listens_for(engine, "begin")
     def _on_begin(conn: Connection) -> None:
         writing = bool(conn.get_execution_options().get(WRITE_OPTION))
-        conn.exec_driver_sql("BEGIN IMMEDIATE" if writing else "BEGIN")
+        sql = "BEGIN IMMEDIATE" if writing else "BEGIN"
+        # On the DBAPI connection itself: through `exec_driver_sql` SQLAlchemy's execution
+        # machinery cost as much as the BEGIN, once per transaction. A failure (the busy
+        # timeout ran out) still raises SQLAlchemy's exception class.
+        dbapi_error = conn.dialect.loaded_dbapi.Error
+        cursor = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
+        try:
+            cursor.execute(sql)
+        except dbapi_error as err:
+            raise DBAPIError.instance(sql, (), err, dbapi_error, dialect=conn.dialect) from err
+        finally:
+            cursor.close()
 
 
 # One writer queue per database file and event loop, shared by every store of this process
@@ -109,17 +122,18 @@ class InlineSqlite:
         self._idle_readers: list[Connection] = []
         self._idle_writers: list[Connection] = []
         self._checkpoints = _Checkpointer(self._database)
+        self._plans = Plans(self._engine.dialect)
 
     @asynccontextmanager
     async def read(self) -> AsyncIterator[InlineTx]:
         with self._transaction(self._idle_readers, self._engine) as conn:
-            yield InlineTx(conn)
+            yield InlineTx(conn, self._plans)
 
     @asynccontextmanager
     async def write(self) -> AsyncIterator[InlineTx]:
         async with self._writer_queue():
             with self._transaction(self._idle_writers, self._writer_engine) as conn:
-                yield InlineTx(conn)
+                yield InlineTx(conn, self._plans)
         self._checkpoints.after_write()
 
     @contextmanager

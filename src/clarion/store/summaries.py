@@ -15,6 +15,7 @@ from sqlalchemy.exc import IntegrityError
 from clarion.domain.errors import NotFound
 from clarion.domain.models import StatusSummary
 from clarion.ports import SummaryInputs
+from clarion.store.fastpath import hot
 from clarion.store.projections import read_pending_actions
 from clarion.store.rows import StoreBase, to_session
 from clarion.store.schema import task_status_summaries, tasks
@@ -25,13 +26,13 @@ log = logging.getLogger(__name__)
 summaries = task_status_summaries
 
 
-_SUMMARY_OF_TASK = select(summaries).where(summaries.c.task_id == bindparam("task_id"))
+_SUMMARY_OF_TASK = hot(select(summaries).where(summaries.c.task_id == bindparam("task_id")))
 # The compare-and-set statements, built once: building and cache-keying an UPDATE per call
 # cost more than running it.
 _WORKSPACE_OF_TASK = select(tasks.c.workspace_id).where(tasks.c.id == bindparam("task_id"))
 _REVISION_OF_TASK = select(summaries.c.revision).where(summaries.c.task_id == bindparam("task_id"))
 _INSERT_SUMMARY = insert(summaries)
-_CAS_UPDATE = (
+_CAS_UPDATE = hot(
     update(summaries)
     .where(
         summaries.c.task_id == bindparam("b_task_id"),

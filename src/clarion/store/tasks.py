@@ -17,6 +17,7 @@ from clarion.domain.models import (
     WorkflowStep,
     Workspace,
 )
+from clarion.store.fastpath import hot
 from clarion.store.rows import StoreBase, to_session, to_task, to_workspace
 from clarion.store.schema import task_sessions, tasks, workspaces
 from clarion.store.tx import Tx
@@ -24,8 +25,8 @@ from clarion.store.tx import Tx
 NON_TERMINAL = tuple(s for s in SessionState if s not in TERMINAL_SESSION_STATES)
 
 
-_SESSION_BY_ID = select(task_sessions).where(task_sessions.c.id == bindparam("session_id"))
-SESSIONS_OF_TASK = (
+_SESSION_BY_ID = hot(select(task_sessions).where(task_sessions.c.id == bindparam("session_id")))
+SESSIONS_OF_TASK = hot(
     select(task_sessions)
     .where(task_sessions.c.task_id == bindparam("task_id"))
     .order_by(task_sessions.c.created_at, task_sessions.c.id)
@@ -39,7 +40,7 @@ async def read_session(conn: Tx, session_id: str) -> Session:
     return to_session(row)
 
 
-_MOVE_SESSION = (
+_MOVE_SESSION = hot(
     update(task_sessions)
     .where(
         task_sessions.c.id == bindparam("session_id"),

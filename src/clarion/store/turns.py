@@ -14,6 +14,7 @@ from sqlalchemy import and_, bindparam, insert, not_, or_, select, update
 from clarion.domain.errors import NotFound
 from clarion.domain.ids import new_id
 from clarion.domain.models import DISPATCH_KEYS, MetaKey, Session, Turn
+from clarion.store.fastpath import hot
 from clarion.store.predicates import authoritative, current_turn_id, referenced
 from clarion.store.rows import StoreBase, to_session, to_turn
 from clarion.store.schema import task_session_turns as turns
@@ -26,11 +27,13 @@ log = logging.getLogger(__name__)
 
 
 # Built once: composing the current-turn expression costs more than running it.
-_TURN_BY_ID = select(turns).where(turns.c.id == bindparam("turn_id"))
+_TURN_BY_ID = hot(select(turns).where(turns.c.id == bindparam("turn_id")))
 _CURRENT_TURN_ID = select(current_turn_id(bindparam("session_id")))
-_SESSION_WITH_CURRENT_TURN = select(
-    task_sessions, current_turn_id(task_sessions.c.id).label("current_turn_id")
-).where(task_sessions.c.id == bindparam("session_id"))
+_SESSION_WITH_CURRENT_TURN = hot(
+    select(task_sessions, current_turn_id(task_sessions.c.id).label("current_turn_id")).where(
+        task_sessions.c.id == bindparam("session_id")
+    )
+)
 
 
 async def read_turn(conn: Tx, turn_id: str) -> Turn | None:
