@@ -28,7 +28,7 @@ from clarion.api import (
     routes_tasks,
     ws,
 )
-from clarion.api.errors import error_body, install_error_handlers
+from clarion.api.errors import error_response, install_error_handlers
 from clarion.api.forwarding import forwarded_by, standby_error
 from clarion.api.openapi import install_openapi
 from clarion.api.services import ApiServices
@@ -84,9 +84,7 @@ class ReadinessGate:
             error: ServiceStarting = await standby_error(view)
         else:
             error = ServiceStarting("Clarion is starting")
-        status, body = error_body(error)
-        response = JSONResponse(body, status_code=status)
-        await response(scope, receive, send)
+        await error_response(error)(scope, receive, send)
 
 
 def create_app(services: ApiServices, mcp: McpEndpoint) -> FastAPI:

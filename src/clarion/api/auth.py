@@ -19,7 +19,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from starlette.websockets import WebSocket
 
 from clarion.api.bodies import parse_body, read_json_object
-from clarion.api.errors import error_body
+from clarion.api.errors import error_response
 from clarion.api.openapi import body, errors
 from clarion.domain.errors import Unauthenticated
 from clarion.orchestrator.access import EVERYONE, AccessControl, Caller
@@ -94,8 +94,7 @@ class AuthGate:
 
 
 async def _refuse(scope: Scope, receive: Receive, send: Send, exc: Unauthenticated) -> None:
-    status, body = error_body(exc)
-    response = JSONResponse(body, status_code=status, headers={"WWW-Authenticate": "Bearer"})
+    response = error_response(exc, headers={"WWW-Authenticate": "Bearer"})
     if scope["type"] == "http":
         await response(scope, receive, send)
         return

@@ -90,6 +90,12 @@ def error_body(exc: BaseException) -> tuple[int, dict[str, Any]]:
     return 500, _body("internal", INTERNAL_MESSAGE, False)
 
 
+def error_response(exc: BaseException, headers: Mapping[str, str] | None = None) -> JSONResponse:
+    """`exc` as a JSON response, with `error_body`'s status and body."""
+    status, body = error_body(exc)
+    return JSONResponse(body, status_code=status, headers=headers)
+
+
 def ws_error_payload(exc: BaseException) -> dict[str, Any]:
     """The payload of a WebSocket `error` envelope: `{code, message, retryable, ...extras}`."""
     payload: dict[str, Any] = error_body(exc)[1]["error"]

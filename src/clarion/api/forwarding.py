@@ -27,10 +27,9 @@ import time
 from collections.abc import Coroutine
 from typing import Any
 
-from fastapi.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from clarion.api.errors import error_body
+from clarion.api.errors import error_response
 from clarion.domain.errors import ReplicaStandby, ReplicaUnreachable
 from clarion.ports.cluster import (
     ClusterView,
@@ -50,7 +49,7 @@ _CREDENTIALS = frozenset({"authorization", "cookie"})
 # How long the active replica's identity is trusted before the replica list is read again.
 _ACTIVE_TTL_S = 1.0
 # Hop-by-hop headers (and the length, which the relayed body sets again) are not relayed.
-_HOP_BY_HOP = frozenset(
+HOP_BY_HOP = frozenset(
     {"connection", "keep-alive", "transfer-encoding", "upgrade", "content-length", "te"}
 )
 
@@ -87,7 +86,7 @@ class ToActiveReplica:
         headers = [
             (k.encode("latin-1"), v.encode("latin-1"))
             for k, v in reply.headers
-            if k.lower() not in _HOP_BY_HOP
+            if k.lower() not in HOP_BY_HOP
         ]
         headers.append((b"content-length", str(len(reply.body)).encode()))
         await send({"type": "http.response.start", "status": reply.status, "headers": headers})
@@ -222,10 +221,9 @@ async def standby_error(
 
 
 def _reply(error: Exception) -> ForwardedReply:
-    status, body = error_body(error)
-    response = JSONResponse(body, status_code=status)
+    response = error_response(error)
     return ForwardedReply(
-        status=status,
+        status=response.status_code,
         headers=(("content-type", "application/json"),),
         body=bytes(response.body),
     )

@@ -22,20 +22,17 @@ import logging
 from collections.abc import Awaitable, Callable
 
 import httpx
-from fastapi.responses import JSONResponse
 from starlette.types import Receive, Scope, Send
 
-from clarion.api.errors import error_body
-from clarion.api.forwarding import FORWARDED_BY, read_body
+from clarion.api.errors import error_response
+from clarion.api.forwarding import FORWARDED_BY, HOP_BY_HOP, read_body
 from clarion.domain.errors import ReplicaStandby
 from clarion.ports.cluster import ReplicaInfo
 
 log = logging.getLogger(__name__)
 
-# Not relayed: hop-by-hop headers, and Host and the length, which the next hop sets itself.
-_NOT_RELAYED = frozenset(
-    {"connection", "keep-alive", "transfer-encoding", "upgrade", "te", "host", "content-length"}
-)
+# Not relayed: hop-by-hop headers and the length, and Host, which names this replica.
+_NOT_RELAYED = HOP_BY_HOP | {"host"}
 # Connecting to the active replica is quick or it is not there; the response may take hours.
 _TIMEOUT = httpx.Timeout(connect=5.0, read=None, write=30.0, pool=5.0)
 
@@ -64,7 +61,8 @@ class McpToActive:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         active = await self._active()
         if active is None or active.id == self._replica_id:
-            await _error(scope, receive, send, await self._refused(None, "no replica is active"))
+            refusal = await self._refused(None, "no replica is active")
+            await error_response(refusal)(scope, receive, send)
             return
         query = scope.get("query_string", b"").decode("latin-1")
         url = active.advertise_url.rstrip("/") + scope["path"] + (f"?{query}" if query else "")
@@ -83,7 +81,7 @@ class McpToActive:
                 "could not proxy an MCP request to the active replica",
                 extra={"replica": self._replica_id, "active": active.id, "reason": repr(exc)},
             )
-            await _error(scope, receive, send, await self._refused(active, repr(exc)))
+            await error_response(await self._refused(active, repr(exc)))(scope, receive, send)
             return
         pump = asyncio.ensure_future(self._relay(upstream, send, active.id))
         gone = asyncio.ensure_future(_until_disconnected(receive))
@@ -124,8 +122,3 @@ class McpToActive:
 async def _until_disconnected(receive: Receive) -> None:
     while (await receive())["type"] != "http.disconnect":
         pass
-
-
-async def _error(scope: Scope, receive: Receive, send: Send, error: Exception) -> None:
-    status, body = error_body(error)
-    await JSONResponse(body, status_code=status)(scope, receive, send)

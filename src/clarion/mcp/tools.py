@@ -19,10 +19,9 @@ from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
 from mcp.server.transport_security import TransportSecuritySettings
 from pydantic import BaseModel, Field, ValidationError
 from starlette.requests import Request
-from starlette.responses import JSONResponse
 from starlette.types import Message, Receive, Scope, Send
 
-from clarion.api.errors import error_body
+from clarion.api.errors import error_response
 from clarion.clarification.asker import Asker
 from clarion.domain.errors import InvalidInput, NotFound, QuestionDetached, Unauthenticated
 from clarion.domain.questions import MAX_OPTIONS, MAX_QUESTIONS, MIN_OPTIONS, MIN_QUESTIONS
@@ -140,9 +139,8 @@ class McpEndpoint:
                 "MCP request refused: bad or missing session secret",
                 extra={"session_id": session_id},
             )
-            status, body = error_body(Unauthenticated("missing or wrong session token"))
-            response = JSONResponse(body, status_code=status)
-            await response(scope, receive, send)
+            refusal = error_response(Unauthenticated("missing or wrong session token"))
+            await refusal(scope, receive, send)
             return
         sent = _ResponseTracker(send)
         try:
