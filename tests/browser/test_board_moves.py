@@ -38,6 +38,37 @@ def test_dragging_a_card_to_another_column_moves_the_task(
     )
 
 
+def test_the_board_waits_while_a_card_is_pressed_so_a_drag_survives_a_refresh(
+    shared_server: ServerProcess, page: Page
+) -> None:
+    """A refresh that lands between the button going down on a card and the pointer moving used
+    to replace the card, and the browser then started no drag (seen as a flaky drag test)."""
+    task_id = shared_server.create_task("Pressed while the board changes")
+    open_board(page, shared_server)
+    board = page.get_by_test_id("board")
+    expect(
+        page.get_by_test_id("column-backlog").get_by_test_id(f"task-card-{task_id}")
+    ).to_be_visible()
+    expect(board).not_to_have_attribute("aria-busy", "true")
+
+    page.get_by_test_id(f"task-card-{task_id}").hover()
+    page.mouse.down()
+    other_id = shared_server.create_task("Arrives mid-press")
+    expect(board).to_have_attribute("aria-busy", "true")
+    expect(page.get_by_test_id(f"task-card-{other_id}")).to_have_count(0)
+    page.get_by_test_id("column-review").hover()
+    page.mouse.up()
+
+    expect(
+        page.get_by_test_id("column-review").get_by_test_id(f"task-card-{task_id}")
+    ).to_be_visible()
+    expect(
+        page.get_by_test_id("column-backlog").get_by_test_id(f"task-card-{other_id}")
+    ).to_be_visible()
+    expect(board).not_to_have_attribute("aria-busy", "true")
+    assert _step(shared_server, task_id) == "review"
+
+
 def test_keyboard_moves_a_card_one_column_at_a_time(
     shared_server: ServerProcess, page: Page
 ) -> None:

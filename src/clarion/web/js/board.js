@@ -30,18 +30,37 @@ export function stepLabel(step) {
 const DRAG_TYPE = "application/x-clarion-task";
 
 /**
- * While a card is being dragged the board is not rebuilt: replacing the dragged card would end the
- * person's drag. A render asked for meanwhile is kept (the newest) and done when the drag ends.
- * @type {{active: boolean, deferred: null | (() => void)}}
+ * While a card is pressed or dragged the board is not rebuilt: replacing the card under the
+ * person's pointer would end the drag before it starts (the browser starts a drag only from the
+ * element the button went down on, once the pointer moves) or lose the click. A render asked for
+ * meanwhile is kept (the newest), the board says it is busy, and the render is done when the
+ * press or the drag ends.
+ * @type {{pressed: boolean, active: boolean, deferred: null | (() => void)}}
  */
-const drag = { active: false, deferred: null };
+const drag = { pressed: false, active: false, deferred: null };
 
-function dragEnded() {
-  drag.active = false;
+function renderDeferred() {
+  if (drag.pressed || drag.active) return;
   const render = drag.deferred;
   drag.deferred = null;
   render?.();
 }
+
+function dragEnded() {
+  drag.active = false;
+  drag.pressed = false;
+  renderDeferred();
+}
+
+/** A press ends with the button's release anywhere, or when the window loses focus mid-press.
+ * The deferred render waits one task so the release's click still reaches the card it pressed. */
+function pressEnded() {
+  if (!drag.pressed) return;
+  drag.pressed = false;
+  setTimeout(renderDeferred, 0);
+}
+document.addEventListener("mouseup", pressEnded, true);
+window.addEventListener("blur", pressEnded);
 
 /**
  * A card: opens the task on click (or Enter on its title button); drags to another column; and
@@ -73,6 +92,7 @@ function card(state, taskId, view) {
       testid: `task-card-${taskId}`, draggable: "true",
       dataset: { taskId, step },
       onClick: () => view.onOpen(taskId),
+      onMousedown: (/** @type {MouseEvent} */ e) => { if (e.button === 0) drag.pressed = true; },
       onDragend: dragEnded,
       onDragstart: (/** @type {DragEvent} */ e) => {
         drag.active = true;
@@ -142,10 +162,12 @@ function column(step, ids, state, view) {
  * @param {BoardView} view
  */
 export function renderBoard(root, state, view) {
-  if (drag.active) {
+  if (drag.pressed || drag.active) {
     drag.deferred = () => renderBoard(root, state, view);
+    root.setAttribute("aria-busy", "true");
     return;
   }
+  root.removeAttribute("aria-busy");
   const steps = view.steps.length ? view.steps : DEFAULT_STEPS;
   /** @type {Record<string, string[]>} */
   const byStep = Object.fromEntries(steps.map((s) => [s, []]));
