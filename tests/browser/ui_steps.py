@@ -34,9 +34,12 @@ def start_session(
 
 
 def open_board(page: Page, server: ServerProcess) -> None:
-    """Loads the board and waits until the live feed is open, so no event is missed."""
+    """Loads the board and waits until the live feed is open, so no event is missed, and the
+    board has rendered its columns (the first render follows the first read, which may come
+    after the feed opens)."""
     page.goto(f"{server.url}/")
     expect(page.get_by_test_id("connection-status")).to_have_attribute("data-status", "open")
+    expect(page.get_by_test_id("column-backlog")).to_be_visible()
 
 
 def open_pending_task(page: Page, task_id: str, *, tap: bool = False) -> None:
