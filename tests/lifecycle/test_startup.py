@@ -8,8 +8,9 @@ import contextlib
 import pytest
 from sqlalchemy import update
 
-from clarion.domain.models import AuthorType, MessageType, MetaKey, Question
+from clarion.domain.models import AuthorType, MessageType, MetaKey, Question, SessionState
 from clarion.domain.questions import bundle_row_metadata, parse_ask
+from clarion.domain.scope import SessionScope
 from clarion.ports import NewMessage
 from clarion.store.schema import task_session_turns
 from tests.lifecycle.harness import ASK_DB, answer_db, detached_question, running_lifecycle
@@ -64,6 +65,43 @@ async def test_restart_detaches_bundles_and_interrupts_open_turns(store_url: str
         assert turn.metadata.get(MetaKey.INTERRUPTED) is True
         result = await life.app.services.resolver.respond(pending_id, answer_db())
         assert result.resumed, "a question from before the restart is still answerable"
+
+
+async def test_a_scoped_recovery_detaches_and_settles_only_the_sessions_in_scope(
+    store_url: str,
+) -> None:
+    async with running_lifecycle(store_url) as life:
+        pending: dict[str, str] = {}
+        for _ in range(2):
+            _, session_id = await life.start_session()
+            # What a dead replica leaves: a question in the open turn, and no waiter.
+            rows = [
+                NewMessage(
+                    session_id=session_id,
+                    author_type=AuthorType.AGENT,
+                    type=MessageType.CLARIFICATION_REQUEST,
+                    content=q.prompt,
+                    metadata=m,
+                )
+                for q, m in zip(*_bundle_parts(f"p-{len(pending)}"), strict=True)
+            ]
+            # The second stays running: a full recovery would move it to waiting_for_input.
+            state = SessionState.RUNNING if pending else SessionState.WAITING_FOR_INPUT
+            await life.store.create_bundle(session_id, rows, session_state=state)
+            pending[session_id] = f"p-{len(pending)}"
+        adopted, running = pending
+        turn_before = await life.store.find_current_turn(running)
+
+        report = await life.app.recovery.run(SessionScope.only([adopted]))
+
+        assert (report.bundles_detached, report.turns_interrupted) == (1, 1)
+        assert await life.state(pending[adopted]) == "active_detached"
+        turn = await life.store.find_current_turn(adopted)
+        assert turn is not None and turn.metadata.get(MetaKey.INTERRUPTED) is True
+        bundle = await life.bundle(pending[running])
+        assert MetaKey.AGENT_DISCONNECTED not in bundle.rows[0].metadata
+        assert await life.store.find_current_turn(running) == turn_before
+        assert (await life.store.get_session(running)).state is SessionState.RUNNING
 
 
 async def test_malformed_reservation_fails_startup_and_changes_nothing(store_url: str) -> None:

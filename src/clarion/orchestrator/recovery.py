@@ -6,6 +6,10 @@ permission requests the previous process left pending (expired, never re-sent: t
 that made them is gone); turns the previous process left open. Every step is a query that is
 harmless to run twice, and any failure aborts startup: nothing may supersede an unrecovered
 claim.
+
+A scope narrows every step to some sessions (a cluster replica adopting a dead replica's
+sessions recovers those and leaves the ones live replicas run alone); a server's own startup
+recovers every session.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from dataclasses import dataclass
 
 from clarion import failpoints
 from clarion.domain.models import SessionState
+from clarion.domain.scope import EVERY_SESSION, SessionScope
 from clarion.orchestrator.permissions import SERVER_RESTARTED
 from clarion.ports import DetachedBundle, RecoveryStore
 from clarion.projection.events import EventPublisher
@@ -45,11 +50,11 @@ class StartupRecovery:
         self._projector = projector
         self._publisher = publisher
 
-    async def run(self) -> RecoveryReport:
+    async def run(self, scope: SessionScope = EVERY_SESSION) -> RecoveryReport:
         epoch = await self._projector.allocate_epoch()
 
         await failpoints.hit("startup.reservations")
-        reservations = await self._store.reconcile_reservations()
+        reservations = await self._store.reconcile_reservations(scope=scope)
         for r in reservations:
             log.info(
                 "startup: reservation reconciled",
@@ -64,7 +69,7 @@ class StartupRecovery:
             )
 
         await failpoints.hit("startup.intents")
-        intents = await self._store.reconcile_intents()
+        intents = await self._store.reconcile_intents(scope=scope)
         for i in intents:
             log.info(
                 "startup: delivery intent reconciled",
@@ -78,13 +83,13 @@ class StartupRecovery:
 
         # A resend in flight when the process stopped may or may not have reached the agent,
         # like the dispatch it repeated: those answers read ambiguous again.
-        for pending_id in await self._store.release_resends():
+        for pending_id in await self._store.release_resends(scope=scope):
             log.info(
                 "startup: resend in flight released; ambiguous again",
                 extra={"pending_id": pending_id},
             )
 
-        outbox = await self._store.list_outbox_turns()
+        outbox = await self._store.list_outbox_turns(scope=scope)
         for turn in outbox:
             await self._publisher.turn("started", turn)
             if turn.completed_at is not None:
@@ -98,7 +103,7 @@ class StartupRecovery:
         await self._store.clear_outboxes([turn.id for turn in outbox])
 
         # Set-based: one transaction for every orphaned bundle, one summary refresh per task.
-        bundles = await self._store.detach_all_bundles()
+        bundles = await self._store.detach_all_bundles(scope=scope)
         for bundle in bundles:
             log.info(
                 "startup: bundle lost its waiter; detached",
@@ -113,7 +118,7 @@ class StartupRecovery:
         detached = len(bundles)
 
         # Before the open turns complete: a pending request can only sit in an open turn.
-        expired = await self._store.expire_stale_permissions(reason=SERVER_RESTARTED)
+        expired = await self._store.expire_stale_permissions(reason=SERVER_RESTARTED, scope=scope)
         for message in expired:
             log.info(
                 "startup: permission request expired",
@@ -127,19 +132,21 @@ class StartupRecovery:
         for task_id in sorted({m.task_id for m in expired}):
             await self._publisher.refresh_summary(task_id)
 
-        for pending_id in await self._store.mark_unread_live_answers():
+        for pending_id in await self._store.mark_unread_live_answers(scope=scope):
             log.info(
                 "startup: live answer the agent may not have read; delivery ambiguous",
                 extra={"pending_id": pending_id},
             )
-        open_turns = await self._store.complete_open_turns(metadata_patch={"interrupted": True})
+        open_turns = await self._store.complete_open_turns(
+            metadata_patch={"interrupted": True}, scope=scope
+        )
         for turn in open_turns:
             log.info(
                 "startup: open turn completed as interrupted",
                 extra={"session_id": turn.session_id, "turn_id": turn.id},
             )
             await self._publisher.turn_quietly("completed", turn)
-        await self._settle_sessions()
+        await self._settle_sessions(scope)
 
         report = RecoveryReport(
             epoch=epoch,
@@ -152,7 +159,8 @@ class StartupRecovery:
             turns_interrupted=len(open_turns),
             permissions_expired=len(expired),
         )
-        log.info("startup recovery finished", extra={"report": report})
+        sessions = "every" if scope.session_ids is None else len(scope.session_ids)
+        log.info("startup recovery finished", extra={"report": report, "sessions": sessions})
         return report
 
     async def _refresh_summaries(self, changed: Sequence[DetachedBundle]) -> None:
@@ -164,10 +172,10 @@ class StartupRecovery:
         for task_id in sorted({b.task_id for b in changed}):
             await self._publisher.refresh_summary(task_id)
 
-    async def _settle_sessions(self) -> None:
+    async def _settle_sessions(self, scope: SessionScope) -> None:
         """No agent survives a restart: running sessions wait for input or sit idle."""
         live = [SessionState.STARTING, SessionState.RUNNING, SessionState.WAITING_FOR_INPUT]
-        sessions = await self._store.list_sessions_in_states(live)
+        sessions = scope.pick(await self._store.list_sessions_in_states(live), lambda s: s.id)
         active: set[str] = set()
         for task_id in sorted({s.task_id for s in sessions}):
             active.update(await self._store.sessions_with_active_clarification(task_id))

@@ -18,6 +18,7 @@ from sqlalchemy import bindparam, select, update
 
 from clarion.domain.flags import flag as is_set
 from clarion.domain.models import Delivery, Message, MetaKey
+from clarion.domain.scope import EVERY_SESSION, SessionScope
 from clarion.store.bundles import (
     MetaChange,
     bundle_rows,
@@ -126,14 +127,17 @@ class DeliveryQueries(StoreBase):
             ]
             return await rewrite(conn, rows, change, now=None)
 
-    async def release_resends(self) -> list[str]:
+    async def release_resends(self, *, scope: SessionScope = EVERY_SESSION) -> list[str]:
         async with self._db.write() as conn:
-            rows = await select_rows(conn, flag(messages.c.metadata, MetaKey.RESEND_PENDING))
+            rows = scope.pick(
+                await select_rows(conn, flag(messages.c.metadata, MetaKey.RESEND_PENDING)),
+                lambda r: r.session_id,
+            )
             await self._db.lock_sessions(conn, [r.session_id for r in rows])
             released = await rewrite(conn, rows, _releasable, now=None)
         return sorted({str(r.metadata.get(MetaKey.PENDING_ID, "")) for r in released})
 
-    async def mark_unread_live_answers(self) -> list[str]:
+    async def mark_unread_live_answers(self, *, scope: SessionScope = EVERY_SESSION) -> list[str]:
         async with self._db.write() as conn:
             await self._db.lock_key(conn, "clarion-startup-recovery")
             open_turns = [str(t) for t in (await conn.execute(_OPEN_TURN_IDS)).scalars()]
@@ -143,7 +147,7 @@ class DeliveryQueries(StoreBase):
                     await select_rows(conn, *_DELIVERED_IN, messages.c.turn_id.in_(part))
                 )
             by_bundle: dict[tuple[str, str], list[Message]] = {}
-            for row in delivered:
+            for row in scope.pick(delivered, lambda r: r.session_id):
                 key = (row.turn_id or "", str(row.metadata.get(MetaKey.PENDING_ID, "")))
                 by_bundle.setdefault(key, []).append(row)
             unread: list[Message] = []

@@ -17,6 +17,7 @@ from sqlalchemy import bindparam, select, update
 from clarion.domain.errors import NotFound
 from clarion.domain.models import Message, MessageType, SessionState
 from clarion.domain.permissions import PermissionKey, PermissionStatus, status_of
+from clarion.domain.scope import EVERY_SESSION, SessionScope
 from clarion.domain.webhooks import PERMISSION_DECIDED, PERMISSION_REQUESTED, WebhookFact
 from clarion.ports import NewMessage, Written
 from clarion.store.messages import insert_message, read_message, resolve_turn
@@ -177,11 +178,17 @@ class PermissionQueries(OutboxQueries):
             ]
             return await _settle(conn, rows, status, reason, now)
 
-    async def expire_stale_permissions(self, *, reason: str) -> tuple[Message, ...]:
+    async def expire_stale_permissions(
+        self, *, reason: str, scope: SessionScope = EVERY_SESSION
+    ) -> tuple[Message, ...]:
         """Startup: every request a previous process left pending -> expired."""
         now = self._clock.now()
         async with self._db.write() as conn:
             rows = [to_message(r) for r in await conn.execute(_IN_OPEN_TURNS)]
-            pending = [r for r in rows if status_of(r) is PermissionStatus.PENDING]
+            pending = [
+                r
+                for r in scope.pick(rows, lambda r: r.session_id)
+                if status_of(r) is PermissionStatus.PENDING
+            ]
             await self._db.lock_sessions(conn, [r.session_id for r in pending])
             return await _settle(conn, pending, PermissionStatus.EXPIRED, reason, now)

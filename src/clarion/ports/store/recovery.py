@@ -1,4 +1,8 @@
-"""Startup recovery's view of the store (RecoveryStore)."""
+"""Startup recovery's view of the store (RecoveryStore).
+
+Every step takes a scope: it acts only on rows of sessions inside it (a server's own startup:
+every session; a cluster replica's adoption: the sessions it adopted). Rows outside the scope
+are neither read for a decision nor changed."""
 
 from __future__ import annotations
 
@@ -11,6 +15,7 @@ from clarion.domain.models import (
     SessionState,
     Turn,
 )
+from clarion.domain.scope import SessionScope
 from clarion.ports.store.lookups import Lookups
 from clarion.ports.store.records import (
     DetachedBundle,
@@ -22,7 +27,9 @@ from clarion.ports.store.records import (
 class RecoveryStore(Lookups, Protocol):
     """Startup recovery, in the contract's order; every step harmless to repeat."""
 
-    async def reconcile_reservations(self) -> list[ReservationRecovery]:
+    async def reconcile_reservations(
+        self, *, scope: SessionScope = ...
+    ) -> list[ReservationRecovery]:
         """Startup, one transaction: every unpublished reservation is kept (attempted or
         referenced: rows finalized, `delivery` recorded, outbox marker set) or deleted with exactly
         its claimed rows restored while current. Raises CorruptReservationError, changing nothing,
@@ -30,29 +37,31 @@ class RecoveryStore(Lookups, Protocol):
         """
         ...
 
-    async def reconcile_intents(self) -> list[IntentRecovery]:
+    async def reconcile_intents(self, *, scope: SessionScope = ...) -> list[IntentRecovery]:
         """Startup, one transaction: every delivery intent no reservation owns is restored to
         pending while its turn is current and the session live, else retired as terminal history.
         """
         ...
 
-    async def release_resends(self) -> list[str]:
+    async def release_resends(self, *, scope: SessionScope = ...) -> list[str]:
         """Startup: every resend a stopped process left in flight reads ambiguous again.
         Returns the pending ids released."""
         ...
 
-    async def mark_unread_live_answers(self) -> list[str]:
+    async def mark_unread_live_answers(self, *, scope: SessionScope = ...) -> list[str]:
         """Startup, before open turns are completed: a live-delivered answer in an open turn
         after which the agent wrote nothing may never have reached it (the process died
         between the confirmation and the tool result); its rows read `delivery: "ambiguous"`.
         Returns the pending ids marked; a repeat marks nothing new."""
         ...
 
-    async def expire_stale_permissions(self, *, reason: str) -> tuple[Message, ...]:
+    async def expire_stale_permissions(
+        self, *, reason: str, scope: SessionScope = ...
+    ) -> tuple[Message, ...]:
         """Startup: every request the previous process left pending -> expired; changed rows."""
         ...
 
-    async def list_outbox_turns(self) -> list[Turn]:
+    async def list_outbox_turns(self, *, scope: SessionScope = ...) -> list[Turn]:
         """Kept successors whose `session.turn.started` is still to be published (outbox marker)."""
         ...
 
@@ -60,7 +69,7 @@ class RecoveryStore(Lookups, Protocol):
         """Drop the outbox marker of these turns, in one transaction; the ids it cleared."""
         ...
 
-    async def detach_all_bundles(self) -> tuple[DetachedBundle, ...]:
+    async def detach_all_bundles(self, *, scope: SessionScope = ...) -> tuple[DetachedBundle, ...]:
         """`detach_bundles` for every current-turn pending bundle not yet detached, in one
         transaction. Returns the bundles it changed, by (session_id, pending_id), so a repeat
         returns (). Only their keys: startup never needs the rows themselves, and reading
@@ -68,7 +77,10 @@ class RecoveryStore(Lookups, Protocol):
         ...
 
     async def complete_open_turns(
-        self, *, metadata_patch: Mapping[str, Any] | None = None
+        self,
+        *,
+        metadata_patch: Mapping[str, Any] | None = None,
+        scope: SessionScope = ...,
     ) -> list[Turn]:
         """`complete_turn` for every open authoritative turn, across sessions, in one transaction.
         Returns the turns as completed."""

@@ -8,6 +8,7 @@ from collections import defaultdict
 from datetime import datetime
 
 from clarion.domain.models import Message, MetaKey
+from clarion.domain.scope import EVERY_SESSION, SessionScope
 from clarion.ports import IntentRecovery
 from clarion.store.bundles import drop_keys, restore_pending, rewrite, run_rows, select_rows
 from clarion.store.predicates import clarification_rows
@@ -31,7 +32,9 @@ async def _restore_or_retire(conn: Tx, rows: list[Message], now: datetime) -> bo
 
 
 class IntentRecoveryQueries(StoreBase):
-    async def reconcile_intents(self) -> list[IntentRecovery]:
+    async def reconcile_intents(
+        self, *, scope: SessionScope = EVERY_SESSION
+    ) -> list[IntentRecovery]:
         decisions: list[IntentRecovery] = []
         async with self._db.write() as conn:
             await self._db.lock_key(conn, STARTUP_LOCK)
@@ -45,7 +48,7 @@ class IntentRecoveryQueries(StoreBase):
             intents = await select_rows(
                 conn, clarification_rows(), flag(messages.c.metadata, INTENT)
             )
-            for row in intents:
+            for row in scope.pick(intents, lambda r: r.session_id):
                 if row.id not in owned:
                     bundles[str(row.metadata.get(MetaKey.PENDING_ID, ""))].append(row)
             await self._db.lock_sessions(

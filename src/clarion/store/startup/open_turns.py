@@ -9,6 +9,7 @@ from typing import Any
 from sqlalchemy import bindparam, select, update
 
 from clarion.domain.models import Turn
+from clarion.domain.scope import EVERY_SESSION, SessionScope
 from clarion.store.predicates import authoritative
 from clarion.store.rows import StoreBase, to_turn
 from clarion.store.schema import task_session_turns as turns
@@ -33,13 +34,18 @@ _COMPLETE_TURN = (
 
 class OpenTurnQueries(StoreBase):
     async def complete_open_turns(
-        self, *, metadata_patch: Mapping[str, Any] | None = None
+        self,
+        *,
+        metadata_patch: Mapping[str, Any] | None = None,
+        scope: SessionScope = EVERY_SESSION,
     ) -> list[Turn]:
         now = self._clock.now()
         patch = dict(metadata_patch or {})
         async with self._db.write() as conn:
             await self._db.lock_key(conn, STARTUP_LOCK)
-            open_turns = [to_turn(row) for row in await conn.execute(_OPEN_TURNS)]
+            open_turns = scope.pick(
+                [to_turn(row) for row in await conn.execute(_OPEN_TURNS)], lambda t: t.session_id
+            )
             await self._db.lock_sessions(conn, sorted({t.session_id for t in open_turns}))
             done = [
                 Turn(

@@ -12,6 +12,7 @@ from typing import Any
 from sqlalchemy import bindparam, not_, select, tuple_, update
 
 from clarion.domain.models import MetaKey
+from clarion.domain.scope import EVERY_SESSION, SessionScope
 from clarion.domain.webhooks import CLARIFICATION_DETACHED, WebhookFact, questions_of_rows
 from clarion.ports import DetachedBundle
 from clarion.store.bundles import bundle_rows
@@ -64,14 +65,16 @@ def _detached_fact(
 
 
 class OrphanQueries(OutboxQueries):
-    async def detach_all_bundles(self) -> tuple[DetachedBundle, ...]:
+    async def detach_all_bundles(
+        self, *, scope: SessionScope = EVERY_SESSION
+    ) -> tuple[DetachedBundle, ...]:
         now = self._clock.now()
         async with self._db.write() as conn:
             await self._db.lock_key(conn, STARTUP_LOCK)
             current = {
                 str(sid): str(tid)
                 for sid, tid in await conn.execute(current_turns(LIVE_SESSION))
-                if tid is not None
+                if tid is not None and scope.covers(str(sid))
             }
             await self._db.lock_sessions(conn, sorted(current))
             pairs = sorted(current.items())

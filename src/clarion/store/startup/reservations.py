@@ -19,6 +19,7 @@ from sqlalchemy import bindparam, delete, select, update
 
 from clarion.domain.flags import is_truthy as truthy
 from clarion.domain.models import DISPATCH_KEYS, Delivery, Message, MetaKey, Turn
+from clarion.domain.scope import EVERY_SESSION, SessionScope
 from clarion.ports import ReservationRecovery
 from clarion.store.bundles import bundle_order, drop_keys, restore_pending, run_rows
 from clarion.store.projections import chunks
@@ -94,10 +95,15 @@ _DELETE_TURN = delete(turns).where(turns.c.id == bindparam("turn_id"))
 
 
 class ReservationRecoveryQueries(StoreBase):
-    async def reconcile_reservations(self) -> list[ReservationRecovery]:
+    async def reconcile_reservations(
+        self, *, scope: SessionScope = EVERY_SESSION
+    ) -> list[ReservationRecovery]:
         async with self._db.write() as conn:
             await self._db.lock_key(conn, STARTUP_LOCK)
-            plans = [plan(turn) for turn in await reserved_turns(conn)]
+            # Out of scope first: a malformed reservation of another replica's session is not
+            # this recovery's to refuse.
+            reserved = scope.pick(await reserved_turns(conn), lambda t: t.session_id)
+            plans = [plan(turn) for turn in reserved]
             await self._db.lock_sessions(conn, [p.turn.session_id for p in plans])
             return await reconcile_plans(conn, plans, self._clock.now())
 

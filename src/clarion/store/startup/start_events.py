@@ -9,6 +9,7 @@ from typing import Any
 from sqlalchemy import bindparam, select, update
 
 from clarion.domain.models import MetaKey, Turn
+from clarion.domain.scope import EVERY_SESSION, SessionScope
 from clarion.store.bundles import drop_keys
 from clarion.store.projections import chunks
 from clarion.store.rows import StoreBase, to_turn
@@ -22,14 +23,15 @@ _TURNS_AMONG = select(turns).where(turns.c.id.in_(bindparam("ids", expanding=Tru
 
 
 class StartEventQueries(StoreBase):
-    async def list_outbox_turns(self) -> list[Turn]:
+    async def list_outbox_turns(self, *, scope: SessionScope = EVERY_SESSION) -> list[Turn]:
         query = (
             select(turns)
             .where(flag(turns.c.metadata, START_EVENT))
             .order_by(turns.c.started_at, turns.c.created_at, turns.c.id)
         )
         async with self._db.read() as conn:
-            return [to_turn(row) for row in await conn.execute(query)]
+            turns_found = [to_turn(row) for row in await conn.execute(query)]
+        return scope.pick(turns_found, lambda t: t.session_id)
 
     async def clear_outbox(self, turn_id: str) -> bool:
         async with self._db.write() as conn:
