@@ -18,6 +18,7 @@ from clarion.bus.nats import NatsUnavailable
 from clarion.cluster_mode import cluster_mode, until_leading
 from clarion.config import Settings
 from clarion.config_files import redacted
+from clarion.domain.scope import EVERY_SESSION, SessionScope
 from clarion.orchestrator.recovery import RecoveryReport
 from clarion.ports import AgentRuntime
 from clarion.sample import offer_sample_task
@@ -105,14 +106,17 @@ async def run_server(
             port = server.servers[0].sockets[0].getsockname()[1]
             base["url"] = f"http://{_client_host(settings.host)}:{port}"
             on_listening(base["url"])
+            scope = EVERY_SESSION
             if replica is not None:
                 await replica.join(settings.advertise_url or base["url"])
                 beats = asyncio.ensure_future(replica.heartbeats())
                 if not await until_leading(replica, serving):
                     return None
                 await app.claim_leadership(replica.replica_id, replica.stop_fenced)
+                # Recovery acts on the sessions this replica adopted, and on no other.
+                scope = SessionScope.only(await app.adopt_sessions(replica.replica_id))
             try:
-                report = await app.recovery.run()
+                report = await app.recovery.run(scope)
             except Exception as exc:
                 log.exception("startup recovery failed")
                 raise RecoveryFailed(f"startup recovery failed: {exc}") from exc

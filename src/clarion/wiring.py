@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
@@ -100,6 +101,9 @@ class App:
     waiters: LiveWaiters
     # Cluster mode: take the next leadership epoch and fence every session write with it.
     claim_leadership: Callable[[str, Callable[[str], None]], Awaitable[int]]
+    # Cluster mode: make every session no running replica owns this replica's (and every new
+    # one); the ids adopted (store/ownership.py).
+    adopt_sessions: Callable[[str], Awaitable[list[str]]]
 
 
 RuntimeFactory = Callable[
@@ -243,9 +247,17 @@ async def build(
                 bus=bus,
                 waiters=waiters,
                 claim_leadership=sql_store.claim_leadership,
+                adopt_sessions=functools.partial(_adopt_sessions, sql_store),
             )
         finally:
             watchdogs.cancel_all()
+
+
+async def _adopt_sessions(store: SqlStore, replica_id: str) -> list[str]:
+    """Active/standby: only the active replica runs agents, so every session that is not
+    already this replica's belonged to a replica that is gone (or to a single-mode server)."""
+    store.own_new_sessions(replica_id)
+    return await store.adopt_sessions(replica_id, still_running=())
 
 
 @contextlib.asynccontextmanager

@@ -7,9 +7,17 @@ from collections.abc import Callable, Sequence
 
 import httpx
 
+from tests.conftest import _pg_connect_kwargs, _run
 from tests.e2e.harness import RESUME_MARK, ServerProcess, wait_until
 
-__all__ = ["RESUME_MARK", "cluster_list", "health", "one_active_two_standbys", "wait_role"]
+__all__ = [
+    "RESUME_MARK",
+    "cluster_list",
+    "health",
+    "one_active_two_standbys",
+    "session_owner",
+    "wait_role",
+]
 
 NATS = "nats://127.0.0.1:4222"
 TIMEOUT_S = "4"  # the replica timeout; short, yet well above a loaded machine's stalls
@@ -57,3 +65,22 @@ def one_active_two_standbys(
     for server in standbys:
         wait_role(server, "standby")
     return active, standbys[0], standbys[1]
+
+
+def session_owner(server: ServerProcess, session_id: str) -> str | None:
+    """The replica the session belongs to, as its row says."""
+
+    async def read() -> str | None:
+        import asyncpg
+
+        conn = await asyncpg.connect(**_pg_connect_kwargs(server.database_url))
+        try:
+            owner = await conn.fetchval(
+                "SELECT owner_replica_id FROM task_sessions WHERE id = $1", session_id
+            )
+        finally:
+            await conn.close()
+        return None if owner is None else str(owner)
+
+    result: str | None = _run(read)
+    return result

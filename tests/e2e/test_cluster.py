@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from tests.conftest import _pg_admin, _run
-from tests.e2e.cluster import RESUME_MARK, cluster_list, health, wait_role
+from tests.e2e.cluster import RESUME_MARK, cluster_list, health, session_owner, wait_role
 from tests.e2e.harness import ServerProcess, answer, wait_until
 
 pytestmark = pytest.mark.postgres
@@ -77,6 +77,7 @@ def test_a_standby_serves_the_api_and_mcp_through_the_active_replica_and_takes_o
     first_id = str(health(first)[1]["replica"])
     roles = {r["id"]: (r["role"], r["advertise_url"]) for r in cluster_list(second)}
     assert roles[first_id] == ("active", first.url)
+    assert session_owner(first, session_id) == first_id
     assert [role for role, _ in roles.values()].count("standby") == 1
     wait_until(
         lambda: {r["id"]: r["sessions"] for r in cluster_list(first)}[first_id] == 1,
@@ -93,6 +94,7 @@ def test_a_standby_serves_the_api_and_mcp_through_the_active_replica_and_takes_o
     first.kill()  # SIGKILL: its locks go with its database connection
     second_id = wait_role(second, "active", timeout=60)
     assert [(r["id"], r["role"]) for r in cluster_list(second)] == [(second_id, "active")]
+    assert session_owner(second, session_id) == second_id  # adopted, then recovered
     assert second.bundle(pending_id)["state"] == "active_detached"
     response = second.respond(pending_id, answer("db", "sqlite"))
     assert response.status_code == 200, response.text

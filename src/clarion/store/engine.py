@@ -108,6 +108,8 @@ class Db:
         self._inline: sqlite.InlineSqlite | None = None
         # Cluster mode: the active replica's leadership epoch, checked by every session write.
         self.fence: LeaderFence | None = None
+        # Cluster mode: the replica new sessions belong to (store/ownership.py).
+        self.owner: str | None = None
         if self.is_postgres:
             self._async_writer = engine.execution_options(**{sqlite.WRITE_OPTION: True})
             self._async_reader = engine.execution_options(isolation_level="REPEATABLE READ")

@@ -26,6 +26,7 @@ from clarion.store.messages import MessageQueries
 from clarion.store.meta import MetaQueries
 from clarion.store.migrations import migrate
 from clarion.store.outbox import OutboxQueries
+from clarion.store.ownership import OwnershipQueries
 from clarion.store.permissions import PermissionQueries
 from clarion.store.projections import ProjectionQueries
 from clarion.store.reservations import ReservationQueries
@@ -91,6 +92,7 @@ class SqlStore(
     PermissionQueries,
     FailureQueries,
     OutboxQueries,
+    OwnershipQueries,
 ):
     """Every method is one transaction. Writes that touch a session's turns or clarification
     rows hold that session's write lock for the whole transaction.

@@ -16,7 +16,7 @@ import logging
 from collections.abc import Callable
 from datetime import UTC, datetime
 
-from sqlalchemy import Column, Connection, Integer, MetaData, Table, insert, select, text
+from sqlalchemy import Column, Connection, Integer, MetaData, Table, insert, inspect, select, text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from clarion.store.engine import Db
@@ -78,6 +78,19 @@ def _v6_cluster_replicas(conn: Connection) -> None:
     cluster_schema.create_all(conn, checkfirst=True)
 
 
+def _v7_session_owner(conn: Connection) -> None:
+    # task_sessions.owner_replica_id: which cluster replica runs the session's agent. A
+    # database created by this version's v1 already has it.
+    columns = {str(c["name"]) for c in inspect(conn).get_columns("task_sessions")}
+    if "owner_replica_id" not in columns:
+        conn.execute(text("ALTER TABLE task_sessions ADD COLUMN owner_replica_id VARCHAR(64)"))
+    conn.execute(
+        text(
+            "CREATE INDEX IF NOT EXISTS ix_task_sessions_owner ON task_sessions (owner_replica_id)"
+        )
+    )
+
+
 MIGRATIONS: tuple[Callable[[Connection], None], ...] = (
     _v1_initial_tables,
     _v2_access_control,
@@ -85,6 +98,7 @@ MIGRATIONS: tuple[Callable[[Connection], None], ...] = (
     _v4_turn_type_order_index,
     _v5_webhook_outbox,
     _v6_cluster_replicas,
+    _v7_session_owner,
 )
 LATEST_VERSION = len(MIGRATIONS)
 

@@ -61,8 +61,11 @@ task_sessions = Table(
     Column("metadata", JsonText, nullable=False),
     Column("created_at", UtcDateTime, nullable=False),
     Column("updated_at", UtcDateTime, nullable=False),
+    # Cluster mode: the replica that runs the session's agent (null: a single-mode server's).
+    Column("owner_replica_id", String(64), nullable=True),
     Index("ix_task_sessions_task", "task_id", "created_at", "id"),
     Index("ix_task_sessions_state", "state"),
+    Index("ix_task_sessions_owner", "owner_replica_id"),
 )
 
 task_session_turns = Table(

@@ -196,6 +196,7 @@ class TaskQueries(StoreBase):
                     metadata={},
                     created_at=now,
                     updated_at=now,
+                    owner_replica_id=self._db.owner,
                 )
             )
         return session
