@@ -17,14 +17,13 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 
-from sqlalchemy import bindparam, select, text
+from sqlalchemy import TextClause, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from clarion.store import sqlite
-from clarion.store.fence import READ_EPOCH_SHARED, LeaderFence
-from clarion.store.schema import task_sessions
-from clarion.store.tx import AsyncTx, Tx
+from clarion.store.fence import LEADER_EPOCH_KEY, READ_EPOCH_SHARED, LeaderFence
+from clarion.store.tx import AsyncTx, Result, Tx
 
 log = logging.getLogger(__name__)
 
@@ -72,23 +71,40 @@ def _sqlite_engine(url: str, database: str | None) -> AsyncEngine:
 
 
 _LOCK_KEY = text("SELECT pg_advisory_xact_lock(hashtextextended(:key, 0))")
-_LOCK_SESSION_ROW = (
-    select(task_sessions.c.id)
-    .where(task_sessions.c.id == bindparam("session_id"))
-    .with_for_update()
-)
 
-# Keys locked one after the other in array order (WITH ORDINALITY keeps it explicit).
-_LOCK_KEYS = text(
-    "SELECT pg_advisory_xact_lock(hashtextextended(k.key, 0)) "
-    "FROM unnest(CAST(:keys AS text[])) WITH ORDINALITY AS k(key, n) ORDER BY k.n"
+# A session's locks in one statement, in the order every writer takes them: first the advisory
+# key (the materialized CTE; no row reaches the row lock above the join without it), then the
+# session row. A statement per lock was a round trip per locked write.
+_SESSION_KEY = "WITH k AS MATERIALIZED (SELECT pg_advisory_xact_lock(hashtextextended(:key, 0)))"
+# Many sessions: every key in array order (counted, so the CTE runs to the end), then the rows
+# in id order (the row locks are taken after the sort).
+_SESSION_KEYS = (
+    "WITH k AS MATERIALIZED (SELECT count(*) FROM ("
+    "SELECT pg_advisory_xact_lock(hashtextextended(x.key, 0)) "
+    "FROM unnest(CAST(:keys AS text[])) WITH ORDINALITY AS x(key, n) ORDER BY x.n) AS locked)"
 )
-_LOCK_SESSION_ROWS = (
-    select(task_sessions.c.id)
-    .where(task_sessions.c.id.in_(bindparam("session_ids", expanding=True)))
-    .order_by(task_sessions.c.id)
-    .with_for_update()
+_ONE_ROW = " FROM task_sessions AS s CROSS JOIN k{meta} WHERE s.id = :session_id{epoch}"
+_MANY_ROWS = (
+    " FROM task_sessions AS s CROSS JOIN k{meta} WHERE s.id = ANY(CAST(:session_ids AS text[]))"
+    "{epoch} ORDER BY s.id"
 )
+# Cluster mode: the same statement reads the leadership epoch under FOR SHARE (store/fence.py).
+_FENCED = {
+    "meta": " CROSS JOIN kandev_meta AS m",
+    "epoch": f" AND m.key = '{LEADER_EPOCH_KEY}'",
+}
+_UNFENCED = {"meta": "", "epoch": ""}
+
+
+def _session_locks(head: str, rows: str, *, fenced: bool) -> TextClause:
+    parts = _FENCED if fenced else _UNFENCED
+    columns = " SELECT s.id, m.value AS epoch" if fenced else " SELECT s.id"
+    lock = " FOR UPDATE OF s FOR SHARE OF m" if fenced else " FOR UPDATE OF s"
+    return text(head + columns + rows.format(**parts) + lock)
+
+
+_LOCK_SESSION = {f: _session_locks(_SESSION_KEY, _ONE_ROW, fenced=f) for f in (False, True)}
+_LOCK_SESSIONS = {f: _session_locks(_SESSION_KEYS, _MANY_ROWS, fenced=f) for f in (False, True)}
 
 
 class Db:
@@ -166,9 +182,11 @@ class Db:
         On SQLite `BEGIN IMMEDIATE` already holds the only write lock, so there is nothing to
         take (and no statement to spend)."""
         if self.is_postgres:
-            await self.lock_key(conn, "task-session-turn:" + session_id)
-            await conn.execute(_LOCK_SESSION_ROW, {"session_id": session_id})
-            await self._check_fence(conn)
+            result = await conn.execute(
+                _LOCK_SESSION[self.fence is not None],
+                {"key": _session_key(session_id), "session_id": session_id},
+            )
+            await self._check_fence(conn, result)
 
     async def lock_sessions(self, conn: Tx, session_ids: Sequence[str]) -> None:
         """`lock_session` for many sessions, in id order (so two callers cannot deadlock),
@@ -176,11 +194,21 @@ class Db:
         if not self.is_postgres or not session_ids:
             return
         ordered = sorted(set(session_ids))
-        await conn.execute(_LOCK_KEYS, {"keys": ["task-session-turn:" + s for s in ordered]})
-        await conn.execute(_LOCK_SESSION_ROWS, {"session_ids": ordered})
-        await self._check_fence(conn)
+        result = await conn.execute(
+            _LOCK_SESSIONS[self.fence is not None],
+            {"keys": [_session_key(s) for s in ordered], "session_ids": ordered},
+        )
+        await self._check_fence(conn, result)
 
-    async def _check_fence(self, conn: Tx) -> None:
-        """After the session locks: one statement, only in cluster mode (store/fence.py)."""
-        if self.fence is not None:
-            self.fence.check((await conn.execute(READ_EPOCH_SHARED)).scalar())
+    async def _check_fence(self, conn: Tx, locked: Result) -> None:
+        """Cluster mode: the epoch the lock statement read (store/fence.py). No row back (no
+        such session, or no epoch stored) reads the epoch on its own, as before."""
+        if self.fence is None:
+            return
+        row = locked.first()
+        stored = row.epoch if row is not None else (await conn.execute(READ_EPOCH_SHARED)).scalar()
+        self.fence.check(stored)
+
+
+def _session_key(session_id: str) -> str:
+    return "task-session-turn:" + session_id

@@ -1,0 +1,141 @@
+"""The session lock on PostgreSQL: one statement takes the session's advisory key and then its
+row (every writer takes them in that order, or two writers could deadlock), for one session or
+many, and in cluster mode reads the leadership epoch in the same statement."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import pytest
+from sqlalchemy import event, text
+
+from clarion.domain.models import Session
+from clarion.store import SqlStore
+from clarion.store.tx import Tx
+from tests.store.conftest import World
+
+pytestmark = pytest.mark.postgres
+CEILING_S = 60.0  # a ceiling for waits, never a delay
+
+
+@pytest.fixture
+def db_kind() -> str:
+    return "postgres"
+
+
+async def _backend_waits_on_a_lock(store: SqlStore) -> None:
+    query = text(
+        "SELECT count(*) FROM pg_stat_activity "
+        "WHERE datname = current_database() AND wait_event_type = 'Lock'"
+    )
+    async with asyncio.timeout(CEILING_S):
+        while True:
+            async with store.engine.connect() as conn:
+                if await conn.scalar(query):
+                    return
+            await asyncio.sleep(0.02)
+
+
+async def _row_is_free(store: SqlStore, session_id: str) -> bool:
+    """Whether another transaction could lock the session row right now."""
+    async with store.engine.connect() as conn, conn.begin():
+        found = await conn.execute(
+            text("SELECT id FROM task_sessions WHERE id = :id FOR UPDATE SKIP LOCKED"),
+            {"id": session_id},
+        )
+        return found.first() is not None
+
+
+@pytest.fixture
+async def held_key(world: World) -> AsyncIterator[Callable[[Session], Awaitable[None]]]:
+    """Holds a session's advisory key in a transaction of its own until the test ends it."""
+    release = asyncio.Event()
+    tasks: list[asyncio.Task[None]] = []
+
+    async def hold(session: Session) -> None:
+        held = asyncio.Event()
+
+        async def holder() -> None:
+            db = world.store._db
+            async with db.write() as conn:
+                await db.lock_key(conn, "task-session-turn:" + session.id)
+                held.set()
+                await release.wait()
+
+        tasks.append(asyncio.create_task(holder()))
+        await asyncio.wait_for(held.wait(), CEILING_S)
+
+    yield hold
+    release.set()
+    await asyncio.gather(*tasks)
+
+
+async def _lock(world: World, lock: Callable[[Tx], Awaitable[None]]) -> None:
+    db = world.store._db
+    async with db.write() as conn:
+        await lock(conn)
+
+
+@pytest.mark.parametrize("many", [False, True], ids=["one", "many"])
+async def test_the_lock_waits_for_the_key_before_it_takes_the_row(
+    world: World, held_key: Callable[[Session], Awaitable[None]], many: bool
+) -> None:
+    first, second = await world.session(), await world.session()
+    await held_key(second)
+    db = world.store._db
+
+    async def lock(conn: Tx) -> None:
+        if many:
+            await db.lock_sessions(conn, [second.id, first.id])
+        else:
+            await db.lock_session(conn, second.id)
+
+    waiting = asyncio.ensure_future(_lock(world, lock))
+    await _backend_waits_on_a_lock(world.store)
+
+    assert not waiting.done()
+    # Waiting on the key, it holds no session row yet: not the waited-for one, nor (many) the
+    # one whose key it already took.
+    assert await _row_is_free(world.store, second.id)
+    assert await _row_is_free(world.store, first.id)
+    waiting.cancel()
+
+
+async def test_a_lock_holds_the_key_and_the_row_until_its_transaction_ends(world: World) -> None:
+    session = await world.session()
+    db = world.store._db
+    async with db.write() as conn:
+        await db.lock_sessions(conn, [session.id])
+        assert not await _row_is_free(world.store, session.id)
+        other = asyncio.ensure_future(
+            _lock(world, lambda c: db.lock_key(c, "task-session-turn:" + session.id))
+        )
+        await _backend_waits_on_a_lock(world.store)
+        assert not other.done()
+    await asyncio.wait_for(other, CEILING_S)
+    assert await _row_is_free(world.store, session.id)
+
+
+@pytest.mark.parametrize("fenced", [False, True], ids=["single", "cluster"])
+async def test_a_session_lock_is_one_statement(world: World, fenced: bool) -> None:
+    session = await world.session()
+    if fenced:
+        await world.store.claim_leadership("replica-a", lambda reason: None)
+    db = world.store._db
+    statements: list[str] = []
+
+    def count(*args: Any) -> None:
+        statements.append(str(args[2]))
+
+    event.listen(world.store.engine.sync_engine, "before_cursor_execute", count)
+    try:
+        async with db.write() as conn:
+            statements.clear()
+            await db.lock_session(conn, session.id)
+            await db.lock_sessions(conn, [session.id])
+    finally:
+        event.remove(world.store.engine.sync_engine, "before_cursor_execute", count)
+    assert len(statements) == 2, statements
+    assert all(("kandev_meta" in s) is fenced for s in statements)
