@@ -59,6 +59,47 @@ async def test_a_replica_fenced_by_an_older_epoch_writes_nothing_and_is_stopped_
     assert await _contents(other, session.id) == ["before the takeover", "new"]
 
 
+async def test_a_write_to_a_session_another_replica_adopted_is_refused_and_stops_the_replica(
+    world: World, other: SqlStore
+) -> None:
+    stopped: list[str] = []
+    session = await world.session()
+    await world.turn(session)
+    await world.store.claim_leadership("replica-a", stopped.append)
+    world.store.own_new_sessions("replica-a")
+    assert await world.store.adopt_sessions("replica-a") == [session.id]
+    await world.say(session, "mine")
+
+    # Adopted by another replica (which does so only once it takes replica-a for gone); the
+    # epoch did not change, so the owner alone refuses, for one session and for many.
+    assert await other.adopt_sessions("replica-b") == [session.id]
+    with pytest.raises(FencedOut, match="belongs to replica replica-b"):
+        await world.say(session, "not mine any more")
+    with pytest.raises(FencedOut, match="belongs to replica replica-b"):
+        await world.store.complete_open_turns()
+
+    assert len(stopped) == 2
+    assert await _contents(other, session.id) == ["mine"]
+    assert [t.session_id for t in await other.list_open_turns()] == [session.id]
+
+
+async def test_a_replica_fenced_by_an_older_epoch_creates_no_session(
+    world: World, other: SqlStore
+) -> None:
+    """Else it would own a session no later check of the epoch's could keep it from."""
+    stopped: list[str] = []
+    task_id = (await world.session()).task_id
+    await world.store.claim_leadership("replica-a", stopped.append)
+    await world.store.create_session(task_id=task_id, agent="builtin", is_primary=False)
+    await other.claim_leadership("replica-b", lambda reason: None)
+
+    with pytest.raises(FencedOut):
+        await world.store.create_session(task_id=task_id, agent="builtin", is_primary=False)
+
+    assert len(stopped) == 1
+    assert len(await other.list_sessions(task_id)) == 2
+
+
 async def test_a_takeover_waits_for_the_old_leaders_write_in_flight(
     world: World, other: SqlStore
 ) -> None:

@@ -98,7 +98,9 @@ _UNFENCED = {"meta": "", "epoch": ""}
 
 def _session_locks(head: str, rows: str, *, fenced: bool) -> TextClause:
     parts = _FENCED if fenced else _UNFENCED
-    columns = " SELECT s.id, m.value AS epoch" if fenced else " SELECT s.id"
+    columns = (
+        " SELECT s.id, s.owner_replica_id AS owner, m.value AS epoch" if fenced else " SELECT s.id"
+    )
     lock = " FOR UPDATE OF s FOR SHARE OF m" if fenced else " FOR UPDATE OF s"
     return text(head + columns + rows.format(**parts) + lock)
 
@@ -200,14 +202,27 @@ class Db:
         )
         await self._check_fence(conn, result)
 
+    async def check_epoch(self, conn: Tx) -> None:
+        """Cluster mode, for a write that creates a session (there is no session to lock
+        yet): the leadership epoch alone, read FOR SHARE like the lock statement reads it.
+        Without it a replica taken for gone could create a session it would then own."""
+        if self.fence is not None:
+            self.fence.check((await conn.execute(READ_EPOCH_SHARED)).scalar())
+
     async def _check_fence(self, conn: Tx, locked: Result) -> None:
-        """Cluster mode: the epoch the lock statement read (store/fence.py). No row back (no
-        such session, or no epoch stored) reads the epoch on its own, as before."""
+        """Cluster mode: the epoch the lock statement read, and (once this replica owns
+        sessions) each locked session's owner (store/fence.py). No row back (no such session,
+        or no epoch stored) reads the epoch on its own."""
         if self.fence is None:
             return
-        row = locked.first()
-        stored = row.epoch if row is not None else (await conn.execute(READ_EPOCH_SHARED)).scalar()
-        self.fence.check(stored)
+        rows = list(locked)
+        if not rows:
+            await self.check_epoch(conn)
+            return
+        self.fence.check(rows[0].epoch)
+        if self.owner is not None:
+            for row in rows:
+                self.fence.check_owner(row.id, row.owner, self.owner)
 
 
 def _session_key(session_id: str) -> str:

@@ -15,6 +15,11 @@ So a replica that comes back late (frozen past the fencing window, then resumed)
 on the sessions it lost, even before its heartbeat watchdog stops it. The refusal calls the
 fence's `on_lost` first (the replica stops itself at once) and then raises FencedOut.
 
+The same statement reads each locked session's owner (store/ownership.py): once the replica
+owns sessions, a write to a session another replica adopted is refused the same way. With one
+active replica the epoch already covers it; with sessions on several replicas (not built) the
+owner check is the one that fences a single session.
+
 SQLite has no cluster mode and no fence. Imported by the rest of `clarion.store`.
 """
 
@@ -23,6 +28,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import NoReturn
 
 from sqlalchemy import select
 
@@ -51,10 +57,22 @@ class LeaderFence:
     def check(self, stored: object) -> None:
         if stored is not None and str(stored).strip() == str(self.epoch):
             return
-        reason = (
+        self._refuse(
             f"leadership epoch is {stored} in the database, this replica holds {self.epoch}: "
             "another replica has taken over"
         )
+
+    def check_owner(self, session_id: str, owner: object, replica_id: str) -> None:
+        """A session changes owner only when another replica adopted it, which it does only
+        once this replica was taken for gone: so this replica must stop, as for the epoch."""
+        if owner == replica_id:
+            return
+        self._refuse(
+            f"session {session_id} belongs to replica {owner}, not to this replica "
+            f"({replica_id}): another replica has adopted it"
+        )
+
+    def _refuse(self, reason: str) -> NoReturn:
         log.critical("write refused by the leadership fence", extra={"reason": reason})
         self.on_lost(reason)
         raise FencedOut(reason)
