@@ -21,6 +21,20 @@ def _bundle_parts(pending_id: str) -> tuple[tuple[Question, ...], list[dict[str,
     return questions, bundle_row_metadata(pending_id, questions, context)
 
 
+def _rows_left_by_a_crash(session_id: str, pending_id: str) -> list[NewMessage]:
+    """A question's rows as a crash leaves them: written in the open turn, with no waiter."""
+    return [
+        NewMessage(
+            session_id=session_id,
+            author_type=AuthorType.AGENT,
+            type=MessageType.CLARIFICATION_REQUEST,
+            content=q.prompt,
+            metadata=m,
+        )
+        for q, m in zip(*_bundle_parts(pending_id), strict=True)
+    ]
+
+
 async def test_recovery_is_harmless_to_run_twice(store_url: str) -> None:
     async with running_lifecycle(store_url) as life:
         _, session_id = await life.start_session()
@@ -42,17 +56,7 @@ async def test_restart_detaches_bundles_and_interrupts_open_turns(store_url: str
         _, session_id = await life.start_session()
         # What a crash leaves: a question's rows in the running, open turn, and no waiter.
         written = await life.store.create_bundle(
-            session_id,
-            [
-                NewMessage(
-                    session_id=session_id,
-                    author_type=AuthorType.AGENT,
-                    type=MessageType.CLARIFICATION_REQUEST,
-                    content=q.prompt,
-                    metadata=m,
-                )
-                for q, m in zip(*_bundle_parts("p-crash"), strict=True)
-            ],
+            session_id, _rows_left_by_a_crash(session_id, "p-crash")
         )
         rows = written.rows
         pending_id = rows[0].metadata["pending_id"]
@@ -75,16 +79,7 @@ async def test_a_scoped_recovery_detaches_and_settles_only_the_sessions_in_scope
         for _ in range(2):
             _, session_id = await life.start_session()
             # What a dead replica leaves: a question in the open turn, and no waiter.
-            rows = [
-                NewMessage(
-                    session_id=session_id,
-                    author_type=AuthorType.AGENT,
-                    type=MessageType.CLARIFICATION_REQUEST,
-                    content=q.prompt,
-                    metadata=m,
-                )
-                for q, m in zip(*_bundle_parts(f"p-{len(pending)}"), strict=True)
-            ]
+            rows = _rows_left_by_a_crash(session_id, f"p-{len(pending)}")
             # The second stays running: a full recovery would move it to waiting_for_input.
             state = SessionState.RUNNING if pending else SessionState.WAITING_FOR_INPUT
             await life.store.create_bundle(session_id, rows, session_state=state)

@@ -5,13 +5,14 @@ Every test here runs once per backend through the `db_kind` fixture of tests/con
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from sqlalchemy import update
+from sqlalchemy import text, update
 
 from clarion.clock import ManualClock
 from clarion.domain.ids import new_id
@@ -145,3 +146,18 @@ class World:
 @pytest.fixture
 def world(store: SqlStore, clock: ManualClock) -> World:
     return World(store, clock)
+
+
+async def until_a_backend_waits_on_a_lock(store: SqlStore, ceiling_s: float = 60.0) -> None:
+    """PostgreSQL: until some transaction of the test's database waits on a lock (a ceiling,
+    never a delay)."""
+    query = text(
+        "SELECT count(*) FROM pg_stat_activity "
+        "WHERE datname = current_database() AND wait_event_type = 'Lock'"
+    )
+    async with asyncio.timeout(ceiling_s):
+        while True:
+            async with store.engine.connect() as conn:
+                if await conn.scalar(query):
+                    return
+            await asyncio.sleep(0.02)

@@ -10,13 +10,12 @@ import asyncio
 from collections.abc import AsyncIterator
 
 import pytest
-from sqlalchemy import text
 
 from clarion.clock import ManualClock
 from clarion.ports import NewMessage
 from clarion.store import SqlStore, open_store
 from clarion.store.fence import FencedOut
-from tests.store.conftest import World
+from tests.store.conftest import World, until_a_backend_waits_on_a_lock
 
 pytestmark = pytest.mark.postgres
 CEILING_S = 60.0  # a ceiling for waits, never a delay
@@ -110,7 +109,7 @@ async def test_a_takeover_waits_for_the_old_leaders_write_in_flight(
     async with db.write() as conn:
         await db.lock_session(conn, session.id)  # the fence is read FOR SHARE from here on
         claim = asyncio.ensure_future(other.claim_leadership("replica-b", lambda reason: None))
-        await _until_a_backend_waits_on_a_lock(world.store)
+        await until_a_backend_waits_on_a_lock(world.store)
         assert not claim.done()
     # The old leader's transaction ended (committed): only now does the takeover go through.
     await asyncio.wait_for(claim, CEILING_S)
@@ -125,16 +124,3 @@ async def test_a_store_that_never_claimed_is_not_fenced(world: World, other: Sql
     await other.claim_leadership("replica-b", lambda reason: None)
     await world.say(session, "single mode")
     assert await _contents(world.store, session.id) == ["single mode"]
-
-
-async def _until_a_backend_waits_on_a_lock(store: SqlStore) -> None:
-    query = text(
-        "SELECT count(*) FROM pg_stat_activity "
-        "WHERE datname = current_database() AND wait_event_type = 'Lock'"
-    )
-    async with asyncio.timeout(CEILING_S):
-        while True:
-            async with store.engine.connect() as conn:
-                if await conn.scalar(query):
-                    return
-            await asyncio.sleep(0.02)

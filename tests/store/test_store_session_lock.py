@@ -14,7 +14,7 @@ from sqlalchemy import event, text
 from clarion.domain.models import Session
 from clarion.store import SqlStore
 from clarion.store.tx import Tx
-from tests.store.conftest import World
+from tests.store.conftest import World, until_a_backend_waits_on_a_lock
 
 pytestmark = pytest.mark.postgres
 CEILING_S = 60.0  # a ceiling for waits, never a delay
@@ -23,19 +23,6 @@ CEILING_S = 60.0  # a ceiling for waits, never a delay
 @pytest.fixture
 def db_kind() -> str:
     return "postgres"
-
-
-async def _backend_waits_on_a_lock(store: SqlStore) -> None:
-    query = text(
-        "SELECT count(*) FROM pg_stat_activity "
-        "WHERE datname = current_database() AND wait_event_type = 'Lock'"
-    )
-    async with asyncio.timeout(CEILING_S):
-        while True:
-            async with store.engine.connect() as conn:
-                if await conn.scalar(query):
-                    return
-            await asyncio.sleep(0.02)
 
 
 async def _row_is_free(store: SqlStore, session_id: str) -> bool:
@@ -93,7 +80,7 @@ async def test_the_lock_waits_for_the_key_before_it_takes_the_row(
             await db.lock_session(conn, second.id)
 
     waiting = asyncio.ensure_future(_lock(world, lock))
-    await _backend_waits_on_a_lock(world.store)
+    await until_a_backend_waits_on_a_lock(world.store)
 
     assert not waiting.done()
     # Waiting on the key, it holds no session row yet: not the waited-for one, nor (many) the
@@ -112,7 +99,7 @@ async def test_a_lock_holds_the_key_and_the_row_until_its_transaction_ends(world
         other = asyncio.ensure_future(
             _lock(world, lambda c: db.lock_key(c, "task-session-turn:" + session.id))
         )
-        await _backend_waits_on_a_lock(world.store)
+        await until_a_backend_waits_on_a_lock(world.store)
         assert not other.done()
     await asyncio.wait_for(other, CEILING_S)
     assert await _row_is_free(world.store, session.id)
