@@ -4,6 +4,8 @@ fill the board's height (drop targets)."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from playwright.sync_api import Page, expect
 
@@ -67,6 +69,24 @@ def test_the_board_waits_while_a_card_is_pressed_so_a_drag_survives_a_refresh(
     ).to_be_visible()
     expect(board).not_to_have_attribute("aria-busy", "true")
     assert _step(shared_server, task_id) == "review"
+
+
+def test_a_click_on_a_card_while_the_board_waits_still_opens_the_task(
+    shared_server: ServerProcess, page: Page
+) -> None:
+    task_id = shared_server.create_task("Clicked while the board changes")
+    open_board(page, shared_server)
+    card = page.get_by_test_id(f"task-card-{task_id}")
+    card.get_by_test_id("task-title").hover()
+    page.mouse.down()
+    other_id = shared_server.create_task("Arrives mid-click")
+    expect(page.get_by_test_id("board")).to_have_attribute("aria-busy", "true")
+
+    page.mouse.up()  # no movement: a click, on the card it pressed
+
+    expect(page).to_have_url(re.compile(rf"#/tasks/{task_id}"))
+    expect(page.get_by_test_id(f"task-card-{other_id}")).to_be_visible()
+    expect(card).to_have_class(re.compile(r"\bselected\b"))
 
 
 def test_keyboard_moves_a_card_one_column_at_a_time(

@@ -167,6 +167,9 @@ export function renderBoard(root, state, view) {
     root.setAttribute("aria-busy", "true");
     return;
   }
+  // This render is the newest: a deferred one still queued (a press's release waits a task
+  // before it runs it) would put older state back.
+  drag.deferred = null;
   root.removeAttribute("aria-busy");
   const steps = view.steps.length ? view.steps : DEFAULT_STEPS;
   /** @type {Record<string, string[]>} */
