@@ -7,12 +7,17 @@ from __future__ import annotations
 import re
 
 import pytest
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Locator, Page, expect
 
 from tests.browser.ui_steps import open_board, open_pending_task, start_session
 from tests.e2e.harness import ServerProcess
 
 pytestmark = pytest.mark.browser
+
+
+def _card_in(page: Page, step: str, task_id: str) -> Locator:
+    """The task's card in the column of `step`."""
+    return page.get_by_test_id(f"column-{step}").get_by_test_id(f"task-card-{task_id}")
 
 
 def _step(server: ServerProcess, task_id: str) -> str:
@@ -25,15 +30,11 @@ def test_dragging_a_card_to_another_column_moves_the_task(
     task_id = shared_server.create_task("Drag me to review")
     open_board(page, shared_server)
     card = page.get_by_test_id(f"task-card-{task_id}")
-    expect(
-        page.get_by_test_id("column-backlog").get_by_test_id(f"task-card-{task_id}")
-    ).to_be_visible()
+    expect(_card_in(page, "backlog", task_id)).to_be_visible()
 
     card.drag_to(page.get_by_test_id("column-review"))
 
-    expect(
-        page.get_by_test_id("column-review").get_by_test_id(f"task-card-{task_id}")
-    ).to_be_visible()
+    expect(_card_in(page, "review", task_id)).to_be_visible()
     assert _step(shared_server, task_id) == "review"
     expect(page.get_by_test_id("board-notice")).to_contain_text(
         "Moved “Drag me to review” to Review"
@@ -48,9 +49,7 @@ def test_the_board_waits_while_a_card_is_pressed_so_a_drag_survives_a_refresh(
     task_id = shared_server.create_task("Pressed while the board changes")
     open_board(page, shared_server)
     board = page.get_by_test_id("board")
-    expect(
-        page.get_by_test_id("column-backlog").get_by_test_id(f"task-card-{task_id}")
-    ).to_be_visible()
+    expect(_card_in(page, "backlog", task_id)).to_be_visible()
     expect(board).not_to_have_attribute("aria-busy", "true")
 
     page.get_by_test_id(f"task-card-{task_id}").hover()
@@ -61,12 +60,8 @@ def test_the_board_waits_while_a_card_is_pressed_so_a_drag_survives_a_refresh(
     page.get_by_test_id("column-review").hover()
     page.mouse.up()
 
-    expect(
-        page.get_by_test_id("column-review").get_by_test_id(f"task-card-{task_id}")
-    ).to_be_visible()
-    expect(
-        page.get_by_test_id("column-backlog").get_by_test_id(f"task-card-{other_id}")
-    ).to_be_visible()
+    expect(_card_in(page, "review", task_id)).to_be_visible()
+    expect(_card_in(page, "backlog", other_id)).to_be_visible()
     expect(board).not_to_have_attribute("aria-busy", "true")
     assert _step(shared_server, task_id) == "review"
 
@@ -107,9 +102,7 @@ def test_keyboard_moves_a_card_one_column_at_a_time(
     expect(in_progress.get_by_test_id(f"task-card-{task_id}")).to_be_visible()
     expect(right).to_be_focused()
     page.keyboard.press("Enter")
-    expect(
-        page.get_by_test_id("column-review").get_by_test_id(f"task-card-{task_id}")
-    ).to_be_visible()
+    expect(_card_in(page, "review", task_id)).to_be_visible()
     assert _step(shared_server, task_id) == "review"
     page.keyboard.press("Shift+Tab")
     page.keyboard.press("Enter")
@@ -130,9 +123,7 @@ def test_a_move_the_workflow_guard_refuses_says_why_and_the_card_stays(
     status = page.get_by_test_id("board-status")
     expect(status).to_contain_text("Could not move “Waiting on me” to In progress")
     expect(status).to_contain_text("answer it first")
-    expect(
-        page.get_by_test_id("column-backlog").get_by_test_id(f"task-card-{task_id}")
-    ).to_be_visible()
+    expect(_card_in(page, "backlog", task_id)).to_be_visible()
     assert _step(shared_server, task_id) == "backlog"
 
 

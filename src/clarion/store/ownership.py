@@ -4,8 +4,9 @@ that are gone.
 A session belongs to the replica that runs its agent (`task_sessions.owner_replica_id`,
 written when the session is created; null for a single-mode server's sessions). A replica
 that takes over adopts, in one guarded update, every session whose owner is neither itself
-nor a replica still running, and then recovers exactly those sessions. The update is the
-guard: each session changes owner once, so of two replicas adopting at the same time each
+nor a replica still running, and then recovers exactly those sessions. That condition is the
+guard, checked on every row as it is locked and again as it is updated: each session changes
+owner once, so of two replicas adopting at the same time each
 session goes to exactly one (the second re-reads a row the first changed and finds it owned
 by a running replica). The rows are locked in id order, the order every multi-session write
 takes its session locks in, so adoption never deadlocks with a write in flight.
@@ -27,18 +28,14 @@ from clarion.store.schema import task_sessions
 log = logging.getLogger(__name__)
 
 _owner = task_sessions.c.owner_replica_id
+# Owned by nobody, or by a replica that is neither the adopter nor still running.
+_UNKEPT = or_(_owner.is_(None), _owner.not_in(bindparam("keep", expanding=True)))
 _ADOPTABLE = (
-    select(task_sessions.c.id, _owner)
-    .where(or_(_owner.is_(None), _owner.not_in(bindparam("keep", expanding=True))))
-    .order_by(task_sessions.c.id)
-    .with_for_update()
+    select(task_sessions.c.id, _owner).where(_UNKEPT).order_by(task_sessions.c.id).with_for_update()
 )
 _ADOPT = (
     update(task_sessions)
-    .where(
-        task_sessions.c.id.in_(bindparam("ids", expanding=True)),
-        or_(_owner.is_(None), _owner.not_in(bindparam("keep", expanding=True))),
-    )
+    .where(task_sessions.c.id.in_(bindparam("ids", expanding=True)), _UNKEPT)
     .values(owner_replica_id=bindparam("replica_id"))
     .returning(task_sessions.c.id)
 )
