@@ -9,7 +9,7 @@ import re
 import pytest
 from playwright.sync_api import Locator, Page, expect
 
-from tests.browser.ui_steps import open_board, open_pending_task, start_session
+from tests.browser.ui_steps import box_of, open_board, open_pending_task, start_session
 from tests.e2e.harness import ServerProcess
 
 pytestmark = pytest.mark.browser
@@ -131,14 +131,12 @@ def test_board_columns_stand_side_by_side_and_fill_its_height(
     shared_server: ServerProcess, page: Page
 ) -> None:
     open_board(page, shared_server)
-    board = page.get_by_test_id("board").bounding_box()
+    board = box_of(page, "board")
     boxes = [
-        page.get_by_test_id(f"column-{step}").bounding_box()
-        for step in ("backlog", "in_progress", "review", "done")
+        box_of(page, f"column-{step}") for step in ("backlog", "in_progress", "review", "done")
     ]
-    assert board and all(boxes)
-    xs = [box["x"] for box in boxes if box]
+    xs = [box["x"] for box in boxes]
     assert xs == sorted(xs) and len(set(xs)) == 4
-    assert len({round(box["y"]) for box in boxes if box}) == 1
+    assert len({round(box["y"]) for box in boxes}) == 1
     for box in boxes:
-        assert box and box["height"] >= board["height"] * 0.8, (box, board)
+        assert box["height"] >= board["height"] * 0.8, (box, board)

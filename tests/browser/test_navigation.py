@@ -10,7 +10,13 @@ from collections.abc import Callable
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.browser.ui_steps import open_board, open_pending_task, screenshot, start_session
+from tests.browser.ui_steps import (
+    box_of,
+    open_board,
+    open_pending_task,
+    screenshot,
+    start_session,
+)
 from tests.e2e.harness import ServerProcess
 
 pytestmark = pytest.mark.browser
@@ -72,17 +78,16 @@ def test_phone_viewport_opens_the_task_from_the_list_and_answers_by_tapping(
     open_board(page, shared_server)
     card = page.get_by_test_id(f"task-card-{task_id}")
     expect(card).to_be_visible()
-    board_box = page.get_by_test_id("board").bounding_box()
-    card_box = card.bounding_box()
-    assert board_box and card_box
+    board_box = box_of(page, "board")
+    card_box = box_of(page, f"task-card-{task_id}")
     assert board_box["width"] <= 390 and card_box["width"] > 300  # one column list
 
     open_pending_task(page, task_id, tap=True)
 
     detail = page.get_by_test_id("detail")
     expect(page.get_by_test_id("session-view")).to_have_attribute("data-session-id", session_id)
-    sheet = detail.bounding_box()
-    assert sheet and (sheet["x"], sheet["y"], sheet["width"], sheet["height"]) == (0, 0, 390, 844)
+    sheet = box_of(page, "detail")
+    assert (sheet["x"], sheet["y"], sheet["width"], sheet["height"]) == (0, 0, 390, 844)
     overlay = page.get_by_test_id("clarification-overlay")
     expect(overlay).to_have_attribute("data-state", "active_live")
     # A phone keyboard has only Enter to start a new line in the custom answer.
@@ -96,14 +101,9 @@ def test_phone_viewport_opens_the_task_from_the_list_and_answers_by_tapping(
     option = overlay.get_by_test_id("option-db-sqlite")
     option.tap()
     expect(option).to_have_attribute("aria-pressed", "true")
-    targets = (
-        option,
-        overlay.get_by_test_id("submit-answer"),
-        overlay.get_by_test_id("dismiss-question"),
-    )
-    for target in targets:
-        box = target.bounding_box()
-        assert box and box["height"] >= 52, f"tap target too small: {box}"
+    for target in ("option-db-sqlite", "submit-answer", "dismiss-question"):
+        box = box_of(page, "clarification-overlay", target)
+        assert box["height"] >= 52, f"tap target too small: {target} {box}"
     expect(overlay.get_by_test_id("submit-answer")).to_be_in_viewport()
     screenshot(page, "phone")
     overlay.get_by_test_id("submit-answer").tap()

@@ -9,7 +9,7 @@ import re
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.browser.ui_steps import open_board, screenshot, start_session
+from tests.browser.ui_steps import box_of, open_board, screenshot, start_session
 from tests.e2e.harness import ServerProcess
 from tests.e2e.permission_steps import permission, wait_for_permission
 
@@ -67,8 +67,8 @@ def test_a_number_key_decides_and_a_phone_sees_the_options_as_buttons(
     _open_session(phone, shared_server, task_id, session_id)
     panel = phone.get_by_test_id("permission-panel")
     expect(panel.get_by_test_id("permission-kind")).to_have_text("delete")
-    box = panel.get_by_test_id("permission-option-reject").bounding_box()
-    assert box is not None and box["height"] >= 44  # a finger-sized target
+    box = box_of(phone, "permission-panel", "permission-option-reject")
+    assert box["height"] >= 44  # a finger-sized target
     screenshot(phone, "permission-phone")
 
     panel.focus()

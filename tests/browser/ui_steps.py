@@ -53,6 +53,25 @@ def open_pending_task(page: Page, task_id: str, *, tap: bool = False) -> None:
         card.click()
 
 
+_MEASURE = """(selector) => {
+  const element = document.querySelector(selector);
+  if (!element) return null;
+  const r = element.getBoundingClientRect();
+  return r.width && r.height ? { x: r.x, y: r.y, width: r.width, height: r.height } : null;
+}"""
+
+
+def box_of(page: Page, *test_ids: str) -> dict[str, float]:
+    """The on-screen box of the element named by `test_ids` (each inside the one before),
+    found and measured in one step of the page's own thread. The board and the panels redraw
+    on every event, so a locator's element can be replaced between being found and being
+    measured (Playwright then reports no box); this waits until the element is there and
+    drawn, and measures that one."""
+    selector = " ".join(f'[data-testid="{test_id}"]' for test_id in test_ids)
+    box: dict[str, float] = page.wait_for_function(_MEASURE, arg=selector).json_value()
+    return box
+
+
 def agent_reply(server: ServerProcess, session_id: str, prefix: str) -> str:
     """The agent's stored reply starting with `prefix` (waits for it)."""
     return server.wait_for_agent_text(session_id, prefix)
