@@ -79,6 +79,36 @@ def test_offline_shows_a_banner_human_errors_a_retry_and_clears_when_live(
     expect(status).to_be_empty()
 
 
+def test_a_board_read_that_started_before_a_failed_create_leaves_its_error_shown(
+    shared_server: ServerProcess, page: Page
+) -> None:
+    held: list[Route] = []
+    page.route(re.compile(r"/api/v1/workflow/snapshot$"), lambda route: held.append(route))
+    page.route(
+        re.compile(r"/api/v1/tasks$"),
+        lambda route: (
+            route.abort("internetdisconnected")
+            if route.request.method == "POST"
+            else route.continue_()
+        ),
+    )
+    with page.expect_request(re.compile(r"/api/v1/workflow/snapshot$")):
+        page.goto(f"{shared_server.url}/")
+    # The board's read is on its way (held here); meanwhile the person's create fails.
+    page.get_by_test_id("new-task-title").fill("Made while the read was on its way")
+    page.get_by_test_id("new-task-submit").click()
+    status = page.get_by_test_id("board-status")
+    expect(status).to_contain_text("Could not create the task: Cannot reach the Clarion server")
+    assert held, "the board's read was not held"
+
+    # The read that started earlier now succeeds: the create's error still stands.
+    for route in held:
+        with page.expect_response(re.compile(r"/api/v1/workflow/snapshot$")):
+            route.continue_()
+    expect(page.get_by_test_id("column-backlog")).to_be_visible()
+    expect(status).to_contain_text("Could not create the task: Cannot reach the Clarion server")
+
+
 def test_after_a_long_outage_it_reconnects_by_itself_within_a_few_seconds(
     shared_server: ServerProcess, page: Page
 ) -> None:

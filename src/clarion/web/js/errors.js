@@ -22,17 +22,46 @@ export function humanError(err) {
  * banner while it is down, and clears the error line once it is live again (errors from while
  * it was down no longer hold; the reload after a reconnect sets it again if one still does).
  * @param {"connecting" | "open" | "closed"} status
- * @param {{statusEl: HTMLElement, banner: HTMLElement, errorLine: HTMLElement}} els
+ * @param {{statusEl: HTMLElement, banner: HTMLElement, errorLine: ErrorLine}} els
  */
 export function showConnection(status, els) {
   els.statusEl.dataset.status = status;
   els.statusEl.textContent = status === "open" ? "Live" : status === "connecting" ? "Connecting…" : "Offline";
   if (status === "open") {
     els.banner.hidden = true;
-    els.errorLine.textContent = "";
+    els.errorLine.clearAll();
   } else if (status === "closed") {
     els.banner.hidden = false;
     const text = els.banner.querySelector("[data-testid=connection-banner-text]");
     if (text) text.textContent = "Offline: the connection to the Clarion server was lost. Reconnecting…";
+  }
+}
+
+/**
+ * A line of errors above a view. Each kind of action (a load, a move, a create) clears only
+ * the error it showed itself: a board read that started before a create failed, and succeeds
+ * after it, must not wipe the create's error before the person has read it.
+ */
+export class ErrorLine {
+  /** @param {HTMLElement} el */
+  constructor(el) {
+    this.el = el;
+    this.kind = "";
+  }
+
+  /** @param {string} kind @param {string} text */
+  show(kind, text) {
+    this.kind = kind;
+    this.el.textContent = text;
+  }
+
+  /** Clears the line if it shows an error of `kind`. @param {string} kind */
+  clear(kind) {
+    if (this.kind === kind) this.clearAll();
+  }
+
+  clearAll() {
+    this.kind = "";
+    this.el.textContent = "";
   }
 }

@@ -27,7 +27,7 @@
 
 import { createApi } from "./api.js";
 import { DEFAULT_STEPS, renderBoard, stepLabel } from "./board.js";
-import { humanError, showConnection } from "./errors.js";
+import { ErrorLine, humanError, showConnection } from "./errors.js";
 import { beginOwnerLoad, decideOwnerLoad } from "./navigation.js";
 import { formatRoute, parseRoute } from "./router.js";
 import { SessionView } from "./session-view.js";
@@ -48,7 +48,7 @@ const store = new ClientStore();
 const $ = (/** @type {string} */ id) => /** @type {HTMLElement} */ (document.getElementById(id));
 const boardEl = $("board");
 const detailEl = $("detail");
-const boardStatus = $("board-status");
+const boardStatus = new ErrorLine($("board-status"));
 const connectionEl = $("connection-status");
 const boardNotice = $("board-notice");
 const banner = $("connection-banner");
@@ -90,9 +90,9 @@ async function loadBoard(withBoot = false) {
     const tasks = (snap.steps ?? []).flatMap((/** @type {any} */ st) =>
       (st.tasks ?? []).map((/** @type {any} */ t) => ({ ...t, workflow_step: t.workflow_step ?? st.id })));
     store.update((s) => applyTaskRead(s, tasks, start, { complete: true }));
-    boardStatus.textContent = "";
+    boardStatus.clear("load");
   } catch (err) {
-    boardStatus.textContent = `Could not load tasks: ${humanError(err)}`;
+    boardStatus.show("load", `Could not load tasks: ${humanError(err)}`);
   }
   renderAll();
 }
@@ -126,14 +126,14 @@ async function moveTask(taskId, step) {
   try {
     const body = await api.moveTask(taskId, step);
     store.update((s) => applyTaskRead(s, [body.task], beginTaskRead(s)));
-    boardStatus.textContent = "";
+    boardStatus.clear("move");
     showBoardNotice(`Moved “${title}” to ${stepLabel(step)}.`);
   } catch (err) {
     const e = /** @type {any} */ (err);
     const why = e?.code === "pending_input"
       ? "an agent is waiting for your answer on this task; answer it first"
       : humanError(err);
-    boardStatus.textContent = `Could not move “${title}” to ${stepLabel(step)}: ${why}.`;
+    boardStatus.show("move", `Could not move “${title}” to ${stepLabel(step)}: ${why}.`);
   }
 }
 
@@ -278,9 +278,9 @@ $("new-task-form").addEventListener("submit", async (e) => {
     store.update((s) => applyTaskRead(s, [body.task], beginTaskRead(s)));
     title.value = "";
     description.value = "";
-    boardStatus.textContent = "";
+    boardStatus.clear("create");
   } catch (err) {
-    boardStatus.textContent = `Could not create the task: ${humanError(err)}`;
+    boardStatus.show("create", `Could not create the task: ${humanError(err)}`);
   }
 });
 
