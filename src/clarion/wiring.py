@@ -254,10 +254,11 @@ async def build(
 
 
 async def _adopt_sessions(store: SqlStore, replica_id: str) -> list[str]:
-    """Active/standby: only the active replica runs agents, so every session that is not
-    already this replica's belonged to a replica that is gone (or to a single-mode server)."""
+    """Sessions created from now on are this replica's; every session whose owner holds no
+    liveness lock (it stopped, died or fenced itself; or a single-mode server made it) is
+    adopted."""
     store.own_new_sessions(replica_id)
-    return await store.adopt_sessions(replica_id, still_running=())
+    return await store.adopt_sessions_of_stopped_replicas(replica_id)
 
 
 @contextlib.asynccontextmanager

@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from sqlalchemy import text, update
+from sqlalchemy import select, text, update
 
 from clarion.clock import ManualClock
 from clarion.domain.ids import new_id
@@ -27,7 +27,7 @@ from clarion.domain.models import (
 )
 from clarion.ports import NewMessage, Written
 from clarion.store import SqlStore, open_store
-from clarion.store.schema import task_session_messages, task_session_turns
+from clarion.store.schema import task_session_messages, task_session_turns, task_sessions
 
 
 @pytest.fixture
@@ -56,6 +56,20 @@ class World:
             )
             task_id = task.id
         return await self.store.create_session(task_id=task_id, agent="builtin", is_primary=True)
+
+    async def owners(self) -> dict[str, str | None]:
+        """Every session's owning replica, by session id."""
+        async with self.store.engine.connect() as conn:
+            rows = await conn.execute(select(task_sessions.c.id, task_sessions.c.owner_replica_id))
+            return {str(session_id): owner for session_id, owner in rows}
+
+    async def own(self, session_id: str, owner: str) -> None:
+        async with self.store.engine.begin() as conn:
+            await conn.execute(
+                update(task_sessions)
+                .where(task_sessions.c.id == session_id)
+                .values(owner_replica_id=owner)
+            )
 
     async def turn(self, session: Session, *, advance: float = 1.0, **kwargs: Any) -> Turn:
         self.clock.advance(advance)

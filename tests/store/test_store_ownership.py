@@ -5,29 +5,13 @@ from __future__ import annotations
 
 import asyncio
 
-from sqlalchemy import Connection, delete, inspect, select, text, update
+from sqlalchemy import Connection, delete, inspect, text
 
 from clarion.clock import ManualClock
 from clarion.store import migrate, open_engine, open_store
 from clarion.store.migrations import LATEST_VERSION, schema_version
-from clarion.store.schema import task_sessions
 
 from .conftest import World
-
-
-async def _owners(world: World) -> dict[str, str | None]:
-    async with world.store.engine.connect() as conn:
-        rows = await conn.execute(select(task_sessions.c.id, task_sessions.c.owner_replica_id))
-        return {str(session_id): owner for session_id, owner in rows}
-
-
-async def _own(world: World, session_id: str, owner: str) -> None:
-    async with world.store.engine.begin() as conn:
-        await conn.execute(
-            update(task_sessions)
-            .where(task_sessions.c.id == session_id)
-            .values(owner_replica_id=owner)
-        )
 
 
 async def test_a_takeover_adopts_every_session_no_running_replica_owns_and_only_once(
@@ -35,14 +19,14 @@ async def test_a_takeover_adopts_every_session_no_running_replica_owns_and_only_
 ) -> None:
     single_mode = await world.session()  # created by a single-mode server: no owner
     dead, running, mine = [await world.session() for _ in range(3)]
-    await _own(world, dead.id, "replica-dead")
-    await _own(world, running.id, "replica-b")
-    await _own(world, mine.id, "replica-a")
+    await world.own(dead.id, "replica-dead")
+    await world.own(running.id, "replica-b")
+    await world.own(mine.id, "replica-a")
 
     adopted = await world.store.adopt_sessions("replica-a", still_running=["replica-b"])
 
     assert adopted == sorted([single_mode.id, dead.id])
-    assert await _owners(world) == {
+    assert await world.owners() == {
         single_mode.id: "replica-a",
         dead.id: "replica-a",
         running.id: "replica-b",
@@ -55,8 +39,8 @@ async def test_sessions_created_after_a_takeover_belong_to_the_replica(world: Wo
     before = await world.session()
     world.store.own_new_sessions("replica-a")
     after = await world.session()
-    assert (await _owners(world))[before.id] is None
-    assert (await _owners(world))[after.id] == "replica-a"
+    assert (await world.owners())[before.id] is None
+    assert (await world.owners())[after.id] == "replica-a"
 
 
 async def test_two_replicas_adopting_at_once_each_take_a_session_exactly_once(
@@ -64,7 +48,7 @@ async def test_two_replicas_adopting_at_once_each_take_a_session_exactly_once(
 ) -> None:
     sessions = [await world.session() for _ in range(60)]
     for session in sessions:
-        await _own(world, session.id, "replica-dead")
+        await world.own(session.id, "replica-dead")
     async with open_store(store_url, clock) as a, open_store(store_url, clock) as b:
         by_a, by_b = await asyncio.gather(
             a.adopt_sessions("replica-a", still_running=["replica-b"]),
@@ -72,7 +56,7 @@ async def test_two_replicas_adopting_at_once_each_take_a_session_exactly_once(
         )
     assert not set(by_a) & set(by_b)
     assert sorted(by_a + by_b) == sorted(s.id for s in sessions)
-    owners = await _owners(world)
+    owners = await world.owners()
     assert all(owners[i] == "replica-a" for i in by_a)
     assert all(owners[i] == "replica-b" for i in by_b)
 

@@ -7,6 +7,8 @@ once, with no row left behind that would need expiring.
 - Every replica holds the single-server key (see guard.py) *shared*: a single-mode server,
   which takes it exclusively, refuses while any replica lives, and a replica refuses while a
   single-mode server lives.
+- Every replica holds its own liveness key (see liveness.py): the sessions of an owner that
+  no longer holds it are adopted by a survivor.
 - The active replica holds the leader key exclusively; the others wait for it (standby).
 - The row in `clarion_replicas` is what the others see (`GET /api/v1/cluster`); its
   `last_seen_at` is written with the database's clock on every heartbeat, on the same
@@ -34,6 +36,7 @@ from sqlalchemy.pool import NullPool
 from clarion.ports.cluster import ReplicaInfo
 from clarion.store.engine import async_url
 from clarion.store.guard import APPLICATION_PREFIX, PG_LOCK_KEY, AnotherServer, pg_holder
+from clarion.store.liveness import LIVENESS_NAMESPACE, liveness_key
 
 log = logging.getLogger(__name__)
 
@@ -143,6 +146,10 @@ class Membership:
         )
 
 
+def _unused_id() -> str:
+    return str(uuid.uuid4())
+
+
 def _name(replica_id: str) -> str:
     # The pid first: application_name keeps 63 bytes, and a long host name is cut, not the pid.
     identity = f"cluster replica {replica_id[:8]} pid {os.getpid()}, host {socket.gethostname()}"
@@ -155,7 +162,7 @@ async def membership(url: str, timeout_s: float) -> AsyncIterator[Membership]:
     server holds it) and keep the connection until exit, which releases every lock."""
     if make_url(url).get_backend_name() not in ("postgresql", "postgres"):
         raise ValueError("cluster mode needs PostgreSQL")
-    replica_id = str(uuid.uuid4())
+    replica_id = _unused_id()
     engine = create_async_engine(
         async_url(url),
         poolclass=NullPool,
@@ -169,6 +176,17 @@ async def membership(url: str, timeout_s: float) -> AsyncIterator[Membership]:
             )
             if not taken:
                 raise AnotherServer(await pg_holder(conn))
+            while not await conn.scalar(
+                text("SELECT pg_try_advisory_lock(:ns, :key)"),
+                {"ns": LIVENESS_NAMESPACE, "key": liveness_key(replica_id)},
+            ):
+                # Another running replica's id has the same key: a replica without its own
+                # lock would look stopped while it runs, so take another id.
+                replica_id = _unused_id()
+                await conn.execute(
+                    text("SELECT set_config('application_name', :name, false)"),
+                    {"name": _name(replica_id)},
+                )
             log.info("replica joined the cluster", extra={"replica": replica_id})
             member = Membership(conn, replica_id, timeout_s)
             try:

@@ -20,24 +20,36 @@ import logging
 from collections import Counter
 from collections.abc import Sequence
 
-from sqlalchemy import bindparam, or_, select, update
+from sqlalchemy import ColumnElement, Select, Update, and_, bindparam, or_, select, update
 
+from clarion.store.liveness import owner_not_running
 from clarion.store.rows import StoreBase
 from clarion.store.schema import task_sessions
 
 log = logging.getLogger(__name__)
 
 _owner = task_sessions.c.owner_replica_id
-# Owned by nobody, or by a replica that is neither the adopter nor still running.
-_UNKEPT = or_(_owner.is_(None), _owner.not_in(bindparam("keep", expanding=True)))
-_ADOPTABLE = (
-    select(task_sessions.c.id, _owner).where(_UNKEPT).order_by(task_sessions.c.id).with_for_update()
-)
-_ADOPT = (
-    update(task_sessions)
-    .where(task_sessions.c.id.in_(bindparam("ids", expanding=True)), _UNKEPT)
-    .values(owner_replica_id=bindparam("replica_id"))
-    .returning(task_sessions.c.id)
+_kept = _owner.in_(bindparam("keep", expanding=True))
+
+
+def _statements(unkept: ColumnElement[bool]) -> tuple[Select[tuple[str, str]], Update]:
+    """The locking select and the guarded update, both with one condition: the guard."""
+    adoptable = select(task_sessions.c.id, _owner).where(unkept)
+    adopt = (
+        update(task_sessions)
+        .where(task_sessions.c.id.in_(bindparam("ids", expanding=True)), unkept)
+        .values(owner_replica_id=bindparam("replica_id"))
+        .returning(task_sessions.c.id)
+    )
+    return adoptable.order_by(task_sessions.c.id).with_for_update(), adopt
+
+
+# Owned by nobody, or by a replica that is neither the adopter nor named as still running.
+_BY_NAME = _statements(or_(_owner.is_(None), ~_kept))
+# Owned by nobody, or by a replica that is not the adopter and holds no liveness lock
+# (PostgreSQL only: the locks are its advisory locks).
+_BY_LOCK = _statements(
+    or_(_owner.is_(None), and_(~_kept, owner_not_running("task_sessions.owner_replica_id")))
 )
 # Bounds the bind parameters of one statement (asyncpg allows 32,767).
 _CHUNK = 5000
@@ -53,16 +65,28 @@ class OwnershipQueries(StoreBase):
     ) -> list[str]:
         """Every session not owned by `replica_id` or a replica in `still_running` becomes
         `replica_id`'s, in one transaction; the ids adopted, sorted. A repeat adopts none."""
-        keep = sorted({replica_id, *still_running})
+        return await self._adopt(replica_id, sorted({replica_id, *still_running}), _BY_NAME)
+
+    async def adopt_sessions_of_stopped_replicas(self, replica_id: str) -> list[str]:
+        """Every session whose owner is not `replica_id` and holds no liveness lock (it died,
+        left, or fenced itself) becomes `replica_id`'s, as `adopt_sessions` does. Which owners
+        run is read by the adopting statements themselves, so an owner cannot start or stop
+        being seen as running between a read and the update (PostgreSQL only)."""
+        return await self._adopt(replica_id, [replica_id], _BY_LOCK)
+
+    async def _adopt(
+        self, replica_id: str, keep: list[str], statements: tuple[Select[tuple[str, str]], Update]
+    ) -> list[str]:
+        adoptable, adopt = statements
         adopted: list[str] = []
         before: Counter[str] = Counter()
         async with self._db.write() as conn:
-            rows = list(await conn.execute(_ADOPTABLE, {"keep": keep}))
+            rows = list(await conn.execute(adoptable, {"keep": keep}))
             before.update(str(owner) for _, owner in rows)
             ids = [str(session_id) for session_id, _ in rows]
             for start in range(0, len(ids), _CHUNK):
                 result = await conn.execute(
-                    _ADOPT,
+                    adopt,
                     {"ids": ids[start : start + _CHUNK], "keep": keep, "replica_id": replica_id},
                 )
                 adopted.extend(str(v) for v in result.scalars())
