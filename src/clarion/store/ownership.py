@@ -11,6 +11,9 @@ session goes to exactly one (the second re-reads a row the first changed and fin
 by a running replica). The rows are locked in id order, the order every multi-session write
 takes its session locks in, so adoption never deadlocks with a write in flight.
 
+Which replicas are still running is either named by the caller or, in a cluster, read from
+the replicas' liveness locks inside the adopting statements (liveness.py).
+
 Imported by the SqlStore facade only.
 """
 
@@ -69,9 +72,9 @@ class OwnershipQueries(StoreBase):
 
     async def adopt_sessions_of_stopped_replicas(self, replica_id: str) -> list[str]:
         """Every session whose owner is not `replica_id` and holds no liveness lock (it died,
-        left, or fenced itself) becomes `replica_id`'s, as `adopt_sessions` does. Which owners
-        run is read by the adopting statements themselves, so an owner cannot start or stop
-        being seen as running between a read and the update (PostgreSQL only)."""
+        left, or fenced itself) becomes `replica_id`'s, as `adopt_sessions` does (PostgreSQL
+        only). Which owners run is read by each adopting statement as it runs, not from a list
+        read before that could go stale: an owner that holds its lock is never adopted from."""
         return await self._adopt(replica_id, [replica_id], _BY_LOCK)
 
     async def _adopt(
