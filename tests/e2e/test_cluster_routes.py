@@ -18,6 +18,8 @@ from tests.e2e.cluster import (
     cluster_list,
     health,
     one_active_two_standbys,
+    session_owner,
+    wait_role,
 )
 from tests.e2e.harness import ServerProcess, answer, recv_until, wait_until
 from tests.e2e.permission_steps import decide, wait_for_permission
@@ -153,16 +155,22 @@ def test_a_detached_answer_posted_to_a_standby_resumes_the_agent_once(
 
 
 @pytest.mark.parametrize(
-    ("point", "detached"),
+    ("point", "detached", "settled"),
     [
-        ("respond.after_claim", False),
-        ("live.before_confirm", False),
-        ("resume.after_reserve", True),
-        ("resume.after_accept", True),
+        # Nothing reached the agent: the answer stays answerable, and the retry is applied.
+        ("respond.after_claim", False, None),
+        ("live.before_confirm", False, None),
+        ("resume.after_reserve", True, None),
+        ("resume.agent_ready", True, None),  # the agent started, it was never asked
+        # The attempt marker was written (resume.dispatch is the same instant): the prompt
+        # may have reached the agent, so the answer is terminal and says so.
+        ("resume.after_attempt", True, {"ambiguous"}),
+        # The agent accepted it (resume.publish is the same instant).
+        ("resume.after_accept", True, {"ambiguous", "delivered"}),
     ],
 )
 def test_an_answer_in_flight_when_the_active_replica_dies_is_neither_lost_nor_dispatched_twice(
-    replicas: Callable[..., ServerProcess], point: str, detached: bool
+    replicas: Callable[..., ServerProcess], point: str, detached: bool, settled: set[str] | None
 ) -> None:
     active, b, c = one_active_two_standbys(replicas, failpoints=f"{point}=crash")
     if detached:
@@ -188,13 +196,46 @@ def test_an_answer_in_flight_when_the_active_replica_dies_is_neither_lost_nor_di
         what="one survivor active, the other standby",
     )
     retry = b.respond(pending_id, answer("db", "sqlite", text="first"))
-    if point == "resume.after_accept":
-        # The old agent accepted the prompt before the crash: the answer is terminal, and its
-        # delivery is reported as ambiguous or delivered, never dispatched again on its own.
+    if settled is not None:
+        # The answer is terminal, and its delivery is reported as the crash left it, never
+        # dispatched again on its own.
         assert retry.status_code == 409, retry.text
-        assert b.bundle(pending_id)["delivery"] in ("ambiguous", "delivered")
+        assert b.bundle(pending_id)["delivery"] in settled
     else:
         assert retry.status_code == 200, retry.text
         assert retry.json()["resumed"] is True
         c.wait_for_agent_text(session_id, RESUME_MARK)
     assert c.resume_prompts_seen(session_id) <= 1
+
+
+def test_a_survivor_that_dies_while_taking_over_leaves_the_answer_to_the_next_one_once(
+    replicas: Callable[..., ServerProcess],
+) -> None:
+    active = replicas()
+    active.start(failpoints="resume.after_reserve=crash", wait_ready=False)
+    wait_role(active, "active")
+    dying = replicas()
+    dying.start(failpoints="startup.reservations=crash", wait_ready=False)
+    dying_id = wait_role(dying, "standby")
+    session_id, pending_id = active.detached_question()
+
+    # The active replica dies holding the answer's reservation; the standby takes over,
+    # adopts the session and dies too, before its recovery reconciled anything.
+    with pytest.raises(httpx.HTTPError):
+        active.respond(pending_id, answer("db", "sqlite", text="first"))
+    assert active.wait_exit(timeout=60) == 137
+    assert dying.wait_exit(timeout=120) == 137
+    assert "startup.reservations" in dying.logs()
+    assert session_owner(dying, session_id) == dying_id  # adopted before it died
+
+    # The next replica adopts the session from the dead adopter and reconciles it: the
+    # reservation is rolled back, the answer is accepted once and resumes the agent once.
+    last = replicas()
+    last.start(wait_ready=False)
+    last_id = wait_role(last, "active")
+    assert session_owner(last, session_id) == last_id
+    retry = last.respond(pending_id, answer("db", "sqlite", text="first"))
+    assert retry.status_code == 200, retry.text
+    assert retry.json()["resumed"] is True
+    last.wait_for_agent_text(session_id, RESUME_MARK)
+    assert last.resume_prompts_seen(session_id) == 1
