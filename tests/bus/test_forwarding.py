@@ -40,6 +40,22 @@ async def test_a_request_and_its_reply_cross_unchanged(nats_url: str) -> None:
     assert seen == [_request(body=b'{"x":1}')]
 
 
+async def test_a_request_sent_the_moment_serving_starts_is_answered_every_time(
+    nats_url: str,
+) -> None:
+    # With a flush alone, a run of a thousand always had some meet "no responders" here:
+    # the subscription had not reached the server yet.
+    async def handler(request: ForwardedRequest) -> ForwardedReply:
+        return ForwardedReply(200, (), request.body)
+
+    async with nats_forwarding(nats_url) as server, nats_forwarding(nats_url) as client:
+        for attempt in range(1000):
+            replica = str(uuid.uuid4())
+            await server.serve(replica, handler)
+            reply = await client.forward(replica, _request(body=str(attempt).encode()), 30)
+            assert reply.body == str(attempt).encode()
+
+
 async def test_a_reply_larger_than_the_nats_payload_limit_arrives_whole(nats_url: str) -> None:
     async with nats_forwarding(nats_url) as server, nats_forwarding(nats_url) as client:
         big = bytes(range(256)) * (server._nc.max_payload // 256 * 3 + 7)
