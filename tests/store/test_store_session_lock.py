@@ -1,6 +1,7 @@
 """The session lock on PostgreSQL: one statement takes the session's advisory key and then its
-row (every writer takes them in that order, or two writers could deadlock), for one session or
-many, and in cluster mode reads the leadership epoch in the same statement."""
+row (every writer takes them in that order, or two writers could deadlock), for one session, for
+many, and for the session of a bundle named by its pending id; in cluster mode it reads the
+leadership epoch in the same statement."""
 
 from __future__ import annotations
 
@@ -65,17 +66,21 @@ async def _lock(world: World, lock: Callable[[Tx], Awaitable[None]]) -> None:
         await lock(conn)
 
 
-@pytest.mark.parametrize("many", [False, True], ids=["one", "many"])
+@pytest.mark.parametrize("how", ["one", "many", "bundle"])
 async def test_the_lock_waits_for_the_key_before_it_takes_the_row(
-    world: World, held_key: Callable[[Session], Awaitable[None]], many: bool
+    world: World, held_key: Callable[[Session], Awaitable[None]], how: str
 ) -> None:
     first, second = await world.session(), await world.session()
+    await world.turn(second)
+    pending_id = (await world.bundle(second))[0].metadata["pending_id"]
     await held_key(second)
     db = world.store._db
 
     async def lock(conn: Tx) -> None:
-        if many:
+        if how == "many":
             await db.lock_sessions(conn, [second.id, first.id])
+        elif how == "bundle":  # the session found from the bundle's pending id
+            await db.lock_bundle_session(conn, pending_id)
         else:
             await db.lock_session(conn, second.id)
 
@@ -116,13 +121,38 @@ async def test_a_session_lock_is_one_statement(world: World, fenced: bool) -> No
     def count(*args: Any) -> None:
         statements.append(str(args[2]))
 
+    await world.turn(session)
+    pending_id = (await world.bundle(session))[0].metadata["pending_id"]
     event.listen(world.store.engine.sync_engine, "before_cursor_execute", count)
     try:
         async with db.write() as conn:
             statements.clear()
             await db.lock_session(conn, session.id)
             await db.lock_sessions(conn, [session.id])
+            assert await db.lock_bundle_session(conn, pending_id) == session.id
     finally:
         event.remove(world.store.engine.sync_engine, "before_cursor_execute", count)
-    assert len(statements) == 2, statements
+    assert len(statements) == 3, statements
     assert all(("kandev_meta" in s) is fenced for s in statements)
+
+
+async def test_the_session_of_an_unknown_bundle_is_none_and_nothing_is_locked(
+    world: World,
+) -> None:
+    session = await world.session()
+    db = world.store._db
+    async with db.write() as conn:
+        assert await db.lock_bundle_session(conn, "no-such-bundle") is None
+        assert await _row_is_free(world.store, session.id)
+        assert await _no_advisory_lock_held(world.store)
+
+
+async def _no_advisory_lock_held(store: SqlStore) -> bool:
+    async with store.engine.connect() as conn:
+        held = await conn.scalar(
+            text(
+                "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted AND "
+                "database = (SELECT oid FROM pg_database WHERE datname = current_database())"
+            )
+        )
+        return held == 0

@@ -10,6 +10,7 @@ from sqlalchemy import Executable, bindparam, select, update
 from sqlalchemy.sql.elements import ColumnElement
 
 from clarion.domain.models import Bundle, Message, MetaKey
+from clarion.store.engine import Db
 from clarion.store.fastpath import hot
 from clarion.store.predicates import not_parent_question
 from clarion.store.rows import to_message
@@ -78,6 +79,15 @@ async def bundle_rows(conn: Tx, pending_id: str) -> list[Message]:
 async def bundle_session_id(conn: Tx, pending_id: str) -> str | None:
     value = (await conn.execute(_BUNDLE_SESSION, {"pending_id": pending_id})).scalar()
     return None if value is None else str(value)
+
+
+async def lock_bundle_session(db: Db, conn: Tx, pending_id: str) -> str | None:
+    """The session of bundle `pending_id`, locked as `Db.lock_session` locks it; None when
+    there is no such bundle. One statement on PostgreSQL; on SQLite the write transaction
+    already holds the only lock, and this is the read alone."""
+    if db.is_postgres:
+        return await db.lock_bundle_session(conn, pending_id)
+    return await bundle_session_id(conn, pending_id)
 
 
 async def read_bundle(conn: Tx, pending_id: str) -> Bundle | None:

@@ -43,6 +43,7 @@ from clarion.store.bundles import (
     bundle_session_id,
     drop_keys,
     is_well_formed,
+    lock_bundle_session,
     read_bundle,
     restore_pending,
     rewrite,
@@ -160,10 +161,9 @@ class ClarificationQueries(OutboxQueries):
     ) -> ClaimResult:
         pending_id = response.pending_id
         async with self._db.write() as conn:
-            session_id = await bundle_session_id(conn, pending_id)
+            session_id = await lock_bundle_session(self._db, conn, pending_id)
             if session_id is None:
                 raise NotFound("clarification not found", pending_id=pending_id)
-            await self._db.lock_session(conn, session_id)
             claimed: tuple[Message, ...] = ()
             rows = await bundle_rows(conn, pending_id)
             # A bundle spanning sessions, turns or types has no single owner: claim nothing.
@@ -224,10 +224,11 @@ class ClarificationQueries(OutboxQueries):
     ) -> Written | None:
         wanted = set(message_ids)
         async with self._db.write() as conn:
-            session_id = await bundle_session_id(conn, pending_id)
-            if session_id is None or not wanted:
+            if not wanted:
                 return None
-            await self._db.lock_session(conn, session_id)
+            session_id = await lock_bundle_session(self._db, conn, pending_id)
+            if session_id is None:
+                return None
             rows = await run_rows(
                 conn, _WITH_INTENT, {"message_ids": sorted(wanted), "pending_id": pending_id}
             )
@@ -241,10 +242,11 @@ class ClarificationQueries(OutboxQueries):
     async def restore_claim(self, pending_id: str, message_ids: Sequence[str]) -> bool:
         wanted = set(message_ids)
         async with self._db.write() as conn:
-            session_id = await bundle_session_id(conn, pending_id)
-            if session_id is None or not wanted:
+            if not wanted:
                 return False
-            await self._db.lock_session(conn, session_id)
+            session_id = await lock_bundle_session(self._db, conn, pending_id)
+            if session_id is None:
+                return False
             rows = await run_rows(
                 conn,
                 _RESTORABLE,
@@ -308,10 +310,9 @@ class ClarificationQueries(OutboxQueries):
         # Only operationally pending rows: superseded history is never rewritten.
         change = set_keys(**{MetaKey.STATUS: ClarificationStatus.CANCELLED.value})
         async with self._db.write() as conn:
-            session_id = await bundle_session_id(conn, pending_id)
+            session_id = await lock_bundle_session(self._db, conn, pending_id)
             if session_id is None:
                 return ()
-            await self._db.lock_session(conn, session_id)
             rows = await run_rows(
                 conn, _PENDING_OF_BUNDLE, {"pending_id": pending_id, "session_id": session_id}
             )

@@ -22,8 +22,8 @@ from clarion.domain.scope import EVERY_SESSION, SessionScope
 from clarion.store.bundles import (
     MetaChange,
     bundle_rows,
-    bundle_session_id,
     drop_keys,
+    lock_bundle_session,
     rewrite,
     select_rows,
 )
@@ -81,10 +81,9 @@ def _releasable(meta: dict[str, Any]) -> dict[str, Any]:
 class DeliveryQueries(StoreBase):
     async def claim_resend(self, pending_id: str) -> tuple[Message, ...]:
         async with self._db.write() as conn:
-            session_id = await bundle_session_id(conn, pending_id)
+            session_id = await lock_bundle_session(self._db, conn, pending_id)
             if session_id is None:
                 return ()
-            await self._db.lock_session(conn, session_id)
             if (await read_session(conn, session_id)).state.is_terminal:
                 return ()
             rows = [r for r in await bundle_rows(conn, pending_id) if _ambiguous(r)]
@@ -116,10 +115,9 @@ class DeliveryQueries(StoreBase):
     async def _settle_resend(self, pending_id: str, change: MetaChange) -> tuple[Message, ...]:
         """Apply `change` to the bundle's rows whose resend is in flight, under the lock."""
         async with self._db.write() as conn:
-            session_id = await bundle_session_id(conn, pending_id)
+            session_id = await lock_bundle_session(self._db, conn, pending_id)
             if session_id is None:
                 return ()
-            await self._db.lock_session(conn, session_id)
             rows = [
                 r
                 for r in await bundle_rows(conn, pending_id)

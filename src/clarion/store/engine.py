@@ -16,6 +16,7 @@ import logging
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 from sqlalchemy import TextClause, text
 from sqlalchemy.engine import make_url
@@ -23,7 +24,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from clarion.store import sqlite
 from clarion.store.fence import LEADER_EPOCH_KEY, READ_EPOCH_SHARED, LeaderFence
-from clarion.store.tx import AsyncTx, Result, Tx
+from clarion.store.tx import AsyncTx, Tx
 
 log = logging.getLogger(__name__)
 
@@ -71,6 +72,8 @@ def _sqlite_engine(url: str, database: str | None) -> AsyncEngine:
 
 
 _LOCK_KEY = text("SELECT pg_advisory_xact_lock(hashtextextended(:key, 0))")
+# A session's advisory key is this prefix and its id (kandev's key, kept).
+SESSION_KEY_PREFIX = "task-session-turn:"
 
 # A session's locks in one statement, in the order every writer takes them: first the advisory
 # key (the materialized CTE; no row reaches the row lock above the join without it), then the
@@ -83,7 +86,17 @@ _SESSION_KEYS = (
     "SELECT pg_advisory_xact_lock(hashtextextended(x.key, 0)) "
     "FROM unnest(CAST(:keys AS text[])) WITH ORDINALITY AS x(key, n) ORDER BY x.n) AS locked)"
 )
+# The session of a bundle, found and locked in one statement: the pending id names its session
+# through any of its rows (a bundle never moves between sessions). No such bundle: no key, no
+# row, nothing locked.
+_BUNDLE_SESSION_KEY = (
+    "WITH b AS MATERIALIZED (SELECT task_session_id AS id FROM task_session_messages "
+    "WHERE pending_id = :pending_id LIMIT 1), "
+    "k AS MATERIALIZED (SELECT pg_advisory_xact_lock(hashtextextended("
+    f"'{SESSION_KEY_PREFIX}' || b.id, 0)) FROM b)"
+)
 _ONE_ROW = " FROM task_sessions AS s CROSS JOIN k{meta} WHERE s.id = :session_id{epoch}"
+_BUNDLE_ROW = " FROM task_sessions AS s CROSS JOIN k{meta} WHERE s.id = (SELECT id FROM b){epoch}"
 _MANY_ROWS = (
     " FROM task_sessions AS s CROSS JOIN k{meta} WHERE s.id = ANY(CAST(:session_ids AS text[]))"
     "{epoch} ORDER BY s.id"
@@ -106,6 +119,9 @@ def _session_locks(head: str, rows: str, *, fenced: bool) -> TextClause:
 
 
 _LOCK_SESSION = {f: _session_locks(_SESSION_KEY, _ONE_ROW, fenced=f) for f in (False, True)}
+_LOCK_BUNDLE_SESSION = {
+    f: _session_locks(_BUNDLE_SESSION_KEY, _BUNDLE_ROW, fenced=f) for f in (False, True)
+}
 _LOCK_SESSIONS = {f: _session_locks(_SESSION_KEYS, _MANY_ROWS, fenced=f) for f in (False, True)}
 
 
@@ -188,7 +204,18 @@ class Db:
                 _LOCK_SESSION[self.fence is not None],
                 {"key": _session_key(session_id), "session_id": session_id},
             )
-            await self._check_fence(conn, result)
+            await self._check_fence(conn, list(result))
+
+    async def lock_bundle_session(self, conn: Tx, pending_id: str) -> str | None:
+        """PostgreSQL: the session of bundle `pending_id`, locked exactly as `lock_session`
+        locks it, in one statement instead of a read and then the lock; None when there is no
+        such bundle (nothing is locked)."""
+        result = await conn.execute(
+            _LOCK_BUNDLE_SESSION[self.fence is not None], {"pending_id": pending_id}
+        )
+        rows = list(result)
+        await self._check_fence(conn, rows)
+        return str(rows[0].id) if rows else None
 
     async def lock_sessions(self, conn: Tx, session_ids: Sequence[str]) -> None:
         """`lock_session` for many sessions, in id order (so two callers cannot deadlock),
@@ -200,7 +227,7 @@ class Db:
             _LOCK_SESSIONS[self.fence is not None],
             {"keys": [_session_key(s) for s in ordered], "session_ids": ordered},
         )
-        await self._check_fence(conn, result)
+        await self._check_fence(conn, list(result))
 
     async def check_epoch(self, conn: Tx) -> None:
         """Cluster mode, for a write that creates a session (there is no session to lock
@@ -209,13 +236,12 @@ class Db:
         if self.fence is not None:
             self.fence.check((await conn.execute(READ_EPOCH_SHARED)).scalar())
 
-    async def _check_fence(self, conn: Tx, locked: Result) -> None:
+    async def _check_fence(self, conn: Tx, rows: Sequence[Any]) -> None:
         """Cluster mode: the epoch the lock statement read, and (once this replica owns
         sessions) each locked session's owner (store/fence.py). No row back (no such session,
         or no epoch stored) reads the epoch on its own."""
         if self.fence is None:
             return
-        rows = list(locked)
         if not rows:
             await self.check_epoch(conn)
             return
@@ -226,4 +252,4 @@ class Db:
 
 
 def _session_key(session_id: str) -> str:
-    return "task-session-turn:" + session_id
+    return SESSION_KEY_PREFIX + session_id
