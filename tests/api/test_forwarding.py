@@ -175,6 +175,20 @@ async def test_without_an_active_replica_the_answer_is_a_retryable_standby() -> 
     assert forwarder.sent == []
 
 
+async def test_a_cached_none_active_is_read_again_before_the_request_is_refused() -> None:
+    # The list was read (and trusted for a second) while no replica was active, in the middle
+    # of a failover; the request comes once another has taken over.
+    view = View(None)
+    forwarder = Replay({"b": _active_app()})
+    async with _standby_client(view, forwarder) as client:
+        refused = await client.post("/api/v1/echo", content=b"during")
+        view.active_id = "b"
+        response = await client.post("/api/v1/echo", content=b"after")
+    assert refused.status_code == 503
+    assert response.status_code == 200 and response.json()["body"] == "after"
+    assert forwarder.sent == ["b"]
+
+
 async def test_a_request_nobody_received_goes_once_more_to_a_newly_active_replica() -> None:
     view = View("a")
 

@@ -119,6 +119,10 @@ class ToActiveReplica:
 
     async def _forward(self, request: ForwardedRequest) -> ForwardedReply:
         active = await self.active_replica(fresh=False)
+        if active is None or active.id == self._view.replica_id:
+            # Trusted for a second, the list may date from the middle of a failover, when no
+            # other replica was active yet: read it again before refusing.
+            active = await self.active_replica(fresh=True)
         unreached: str | None = None
         for _try in range(2):  # once more only if another replica has become active
             if active is None or active.id == self._view.replica_id:
