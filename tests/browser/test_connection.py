@@ -52,10 +52,12 @@ class Outage:
 def test_offline_shows_a_banner_human_errors_a_retry_and_clears_when_live(
     shared_server: ServerProcess, page: Page
 ) -> None:
-    # The page's clock stands still: no timer reconnects, so only the button can.
+    # The page's clock stands still from here: no timer reconnects, so only the button can.
+    # (Installed, the clock still runs; a reconnect timer then raced the button under load.)
     page.clock.install()
     outage = Outage(page)
     open_board(page, shared_server)
+    page.clock.pause_at(page.evaluate("Date.now()") / 1000 + 1)
     outage.begin()
 
     banner = page.get_by_test_id("connection-banner")
