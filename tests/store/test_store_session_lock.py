@@ -155,4 +155,4 @@ async def _no_advisory_lock_held(store: SqlStore) -> bool:
                 "database = (SELECT oid FROM pg_database WHERE datname = current_database())"
             )
         )
-        return held == 0
+        return bool(held == 0)
