@@ -9,9 +9,10 @@ died). The same derivation is written twice, in Python to take the lock and in S
 inside the statement that adopts sessions; a store test checks that they agree.
 
 The keys use PostgreSQL's two-integer advisory lock space (a namespace and a 31-bit key), apart
-from the single-integer keys of the single-server guard and the leader. Two live replicas whose
-ids hash to one key would make a dead one look alive while its twin runs: its sessions would
-wait for adoption, never be adopted twice.
+from the single-integer keys of the single-server guard and the leader. No replica starts with a
+key a running one holds (membership takes another id); a dead replica whose key a later one
+happens to hold looks alive while that one runs: its sessions wait for adoption, and are never
+adopted twice.
 
 Imported by the store's cluster membership and ownership queries only.
 """
