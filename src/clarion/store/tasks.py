@@ -47,28 +47,8 @@ _MOVE_SESSION = hot(
         task_sessions.c.state.in_(bindparam("allowed", expanding=True)),
     )
     .values(state=bindparam("to"), updated_at=bindparam("now"))
+    .returning(*task_sessions.c)
 )
-
-
-async def set_session_state(
-    conn: Tx,
-    session_id: str,
-    to: SessionState,
-    allowed: Sequence[SessionState],
-    now: datetime,
-) -> bool:
-    """Move the session to `to` if its state is in `allowed` and not `to` already. Returns
-    whether a row changed. The UPDATE locks the row it changes (what `lock_session` would
-    take), and one that matches nothing writes nothing: no commit on SQLite, no transaction
-    id on PostgreSQL."""
-    sources = [s.value for s in allowed if s is not to]
-    if not sources:
-        return False
-    result = await conn.execute(
-        _MOVE_SESSION,
-        {"session_id": session_id, "allowed": sources, "to": to.value, "now": now},
-    )
-    return bool(result.rowcount == 1)
 
 
 async def move_session(
@@ -78,11 +58,23 @@ async def move_session(
     allowed: Sequence[SessionState],
     now: datetime,
 ) -> Session | None:
-    """`set_session_state`, then the session as it now stands: None when it is missing or
-    could not move (already being in `to`, with `to` allowed, counts as moved)."""
-    moved = await set_session_state(conn, session_id, to, allowed, now)
+    """Move the session to `to` if its state is in `allowed` and not `to` already, and return
+    it as it now stands: None when it is missing or could not move (already being in `to`,
+    with `to` allowed, counts as moved). The UPDATE locks the row it changes (what
+    `lock_session` would take) and returns it, so a move is one statement; one that matches
+    nothing writes nothing (no commit on SQLite, no transaction id on PostgreSQL), and only
+    then is the session read."""
+    sources = [s.value for s in allowed if s is not to]
+    if sources:
+        moved = await conn.execute(
+            _MOVE_SESSION,
+            {"session_id": session_id, "allowed": sources, "to": to.value, "now": now},
+        )
+        row = moved.first()
+        if row is not None:
+            return to_session(row)
     row = (await conn.execute(_SESSION_BY_ID, {"session_id": session_id})).first()
-    if row is None or not (moved or (row.state == to.value and to in allowed)):
+    if row is None or not (row.state == to.value and to in allowed):
         return None
     return to_session(row)
 
