@@ -62,6 +62,8 @@ def test_sessions_read_in_words_and_actions_follow_the_state(
     page.get_by_test_id("prompt-input").fill("/scenario echo hello there")
     page.get_by_test_id("prompt-send").click()
     expect(page.get_by_test_id("agent-announcer")).to_have_text("Agent: echo: hello there")
+    # The reply is announced as it arrives; the turn ends (and the session idles) after it.
+    expect(state).to_have_text("Idle")
 
     page.get_by_test_id("session-finish").click()
     dialog = page.get_by_test_id("confirm-dialog")
