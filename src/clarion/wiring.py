@@ -258,7 +258,7 @@ async def _adopt_sessions(store: SqlStore, replica_id: str) -> list[str]:
     liveness lock (it stopped, died or fenced itself; or a single-mode server made it) is
     adopted."""
     store.own_new_sessions(replica_id)
-    return await store.adopt_sessions_of_stopped_replicas(replica_id)
+    return await store.adopt_sessions(replica_id)
 
 
 @contextlib.asynccontextmanager

@@ -6,13 +6,14 @@ Every test here runs once per backend through the `db_kind` fixture of tests/con
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from sqlalchemy import select, text, update
+from sqlalchemy import event, select, text, update
 
 from clarion.clock import ManualClock
 from clarion.domain.ids import new_id
@@ -175,3 +176,19 @@ async def until_a_backend_waits_on_a_lock(store: SqlStore, ceiling_s: float = 60
                 if await conn.scalar(query):
                     return
             await asyncio.sleep(0.02)
+
+
+@contextlib.contextmanager
+def statements_run(store: SqlStore) -> Iterator[list[str]]:
+    """The SQL of every statement SQLAlchemy sends while the block runs, whitespace folded
+    (on SQLite the hot statements run below SQLAlchemy and are not seen)."""
+    seen: list[str] = []
+
+    def record(*args: Any) -> None:
+        seen.append(" ".join(str(args[2]).split()))
+
+    event.listen(store.engine.sync_engine, "before_cursor_execute", record)
+    try:
+        yield seen
+    finally:
+        event.remove(store.engine.sync_engine, "before_cursor_execute", record)

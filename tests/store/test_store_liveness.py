@@ -55,7 +55,7 @@ async def test_a_takeover_adopts_the_sessions_of_owners_that_hold_no_liveness_lo
     async with membership(store_url, TIMEOUT_S) as peer:
         await world.own(running.id, peer.replica_id)
 
-        adopted = await world.store.adopt_sessions_of_stopped_replicas("replica-a")
+        adopted = await world.store.adopt_sessions("replica-a")
 
         assert adopted == sorted([single_mode.id, dead.id])
         assert await world.owners() == {
@@ -64,9 +64,9 @@ async def test_a_takeover_adopts_the_sessions_of_owners_that_hold_no_liveness_lo
             mine.id: "replica-a",
             running.id: peer.replica_id,
         }
-        assert await world.store.adopt_sessions_of_stopped_replicas("replica-a") == []
+        assert await world.store.adopt_sessions("replica-a") == []
     # The peer has stopped: its lock went with its connection, and its session is adopted.
-    assert await world.store.adopt_sessions_of_stopped_replicas("replica-a") == [running.id]
+    assert await world.store.adopt_sessions("replica-a") == [running.id]
 
 
 async def test_two_running_replicas_adopting_at_once_each_take_a_session_exactly_once(
@@ -82,8 +82,8 @@ async def test_two_running_replicas_adopting_at_once_each_take_a_session_exactly
         open_store(store_url, clock) as b,
     ):
         by_a, by_b = await asyncio.gather(
-            a.adopt_sessions_of_stopped_replicas(member_a.replica_id),
-            b.adopt_sessions_of_stopped_replicas(member_b.replica_id),
+            a.adopt_sessions(member_a.replica_id),
+            b.adopt_sessions(member_b.replica_id),
         )
         assert not set(by_a) & set(by_b)
         assert sorted(by_a + by_b) == sorted(s.id for s in sessions)

@@ -1,38 +1,15 @@
-"""Store contract: sessions belong to the replica that runs their agent, and a replica that
-takes over adopts, exactly once, the sessions no running replica owns; migration 7."""
+"""Store contract: sessions belong to the replica that runs their agent; migration 7. (Adopting
+the sessions of replicas that are gone reads their liveness locks, so its tests are
+PostgreSQL's: test_store_liveness.py.)"""
 
 from __future__ import annotations
 
-import asyncio
-
 from sqlalchemy import Connection, delete, inspect, text
 
-from clarion.clock import ManualClock
-from clarion.store import migrate, open_engine, open_store
+from clarion.store import migrate, open_engine
 from clarion.store.migrations import LATEST_VERSION, schema_version
 
 from .conftest import World
-
-
-async def test_a_takeover_adopts_every_session_no_running_replica_owns_and_only_once(
-    world: World,
-) -> None:
-    single_mode = await world.session()  # created by a single-mode server: no owner
-    dead, running, mine = [await world.session() for _ in range(3)]
-    await world.own(dead.id, "replica-dead")
-    await world.own(running.id, "replica-b")
-    await world.own(mine.id, "replica-a")
-
-    adopted = await world.store.adopt_sessions("replica-a", still_running=["replica-b"])
-
-    assert adopted == sorted([single_mode.id, dead.id])
-    assert await world.owners() == {
-        single_mode.id: "replica-a",
-        dead.id: "replica-a",
-        running.id: "replica-b",
-        mine.id: "replica-a",
-    }
-    assert await world.store.adopt_sessions("replica-a", still_running=["replica-b"]) == []
 
 
 async def test_sessions_created_after_a_takeover_belong_to_the_replica(world: World) -> None:
@@ -41,24 +18,6 @@ async def test_sessions_created_after_a_takeover_belong_to_the_replica(world: Wo
     after = await world.session()
     assert (await world.owners())[before.id] is None
     assert (await world.owners())[after.id] == "replica-a"
-
-
-async def test_two_replicas_adopting_at_once_each_take_a_session_exactly_once(
-    world: World, store_url: str, clock: ManualClock
-) -> None:
-    sessions = [await world.session() for _ in range(60)]
-    for session in sessions:
-        await world.own(session.id, "replica-dead")
-    async with open_store(store_url, clock) as a, open_store(store_url, clock) as b:
-        by_a, by_b = await asyncio.gather(
-            a.adopt_sessions("replica-a", still_running=["replica-b"]),
-            b.adopt_sessions("replica-b", still_running=["replica-a"]),
-        )
-    assert not set(by_a) & set(by_b)
-    assert sorted(by_a + by_b) == sorted(s.id for s in sessions)
-    owners = await world.owners()
-    assert all(owners[i] == "replica-a" for i in by_a)
-    assert all(owners[i] == "replica-b" for i in by_b)
 
 
 async def test_migration_seven_adds_the_owner_column_to_a_version_six_database(

@@ -7,15 +7,14 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any
 
 import pytest
-from sqlalchemy import event, text
+from sqlalchemy import text
 
 from clarion.domain.models import Session
 from clarion.store import SqlStore
 from clarion.store.tx import Tx
-from tests.store.conftest import World, until_a_backend_waits_on_a_lock
+from tests.store.conftest import World, statements_run, until_a_backend_waits_on_a_lock
 
 pytestmark = pytest.mark.postgres
 CEILING_S = 60.0  # a ceiling for waits, never a delay
@@ -116,22 +115,13 @@ async def test_a_session_lock_is_one_statement(world: World, fenced: bool) -> No
     if fenced:
         await world.store.claim_leadership("replica-a", lambda reason: None)
     db = world.store._db
-    statements: list[str] = []
-
-    def count(*args: Any) -> None:
-        statements.append(str(args[2]))
-
     await world.turn(session)
     pending_id = (await world.bundle(session))[0].metadata["pending_id"]
-    event.listen(world.store.engine.sync_engine, "before_cursor_execute", count)
-    try:
-        async with db.write() as conn:
-            statements.clear()
+    async with db.write() as conn:
+        with statements_run(world.store) as statements:
             await db.lock_session(conn, session.id)
             await db.lock_sessions(conn, [session.id])
             assert await db.lock_bundle_session(conn, pending_id) == session.id
-    finally:
-        event.remove(world.store.engine.sync_engine, "before_cursor_execute", count)
     assert len(statements) == 3, statements
     assert all(("kandev_meta" in s) is fenced for s in statements)
 

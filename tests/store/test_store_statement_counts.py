@@ -4,16 +4,11 @@ statement events do not see them)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
-
 import pytest
-from sqlalchemy import event
 
 from clarion.domain.models import SessionState
-from clarion.store import SqlStore
 
-from .conftest import World
+from .conftest import World, statements_run
 
 pytestmark = pytest.mark.postgres
 
@@ -21,20 +16,6 @@ pytestmark = pytest.mark.postgres
 @pytest.fixture
 def db_kind() -> str:
     return "postgres"
-
-
-@contextmanager
-def _statements(store: SqlStore) -> Iterator[list[str]]:
-    seen: list[str] = []
-
-    def record(*args: object) -> None:
-        seen.append(" ".join(str(args[2]).split()))
-
-    event.listen(store.engine.sync_engine, "before_cursor_execute", record)
-    try:
-        yield seen
-    finally:
-        event.remove(store.engine.sync_engine, "before_cursor_execute", record)
 
 
 def _kinds(statements: list[str]) -> list[str]:
@@ -47,7 +28,7 @@ async def test_a_session_move_that_applies_is_one_statement_returning_the_sessio
 ) -> None:
     session = await world.session()
     world.clock.advance(1)
-    with _statements(world.store) as seen:
+    with statements_run(world.store) as seen:
         moved = await world.store.transition_session(session.id, SessionState.RUNNING)
     assert moved is not None
     assert (moved.state, moved.updated_at) == (SessionState.RUNNING, world.clock.now())
@@ -60,7 +41,7 @@ async def test_a_move_to_the_state_it_is_in_reads_the_session_once_and_writes_no
 ) -> None:
     session = await world.session()
     await world.store.transition_session(session.id, SessionState.RUNNING)
-    with _statements(world.store) as seen:
+    with statements_run(world.store) as seen:
         again = await world.store.transition_session(session.id, SessionState.RUNNING)
     assert again is not None and again.state is SessionState.RUNNING
     assert _kinds(seen) == ["UPDATE", "SELECT"], seen
