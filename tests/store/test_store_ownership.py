@@ -1,23 +1,136 @@
-"""Store contract: sessions belong to the replica that runs their agent; migration 7. (Adopting
-the sessions of replicas that are gone reads their liveness locks, so its tests are
-PostgreSQL's: test_store_liveness.py.)"""
+"""Store contract: sessions belong to the replica that runs their agent; where a new session
+goes; which replica a request must reach; migration 7. Only the migration concerns SQLite too:
+ownership is cluster mode's, and cluster mode needs PostgreSQL. (Adopting the sessions of
+replicas that are gone reads their liveness locks: test_store_liveness.py.)"""
 
 from __future__ import annotations
 
+import pytest
 from sqlalchemy import Connection, delete, inspect, text
 
-from clarion.store import migrate, open_engine
+from clarion.domain.models import SessionState
+from clarion.ports.cluster import SessionRoute
+from clarion.store import SqlStore, migrate, open_engine
+from clarion.store.fence import OwnerFence
 from clarion.store.migrations import LATEST_VERSION, schema_version
 
 from .conftest import World
 
+postgres_only = pytest.mark.parametrize(
+    "db_kind", [pytest.param("postgres", id="postgres", marks=pytest.mark.postgres)]
+)
+TIMEOUT_S = 10.0
 
-async def test_sessions_created_after_a_takeover_belong_to_the_replica(world: World) -> None:
+
+async def _row(
+    store: SqlStore,
+    replica_id: str,
+    *,
+    role: str = "active",
+    started_s_ago: float = 100.0,
+    silent_s: float = 0.0,
+) -> None:
+    """A row in clarion_replicas, its times relative to the database's clock."""
+    async with store.engine.begin() as conn:
+        await conn.execute(
+            text(
+                "INSERT INTO clarion_replicas (id, advertise_url, host, pid, role, sessions, "
+                "heartbeats, started_at, last_seen_at) "
+                "VALUES (:id, 'http://x', 'host', 1, :role, 0, 0, "
+                "now() - make_interval(secs => :started), now() - make_interval(secs => :silent))"
+            ),
+            {"id": replica_id, "role": role, "started": started_s_ago, "silent": silent_s},
+        )
+
+
+async def _sessions_of(world: World, replica_id: str, *states: SessionState) -> None:
+    """One session owned by `replica_id` in each of `states`."""
+    for state in states:
+        session = await world.session()
+        await world.own(session.id, replica_id)
+        if state is not SessionState.CREATED:
+            assert await world.store.transition_session(session.id, state) is not None
+
+
+@postgres_only
+async def test_sessions_created_after_own_sessions_belong_to_the_replica(world: World) -> None:
     before = await world.session()
-    world.store.own_new_sessions("replica-a")
+    await _row(world.store, "replica-a")
+    world.store.own_sessions(OwnerFence("replica-a", lambda reason: None))
     after = await world.session()
-    assert (await world.owners())[before.id] is None
-    assert (await world.owners())[after.id] == "replica-a"
+    owners = await world.owners()
+    assert owners[before.id] is None
+    assert owners[after.id] == "replica-a"
+
+
+@postgres_only
+async def test_placement_lists_live_serving_replicas_fewest_running_sessions_first(
+    world: World,
+) -> None:
+    created, running, done, failed = (
+        SessionState.CREATED,
+        SessionState.RUNNING,
+        SessionState.COMPLETED,
+        SessionState.FAILED,
+    )
+    # Terminal sessions are not counted: replica-finished runs one, not four.
+    await _row(world.store, "replica-finished", started_s_ago=50)
+    await _sessions_of(world, "replica-finished", running, done, failed, done)
+    await _row(world.store, "replica-busy", started_s_ago=90)
+    await _sessions_of(world, "replica-busy", created, running)
+    await _row(world.store, "replica-empty", started_s_ago=10)
+    # Equal counts: the replica that started first comes first.
+    await _row(world.store, "replica-old", started_s_ago=80)
+    await _sessions_of(world, "replica-old", running)
+    # Not serving, or not seen within the timeout: never a placement.
+    await _row(world.store, "replica-starting", role="starting")
+    await _row(world.store, "replica-stopped", role="stopped")
+    await _row(world.store, "replica-silent", silent_s=TIMEOUT_S + 20)
+
+    assert await world.store.placement(TIMEOUT_S) == [
+        ("replica-empty", 0),
+        ("replica-old", 1),
+        ("replica-finished", 1),
+        ("replica-busy", 2),
+    ]
+
+
+@postgres_only
+async def test_a_route_is_the_session_and_its_owner_and_none_for_an_unknown_id(
+    world: World,
+) -> None:
+    owned, unowned = await world.session(), await world.session()
+    await world.own(owned.id, "replica-a")
+    await world.turn(owned)
+    await world.turn(unowned)
+    bundle_id = (await world.bundle(owned))[0].metadata["pending_id"]
+    message = await world.say(unowned)
+    store = world.store
+
+    assert await store.route_of_session(owned.id) == SessionRoute(owned.id, "replica-a")
+    assert await store.route_of_session(unowned.id) == SessionRoute(unowned.id, None)
+    assert await store.route_of_bundle(bundle_id) == SessionRoute(owned.id, "replica-a")
+    assert await store.route_of_message(message.id) == SessionRoute(unowned.id, None)
+    assert await store.route_of_session("no-such-session") is None
+    assert await store.route_of_bundle("no-such-bundle") is None
+    assert await store.route_of_message("no-such-message") is None
+
+
+@postgres_only
+async def test_bundle_owners_maps_each_known_pending_id_to_its_sessions_owner(
+    world: World,
+) -> None:
+    owned, unowned = await world.session(), await world.session()
+    await world.own(owned.id, "replica-a")
+    await world.turn(owned)
+    await world.turn(unowned)
+    mine = (await world.bundle(owned, ("db", "cache")))[0].metadata["pending_id"]
+    nobodys = (await world.bundle(unowned))[0].metadata["pending_id"]
+
+    owners = await world.store.bundle_owners([mine, nobodys, "no-such-bundle"])
+
+    assert owners == {mine: "replica-a", nobodys: None}
+    assert await world.store.bundle_owners([]) == {}
 
 
 async def test_migration_seven_adds_the_owner_column_to_a_version_six_database(
@@ -41,7 +154,7 @@ async def test_migration_seven_adds_the_owner_column_to_a_version_six_database(
         async with engine.begin() as conn:
             await conn.run_sync(back_to_version_six)
             assert await conn.run_sync(owner_column_and_index) == (False, False)
-        assert await migrate(engine) == LATEST_VERSION == 7
+        assert await migrate(engine) == LATEST_VERSION
         async with engine.connect() as conn:
             assert await conn.run_sync(owner_column_and_index) == (True, True)
     finally:

@@ -1,7 +1,7 @@
 """The session lock on PostgreSQL: one statement takes the session's advisory key and then its
 row (every writer takes them in that order, or two writers could deadlock), for one session, for
-many, and for the session of a bundle named by its pending id; in cluster mode it reads the
-leadership epoch in the same statement."""
+many, and for the session of a bundle named by its pending id. It reads each session's owner
+in the same statement, which in cluster mode is the ownership fence (store/fence.py)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from sqlalchemy import text
 
 from clarion.domain.models import Session
 from clarion.store import SqlStore
+from clarion.store.fence import OwnerFence
 from clarion.store.tx import Tx
 from tests.store.conftest import World, statements_run, until_a_backend_waits_on_a_lock
 
@@ -110,10 +111,21 @@ async def test_a_lock_holds_the_key_and_the_row_until_its_transaction_ends(world
 
 
 @pytest.mark.parametrize("fenced", [False, True], ids=["single", "cluster"])
-async def test_a_session_lock_is_one_statement(world: World, fenced: bool) -> None:
+async def test_a_session_lock_is_one_statement_that_reads_the_owner(
+    world: World, fenced: bool
+) -> None:
+    lost: list[str] = []
+    if fenced:  # a registered replica, its sessions created after own_sessions
+        async with world.store.engine.begin() as conn:
+            await conn.execute(
+                text(
+                    "INSERT INTO clarion_replicas (id, advertise_url, host, pid, role, "
+                    "sessions, heartbeats, started_at, last_seen_at) "
+                    "VALUES ('replica-a', 'http://a', 'host', 1, 'active', 0, 0, now(), now())"
+                )
+            )
+        world.store.own_sessions(OwnerFence("replica-a", lost.append))
     session = await world.session()
-    if fenced:
-        await world.store.claim_leadership("replica-a", lambda reason: None)
     db = world.store._db
     await world.turn(session)
     pending_id = (await world.bundle(session))[0].metadata["pending_id"]
@@ -123,7 +135,9 @@ async def test_a_session_lock_is_one_statement(world: World, fenced: bool) -> No
             await db.lock_sessions(conn, [session.id])
             assert await db.lock_bundle_session(conn, pending_id) == session.id
     assert len(statements) == 3, statements
-    assert all(("kandev_meta" in s) is fenced for s in statements)
+    assert all("owner_replica_id" in s and "FOR UPDATE" in s for s in statements), statements
+    assert lost == []
+    assert (await world.owners())[session.id] == ("replica-a" if fenced else None)
 
 
 async def test_the_session_of_an_unknown_bundle_is_none_and_nothing_is_locked(

@@ -1,7 +1,9 @@
-"""What the edges may know about cluster mode: this replica, its role, and its peers.
+"""What the edges may know about cluster mode: this replica, its peers, and which replica a
+request belongs to.
 
-Implemented by `clarion.replica` (the composition side); the HTTP edge reads it for
-`/healthz`, `GET /api/v1/cluster` and the standby's 503. In single mode there is none.
+Implemented on the composition side (`clarion.replica`, `clarion.cluster_mode`); the HTTP edge
+reads it for `/healthz`, `GET /api/v1/cluster` and to carry a request to the replica that runs
+its session. In single mode there is none.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal, Protocol
 
-Role = Literal["starting", "standby", "active"]
+Role = Literal["starting", "active"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,22 +25,56 @@ class ReplicaInfo:
     sessions: int
 
 
+@dataclass(frozen=True, slots=True)
+class SessionRoute:
+    """The session a request concerns and the replica that owns it (None: nobody)."""
+
+    session_id: str
+    owner: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class DeadPeer:
+    """A replica with a row but no liveness lock, not yet adopted."""
+
+    replica_id: str
+    silent_s: float  # since its last heartbeat, by the database's clock
+
+
 class ClusterView(Protocol):
     @property
     def replica_id(self) -> str: ...
 
     @property
     def role(self) -> Role:
-        """`starting` until registered, `standby` while another replica is active, `active`
-        once this replica holds leadership and has run recovery."""
+        """`starting` until this replica has adopted and recovered its first sessions,
+        `active` once it serves."""
         ...
 
     async def replicas(self) -> list[ReplicaInfo]:
         """The live replicas (seen within the replica timeout), oldest first."""
         ...
 
-    async def active(self) -> ReplicaInfo | None:
-        """The live active replica, if any."""
+
+class Directory(Protocol):
+    """Where a request must be served: the owner of the session it concerns."""
+
+    async def route_of_session(self, session_id: str) -> SessionRoute | None: ...
+
+    async def route_of_bundle(self, pending_id: str) -> SessionRoute | None: ...
+
+    async def route_of_message(self, message_id: str) -> SessionRoute | None: ...
+
+    async def placement(self) -> list[str]:
+        """Serving replicas, the one a new session should go to first (fewest sessions)."""
+        ...
+
+    async def replica(self, replica_id: str) -> ReplicaInfo | None:
+        """A live replica's row (its advertised address), or None."""
+        ...
+
+    async def is_gone(self, replica_id: str) -> bool:
+        """True once the replica holds no liveness lock (it died, stopped or fenced itself)."""
         ...
 
 

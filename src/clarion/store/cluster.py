@@ -8,11 +8,12 @@ once, with no row left behind that would need expiring.
   which takes it exclusively, refuses while any replica lives, and a replica refuses while a
   single-mode server lives.
 - Every replica holds its own liveness key (see liveness.py): the sessions of an owner that
-  no longer holds it are adopted by a survivor.
-- The active replica holds the leader key exclusively; the others wait for it (standby).
+  no longer holds it are adopted by a survivor (ownership.py).
 - The row in `clarion_replicas` is what the others see (`GET /api/v1/cluster`); its
   `last_seen_at` is written with the database's clock on every heartbeat, on the same
-  connection, so a heartbeat that succeeds proves the locks are still held.
+  connection, so a heartbeat that succeeds proves the locks are still held. The row stays
+  when the replica stops or dies: the survivor that adopts its sessions deletes it, and a
+  replica whose row is gone has been taken for gone (its next heartbeat stops it).
 
 Imported by the composition side (`clarion.replica`) only.
 """
@@ -40,9 +41,6 @@ from clarion.store.liveness import LIVENESS_NAMESPACE, liveness_key
 
 log = logging.getLogger(__name__)
 
-# "CLRSLEAD": the active replica's lock (fixed for all versions).
-PG_LEADER_KEY = 0x434C_5253_4C45_4144
-
 _COLUMNS = "id, advertise_url, role, started_at, last_seen_at, sessions"
 _LIVE = text(
     f"SELECT {_COLUMNS} FROM clarion_replicas "
@@ -69,7 +67,7 @@ class Membership:
             text(
                 "INSERT INTO clarion_replicas (id, advertise_url, host, pid, role, sessions, "
                 "heartbeats, started_at, last_seen_at) "
-                "VALUES (:id, :url, :host, :pid, 'standby', 0, 0, now(), now())"
+                "VALUES (:id, :url, :host, :pid, 'starting', 0, 0, now(), now())"
             ),
             {
                 "id": self.replica_id,
@@ -97,35 +95,6 @@ class Membership:
         if result.rowcount != 1:
             raise LookupError(f"replica {self.replica_id} is no longer registered")
 
-    async def try_lead(self) -> bool:
-        taken = await self._run(text("SELECT pg_try_advisory_lock(:k)"), {"k": PG_LEADER_KEY})
-        return bool(taken.scalar())
-
-    async def seconds_since_other_active(self) -> float | None:
-        """How long ago (database clock) a previous active replica last proved its locks."""
-        row = await self._run(
-            text(
-                "SELECT EXTRACT(EPOCH FROM (now() - max(last_seen_at))) FROM clarion_replicas "
-                "WHERE role = 'active' AND id <> :id"
-            ),
-            {"id": self.replica_id},
-        )
-        value = row.scalar()
-        return None if value is None else float(value)
-
-    async def forget_dead(self, *, older_than_s: float, previous_active: bool) -> int:
-        """Delete rows of replicas not seen for `older_than_s` (and, once this replica leads,
-        every other `active` row: whoever wrote it has lost the leader lock and stopped)."""
-        result = await self._run(
-            text(
-                "DELETE FROM clarion_replicas WHERE id <> :id AND "
-                "(last_seen_at < now() - make_interval(secs => :age) "
-                "OR (:previous AND role = 'active'))"
-            ),
-            {"id": self.replica_id, "age": older_than_s, "previous": previous_active},
-        )
-        return int(result.rowcount)
-
     async def replicas(self) -> list[ReplicaInfo]:
         rows = await self._run(_LIVE, {"timeout": self.timeout_s})
         return [
@@ -141,8 +110,15 @@ class Membership:
         ]
 
     async def leave(self) -> None:
+        """A graceful stop: the row stays for the survivor that adopts this replica's
+        sessions, marked so that it need not wait out a fencing window (this replica's agents
+        have stopped, and its locks go with the connection right after)."""
         await self._run(
-            text("DELETE FROM clarion_replicas WHERE id = :id"), {"id": self.replica_id}
+            text(
+                "UPDATE clarion_replicas SET role = 'stopped', "
+                "last_seen_at = now() - interval '1 day' WHERE id = :id"
+            ),
+            {"id": self.replica_id},
         )
 
 

@@ -23,7 +23,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from clarion.store import sqlite
-from clarion.store.fence import LEADER_EPOCH_KEY, READ_EPOCH_SHARED, LeaderFence
+from clarion.store.fence import READ_OWN_ROW, OwnerFence
 from clarion.store.tx import AsyncTx, Tx
 
 log = logging.getLogger(__name__)
@@ -95,34 +95,22 @@ _BUNDLE_SESSION_KEY = (
     "k AS MATERIALIZED (SELECT pg_advisory_xact_lock(hashtextextended("
     f"'{SESSION_KEY_PREFIX}' || b.id, 0)) FROM b)"
 )
-_ONE_ROW = " FROM task_sessions AS s CROSS JOIN k{meta} WHERE s.id = :session_id{epoch}"
-_BUNDLE_ROW = " FROM task_sessions AS s CROSS JOIN k{meta} WHERE s.id = (SELECT id FROM b){epoch}"
+_ONE_ROW = " FROM task_sessions AS s CROSS JOIN k WHERE s.id = :session_id"
+_BUNDLE_ROW = " FROM task_sessions AS s CROSS JOIN k WHERE s.id = (SELECT id FROM b)"
 _MANY_ROWS = (
-    " FROM task_sessions AS s CROSS JOIN k{meta} WHERE s.id = ANY(CAST(:session_ids AS text[]))"
-    "{epoch} ORDER BY s.id"
+    " FROM task_sessions AS s CROSS JOIN k WHERE s.id = ANY(CAST(:session_ids AS text[]))"
+    " ORDER BY s.id"
 )
-# Cluster mode: the same statement reads the leadership epoch under FOR SHARE (store/fence.py).
-_FENCED = {
-    "meta": " CROSS JOIN kandev_meta AS m",
-    "epoch": f" AND m.key = '{LEADER_EPOCH_KEY}'",
-}
-_UNFENCED = {"meta": "", "epoch": ""}
 
 
-def _session_locks(head: str, rows: str, *, fenced: bool) -> TextClause:
-    parts = _FENCED if fenced else _UNFENCED
-    columns = (
-        " SELECT s.id, s.owner_replica_id AS owner, m.value AS epoch" if fenced else " SELECT s.id"
-    )
-    lock = " FOR UPDATE OF s FOR SHARE OF m" if fenced else " FOR UPDATE OF s"
-    return text(head + columns + rows.format(**parts) + lock)
+def _session_locks(head: str, rows: str) -> TextClause:
+    # The owner comes back too: in cluster mode it is the fence (store/fence.py).
+    return text(head + " SELECT s.id, s.owner_replica_id AS owner" + rows + " FOR UPDATE OF s")
 
 
-_LOCK_SESSION = {f: _session_locks(_SESSION_KEY, _ONE_ROW, fenced=f) for f in (False, True)}
-_LOCK_BUNDLE_SESSION = {
-    f: _session_locks(_BUNDLE_SESSION_KEY, _BUNDLE_ROW, fenced=f) for f in (False, True)
-}
-_LOCK_SESSIONS = {f: _session_locks(_SESSION_KEYS, _MANY_ROWS, fenced=f) for f in (False, True)}
+_LOCK_SESSION = _session_locks(_SESSION_KEY, _ONE_ROW)
+_LOCK_BUNDLE_SESSION = _session_locks(_BUNDLE_SESSION_KEY, _BUNDLE_ROW)
+_LOCK_SESSIONS = _session_locks(_SESSION_KEYS, _MANY_ROWS)
 
 
 class Db:
@@ -140,10 +128,9 @@ class Db:
         self.engine = engine
         self.is_postgres = engine.dialect.name == "postgresql"
         self._inline: sqlite.InlineSqlite | None = None
-        # Cluster mode: the active replica's leadership epoch, checked by every session write.
-        self.fence: LeaderFence | None = None
-        # Cluster mode: the replica new sessions belong to (store/ownership.py).
-        self.owner: str | None = None
+        # Cluster mode: the replica this store writes for; every session write checks that
+        # the session is still its, and new sessions are its (store/fence.py).
+        self.fence: OwnerFence | None = None
         if self.is_postgres:
             self._async_writer = engine.execution_options(**{sqlite.WRITE_OPTION: True})
             self._async_reader = engine.execution_options(isolation_level="REPEATABLE READ")
@@ -201,20 +188,18 @@ class Db:
         take (and no statement to spend)."""
         if self.is_postgres:
             result = await conn.execute(
-                _LOCK_SESSION[self.fence is not None],
+                _LOCK_SESSION,
                 {"key": _session_key(session_id), "session_id": session_id},
             )
-            await self._check_fence(conn, list(result))
+            self._check_fence(list(result))
 
     async def lock_bundle_session(self, conn: Tx, pending_id: str) -> str | None:
         """PostgreSQL: the session of bundle `pending_id`, locked exactly as `lock_session`
         locks it, in one statement instead of a read and then the lock; None when there is no
         such bundle (nothing is locked)."""
-        result = await conn.execute(
-            _LOCK_BUNDLE_SESSION[self.fence is not None], {"pending_id": pending_id}
-        )
+        result = await conn.execute(_LOCK_BUNDLE_SESSION, {"pending_id": pending_id})
         rows = list(result)
-        await self._check_fence(conn, rows)
+        self._check_fence(rows)
         return str(rows[0].id) if rows else None
 
     async def lock_sessions(self, conn: Tx, session_ids: Sequence[str]) -> None:
@@ -224,31 +209,32 @@ class Db:
             return
         ordered = sorted(set(session_ids))
         result = await conn.execute(
-            _LOCK_SESSIONS[self.fence is not None],
+            _LOCK_SESSIONS,
             {"keys": [_session_key(s) for s in ordered], "session_ids": ordered},
         )
-        await self._check_fence(conn, list(result))
+        self._check_fence(list(result))
 
-    async def check_epoch(self, conn: Tx) -> None:
+    @property
+    def owner(self) -> str | None:
+        """Cluster mode: the replica new sessions belong to."""
+        return None if self.fence is None else self.fence.replica_id
+
+    async def check_registered(self, conn: Tx) -> None:
         """Cluster mode, for a write that creates a session (there is no session to lock
-        yet): the leadership epoch alone, read FOR SHARE like the lock statement reads it.
-        Without it a replica taken for gone could create a session it would then own."""
+        yet): this replica's own row, held FOR KEY SHARE until the transaction ends. An
+        adopter deletes it in the adopting transaction, so the creation either commits first
+        (and is adopted with the rest) or is refused: a replica taken for gone could otherwise
+        create a session nobody would adopt."""
         if self.fence is not None:
-            self.fence.check((await conn.execute(READ_EPOCH_SHARED)).scalar())
+            row = (await conn.execute(READ_OWN_ROW, {"replica_id": self.fence.replica_id})).first()
+            self.fence.check_registered(row)
 
-    async def _check_fence(self, conn: Tx, rows: Sequence[Any]) -> None:
-        """Cluster mode: the epoch the lock statement read, and (once this replica owns
-        sessions) each locked session's owner (store/fence.py). No row back (no such session,
-        or no epoch stored) reads the epoch on its own."""
+    def _check_fence(self, rows: Sequence[Any]) -> None:
+        """Cluster mode: each locked session must still be this replica's (store/fence.py)."""
         if self.fence is None:
             return
-        if not rows:
-            await self.check_epoch(conn)
-            return
-        self.fence.check(rows[0].epoch)
-        if self.owner is not None:
-            for row in rows:
-                self.fence.check_owner(row.id, row.owner, self.owner)
+        for row in rows:
+            self.fence.check_owner(row.id, row.owner)
 
 
 def _session_key(session_id: str) -> str:

@@ -30,6 +30,7 @@ from clarion.store.ownership import OwnershipQueries
 from clarion.store.permissions import PermissionQueries
 from clarion.store.projections import ProjectionQueries
 from clarion.store.reservations import ReservationQueries
+from clarion.store.revisions import RevisionQueries
 from clarion.store.startup.intents import IntentRecoveryQueries
 from clarion.store.startup.open_turns import OpenTurnQueries
 from clarion.store.startup.orphans import OrphanQueries
@@ -82,6 +83,7 @@ class SqlStore(
     InboxQueries,
     SummaryQueries,
     MetaQueries,
+    RevisionQueries,
     ReservationRecoveryQueries,
     IntentRecoveryQueries,
     StartEventQueries,

@@ -1,24 +1,25 @@
-"""Cluster mode: the leadership epoch, which keeps a replica that lost leadership from writing.
+"""Cluster mode: the ownership fence, which keeps a replica from writing to sessions it lost.
 
-A replica that takes over claims leadership by incrementing `cluster_leader_epoch` in
-kandev_meta and fences its store with the value it got. From then on, every write that
-touches a session's turns, messages or clarification rows (everything that goes through
-`Db.lock_session`) reads the stored epoch under FOR SHARE and stops unless it is still the
-fenced one. Two properties follow from PostgreSQL's row locks:
+A session belongs to one replica (`task_sessions.owner_replica_id`) and changes owner only
+when a survivor adopts it, which it does only once the owner's liveness lock is gone and its
+fencing window has passed (store/ownership.py). Every write that touches a session's turns,
+messages or clarification rows takes the session's row lock in one statement
+(`Db.lock_session`), and that statement reads the owner too: a session that is not this
+replica's is refused before anything is written. Two properties follow from the row lock:
 
-- a takeover's increment waits for the old active replica's writes in flight (they hold the
-  row FOR SHARE), so none of them can commit after it;
-- every write the old replica starts after the increment committed sees the new epoch, and
-  is refused before it writes anything.
+- an adoption waits for the owner's write in flight (it holds the row), so none of them
+  commits after the adoption;
+- every write the old owner starts after the adoption committed sees the new owner, and is
+  refused.
 
-So a replica that comes back late (frozen past the fencing window, then resumed) cannot act
-on the sessions it lost, even before its heartbeat watchdog stops it. The refusal calls the
-fence's `on_lost` first (the replica stops itself at once) and then raises FencedOut.
+Creating a session has no session to lock, so it reads this replica's own row in
+`clarion_replicas` under FOR KEY SHARE instead: an adopter deletes that row in the adopting
+transaction, so a creation either commits before the adoption (which then adopts the new
+session with the rest) or finds the row gone and is refused.
 
-The same statement reads each locked session's owner (store/ownership.py): once the replica
-owns sessions, a write to a session another replica adopted is refused the same way. With one
-active replica the epoch already covers it; with sessions on several replicas (not built) the
-owner check is the one that fences a single session.
+So a replica that comes back late (frozen past its fencing window, then resumed) cannot act on
+the sessions it lost, even before its heartbeat watchdog stops it. A refusal calls the fence's
+`on_lost` first (the replica stops itself at once) and then raises FencedOut.
 
 SQLite has no cluster mode and no fence. Imported by the rest of `clarion.store`.
 """
@@ -30,49 +31,45 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import NoReturn
 
-from sqlalchemy import select
-
-from clarion.store.schema import kandev_meta
+from sqlalchemy import text
 
 log = logging.getLogger(__name__)
 
-LEADER_EPOCH_KEY = "cluster_leader_epoch"
-
-READ_EPOCH_SHARED = (
-    select(kandev_meta.c.value)
-    .where(kandev_meta.c.key == LEADER_EPOCH_KEY)
-    .with_for_update(read=True)
-)
+# This replica's own row, held FOR KEY SHARE while a session it creates commits.
+READ_OWN_ROW = text("SELECT id FROM clarion_replicas WHERE id = :replica_id FOR KEY SHARE")
 
 
 class FencedOut(RuntimeError):
-    """Another replica claimed leadership after this one: nothing more may be written."""
+    """Another replica adopted this replica's sessions: nothing more may be written."""
 
 
 @dataclass(frozen=True, slots=True)
-class LeaderFence:
-    epoch: int
+class OwnerFence:
+    replica_id: str
     on_lost: Callable[[str], None]
 
-    def check(self, stored: object) -> None:
-        if stored is not None and str(stored).strip() == str(self.epoch):
-            return
-        self._refuse(
-            f"leadership epoch is {stored} in the database, this replica holds {self.epoch}: "
-            "another replica has taken over"
-        )
-
-    def check_owner(self, session_id: str, owner: object, replica_id: str) -> None:
+    def check_owner(self, session_id: str, owner: object) -> None:
         """A session changes owner only when another replica adopted it, which it does only
-        once this replica was taken for gone: so this replica must stop, as for the epoch."""
-        if owner == replica_id:
+        once this replica was taken for gone: so this replica must stop."""
+        if owner == self.replica_id:
             return
         self._refuse(
             f"session {session_id} belongs to replica {owner}, not to this replica "
-            f"({replica_id}): another replica has adopted it"
+            f"({self.replica_id}): another replica has adopted it"
+        )
+
+    def check_registered(self, row: object) -> None:
+        if row is not None:
+            return
+        self._refuse(
+            f"replica {self.replica_id} is no longer registered: another replica has taken it "
+            "for gone and adopted its sessions"
         )
 
     def _refuse(self, reason: str) -> NoReturn:
-        log.critical("write refused by the leadership fence", extra={"reason": reason})
+        log.critical(
+            "write refused by the ownership fence",
+            extra={"replica": self.replica_id, "reason": reason},
+        )
         self.on_lost(reason)
         raise FencedOut(reason)

@@ -9,7 +9,7 @@ died). The same derivation is written twice, in Python to take the lock and in S
 inside the statement that adopts sessions; a store test checks that they agree.
 
 The keys use PostgreSQL's two-integer advisory lock space (a namespace and a 31-bit key), apart
-from the single-integer keys of the single-server guard and the leader. No replica starts with a
+from the single-integer key of the single-server guard. No replica starts with a
 key a running one holds (membership takes another id); a dead replica whose key a later one
 happens to hold looks alive while that one runs: its sessions wait for adoption, and are never
 adopted twice.

@@ -1,5 +1,4 @@
-"""kandev_meta: monotonically allocated epochs, the pending-action projection's and (in cluster
-mode) the leadership's (store/fence.py).
+"""kandev_meta: the pending-action projection's monotonically allocated epoch.
 
 Imported only by the SqlStore facade.
 """
@@ -7,11 +6,9 @@ Imported only by the SqlStore facade.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 
 from sqlalchemy import insert, select, update
 
-from clarion.store.fence import LEADER_EPOCH_KEY, LeaderFence
 from clarion.store.rows import StoreBase
 from clarion.store.schema import kandev_meta
 
@@ -27,15 +24,6 @@ class MetaQueries(StoreBase):
     async def next_epoch(self) -> int:
         epoch = await self._increment(EPOCH_KEY)
         log.info("projection epoch allocated", extra={"epoch": epoch})
-        return epoch
-
-    async def claim_leadership(self, replica_id: str, on_lost: Callable[[str], None]) -> int:
-        """Take the next leadership epoch and fence this store with it: from now on a write
-        that touches a session commits only while no other replica has claimed after this one
-        (store/fence.py). PostgreSQL only: cluster mode needs it."""
-        epoch = await self._increment(LEADER_EPOCH_KEY)
-        self._db.fence = LeaderFence(epoch, on_lost)
-        log.info("leadership claimed", extra={"replica": replica_id, "epoch": epoch})
         return epoch
 
     async def _increment(self, key: str) -> int:

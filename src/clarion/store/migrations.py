@@ -91,6 +91,19 @@ def _v7_session_owner(conn: Connection) -> None:
     )
 
 
+def _v8_pending_revision_sequence(conn: Connection) -> None:
+    # Cluster mode: the sequence half of every replica's pending-projection revision
+    # (store/revisions.py). CACHE 1 (PostgreSQL's default, spelled out): a session that
+    # cached values would hand out numbers out of real-time order with the other sessions,
+    # and the ordering argument rests on that order. Nothing on SQLite, which has no
+    # sequences and no cluster mode; the version still counts there, keeping one sequence
+    # of schema versions for both databases.
+    if conn.dialect.name == "postgresql":
+        conn.execute(
+            text("CREATE SEQUENCE IF NOT EXISTS clarion_pending_revision AS BIGINT CACHE 1")
+        )
+
+
 MIGRATIONS: tuple[Callable[[Connection], None], ...] = (
     _v1_initial_tables,
     _v2_access_control,
@@ -99,6 +112,7 @@ MIGRATIONS: tuple[Callable[[Connection], None], ...] = (
     _v5_webhook_outbox,
     _v6_cluster_replicas,
     _v7_session_owner,
+    _v8_pending_revision_sequence,
 )
 LATEST_VERSION = len(MIGRATIONS)
 

@@ -174,8 +174,9 @@ webhook_deliveries = Table(
 )
 
 # Cluster replicas (migration 6): one row per `clarion serve --cluster` process. Liveness itself
-# is the replica's advisory locks (store/cluster.py); the row is what others can see of it, and
-# `last_seen_at` (the database's clock) is what a new active replica waits out before it acts.
+# is the replica's advisory locks (store/cluster.py); the row is what others can see of it,
+# `last_seen_at` (the database's clock) is what a survivor waits out before it adopts the
+# replica's sessions, and the adopter deletes the row (store/ownership.py).
 cluster_schema = MetaData()
 
 replicas = Table(

@@ -178,7 +178,7 @@ class TaskQueries(StoreBase):
             exists = (await conn.execute(select(tasks.c.id).where(tasks.c.id == task_id))).first()
             if exists is None:
                 raise NotFound("task not found", task_id=task_id)
-            await self._db.check_epoch(conn)
+            await self._db.check_registered(conn)
             await conn.execute(
                 insert(task_sessions).values(
                     id=session.id,

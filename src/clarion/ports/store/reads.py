@@ -7,6 +7,7 @@ from typing import Any, Protocol
 
 from clarion.domain.models import (
     PendingAction,
+    Revision,
     StatusSummary,
     Task,
     Turn,
@@ -75,4 +76,12 @@ class ReadStore(Lookups, Protocol):
 
     async def next_epoch(self) -> int:
         """Allocate the next projection epoch (starts at 1, only grows)."""
+        ...
+
+    async def reserve_revision(self) -> Revision:
+        """Cluster mode: a pending-projection revision shared by every process on the database,
+        the newest stored epoch with the next value of one database sequence, in one statement.
+        A reservation that starts after another finished gets a larger revision, whichever
+        process made either. PostgreSQL only (raises on SQLite); raises when no epoch was
+        allocated yet."""
         ...

@@ -1,0 +1,66 @@
+"""Cluster mode: pending-projection revisions shared by every replica of one PostgreSQL database.
+
+A reservation is one autocommit statement that takes `nextval` of the `clarion_pending_revision`
+sequence and reads the projection epoch (the key `next_epoch` increments) from the same
+statement's snapshot. Why two reservations that do not overlap in time are ordered, whichever
+process made them:
+
+- the sequence is monotonic in real time (one sequence, no per-session cache), so the later
+  reservation gets the larger sequence;
+- the later statement's snapshot is taken after the earlier one finished, so it sees every
+  epoch increment the earlier one saw, and epochs only grow: its epoch is never older.
+
+So a projection read that starts after a write committed carries a larger revision than any read
+reserved before it, on whichever replica either ran. Overlapping reservations are not ordered,
+and need not be: neither read started after the other.
+
+SQLite has no sequences and no cluster mode: a reservation there raises. Imported only by the
+SqlStore facade.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import text
+
+from clarion.domain.models import Revision
+from clarion.store.meta import EPOCH_KEY, CorruptEpochError
+from clarion.store.rows import StoreBase
+
+_RESERVE = text(
+    "SELECT nextval('clarion_pending_revision') AS sequence, "
+    "(SELECT value FROM kandev_meta WHERE key = :key) AS epoch"
+)
+
+
+class SharedRevisionsNeedPostgres(RuntimeError):
+    """A shared revision was asked of SQLite: cluster mode (and its revisions) is PostgreSQL
+    only."""
+
+
+class RevisionQueries(StoreBase):
+    async def reserve_revision(self) -> Revision:
+        if not self._db.is_postgres:
+            raise SharedRevisionsNeedPostgres(
+                "shared pending revisions need PostgreSQL (cluster mode); "
+                "SQLite has no clarion_pending_revision sequence"
+            )
+        async with self._db.read_one() as conn:
+            row = (await conn.execute(_RESERVE, {"key": EPOCH_KEY})).one()
+        return Revision(epoch=_epoch(row.epoch), sequence=int(row.sequence))
+
+
+def _epoch(raw: Any) -> int:
+    """The stored projection epoch; an error, never a guess, when it is missing or corrupt."""
+    if raw is None:
+        raise LookupError(
+            f"no {EPOCH_KEY} is stored yet: allocate one (next_epoch) before reserving revisions"
+        )
+    try:
+        epoch = int(str(raw).strip())
+    except ValueError:
+        epoch = 0
+    if epoch < 1:
+        raise CorruptEpochError(f"stored {EPOCH_KEY} is not a positive integer: {raw!r}")
+    return epoch
