@@ -25,6 +25,7 @@ from clarion.domain.models import (
 from clarion.orchestrator.workflow import WorkflowGuard
 from clarion.ports import Event, NewMessage, Store
 from clarion.projection.events import EventPublisher
+from clarion.projection.live import LiveWaitersOf, local_only
 from clarion.projection.pending import PendingProjector
 from clarion.projection.reads import Reads
 from clarion.projection.summaries import SummaryService
@@ -68,12 +69,14 @@ class Projections:
     guard: WorkflowGuard
 
 
-async def projections(store: Store, *, live_waiters: Callable[[str], bool] | None = None) -> Any:
+async def projections(store: Store, *, live_waiters: LiveWaitersOf | None = None) -> Any:
     bus = TapBus()
     projector = PendingProjector(store)
     summaries = SummaryService(store, bus)
     publisher = EventPublisher(bus, projector, summaries)
-    reads = Reads(store, projector, summaries, live_waiters or (lambda _pid: False))
+    reads = Reads(
+        store, projector, summaries, live_waiters=live_waiters or local_only(lambda _pid: False)
+    )
     await projector.allocate_epoch()
     return Projections(store, bus, projector, summaries, publisher, reads, WorkflowGuard(store))
 

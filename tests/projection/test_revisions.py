@@ -1,13 +1,20 @@
 """pending_action_revision: a database-allocated epoch per start, a sequence reserved before
-each read, and the client rule (larger revision wins) converging on repository state."""
+each read, and the client rule (larger revision wins) converging on repository state; in
+shared mode (cluster replicas on one PostgreSQL database) both come from the database."""
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
 
 from clarion.clock import ManualClock
 from clarion.domain.models import Revision
+from clarion.projection.pending import PendingProjector
 from clarion.store import SqlStore, open_store
+from tests.conftest import fresh_database_url
 from tests.lifecycle.harness import running_lifecycle
 from tests.projection.builders import ClientModel, GatedStore, World, projections
 
@@ -104,6 +111,97 @@ async def test_an_older_read_held_in_flight_loses_to_a_newer_one(
         for projection in order:
             client.apply(session.id, _fields(projection.pending_action, projection.revision))
         assert client.pending[session.id] is None
+
+
+@pytest.fixture
+async def replicas(tmp_path: Path, clock: ManualClock) -> AsyncIterator[tuple[SqlStore, SqlStore]]:
+    """Two stores on one PostgreSQL database, as two cluster replicas' processes hold it."""
+    with fresh_database_url("postgres", tmp_path) as url:
+        async with open_store(url, clock) as first, open_store(url, clock) as second:
+            yield first, second
+
+
+async def _shared(store: SqlStore) -> PendingProjector:
+    """A replica's projector at its start: a new epoch, revisions from the database."""
+    projector = PendingProjector(store, shared=True)
+    await projector.allocate_epoch()
+    return projector
+
+
+@pytest.mark.postgres
+async def test_a_shared_projector_takes_its_revisions_from_the_store(
+    replicas: tuple[SqlStore, SqlStore], clock: ManualClock
+) -> None:
+    store, _ = replicas
+    projector = await _shared(store)
+    session = await World(store, clock).session()
+    projected = (await projector.project_one(session.id)).revision
+    # The next value of the database's sequence is the one right after the projection's.
+    assert await store.reserve_revision() == Revision(projected.epoch, projected.sequence + 1)
+    assert await projector.current_epoch() == projected.epoch == projector.epoch
+
+
+@pytest.mark.postgres
+async def test_shared_reads_on_two_replicas_grow_in_the_order_they_ran(
+    replicas: tuple[SqlStore, SqlStore], clock: ManualClock
+) -> None:
+    first, second = replicas
+    a, b = await _shared(first), await _shared(second)
+    session = await World(first, clock).session()
+    order = [a, b, b, a, b, a]
+    revisions = [_rev((await p.project_one(session.id)).revision) for p in order]
+    assert revisions == sorted(set(revisions)), revisions
+
+
+@pytest.mark.postgres
+async def test_a_replica_publishes_under_the_epoch_of_a_replica_that_started_after_it(
+    replicas: tuple[SqlStore, SqlStore], clock: ManualClock
+) -> None:
+    first, second = replicas
+    early = await _shared(first)
+    session = await World(first, clock).session()
+    before = (await early.project_one(session.id)).revision
+    late = await _shared(second)
+    after = (await early.project_one(session.id)).revision
+    assert late.epoch > early.epoch == before.epoch
+    assert after.epoch == late.epoch == await early.current_epoch()
+    client = ClientModel()
+    client.apply(session.id, _fields(None, after))
+    assert not client.apply(session.id, _fields(None, before)), "an older epoch is rejected"
+
+
+@pytest.mark.postgres
+async def test_a_later_read_on_another_replica_wins_even_if_it_finishes_first(
+    replicas: tuple[SqlStore, SqlStore], clock: ManualClock
+) -> None:
+    first, second = replicas
+    gated = GatedStore(first)
+    held = PendingProjector(gated, shared=True)
+    await held.allocate_epoch()
+    other = await _shared(second)
+    session = await World(first, clock).session()
+    gated.hold_before()
+    earlier = asyncio.create_task(held.project_one(session.id))
+    await asyncio.wait_for(gated.holding.wait(), 5)  # reserved on one replica, not yet read
+
+    later = await other.project_one(session.id)  # the other replica: starts later, ends first
+    assert not earlier.done()
+    gated.release()
+    first_read = await asyncio.wait_for(earlier, 5)
+
+    assert _rev(later.revision) > _rev(first_read.revision)
+
+
+async def test_the_in_process_projector_never_asks_the_store_for_a_revision(
+    store: SqlStore, world: World
+) -> None:
+    """Without `shared` (one process, SQLite included) revisions come from the process's own
+    epoch and counter, as before: SQLite, which cannot reserve shared revisions, still works."""
+    p = await projections(store)
+    session = await world.session()
+    revision = (await p.projector.project_one(session.id)).revision
+    assert revision == Revision(p.projector.epoch, 1)
+    assert await p.projector.current_epoch() == p.projector.epoch
 
 
 def _rev(revision: Revision) -> tuple[int, int]:

@@ -81,4 +81,4 @@ async def workflow_snapshot(request: Request) -> dict[str, Any]:
 async def boot(request: Request) -> dict[str, Any]:
     svc = services(request)
     tasks = await svc.reads.tasks(caller_of(request).workspace_ids())
-    return {"tasks": tasks, "total": len(tasks), "epoch": str(svc.projector.epoch)}
+    return {"tasks": tasks, "total": len(tasks), "epoch": str(await svc.projector.current_epoch())}

@@ -52,6 +52,11 @@ class NatsForwarding:
         self._url = url
         self._running: set[asyncio.Task[None]] = set()
 
+    @property
+    def client(self) -> Client:
+        """The connection, for the replica's other request-reply subjects (bus/waiters.py)."""
+        return self._nc
+
     async def serve(self, replica_id: str, handler: Handler) -> None:
         """Answer requests sent to `replica_id`, each in its own task: one slow request (a
         detached answer waits for its agent) must not hold up the others."""

@@ -2,15 +2,15 @@
 
 Imported by the read models. A store entry names a candidate; a clarification is an item only
 while its bundle is claimable (active, live or detached), so a bundle whose answer is being
-handed over is not offered again.
+handed over is not offered again. The caller reads the bundles first (asking which ones a live
+waiter holds once for the whole page), so building an item reads nothing.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Mapping
 from typing import Any
 
-from clarion.domain.errors import NotFound
 from clarion.domain.models import BundleState
 from clarion.domain.permissions import PermissionKey
 from clarion.domain.wire import iso
@@ -18,11 +18,10 @@ from clarion.ports import InboxEntry
 
 ACTIONABLE = frozenset({BundleState.ACTIVE_LIVE.value, BundleState.ACTIVE_DETACHED.value})
 
-BundleView = Callable[[str], Awaitable[dict[str, Any]]]
 
-
-async def inbox_item(entry: InboxEntry, bundle_view: BundleView) -> dict[str, Any] | None:
-    """The item's wire shape, or None when it is no longer actionable."""
+def inbox_item(entry: InboxEntry, bundle: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """The item's wire shape, or None when it is no longer actionable. `bundle` is the
+    clarification's bundle view (None when it is gone); a permission request ignores it."""
     item: dict[str, Any] = {
         "kind": entry.kind,
         "id": entry.id,
@@ -35,9 +34,7 @@ async def inbox_item(entry: InboxEntry, bundle_view: BundleView) -> dict[str, An
         item["tool_call"] = dict(entry.metadata.get(PermissionKey.TOOL_CALL) or {})
         item["options"] = [dict(o) for o in entry.metadata.get(PermissionKey.OPTIONS) or []]
         return item
-    try:
-        bundle = await bundle_view(entry.id)
-    except NotFound:
+    if bundle is None:
         return None  # gone between the two reads
     if bundle["state"] not in ACTIONABLE:
         return None

@@ -4,6 +4,10 @@ Task lists compare each cached summary with the repository and repair it (compar
 revision advancing only on a semantic change). If a repair fails the task is returned with
 `status_summary_invalidated` so a client drops its cached summary. A session list whose pending
 projection cannot be computed fails instead of pretending nobody owes an answer.
+
+A bundle's state hinges on whether a live waiter holds it, which in a cluster only the replica
+owning its session knows; `live_waiters` answers that for a batch of pending ids, and is asked
+only about bundles whose state depends on it, once per read.
 """
 
 from __future__ import annotations
@@ -14,10 +18,11 @@ from typing import Any
 
 from clarion.domain.bundles import bundle_state, delivery_of, questions_of
 from clarion.domain.errors import NotFound, ProjectionUnavailable
-from clarion.domain.models import MetaKey, Session, Task
+from clarion.domain.models import Bundle, BundleState, MetaKey, Session, Task
 from clarion.domain.wire import message_wire, session_wire, task_wire, turn_wire
 from clarion.ports import ReadStore
 from clarion.projection.inbox import inbox_item
+from clarion.projection.live import LiveWaitersOf
 from clarion.projection.pending import PendingProjector
 from clarion.projection.summaries import Repair, SummaryService, task_pending
 
@@ -30,13 +35,17 @@ class Reads:
         store: ReadStore,
         projector: PendingProjector,
         summaries: SummaryService,
-        has_live_waiter: Any,
+        live_waiters: LiveWaitersOf,
     ) -> None:
         self._store = store
         self._projector = projector
         self._summaries = summaries
-        self._has_live_waiter = has_live_waiter
+        self._live_waiters = live_waiters
         self._workspace_names: dict[str, str] = {}
+
+    def use_live_waiters(self, live_waiters: LiveWaitersOf) -> None:
+        """Cluster mode: ask each bundle's owner, not only this replica's own waiters."""
+        self._live_waiters = live_waiters
 
     async def tasks(self, workspace_ids: Sequence[str] | None = None) -> list[dict[str, Any]]:
         return [await self.task_view(task) for task in await self._store.list_tasks(workspace_ids)]
@@ -132,37 +141,65 @@ class Reads:
 
     async def inbox(self, workspace_ids: Sequence[str] | None) -> dict[str, Any]:
         """Every item the caller may act on now, oldest first (`GET /inbox`)."""
-        items = [
-            await inbox_item(e, self.bundle) for e in await self._store.inbox_entries(workspace_ids)
-        ]
+        entries = await self._store.inbox_entries(workspace_ids)
+        views = await self._bundle_views([e.id for e in entries if e.kind != "permission"])
+        items = [inbox_item(e, views.get(e.id)) for e in entries]
         found = [item for item in items if item is not None]
         return {"items": found, "total": len(found)}
 
     async def bundle(self, pending_id: str) -> dict[str, Any]:
-        bundle = await self._store.find_bundle(pending_id)
-        if bundle is None:
+        view = (await self._bundle_views([pending_id])).get(pending_id)
+        if view is None:
             raise NotFound("clarification request not found", pending_id=pending_id)
-        first = bundle.rows[0]
-        delivery = delivery_of(bundle)
+        return view
+
+    async def _bundle_views(self, pending_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """The views of those bundles that exist, by pending id."""
+        bundles: list[Bundle] = []
+        for pending_id in dict.fromkeys(pending_ids):
+            bundle = await self._store.find_bundle(pending_id)
+            if bundle is not None:
+                bundles.append(bundle)
+        states = await self._states(bundles)
+        return {b.pending_id: _bundle_wire(b, states[b.pending_id]) for b in bundles}
+
+    async def _states(self, bundles: Sequence[Bundle]) -> dict[str, BundleState]:
+        """Each bundle's state, asking which are held by a live waiter once, and only about
+        the bundles whose state depends on it: in a cluster the question may cross the
+        network, and a terminal or claimed bundle reads the same either way."""
+        hinged = [
+            b.pending_id
+            for b in bundles
+            if bundle_state(b, has_live_waiter=True) != bundle_state(b, has_live_waiter=False)
+        ]
+        held = await self._live_waiters(hinged) if hinged else set()
         return {
-            "pending_id": pending_id,
-            "session_id": bundle.session.id,
-            "task_id": bundle.session.task_id,
-            "turn_id": first.turn_id,
-            "state": str(bundle_state(bundle, has_live_waiter=self._has_live_waiter(pending_id))),
-            "questions": [
-                {
-                    "id": q.id,
-                    "title": q.title,
-                    "prompt": q.prompt,
-                    "options": [
-                        {"option_id": o.option_id, "label": o.label, "description": o.description}
-                        for o in q.options
-                    ],
-                }
-                for q in questions_of(bundle)
-            ],
-            "context": first.metadata.get(MetaKey.CONTEXT, "") or "",
-            "delivery": None if delivery is None else delivery.value,
-            "rows": [message_wire(m) for m in bundle.rows],
+            b.pending_id: bundle_state(b, has_live_waiter=b.pending_id in held) for b in bundles
         }
+
+
+def _bundle_wire(bundle: Bundle, state: BundleState) -> dict[str, Any]:
+    first = bundle.rows[0]
+    delivery = delivery_of(bundle)
+    return {
+        "pending_id": bundle.pending_id,
+        "session_id": bundle.session.id,
+        "task_id": bundle.session.task_id,
+        "turn_id": first.turn_id,
+        "state": str(state),
+        "questions": [
+            {
+                "id": q.id,
+                "title": q.title,
+                "prompt": q.prompt,
+                "options": [
+                    {"option_id": o.option_id, "label": o.label, "description": o.description}
+                    for o in q.options
+                ],
+            }
+            for q in questions_of(bundle)
+        ],
+        "context": first.metadata.get(MetaKey.CONTEXT, "") or "",
+        "delivery": None if delivery is None else delivery.value,
+        "rows": [message_wire(m) for m in bundle.rows],
+    }
