@@ -1,53 +1,33 @@
-"""A standby replica's HTTP edge in process: what it serves itself, what it carries to the
-active replica (api/forwarding.py), and what the caller gets when no reply comes."""
+"""Carrying a request between replicas (api/forwarding.py), in process: the request as the
+owner's application sees it, its reply relayed unchanged, and the Carrier that waits for that
+reply no longer than the owner lives."""
 
 from __future__ import annotations
 
 import asyncio
-import types
-from collections.abc import Callable
-from datetime import UTC, datetime
-from typing import Any
+import json
+from collections.abc import MutableMapping
+from typing import Any, cast
 
-import httpx
+import pytest
 from fastapi import FastAPI, Request
 from fastapi.responses import PlainTextResponse
 from starlette.types import Receive, Scope, Send
 
-from clarion.api.app import ReadinessGate
-from clarion.api.forwarding import FORWARDED_BY, ToActiveReplica, replay
-from clarion.ports.cluster import (
-    ForwardedReply,
-    ForwardedRequest,
-    ForwardFailed,
-    ReplicaInfo,
-    Role,
+from clarion.api import forwarding
+from clarion.api.forwarding import (
+    FORWARDED_BY,
+    Carrier,
+    carried_request,
+    replay,
+    send_reply,
 )
+from clarion.ports.cluster import Directory, ForwardedReply, ForwardedRequest, ForwardFailed
+
+CEILING_S = 30  # a hang guard, far above what any of these takes
 
 
-def _info(replica_id: str) -> ReplicaInfo:
-    now = datetime.now(UTC)
-    return ReplicaInfo(replica_id, f"http://{replica_id}:8787", "active", now, now, 0)
-
-
-class View:
-    """A standby named `me` whose list says `active` is the active replica."""
-
-    def __init__(self, active: str | None) -> None:
-        self.replica_id = "me"
-        self.role: Role = "standby"
-        self.active_id = active
-        self.reads = 0
-
-    async def replicas(self) -> list[ReplicaInfo]:
-        return [] if self.active_id is None else [_info(self.active_id)]
-
-    async def active(self) -> ReplicaInfo | None:
-        self.reads += 1
-        return None if self.active_id is None else _info(self.active_id)
-
-
-def _active_app() -> FastAPI:
+def _owner_app() -> FastAPI:
     app = FastAPI()
 
     @app.post("/api/v1/echo")
@@ -55,8 +35,9 @@ def _active_app() -> FastAPI:
         return {
             "body": (await request.body()).decode(),
             "query": request.url.query,
+            "raw_path": request.scope["raw_path"].decode(),
             "auth": request.headers.get("authorization"),
-            "by": request.headers.get(FORWARDED_BY),
+            "by": request.headers.getlist(FORWARDED_BY),
         }
 
     @app.get("/api/v1/conflict")
@@ -73,186 +54,186 @@ def _active_app() -> FastAPI:
     return app
 
 
-class Replay:
-    """A forwarder that hands each request to in-process apps by replica id."""
+def _scope(
+    method: str, path: str, query: bytes = b"", headers: dict[str, str] | None = None
+) -> Scope:
+    return {
+        "type": "http",
+        "method": method,
+        "path": path,
+        "raw_path": path.encode(),
+        "query_string": query,
+        "headers": [(k.encode(), v.encode()) for k, v in (headers or {}).items()],
+    }
 
-    def __init__(self, apps: dict[str, FastAPI], fail: Callable[[str], None] | None = None):
-        self.apps = apps
-        self.fail = fail
-        self.sent: list[str] = []
+
+class Sent:
+    """A `send` that keeps what it is given."""
+
+    def __init__(self) -> None:
+        self.messages: list[MutableMapping[str, Any]] = []
+
+    async def __call__(self, message: MutableMapping[str, Any]) -> None:
+        self.messages.append(message)
+
+
+async def test_a_carried_request_runs_through_the_owners_app_as_the_caller_sent_it() -> None:
+    scope = _scope("POST", "/api/v1/echo", b"x=1&y=%C3%A9", {"authorization": "Bearer t"})
+    request = carried_request(scope, b'{"k":"v"}', "me")
+    reply = await replay(_owner_app(), request)
+    assert reply.status == 200
+    assert json.loads(reply.body) == {
+        "body": '{"k":"v"}',
+        "query": "x=1&y=%C3%A9",
+        "raw_path": "/api/v1/echo",
+        "auth": "Bearer t",  # the owner authenticates the caller itself
+        "by": ["me"],
+    }
+
+
+async def test_a_request_keeps_only_the_mark_of_the_replica_that_carries_it() -> None:
+    scope = _scope("POST", "/api/v1/echo", headers={FORWARDED_BY: "someone-else"})
+    request = carried_request(scope, b"", "me")
+    assert [v for k, v in request.headers if k == FORWARDED_BY] == ["me"]
+
+
+async def test_the_owners_reply_is_relayed_unchanged_status_headers_and_body() -> None:
+    reply = await replay(
+        _owner_app(), carried_request(_scope("GET", "/api/v1/conflict"), b"", "me")
+    )
+    sent = Sent()
+    await send_reply(reply, sent)
+    start, body = sent.messages
+    assert start["status"] == 409
+    assert (b"x-winner", b"b") in start["headers"]
+    assert (b"content-length", b"5") in start["headers"]
+    assert body == {"type": "http.response.body", "body": b"taken"}
+
+
+async def test_a_reply_that_repeats_a_header_is_relayed_with_every_copy() -> None:
+    reply = await replay(_owner_app(), carried_request(_scope("POST", "/api/v1/login"), b"", "me"))
+    sent = Sent()
+    await send_reply(reply, sent)
+    cookies = [v for k, v in sent.messages[0]["headers"] if k == b"set-cookie"]
+    assert cookies == [b"session=s1; Path=/; SameSite=lax", b"csrf=c1; Path=/; SameSite=lax"]
+    assert sent.messages[1]["body"] == b"in"
+
+
+async def test_hop_by_hop_headers_of_a_reply_are_not_relayed_and_the_length_is_set_again() -> None:
+    reply = ForwardedReply(
+        status=200,
+        headers=(("Connection", "keep-alive"), ("Content-Length", "999"), ("x-kept", "1")),
+        body=b"abc",
+    )
+    sent = Sent()
+    await send_reply(reply, sent)
+    assert sent.messages[0]["headers"] == [(b"x-kept", b"1"), (b"content-length", b"3")]
+
+
+async def test_an_owner_app_that_fails_before_replying_gives_a_500() -> None:
+    async def broken(scope: Scope, receive: Receive, send: Send) -> None:
+        raise RuntimeError("boom")
+
+    reply = await replay(broken, carried_request(_scope("GET", "/api/v1/x"), b"", "me"))
+    assert reply.status == 500
+    assert b'"code":"internal"' in reply.body
+
+
+class Liveness:
+    """The one part of a Directory a Carrier reads: whether a replica is gone."""
+
+    def __init__(self) -> None:
+        self.gone: set[str] = set()
+        self.failing: Exception | None = None
+        self.checks = 0
+        self.checked = asyncio.Event()
+
+    async def is_gone(self, replica_id: str) -> bool:
+        self.checks += 1
+        self.checked.set()
+        if self.failing is not None:
+            raise self.failing
+        return replica_id in self.gone
+
+    async def until_checked(self, times: int) -> None:
+        while self.checks < times:
+            self.checked.clear()
+            await self.checked.wait()
+
+
+class Held:
+    """A forwarder whose request went out and waits for a reply that comes when told."""
+
+    def __init__(self) -> None:
+        self.reply: asyncio.Future[ForwardedReply] = asyncio.get_running_loop().create_future()
+        self.deadlines: list[float] = []
+        self.cancelled = asyncio.Event()
 
     async def forward(
         self, replica_id: str, request: ForwardedRequest, timeout_s: float
     ) -> ForwardedReply:
-        self.sent.append(replica_id)
-        if self.fail is not None:
-            self.fail(replica_id)
-        return await replay(self.apps[replica_id], request)
+        self.deadlines.append(timeout_s)
+        try:
+            return await self.reply
+        except asyncio.CancelledError:
+            self.cancelled.set()
+            raise
 
 
-def _standby_client(view: View, forwarder: Any) -> httpx.AsyncClient:
-    local = FastAPI()
-
-    @local.get("/static/app.js")
-    async def static() -> PlainTextResponse:
-        return PlainTextResponse("served here")
-
-    async def proxied_mcp(scope: Scope, receive: Receive, send: Send) -> None:
-        await PlainTextResponse(f"proxied {scope['path']}", 202)(scope, receive, send)
-
-    services = types.SimpleNamespace(
-        ready=asyncio.Event(),
-        cluster=view,
-        to_active=ToActiveReplica(view, forwarder, 5.0),
-        mcp_to_active=proxied_mcp,
-    )
-    gate = ReadinessGate(local, services)  # type: ignore[arg-type]
-    return httpx.AsyncClient(transport=httpx.ASGITransport(app=gate), base_url="http://standby")
+REQUEST = ForwardedRequest("POST", "/api/v1/x", "/api/v1/x", "", (), b"{}")
+REPLY = ForwardedReply(200, (("content-type", "text/plain"),), b"done")
 
 
-async def test_an_api_request_on_a_standby_is_served_by_the_active_replica_unchanged() -> None:
-    view = View("a")
-    forwarder = Replay({"a": _active_app()})
-    async with _standby_client(view, forwarder) as client:
-        echoed = await client.post(
-            "/api/v1/echo?x=1&y=%C3%A9", content=b'{"k":"v"}', headers={"Authorization": "Bearer t"}
-        )
-        conflict = await client.get("/api/v1/conflict")
-    assert echoed.status_code == 200
-    assert echoed.json() == {
-        "body": '{"k":"v"}',
-        "query": "x=1&y=%C3%A9",
-        "auth": "Bearer t",
-        "by": "me",
-    }
-    assert (conflict.status_code, conflict.text) == (409, "taken")
-    assert conflict.headers["x-winner"] == "b"
-    assert forwarder.sent == ["a", "a"]
-    assert view.reads == 1  # the active replica's identity is read once, not per request
+@pytest.fixture(autouse=True)
+def _quick_liveness_checks(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(forwarding, "_ALIVE_CHECK_S", 0.01)
 
 
-async def test_a_reply_that_repeats_a_header_is_relayed_with_every_copy() -> None:
-    async with _standby_client(View("a"), Replay({"a": _active_app()})) as client:
-        response = await client.post("/api/v1/login")
-    assert response.headers.get_list("set-cookie") == [
-        "session=s1; Path=/; SameSite=lax",
-        "csrf=c1; Path=/; SameSite=lax",
-    ]
-    assert response.text == "in"
+def _carrier(forwarder: Any, liveness: Liveness, deadline_s: float = 3600.0) -> Carrier:
+    return Carrier(forwarder, cast(Directory, liveness), deadline_s)
 
 
-async def test_a_standby_serves_the_web_ui_itself_and_proxies_mcp_to_the_active() -> None:
-    forwarder = Replay({"a": _active_app()})
-    async with _standby_client(View("a"), forwarder) as client:
-        static = await client.get("/static/app.js")
-        mcp = await client.post("/mcp/sessions/s1", json={})
-        carried = await client.post("/mcp/sessions/s1", json={}, headers={FORWARDED_BY: "x"})
-    assert static.text == "served here"
-    assert (mcp.status_code, mcp.text) == (202, "proxied /mcp/sessions/s1")
-    assert forwarder.sent == []  # not over NATS: a tool call's response may take hours
-    # Proxied once already (the sender thought this replica active): refused, not looped.
-    assert carried.status_code == 503
-    assert carried.json()["error"]["code"] == "standby"
-    assert carried.json()["error"]["active"] == {"id": "a", "advertise_url": "http://a:8787"}
+async def test_a_carrier_returns_the_replicas_reply() -> None:
+    forwarder, liveness = Held(), Liveness()
+    forwarder.reply.set_result(REPLY)
+    assert await _carrier(forwarder, liveness, 12.5).carry("a", REQUEST) == REPLY
+    assert forwarder.deadlines == [12.5]
 
 
-async def test_a_request_already_carried_once_is_never_carried_again() -> None:
-    forwarder = Replay({"a": _active_app()})
-    async with _standby_client(View("a"), forwarder) as client:
-        refused = await client.get("/api/v1/conflict", headers={FORWARDED_BY: "other"})
-    assert refused.status_code == 503 and refused.json()["error"]["code"] == "standby"
-    assert forwarder.sent == []
-
-
-async def test_without_an_active_replica_the_answer_is_a_retryable_standby() -> None:
-    forwarder = Replay({})
-    async with _standby_client(View(None), forwarder) as client:
-        refused = await client.post("/api/v1/echo", content=b"{}")
-    error = refused.json()["error"]
-    assert refused.status_code == 503
-    assert (error["code"], error["retryable"]) == ("standby", True)
-    assert "no replica is active yet" in error["message"]
-    assert forwarder.sent == []
-
-
-async def test_a_cached_none_active_is_read_again_before_the_request_is_refused() -> None:
-    # The list was read (and trusted for a second) while no replica was active, in the middle
-    # of a failover; the request comes once another has taken over.
-    view = View(None)
-    forwarder = Replay({"b": _active_app()})
-    async with _standby_client(view, forwarder) as client:
-        refused = await client.post("/api/v1/echo", content=b"during")
-        view.active_id = "b"
-        response = await client.post("/api/v1/echo", content=b"after")
-    assert refused.status_code == 503
-    assert response.status_code == 200 and response.json()["body"] == "after"
-    assert forwarder.sent == ["b"]
-
-
-async def test_a_request_nobody_received_goes_once_more_to_a_newly_active_replica() -> None:
-    view = View("a")
-
-    def gone(replica_id: str) -> None:
-        if replica_id == "a":
-            view.active_id = "b"  # "a" died; "b" took over before the list was read again
-            raise ForwardFailed("replica a is not listening", delivered=False)
-
-    forwarder = Replay({"b": _active_app()}, fail=gone)
-    async with _standby_client(view, forwarder) as client:
-        response = await client.post("/api/v1/echo", content=b"again")
-    assert response.status_code == 200 and response.json()["body"] == "again"
-    assert forwarder.sent == ["a", "b"]
-
-
-async def test_a_request_that_may_have_been_applied_is_not_sent_again() -> None:
-    def lost(replica_id: str) -> None:
-        raise ForwardFailed("replica a did not answer within 5 s", delivered=True)
-
-    forwarder = Replay({"a": _active_app()}, fail=lost)
-    async with _standby_client(View("a"), forwarder) as client:
-        response = await client.post("/api/v1/echo", content=b"{}")
-    error = response.json()["error"]
-    assert response.status_code == 503
-    assert (error["code"], error["retryable"]) == ("replica_unreachable", True)
-    assert (
-        "may have been applied" in error["message"]
-        and "conflict naming the winner" in (error["message"])
-    )
-    assert forwarder.sent == ["a"]
-
-
-async def test_the_caller_learns_at_once_when_the_active_replica_dies_holding_its_request() -> None:
-    view = View("a")
-    holding = asyncio.Event()
-
-    class Dies:
+async def test_a_request_nobody_received_fails_as_not_delivered() -> None:
+    class Nobody:
         async def forward(
             self, replica_id: str, request: ForwardedRequest, timeout_s: float
         ) -> ForwardedReply:
-            holding.set()
-            await asyncio.Event().wait()  # the process died: no reply ever comes
-            raise AssertionError("unreachable")
+            raise ForwardFailed("no responders", delivered=False)
 
-    async with _standby_client(view, Dies()) as client:
-        answer = asyncio.ensure_future(client.post("/api/v1/echo", content=b"{}"))
-        await holding.wait()
-        view.active_id = None  # its row is gone: no longer the active replica
-        response = await asyncio.wait_for(answer, 30)  # a ceiling, far below the deadline
-    assert response.status_code == 503
-    assert response.json()["error"]["code"] == "replica_unreachable"
-    assert "stopped being the active replica" in response.json()["error"]["message"]
+    with pytest.raises(ForwardFailed) as failed:
+        await _carrier(Nobody(), Liveness()).carry("a", REQUEST)
+    assert failed.value.delivered is False
 
 
-async def test_an_unreachable_active_replica_is_named_with_the_reason_and_nothing_applied() -> None:
-    def unreachable(replica_id: str) -> None:
-        raise ForwardFailed("could not send the request: NATS is down", delivered=False)
+async def test_the_carrier_gives_up_as_soon_as_the_replica_holding_the_request_is_gone() -> None:
+    forwarder, liveness = Held(), Liveness()
+    carrying = asyncio.ensure_future(_carrier(forwarder, liveness).carry("a", REQUEST))
+    await asyncio.wait_for(liveness.until_checked(1), CEILING_S)
+    assert not carrying.done()  # alive: still waiting for the reply
+    liveness.gone.add("a")
+    # The deadline is an hour: only the liveness check can end this within the ceiling.
+    # (asyncio.wait, unlike wait_for, does not cancel it at the ceiling: that would end it too.)
+    done, _ = await asyncio.wait({carrying}, timeout=CEILING_S)
+    assert carrying in done
+    with pytest.raises(ForwardFailed) as failed:
+        await carrying
+    assert failed.value.delivered is True  # it went out: it may have been applied
+    assert "a stopped before it replied" in str(failed.value)
+    assert forwarder.cancelled.is_set()  # the request in flight is given up, not leaked
 
-    forwarder = Replay({"a": _active_app()}, fail=unreachable)
-    async with _standby_client(View("a"), forwarder) as client:
-        response = await client.post("/api/v1/echo", content=b"{}")
-    error = response.json()["error"]
-    assert response.status_code == 503
-    assert (error["code"], error["retryable"]) == ("standby", True)
-    assert "NATS is down" in error["message"] and "nothing was applied" in error["message"]
-    assert error["active"] == {"id": "a", "advertise_url": "http://a:8787"}
-    assert forwarder.sent == ["a"]  # the list still names "a": not sent twice
+
+async def test_a_store_error_while_checking_liveness_keeps_the_carrier_waiting() -> None:
+    forwarder, liveness = Held(), Liveness()
+    liveness.failing = OSError("database unreachable")
+    carrying = asyncio.ensure_future(_carrier(forwarder, liveness).carry("a", REQUEST))
+    await asyncio.wait_for(liveness.until_checked(2), CEILING_S)
+    assert not carrying.done()  # the store failing is not the replica dying
+    forwarder.reply.set_result(REPLY)
+    assert await asyncio.wait_for(carrying, CEILING_S) == REPLY

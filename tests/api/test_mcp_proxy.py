@@ -1,11 +1,12 @@
-"""A standby's proxy for agents' MCP requests (api/mcp_proxy.py), in process: the request
-reaches the active replica's address unchanged and marked, the response streams back as it
-comes, an agent that hangs up ends the upstream request, and an unreachable active replica is
-a retryable 503 that says nothing was applied."""
+"""The proxy for agents' MCP requests that reach another replica than their session's
+(api/mcp_proxy.py), in process: the request reaches the owner's address unchanged and marked,
+the response streams back as it comes, an agent that hangs up ends the upstream request, and
+an unreachable owner is a retryable 503 that says nothing was delivered."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator, MutableMapping
 from datetime import UTC, datetime
 from typing import Any
@@ -13,11 +14,10 @@ from typing import Any
 import httpx
 
 from clarion.api.forwarding import FORWARDED_BY
-from clarion.api.mcp_proxy import McpToActive
-from clarion.domain.errors import ReplicaStandby
+from clarion.api.mcp_proxy import McpToOwner
 from clarion.ports.cluster import ReplicaInfo
 
-ACTIVE = ReplicaInfo(
+OWNER = ReplicaInfo(
     "a", "http://a.internal:8787/", "active", datetime.now(UTC), datetime.now(UTC), 1
 )
 
@@ -42,19 +42,8 @@ class Stream(httpx.AsyncByteStream):
         self.closed.set()
 
 
-def _proxy(
-    handler: Any, active: ReplicaInfo | None = ACTIVE
-) -> tuple[McpToActive, list[tuple[ReplicaInfo | None, str]]]:
-    refusals: list[tuple[ReplicaInfo | None, str]] = []
-
-    async def current() -> ReplicaInfo | None:
-        return active
-
-    async def refused(to: ReplicaInfo | None, reason: str) -> ReplicaStandby:
-        refusals.append((to, reason))
-        return ReplicaStandby("this replica (me) is a standby", active_id=None, active_url=None)
-
-    return McpToActive("me", current, refused, transport=httpx.MockTransport(handler)), refusals
+def _proxy(handler: Any) -> McpToOwner:
+    return McpToOwner("me", transport=httpx.MockTransport(handler))
 
 
 def _scope(method: str = "POST", query: bytes = b"") -> dict[str, Any]:
@@ -64,7 +53,7 @@ def _scope(method: str = "POST", query: bytes = b"") -> dict[str, Any]:
         "path": "/mcp/sessions/s1",
         "query_string": query,
         "headers": [
-            (b"host", b"standby:8787"),
+            (b"host", b"b.internal:8787"),
             (b"x-clarion-token", b"secret"),
             (b"accept", b"application/json, text/event-stream"),
             (b"content-length", b"17"),
@@ -99,12 +88,10 @@ class Agent:
         return b"".join(m.get("body", b"") for m in self.sent if m["type"] == "http.response.body")
 
 
-async def test_a_proxied_request_reaches_the_active_replica_marked_and_its_stream_comes_back() -> (
-    None
-):
+async def test_a_proxied_request_reaches_the_owner_marked_and_its_stream_comes_back() -> None:
     seen: list[httpx.Request] = []
 
-    def active_replica(request: httpx.Request) -> httpx.Response:
+    def owner(request: httpx.Request) -> httpx.Response:
         seen.append(request)
         return httpx.Response(
             200,
@@ -112,74 +99,81 @@ async def test_a_proxied_request_reaches_the_active_replica_marked_and_its_strea
             stream=Stream([b"event: message\n", b"data: {}\n\n"]),
         )
 
-    proxy, refusals = _proxy(active_replica)
+    proxy = _proxy(owner)
     agent = Agent(b'{"jsonrpc":"2.0"}')
-    await proxy(_scope(query=b"x=1"), agent.receive, agent.send)
+    await proxy.proxy(_scope(query=b"x=1"), agent.receive, agent.send, OWNER)
     await proxy.aclose()
 
     (request,) = seen
     assert str(request.url) == "http://a.internal:8787/mcp/sessions/s1?x=1"
     assert request.content == b'{"jsonrpc":"2.0"}'
-    assert request.headers["x-clarion-token"] == "secret"  # the active replica authenticates
-    assert request.headers[FORWARDED_BY] == "me"  # never proxied a second time
+    assert request.headers["x-clarion-token"] == "secret"  # the owner authenticates the agent
+    assert request.headers[FORWARDED_BY] == "me"  # served there, never proxied a second time
     assert request.headers["host"] == "a.internal:8787"
     start = agent.sent[0]
     assert (start["type"], start["status"]) == ("http.response.start", 200)
     assert (b"mcp-session-id", b"m1") in start["headers"]
     assert agent.body_sent == b"event: message\ndata: {}\n\n"
     assert agent.sent[-1] == {"type": "http.response.body", "body": b"", "more_body": False}
-    assert refusals == []
+
+
+async def test_the_owners_refusal_reaches_the_agent_unchanged() -> None:
+    def owner(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(401, stream=Stream([b'{"error": {"code": "unauthenticated"}}']))
+
+    proxy = _proxy(owner)
+    agent = Agent(b"{}")
+    await proxy.proxy(_scope(), agent.receive, agent.send, OWNER)
+    await proxy.aclose()
+    assert agent.sent[0]["status"] == 401
+    assert json.loads(agent.body_sent) == {"error": {"code": "unauthenticated"}}
 
 
 async def test_an_agent_that_hangs_up_ends_the_proxied_request() -> None:
     body = Stream([b"event: message\n"], then="hold")  # a tool call still waiting
 
-    def active_replica(request: httpx.Request) -> httpx.Response:
+    def owner(request: httpx.Request) -> httpx.Response:
         return httpx.Response(200, headers={"content-type": "text/event-stream"}, stream=body)
 
-    proxy, _ = _proxy(active_replica)
+    proxy = _proxy(owner)
     agent = Agent(b"{}")
-    proxying = asyncio.ensure_future(proxy(_scope(), agent.receive, agent.send))
+    proxying = asyncio.ensure_future(proxy.proxy(_scope(), agent.receive, agent.send, OWNER))
     await asyncio.wait_for(agent.streaming.wait(), 30)
     assert agent.body_sent == b"event: message\n"
     assert not proxying.done()
     agent.hang_up.set()
     await asyncio.wait_for(proxying, 30)
-    assert body.closed.is_set()  # the active replica sees the disconnect too
+    assert body.closed.is_set()  # the owner sees the disconnect too
     await proxy.aclose()
 
 
-async def test_an_active_replica_lost_mid_response_ends_the_stream() -> None:
-    def active_replica(request: httpx.Request) -> httpx.Response:
+async def test_an_owner_lost_mid_response_ends_the_stream() -> None:
+    def owner(request: httpx.Request) -> httpx.Response:
         return httpx.Response(200, stream=Stream([b"data: 1\n\n"], then="fail"))
 
-    proxy, _ = _proxy(active_replica)
+    proxy = _proxy(owner)
     agent = Agent(b"{}")
-    await asyncio.wait_for(proxy(_scope(), agent.receive, agent.send), 30)
+    await asyncio.wait_for(proxy.proxy(_scope(), agent.receive, agent.send, OWNER), 30)
     await proxy.aclose()
     assert agent.body_sent == b"data: 1\n\n"
     assert agent.sent[-1] == {"type": "http.response.body", "body": b"", "more_body": False}
 
 
-async def test_an_unreachable_active_replica_is_a_retryable_503_with_nothing_sent() -> None:
-    def active_replica(request: httpx.Request) -> httpx.Response:
+async def test_an_unreachable_owner_is_a_retryable_503_naming_it_with_nothing_sent() -> None:
+    tried: list[httpx.Request] = []
+
+    def owner(request: httpx.Request) -> httpx.Response:
+        tried.append(request)
         raise httpx.ConnectError("connection refused")
 
-    proxy, refusals = _proxy(active_replica)
+    proxy = _proxy(owner)
     agent = Agent(b"{}")
-    await proxy(_scope(), agent.receive, agent.send)
+    await asyncio.wait_for(proxy.proxy(_scope(), agent.receive, agent.send, OWNER), 30)
     await proxy.aclose()
-    assert agent.sent[0]["status"] == 503
-    assert b'"code":"standby"' in agent.body_sent and b'"retryable":true' in agent.body_sent
-    ((to, reason),) = refusals
-    assert to == ACTIVE and "connection refused" in reason
-
-
-async def test_with_no_active_replica_an_mcp_request_is_refused_without_being_sent() -> None:
-    seen: list[httpx.Request] = []
-    proxy, refusals = _proxy(seen.append, active=None)
-    agent = Agent(b"{}")
-    await proxy(_scope(), agent.receive, agent.send)
-    await proxy.aclose()
-    assert agent.sent[0]["status"] == 503
-    assert seen == [] and refusals == [(None, "no replica is active")]
+    assert len(tried) == 1
+    start, *_ = agent.sent
+    assert start["status"] == 503
+    error = json.loads(agent.body_sent)["error"]
+    assert (error["code"], error["retryable"]) == ("replica_unavailable", True)
+    assert error["replica"] == {"id": "a", "advertise_url": "http://a.internal:8787/"}
+    assert "connection refused" in error["message"] and "nothing was delivered" in error["message"]

@@ -11,7 +11,8 @@ from clarion.domain.errors import (
     ClarificationActive,
     ClarionError,
     NotActive,
-    ReplicaStandby,
+    ReplicaUnavailable,
+    ReplicaUnreachable,
     RetryableFailure,
 )
 from clarion.domain.ids import new_id
@@ -80,10 +81,14 @@ def test_clarification_active_names_the_bundle_and_its_state() -> None:
     assert error.ids == {"pending_id": "p1"}
 
 
-def test_a_standby_replica_names_the_active_one() -> None:
-    error = ReplicaStandby("standing by", active_id="r1", active_url="http://a:8787")
-    assert error.code == "standby"
-    assert (error.active_id, error.active_url) == ("r1", "http://a:8787")
+def test_an_unavailable_replica_names_the_replica_that_runs_the_session() -> None:
+    error = ReplicaUnavailable("could not be reached", replica_id="r1", replica_url="http://a:8787")
+    assert error.code == "replica_unavailable"
+    assert (error.replica_id, error.replica_url) == ("r1", "http://a:8787")
+
+
+def test_an_unreachable_replica_has_its_own_code() -> None:
+    assert ReplicaUnreachable("no reply", replica_id="r1").code == "replica_unreachable"
 
 
 def test_an_agent_failure_keeps_its_stderr_and_exit_code() -> None:

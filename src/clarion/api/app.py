@@ -29,7 +29,6 @@ from clarion.api import (
     ws,
 )
 from clarion.api.errors import error_response, install_error_handlers
-from clarion.api.forwarding import forwarded_by, standby_error
 from clarion.api.openapi import install_openapi
 from clarion.api.services import ApiServices
 from clarion.domain.errors import ServiceStarting
@@ -43,10 +42,7 @@ _ALWAYS_OPEN = frozenset({"/healthz", routes_cluster.CLUSTER_PATH})
 
 class ReadinessGate:
     """Answers 503 `starting` to everything but /healthz (and the cluster list) until recovery
-    is done. A standby cluster replica serves what needs no live state itself (the web UI, the
-    WebSocket: its events come over the shared bus) and carries every other `/api/` request to
-    the active replica (api/forwarding.py); an agent's MCP request, whose response may stay
-    open for hours, is proxied to the active replica over HTTP (api/mcp_proxy.py)."""
+    is done; a WebSocket is closed with 1013 (try again later)."""
 
     def __init__(self, app: ASGIApp, services: ApiServices) -> None:
         self._app = app
@@ -59,32 +55,10 @@ class ReadinessGate:
             or scope.get("path") in _ALWAYS_OPEN
         ):
             await self._app(scope, receive, send)
-            return
-        view = self._services.cluster
-        standby = view is not None and view.role == "standby"
-        path: str = scope.get("path", "")
-        if scope["type"] == "websocket":
-            if standby:
-                await self._app(scope, receive, send)
-            else:
-                await send({"type": "websocket.close", "code": 1013})
-            return
-        if standby and not path.startswith(("/api/", "/mcp/")):
-            await self._app(scope, receive, send)  # the web UI and the API's description
-            return
-        to_active = self._services.to_active
-        if standby and path.startswith("/api/") and to_active and not forwarded_by(scope):
-            await to_active(scope, receive, send)
-            return
-        mcp_to_active = self._services.mcp_to_active
-        if standby and path.startswith("/mcp/") and mcp_to_active and not forwarded_by(scope):
-            await mcp_to_active(scope, receive, send)
-            return
-        if view is not None and standby:
-            error: ServiceStarting = await standby_error(view)
+        elif scope["type"] == "websocket":
+            await send({"type": "websocket.close", "code": 1013})
         else:
-            error = ServiceStarting("Clarion is starting")
-        await error_response(error)(scope, receive, send)
+            await error_response(ServiceStarting("Clarion is starting"))(scope, receive, send)
 
 
 def create_app(services: ApiServices, mcp: McpEndpoint) -> FastAPI:

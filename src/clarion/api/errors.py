@@ -33,7 +33,7 @@ from clarion.domain.errors import (
     NotActive,
     NotFound,
     PendingInput,
-    ReplicaStandby,
+    ReplicaUnavailable,
     RetryableFailure,
     ServiceStarting,
     Unauthenticated,
@@ -103,8 +103,8 @@ def ws_error_payload(exc: BaseException) -> dict[str, Any]:
 
 
 def _extras(exc: ClarionError) -> dict[str, Any]:
-    if isinstance(exc, ReplicaStandby):
-        return {"active": {"id": exc.active_id, "advertise_url": exc.active_url}}
+    if isinstance(exc, ReplicaUnavailable):
+        return {"replica": {"id": exc.replica_id, "advertise_url": exc.replica_url}}
     if isinstance(exc, InvalidInput) and exc.field is not None:
         return {"field": exc.field}
     if isinstance(exc, ClarificationActive):

@@ -1,7 +1,7 @@
 """`GET /api/v1/cluster`: the live replicas, and `/healthz`'s cluster-mode body.
 
-In single mode there is no cluster: the list is empty. Both answer on a standby replica too
-(the readiness gate lets them through), so any replica can say which one is active.
+In single mode there is no cluster: the list is empty. Both answer on a starting replica too
+(the readiness gate lets them through).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ class Replica(BaseModel):
     started_at: str
     last_seen_at: str
     sessions: int = Field(description="sessions whose agent process runs on this replica")
-    role: str = Field(description="`active` (serves every route) or `standby`")
+    role: str = Field(description="`active` (serves) or `starting` (adopting and recovering)")
 
 
 class Cluster(BaseModel):
@@ -57,12 +57,11 @@ async def cluster(request: Request) -> dict[str, Any]:
 
 
 def healthz(services: ApiServices) -> JSONResponse:
-    """`ok` once this server can take requests: after recovery, or at once on a standby replica
-    (it carries them to the active one); `starting` before. Cluster mode adds the replica's id
-    and role, so a load balancer may send to every replica that answers 200."""
+    """`ok` once this server can take requests (after recovery), `starting` before. Cluster
+    mode adds the replica's id and role, so a load balancer may send to every replica that
+    answers 200."""
     view = services.cluster
-    standby = view is not None and view.role == "standby"
-    if services.ready.is_set() or standby:
+    if services.ready.is_set():
         body: dict[str, Any] = {"status": "ok"}
         status = 200
     else:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from clarion.clarification.asker import Asker
 from clarion.clarification.canceller import ClarificationCanceller
@@ -20,10 +19,6 @@ from clarion.orchestrator.workflow import WorkflowGuard
 from clarion.ports import Bus, ClusterView
 from clarion.projection.pending import PendingProjector
 from clarion.projection.reads import Reads
-
-if TYPE_CHECKING:
-    from clarion.api.forwarding import ToActiveReplica
-    from clarion.api.mcp_proxy import McpToActive
 
 
 @dataclass(eq=False)
@@ -45,7 +40,3 @@ class ApiServices:
     ready: asyncio.Event = field(default_factory=asyncio.Event)
     # Cluster mode only: this replica and its peers (None in single mode).
     cluster: ClusterView | None = None
-    # Cluster mode only: how a standby carries an API request to the active replica.
-    to_active: ToActiveReplica | None = None
-    # Cluster mode only: how a standby proxies an agent's MCP request to the active replica.
-    mcp_to_active: McpToActive | None = None

@@ -18,7 +18,6 @@ import logging
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
-from urllib.parse import quote
 
 from fastapi import APIRouter, WebSocket, WebSocketDisconnect
 from starlette.types import Scope
@@ -187,18 +186,8 @@ async def _handle(
             if not isinstance(task_id, str):
                 raise InvalidInput("task_id is required", field="payload.task_id")
             await svc.access.require_task(caller, task_id)
-            if svc.to_active is not None and svc.cluster and svc.cluster.role == "standby":
-                # Projection revisions are ordered within the process that reads them: the
-                # active replica's, like every notification this client receives.
-                status, body = await svc.to_active.read_for(
-                    scope, f"/api/v1/tasks/{quote(task_id, safe='')}/task-sessions"
-                )
-                if status != 200:
-                    return envelope("error", action, body["error"], id_)
-                result = body
-            else:
-                sessions = await svc.reads.sessions(task_id)
-                result = {"sessions": sessions, "total": len(sessions)}
+            sessions = await svc.reads.sessions(task_id)
+            result = {"sessions": sessions, "total": len(sessions)}
         elif action == "ping":
             result = {"pong": True}
         else:

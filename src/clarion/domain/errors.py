@@ -12,8 +12,8 @@ ClarionError
  |    +-- ClarificationActive  a row of an active bundle cannot be deleted (carries the state)
  +-- Unauthenticated           missing or wrong credentials (401)
  +-- ServiceStarting           startup recovery has not finished (503)
- |    +-- ReplicaStandby          cluster mode: another replica is active (503, names it)
- |    +-- ReplicaUnreachable      cluster mode: the active replica did not answer in time (503)
+ |    +-- ReplicaUnavailable      cluster mode: the session's replica is gone; nothing applied (503)
+ |    +-- ReplicaUnreachable      cluster mode: the session's replica did not answer in time (503)
  +-- RetryableFailure          rolled back; the same request may be sent again (500)
  +-- AcceptedButUnfinalized    accepted; must not be sent again though finalization failed (500)
  |    +-- AcceptedButUnpublished   the agent has it; its successor's publication failed
@@ -138,20 +138,23 @@ class ServiceStarting(ClarionError):
     code = "starting"
 
 
-class ReplicaStandby(ServiceStarting):
-    """Cluster mode: this replica waits while another one serves; the body names that one."""
+class ReplicaUnavailable(ServiceStarting):
+    """Cluster mode: the replica that runs the session could not be reached, so nothing was
+    applied; the body names it. Its sessions are adopted by another replica within the
+    replica timeout, so a retry then succeeds."""
 
-    code = "standby"
+    code = "replica_unavailable"
 
-    def __init__(self, message: str, *, active_id: str | None, active_url: str | None) -> None:
+    def __init__(self, message: str, *, replica_id: str | None, replica_url: str | None) -> None:
         super().__init__(message)
-        self.active_id = active_id
-        self.active_url = active_url
+        self.replica_id = replica_id
+        self.replica_url = replica_url
 
 
 class ReplicaUnreachable(ServiceStarting):
-    """Cluster mode: a request carried to the active replica got no reply before its deadline;
-    it may have been applied there, so the message says what a retry does."""
+    """Cluster mode: a request carried to the session's replica got no reply (it died with the
+    request in hand, or the deadline passed); it may have been applied there, so the message
+    says what a retry does."""
 
     code = "replica_unreachable"
 

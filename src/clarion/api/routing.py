@@ -1,0 +1,266 @@
+"""Cluster mode: every request that acts on a session is served by the replica that runs it.
+
+Any replica accepts every route. Reads are served where they arrive (they read the shared
+database; a bundle's live state is asked of its owner, projection/live.py). A request that
+acts on a session, an answer, a permission decision, a prompt, a cancel, is served by the
+session's owner, the replica that runs its agent and holds its live waiters: it is carried
+there (api/forwarding.py) and the owner's reply relayed unchanged. A new session goes to the
+replica with the fewest sessions. An agent's MCP request is proxied to its session's owner
+over HTTP (api/mcp_proxy.py).
+
+When the owner cannot be reached:
+- nobody received the request (NATS: no responders) and the owner is gone: its sessions are
+  adopted by a survivor within the replica timeout, so the request waits for the adoption
+  (no longer than `adoption_wait_s`) and then goes to the adopter. Otherwise 503
+  `replica_unavailable`, retryable, nothing applied;
+- the request went out and the owner died before replying, or the deadline passed: 503
+  `replica_unreachable`, retryable, saying it may have been applied. Sending an answer or a
+  decision again is safe: one already recorded comes back as 409 naming the winner.
+
+A request for a session this replica has just adopted waits until the session is reconciled
+(api/session_gate.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import time
+from dataclasses import dataclass
+from typing import Literal
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from clarion.api.errors import error_response
+from clarion.api.forwarding import (
+    Carrier,
+    carried_request,
+    forwarded_by,
+    read_body,
+    send_reply,
+)
+from clarion.api.mcp_proxy import McpToOwner
+from clarion.api.session_gate import SessionGate
+from clarion.domain.errors import ReplicaUnavailable, ReplicaUnreachable
+from clarion.ports.cluster import Directory, ForwardedRequest, ForwardFailed, SessionRoute
+
+log = logging.getLogger(__name__)
+
+Kind = Literal["session", "bundle", "message", "placement"]
+
+# The requests that act on a session, by what names the session.
+_ROUTES: tuple[tuple[str, re.Pattern[str], Kind], ...] = (
+    ("GET", re.compile(r"/api/v1/clarification/([^/]+)"), "bundle"),
+    ("POST", re.compile(r"/api/v1/clarification/([^/]+)/(?:respond|resend|cancel)"), "bundle"),
+    ("GET", re.compile(r"/api/v1/permission/([^/]+)"), "message"),
+    ("POST", re.compile(r"/api/v1/permission/([^/]+)/respond"), "message"),
+    ("POST", re.compile(r"/api/v1/task-sessions/([^/]+)/(?:prompt|cancel|finish)"), "session"),
+    ("DELETE", re.compile(r"/api/v1/task-sessions/([^/]+)/messages/[^/]+"), "session"),
+    ("POST", re.compile(r"/api/v1/tasks/([^/]+)/task-sessions"), "placement"),
+    ("GET", re.compile(r"/mcp/sessions/([^/]+)"), "session"),
+    ("POST", re.compile(r"/mcp/sessions/([^/]+)"), "session"),
+    ("DELETE", re.compile(r"/mcp/sessions/([^/]+)"), "session"),
+)
+# How often a request waiting for a dead owner's sessions to be adopted looks again.
+_ADOPTION_POLL_S = 0.25
+# How many routes to this replica's own sessions are remembered (then the memory restarts).
+_OWN_ROUTES = 10_000
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    kind: Kind
+    key: str
+
+
+def target_of(method: str, path: str) -> Target | None:
+    """What a request acts on, or None for a request any replica serves itself."""
+    for route_method, pattern, kind in _ROUTES:
+        if method == route_method and (match := pattern.fullmatch(path)):
+            return Target(kind, match.group(1))
+    return None
+
+
+class ClusterRouting:
+    """ASGI middleware in front of a cluster replica's application."""
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        replica_id: str,
+        directory: Directory,
+        carrier: Carrier,
+        mcp: McpToOwner,
+        gate: SessionGate,
+        adoption_wait_s: float,
+    ) -> None:
+        self._app = app
+        self._id = replica_id
+        self._directory = directory
+        self._carrier = carrier
+        self._mcp = mcp
+        self._gate = gate
+        self._adoption_wait_s = adoption_wait_s
+        # Routes to sessions this replica owns. A session leaves its owner only when a survivor
+        # adopts it, once the owner is gone, so a route to this replica stays true for as long
+        # as this replica lives; a route to another replica is read afresh every time.
+        self._own: dict[Target, SessionRoute] = {}
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        target = None if scope["type"] != "http" else target_of(scope["method"], scope["path"])
+        if target is None:
+            await self._app(scope, receive, send)
+            return
+        carried = forwarded_by(scope) is not None
+        if target.kind == "placement":
+            if carried:
+                await self._app(scope, receive, send)
+            else:
+                await self._place(scope, receive, send)
+            return
+        route = await self._route(target)
+        if route is None or route.owner in (None, self._id) or carried:
+            await self._serve_here(route, scope, receive, send)
+        elif scope["path"].startswith("/mcp/"):
+            await self._proxy_mcp(route, scope, receive, send)
+        else:
+            await self._to_owner(target, route, scope, receive, send)
+
+    async def _serve_here(
+        self, route: SessionRoute | None, scope: Scope, receive: Receive, send: Send
+    ) -> None:
+        if route is not None:
+            await self._gate.wait(route.session_id)
+        await self._app(scope, receive, send)
+
+    async def _route(self, target: Target) -> SessionRoute | None:
+        known = self._own.get(target)
+        if known is not None:
+            return known
+        if target.kind == "bundle":
+            route = await self._directory.route_of_bundle(target.key)
+        elif target.kind == "message":
+            route = await self._directory.route_of_message(target.key)
+        else:
+            route = await self._directory.route_of_session(target.key)
+        if route is not None and route.owner == self._id:
+            if len(self._own) >= _OWN_ROUTES:
+                self._own.clear()
+            self._own[target] = route
+        return route
+
+    async def _to_owner(
+        self, target: Target, route: SessionRoute, scope: Scope, receive: Receive, send: Send
+    ) -> None:
+        body = await read_body(receive)
+        request = carried_request(scope, body, self._id)
+        owner = route.owner
+        while owner is not None and owner != self._id:
+            try:
+                await send_reply(await self._carrier.carry(owner, request), send)
+                return
+            except ForwardFailed as exc:
+                self._log_failure(owner, request, exc)
+                if exc.delivered:
+                    await error_response(_unreachable(owner, exc))(scope, receive, send)
+                    return
+                moved = await self._adopted_from(owner, target)
+                if moved is None:
+                    await error_response(await self._unavailable(owner, exc))(scope, receive, send)
+                    return
+                route, owner = moved, moved.owner
+        await self._serve_here(route, scope, _buffered(body, receive), send)
+
+    async def _adopted_from(self, owner: str, target: Target) -> SessionRoute | None:
+        """The session's route once a survivor has adopted it from `owner`, which nobody
+        answered for; None if `owner` is not gone (it runs but did not listen) or the
+        adoption did not come in time."""
+        if not await self._directory.is_gone(owner):
+            return None
+        deadline = time.monotonic() + self._adoption_wait_s
+        while time.monotonic() < deadline:
+            route = await self._route(target)
+            if route is None or route.owner != owner:
+                return route if route is not None else SessionRoute("", None)
+            await asyncio.sleep(_ADOPTION_POLL_S)
+        return None
+
+    async def _place(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """A new session on the replica with the fewest sessions; here if that one cannot be
+        reached (nothing was applied there)."""
+        body = await read_body(receive)
+        try:
+            candidates = await self._directory.placement()
+        except Exception as exc:  # placement is a preference; serving here is always correct
+            log.warning("placement unavailable", extra={"replica": self._id, "reason": repr(exc)})
+            candidates = []
+        chosen = candidates[0] if candidates else self._id
+        if chosen != self._id:
+            request = carried_request(scope, body, self._id)
+            try:
+                await send_reply(await self._carrier.carry(chosen, request), send)
+                return
+            except ForwardFailed as exc:
+                self._log_failure(chosen, request, exc)
+                if exc.delivered:
+                    await error_response(_unreachable(chosen, exc))(scope, receive, send)
+                    return
+        await self._app(scope, _buffered(body, receive), send)
+
+    async def _proxy_mcp(
+        self, route: SessionRoute, scope: Scope, receive: Receive, send: Send
+    ) -> None:
+        owner = None if route.owner is None else await self._directory.replica(route.owner)
+        if owner is None:
+            error = await self._unavailable(route.owner or "", None)
+            await error_response(error)(scope, receive, send)
+            return
+        await self._mcp.proxy(scope, receive, send, owner)
+
+    async def _unavailable(self, owner: str, exc: Exception | None) -> ReplicaUnavailable:
+        info = await self._directory.replica(owner) if owner else None
+        why = "" if exc is None else f" ({exc})"
+        return ReplicaUnavailable(
+            f"the replica that runs this session ({owner}) could not be reached{why}; nothing "
+            "was applied. Its sessions are adopted by another replica within the replica "
+            "timeout: retry shortly",
+            replica_id=owner or None,
+            replica_url=None if info is None else info.advertise_url,
+        )
+
+    def _log_failure(self, owner: str, request: ForwardedRequest, exc: ForwardFailed) -> None:
+        log.warning(
+            "carrying a request failed",
+            extra={
+                "replica": self._id,
+                "owner": owner,
+                "path": request.path,
+                "delivered": exc.delivered,
+                "reason": str(exc),
+            },
+        )
+
+
+def _unreachable(owner: str, exc: ForwardFailed) -> ReplicaUnreachable:
+    return ReplicaUnreachable(
+        f"the replica that runs this session ({owner}) did not answer ({exc}); the request "
+        "may have been applied. Sending it again is safe for an answer or a decision: one "
+        "already recorded is reported as a conflict naming the winner",
+        replica_id=owner,
+    )
+
+
+def _buffered(body: bytes, receive: Receive) -> Receive:
+    """`receive` for an application after the body was read here."""
+    sent = False
+
+    async def again() -> Message:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return again
