@@ -4,20 +4,22 @@
 
 For each replica count a fresh PostgreSQL database gets that many `clarion serve --cluster`
 replicas on one NATS server (`CLARION_BENCH_NATS_URL`, default `nats://127.0.0.1:4222`),
-`CLARION_REPLICA_TIMEOUT_S` at its default. The first one started becomes the active replica
-(it runs every agent); the others join as standbys, which carry every `/api/` request to it
-over NATS request-reply (docs/cluster.md).
+`CLARION_REPLICA_TIMEOUT_S` at its default. Every replica runs sessions: a new session goes
+to the replica with the fewest, and a request that acts on a session is carried to the
+replica that runs it over NATS request-reply (docs/cluster.md).
 
 - Throughput: `bench.throughput.mcp_cycles_per_second` with the benchmark's HTTP requests
   (sessions started, answers POSTed, sessions finished) spread round-robin over every replica,
-  as a load balancer without stickiness would; the simulated agents' MCP calls go to the
-  active replica, whose URL their session was given. CPU is counted for every replica process
-  (utime + stime, children excluded) and reported summed, with the active replica's share.
-- Latency: `bench.latency.live_mcp`, one answer at a time on an otherwise idle cluster, the
-  answers POSTed alternately to the active replica and to a standby (which carries it to the
-  active replica), so both sets of samples see the same machine.
+  as a load balancer without stickiness would, so the sessions spread over the replicas and
+  an answer reaches its session's replica directly one time in n; the simulated agents' MCP
+  calls go to their session's replica, whose URL they were given. CPU is counted for every
+  replica process (utime + stime, children excluded) and reported summed, and per replica.
+- Latency: `bench.latency.live_mcp`, one answer at a time on an otherwise idle cluster. Its one
+  session goes to the first replica (the oldest, with no session yet); the answers are POSTed
+  alternately to that replica and to another one (which carries it there), so both sets of
+  samples see the same machine.
 
-The WebSocket feed the benchmark waits on is connected to the active replica in both.
+The WebSocket feed the benchmark waits on is connected to the first replica in both.
 """
 
 from __future__ import annotations
@@ -100,13 +102,13 @@ class RoundRobinApi(Api):
 
 @dataclass
 class Cluster:
-    """Replicas on one database; `replicas[0]` is the active one."""
+    """Replicas on one database; `replicas[0]` is the oldest."""
 
     replicas: list[BenchServer]
     ids: list[str]
 
     @property
-    def active(self) -> BenchServer:
+    def first(self) -> BenchServer:
         return self.replicas[0]
 
     @property
@@ -137,7 +139,7 @@ async def wait_role(server: BenchServer, role: str, limit: float = 120.0) -> str
 
 
 def _stop_all(servers: Sequence[BenchServer]) -> None:
-    """Standbys first, the active replica last, so no standby takes over during the stop."""
+    """The newest first; stopping a cluster is the benchmark's end, whatever a survivor adopts."""
     for server in reversed(servers):
         with contextlib.suppress(Exception):
             server.stop()
@@ -161,14 +163,15 @@ async def cluster(n: int, workdir: Path) -> AsyncIterator[Cluster]:
                         url,
                         home,
                         extra_env={"CLARION_CLUSTER": "1", "CLARION_BUS_URL": NATS_URL},
+                        shared_relay_dir=workdir / f"cluster{n}-relay",
                     )
                 )
-            servers[0].spawn()
-            ids = [await wait_role(servers[0], "active")]
-            for server in servers[1:]:
+            # One at a time, so that the first is the oldest (the latency session's replica).
+            ids = []
+            for server in servers:
                 server.spawn()
-            ids += [await wait_role(server, "standby") for server in servers[1:]]
-            progress(f"cluster: {n} replicas up, active {ids[0]}")
+                ids.append(await wait_role(server, "active"))
+            progress(f"cluster: {n} replicas up, first {ids[0]}")
             yield Cluster(servers, ids)
         finally:
             _stop_all(servers)
@@ -178,16 +181,16 @@ async def cluster(n: int, workdir: Path) -> AsyncIterator[Cluster]:
 class ClusterResult:
     replicas: int
     throughput: throughput.McpThroughput
-    via_active: tuple[list[float], list[float]]  # (POST -> 200, POST -> tool call returns)
-    via_standby: tuple[list[float], list[float]] | None
+    via_owner: tuple[list[float], list[float]]  # (POST -> 200, POST -> tool call returns)
+    via_other: tuple[list[float], list[float]] | None
 
 
 async def measure(n: int, workdir: Path, sizes: ClusterSizes) -> ClusterResult:
     async with cluster(n, workdir) as c:
         apis = [Api(r.api) for r in c.replicas]
-        ctx = await Ctx.connect(f"cluster x{n}", c.active)
+        ctx = await Ctx.connect(f"cluster x{n}", c.first)
         try:
-            # Answers alternate between the active replica and the first standby.
+            # Answers alternate between the session's replica (the first) and the second.
             targets = apis[:2]
             to_200, to_return = await latency.live_mcp(
                 ctx, sizes.live * len(targets), answer_to=targets
@@ -196,8 +199,8 @@ async def measure(n: int, workdir: Path, sizes: ClusterSizes) -> ClusterResult:
                 (to_200[k :: len(targets)], to_return[k :: len(targets)])
                 for k in range(len(targets))
             ]
-            via_active = by_target[0]
-            via_standby = by_target[1] if n > 1 else None
+            via_owner = by_target[0]
+            via_other = by_target[1] if n > 1 else None
             spread = dataclasses.replace(ctx, api=RoundRobinApi(apis))
             t = await throughput.mcp_cycles_per_second(
                 spread, sizes.sessions, sizes.throughput_s, pids=c.pids
@@ -206,16 +209,15 @@ async def measure(n: int, workdir: Path, sizes: ClusterSizes) -> ClusterResult:
             await ctx.close()
             for api in apis:
                 await api.close()
-    return ClusterResult(n, t, via_active, via_standby)
+    return ClusterResult(n, t, via_owner, via_other)
 
 
 def result_rows(r: ClusterResult, sessions: int) -> list[Row]:
     n, t = r.replicas, r.throughput
     label = f"cluster, {n} replica{'s' if n > 1 else ''}"
-    active_cpu = t.process_cpu_per_cycle[0]
-    # Each standby carries one answer in n, and receives every cycle's events over NATS.
-    standbys = ", ".join(f"{ms(c):.2f}" for c in t.process_cpu_per_cycle[1:])
-    share = active_cpu / t.server_cpu_per_cycle if t.server_cpu_per_cycle else float("nan")
+    # Each replica runs its share of the sessions, carries the answers it receives for the
+    # others' sessions, and receives every cycle's events over NATS.
+    per_replica = ", ".join(f"{ms(c):.2f}" for c in t.process_cpu_per_cycle)
     rows = [
         Row(
             "postgres",
@@ -228,20 +230,22 @@ def result_rows(r: ClusterResult, sessions: int) -> list[Row]:
             f"{label}: server CPU per cycle, {sessions} sessions, all replicas",
             f"{ms(t.server_cpu_per_cycle):.2f} ms",
             note=(
-                f"active replica {ms(active_cpu):.2f} ms ({share:.0%})"
-                + (f"; each standby {standbys} ms" if standbys else "")
-                + f"; bench client {ms(t.client_cpu_per_cycle):.2f} ms/cycle"
+                f"per replica {per_replica} ms; "
+                f"bench client {ms(t.client_cpu_per_cycle):.2f} ms/cycle"
             ),
         ),
     ]
-    for where, samples in (("active replica", r.via_active), ("standby", r.via_standby)):
+    for where, samples in (
+        ("the session's replica", r.via_owner),
+        ("another replica", r.via_other),
+    ):
         if samples is None:
             continue
         to_200, to_return = samples
         rows.append(
             Row(
                 "postgres",
-                f"{label}: live answer POST -> MCP tool call returns p50, posted to the {where}",
+                f"{label}: live answer POST -> MCP tool call returns p50, posted to {where}",
                 f"{ms(percentile(to_return, 50)):.1f} ms",
                 note=(
                     f"n={len(to_return)}; p99 {ms(percentile(to_return, 99)):.1f} ms; "

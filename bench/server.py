@@ -100,6 +100,9 @@ class BenchServer:
     # How to run the CLI; a profiling wrapper may replace it (see bench.trace).
     launcher: list[str] = field(default_factory=lambda: [sys.executable, "-m", "clarion"])
     extra_env: dict[str, str] = field(default_factory=dict)
+    # Where `bench.relay_agent` leaves each session's MCP endpoint (default: under workdir).
+    # The replicas of a cluster share one: a session's agent runs on whichever replica owns it.
+    shared_relay_dir: Path | None = None
 
     @property
     def url(self) -> str:
@@ -108,7 +111,7 @@ class BenchServer:
     @property
     def relay_dir(self) -> Path:
         """Where `bench.relay_agent` leaves each session's MCP endpoint."""
-        return self.workdir / "relay"
+        return self.shared_relay_dir or self.workdir / "relay"
 
     def _write_config(self) -> Path:
         """The agent profile `relay` (see bench.relay_agent) beside the always-present builtin."""

@@ -2,63 +2,160 @@
 
 A replica holds its membership (store/cluster.py: the connection whose locks say it lives),
 a NATS connection for request-reply between replicas (bus/forwarding.py), and its `Replica`
-(replica.py: standby until it leads, heartbeats, fencing). Every replica answers requests
-carried to it from the start; while standby it carries its own `/api/` requests to the active
-replica (api/forwarding.py) and proxies agents' MCP requests there (api/mcp_proxy.py).
+(replica.py: heartbeats, fencing, watching its peers). Every replica runs agents and serves
+every route; a request that acts on a session another replica runs is carried there
+(api/routing.py), and a peer that is gone is taken over (`take_over`).
 
 Imported by `clarion.serving` only.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
+import logging
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, field
 
 from starlette.types import ASGIApp
 
-from clarion.api.forwarding import ToActiveReplica, replay, standby_error
-from clarion.api.mcp_proxy import McpToActive
-from clarion.api.services import ApiServices
+from clarion.api.forwarding import Carrier, replay
+from clarion.api.mcp_proxy import McpToOwner
+from clarion.api.routing import ClusterRouting
+from clarion.api.session_gate import SessionGate
 from clarion.bus.forwarding import NatsForwarding, nats_forwarding
+from clarion.bus.waiters import ask_waiters, serve_waiters
 from clarion.config import Settings
-from clarion.domain.errors import ReplicaStandby
-from clarion.ports.cluster import ReplicaInfo
+from clarion.domain.scope import SessionScope
+from clarion.ports.cluster import ReplicaInfo, SessionRoute
+from clarion.projection.live import LiveWaiterLookup
 from clarion.replica import Replica
 from clarion.store.cluster import Membership, membership
+from clarion.store.fence import OwnerFence
+from clarion.wiring import App
+
+log = logging.getLogger(__name__)
+
+# How long a replica waits for a peer's answer about its live waiters (a read, not a write).
+_WAITERS_ASK_S = 2.0
+
+
+@dataclass(eq=False)
+class ReplicaDirectory:
+    """Implements ports.cluster.Directory over the store and the membership."""
+
+    app: App
+    this: Replica
+
+    async def route_of_session(self, session_id: str) -> SessionRoute | None:
+        return await self.app.sql.route_of_session(session_id)
+
+    async def route_of_bundle(self, pending_id: str) -> SessionRoute | None:
+        return await self.app.sql.route_of_bundle(pending_id)
+
+    async def route_of_message(self, message_id: str) -> SessionRoute | None:
+        return await self.app.sql.route_of_message(message_id)
+
+    async def placement(self) -> list[str]:
+        return [rid for rid, _ in await self.app.sql.placement(self.this.timeout_s)]
+
+    async def replica(self, replica_id: str) -> ReplicaInfo | None:
+        return next((r for r in await self.this.replicas() if r.id == replica_id), None)
+
+    async def is_gone(self, replica_id: str) -> bool:
+        return not await self.app.sql.is_running(replica_id)
 
 
 @dataclass(eq=False)
 class ClusterMode:
     member: Membership
     forwarding: NatsForwarding
+    gate: SessionGate = field(default_factory=SessionGate)
     replica: Replica | None = None
-    mcp_proxy: McpToActive | None = None
+    mcp: McpToOwner | None = None
+    app: App | None = None
 
     async def attach(
-        self, services: ApiServices, asgi: ASGIApp, settings: Settings, sessions: Callable[[], int]
-    ) -> Replica:
-        """Make the replica visible to the HTTP edge and start answering carried requests."""
+        self, app: App, asgi: ASGIApp, settings: Settings, sessions: Callable[[], int]
+    ) -> tuple[Replica, ASGIApp]:
+        """Make the replica visible to the HTTP edge, route requests by session owner, and
+        start answering requests and questions carried here. Returns the routed application."""
         replica = Replica(self.member, sessions)
-        self.replica = replica
-        services.cluster = replica
-        to_active = ToActiveReplica(replica, self.forwarding, forward_deadline(settings))
-        services.to_active = to_active
+        self.replica, self.app = replica, app
+        app.services.cluster = replica
+        directory = ReplicaDirectory(app, replica)
+        self.mcp = McpToOwner(replica.replica_id)
+        routed = ClusterRouting(
+            asgi,
+            replica_id=replica.replica_id,
+            directory=directory,
+            carrier=Carrier(self.forwarding, directory, forward_deadline(settings)),
+            mcp=self.mcp,
+            gate=self.gate,
+            adoption_wait_s=replica.adoption_horizon_s + settings.replica_timeout,
+        )
+        nc = self.forwarding.client
+        app.services.reads.use_live_waiters(
+            LiveWaiterLookup(
+                replica_id=replica.replica_id,
+                local=app.waiters.has,
+                owners=app.sql.bundle_owners,
+                ask=lambda owner, ids: ask_waiters(nc, owner, ids, _WAITERS_ASK_S),
+            )
+        )
+        await serve_waiters(
+            nc, replica.replica_id, lambda ids: {i for i in ids if app.waiters.has(i)}
+        )
+        await self.forwarding.serve(self.member.replica_id, lambda request: replay(routed, request))
+        return replica, routed
 
-        async def refused(active: ReplicaInfo | None, reason: str) -> ReplicaStandby:
-            return await standby_error(replica, active, unreached=reason if active else None)
+    def own_sessions(self) -> None:
+        """Sessions created from now on are this replica's, and every session write checks
+        that the session still is."""
+        assert self.app is not None and self.replica is not None
+        self.app.sql.own_sessions(OwnerFence(self.replica.replica_id, self.replica.stop_fenced))
 
-        self.mcp_proxy = McpToActive(replica.replica_id, to_active.active_replica, refused)
-        services.mcp_to_active = self.mcp_proxy
-        await self.forwarding.serve(self.member.replica_id, lambda request: replay(asgi, request))
-        return replica
+    async def adopt_orphans(self) -> SessionScope:
+        """At start: the sessions nobody runs that no other replica will adopt."""
+        assert self.app is not None and self.replica is not None
+        return SessionScope.only(await self.app.sql.adopt_orphans(self.replica.replica_id))
+
+    async def watch_peers(self) -> None:
+        assert self.app is not None and self.replica is not None
+        sql, me = self.app.sql, self.replica.replica_id
+        await self.replica.watch_peers(lambda: sql.dead_peers(me), self.take_over)
+
+    async def take_over(self, dead: str) -> None:
+        """Adopt replica `dead`'s sessions (if this replica is the one that deletes its row)
+        and reconcile them as startup does, while requests for them wait. A recovery that
+        fails stops this replica: its sessions, the adopted ones included, then go to
+        another survivor, whose recovery finds done what this one did."""
+        assert self.app is not None and self.replica is not None
+        me = self.replica.replica_id
+        async with self.gate.adopting():
+            adopted = await self.app.sql.adopt_replica(me, dead)
+            if adopted:
+                await self.gate.recovering(adopted)
+        if not adopted:
+            return
+        try:
+            report = await self.app.recovery.run(SessionScope.only(adopted))
+            log.info(
+                "adopted sessions recovered",
+                extra={"replica": me, "dead_replica": dead, "sessions": adopted, **asdict(report)},
+            )
+        except Exception as exc:
+            log.exception(
+                "recovery of adopted sessions failed", extra={"replica": me, "dead_replica": dead}
+            )
+            self.replica.stop_fenced(f"recovery of sessions adopted from {dead} failed: {exc!r}")
+        finally:
+            await self.gate.recovered(adopted)
 
 
 def forward_deadline(settings: Settings) -> float:
-    """How long a standby waits for the active replica's reply: the longest a request can take
-    there (an answer's live confirmation, or a detached answer's resume: the agent's acceptance
-    and the successor's publication), with a margin for the hops."""
+    """How long a replica waits for the owner's reply: the longest a request can take there
+    (an answer's live confirmation, or a detached answer's resume: the agent's acceptance and
+    the successor's publication), with a margin for the hops."""
     t = settings.timeouts
     return t.live_confirm + t.resume_accept + t.persist + 5.0
 
@@ -75,18 +172,5 @@ async def cluster_mode(settings: Settings) -> AsyncIterator[ClusterMode]:
         try:
             yield mode
         finally:
-            if mode.mcp_proxy is not None:
-                await mode.mcp_proxy.aclose()
-
-
-async def until_leading(replica: Replica, serving: asyncio.Future[None]) -> bool:
-    """Standby until this replica leads (True), or until the server stops first (False)."""
-    leading = asyncio.ensure_future(replica.lead())
-    await asyncio.wait({leading, serving}, return_when=asyncio.FIRST_COMPLETED)
-    if leading.done():
-        leading.result()
-        return True
-    leading.cancel()
-    with contextlib.suppress(asyncio.CancelledError):
-        await leading
-    return False
+            if mode.mcp is not None:
+                await mode.mcp.aclose()

@@ -1,17 +1,18 @@
-"""A cluster replica's life: standby until it leads, then active; gone the moment it may not be.
+"""A cluster replica's life: join, serve its own sessions, adopt those of peers that are gone;
+and stop the moment it may have been taken for gone itself.
 
-What is built is active/standby: exactly one replica (the holder of the leader lock) runs
-recovery and agents; the others carry API requests to it (api/forwarding.py). Per-session
-ownership is not built; this keeps a cluster from ever having two replicas act on the same
-sessions.
+Every replica runs agents: a session belongs to the replica that runs it (store/ownership.py).
+A replica watches its peers' liveness locks; once a peer holds none (it stopped, died or fenced
+itself) and its fencing window has passed, this replica tries to adopt it, and exactly one
+survivor does (`take_over`, in the composition root).
 
-Fencing, three layers deep: the leader lock lives on the membership connection, and every
+Fencing, three layers deep: the liveness lock lives on the membership connection, and every
 heartbeat runs on that connection. A heartbeat that fails (the connection, and so the lock,
-may be gone) or that has not succeeded for half the replica timeout (a hung connection or a
-starved event loop, seen by a thread) ends the process at once (`stop_fenced`). A replica
-that takes over waits until the previous active replica's last heartbeat is older than that
-half plus one heartbeat interval before it acts, so the two never act at the same time. And
-it claims the next leadership epoch, which every session write of the store checks
+may be gone; or the row is gone: a survivor adopted this replica) or that has not succeeded for
+half the replica timeout (a hung connection or a starved event loop, seen by a thread) ends
+the process at once (`stop_fenced`). A survivor adopts only once the dead peer's last heartbeat
+is older than that half plus one heartbeat interval, so the two never act at the same time.
+And every session write checks the session's owner in the statement that locks it
 (store/fence.py): a replica frozen past all of that and then resumed is refused by the
 database on its first write, and stopped.
 
@@ -26,9 +27,9 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
-from clarion.ports.cluster import ReplicaInfo, Role
+from clarion.ports.cluster import DeadPeer, ReplicaInfo, Role
 from clarion.store.cluster import Membership
 
 log = logging.getLogger(__name__)
@@ -38,7 +39,7 @@ FENCED_EXIT = 70
 
 
 class Replica:
-    """Implements ports.ClusterView for the HTTP edge; drives the heartbeat and leadership."""
+    """Implements ports.ClusterView for the HTTP edge; drives the heartbeat and the watch."""
 
     def __init__(self, member: Membership, sessions: Callable[[], int]) -> None:
         self._member = member
@@ -58,16 +59,32 @@ class Replica:
     def role(self) -> Role:
         return self._role
 
+    @property
+    def timeout_s(self) -> float:
+        return self._member.timeout_s
+
+    @property
+    def adoption_horizon_s(self) -> float:
+        """The longest from a peer's death until a survivor has adopted it: its silence
+        outlasting the fencing window, and one watch interval more."""
+        return self.fence_s + 2 * self.interval + self._watch_every
+
+    @property
+    def _watch_every(self) -> float:
+        return min(1.0, self.interval)
+
     async def replicas(self) -> list[ReplicaInfo]:
         return await self._member.replicas()
 
-    async def active(self) -> ReplicaInfo | None:
-        return next((r for r in await self.replicas() if r.role == "active"), None)
-
     async def join(self, advertise_url: str) -> None:
         await self._member.register(advertise_url)
-        self._role = "standby"
         self._last_ok = time.monotonic()
+
+    async def serving(self) -> None:
+        """This replica's own recovery is done: it serves, and placement may choose it."""
+        self._role = "active"
+        await self._member.heartbeat(self._status)
+        log.info("replica is active", extra={"replica": self.replica_id})
 
     async def heartbeats(self) -> None:
         """Run until cancelled; ends the process when a heartbeat fails."""
@@ -77,10 +94,6 @@ class Replica:
             while True:
                 try:
                     await asyncio.wait_for(self._member.heartbeat(self._status), self.fence_s)
-                    if self._role == "active":
-                        await self._member.forget_dead(
-                            older_than_s=self._member.timeout_s * 3, previous_active=False
-                        )
                 except Exception as exc:
                     self.stop_fenced(f"heartbeat failed: {exc!r}")
                 self._last_ok = time.monotonic()
@@ -88,27 +101,38 @@ class Replica:
         finally:
             self._stopping.set()
 
-    async def lead(self) -> None:
-        """Return once this replica holds the leader lock and the previous active replica has
-        certainly stopped; the row says `active` before the caller runs recovery."""
-        announced = False
-        while not await self._member.try_lead():
-            if not announced:
-                log.info("replica is standby", extra={"replica": self.replica_id})
-                announced = True
-            await asyncio.sleep(min(1.0, self.interval))
-        age = await self._member.seconds_since_other_active()
-        wait = 0.0 if age is None else max(0.0, self.fence_s + self.interval - age)
-        if wait:
-            log.info(
-                "waiting out the previous active replica",
-                extra={"replica": self.replica_id, "seconds": round(wait, 2)},
-            )
-            await asyncio.sleep(wait)
-        await self._member.forget_dead(older_than_s=self._member.timeout_s, previous_active=True)
-        self._role = "active"
-        await self._member.heartbeat(self._status)
-        log.info("replica is active", extra={"replica": self.replica_id})
+    async def watch_peers(
+        self,
+        dead_peers: Callable[[], Awaitable[list[DeadPeer]]],
+        take_over: Callable[[str], Awaitable[None]],
+    ) -> None:
+        """Run until cancelled: take over every peer that holds no liveness lock once its
+        last heartbeat is older than its fencing window (by then it has stopped, or fenced
+        itself). A failure to read is logged and retried; `take_over` stops the replica
+        itself when it cannot finish."""
+        settled = self.fence_s + self.interval
+        while True:
+            try:
+                for peer in await dead_peers():
+                    if peer.silent_s >= settled:
+                        await take_over(peer.replica_id)
+                    else:
+                        log.info(
+                            "waiting out a stopped replica's fencing window",
+                            extra={
+                                "replica": self.replica_id,
+                                "dead_replica": peer.replica_id,
+                                "seconds": round(settled - peer.silent_s, 2),
+                            },
+                        )
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                log.warning(
+                    "watching the peers failed",
+                    extra={"replica": self.replica_id, "reason": repr(exc)},
+                )
+            await asyncio.sleep(self._watch_every)
 
     def _status(self) -> tuple[str, int]:
         return self._role, self._sessions()

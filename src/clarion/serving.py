@@ -12,13 +12,14 @@ import logging
 from collections.abc import Callable, Iterator
 
 import uvicorn
+from starlette.types import ASGIApp
 
 from clarion.api.app import create_app
 from clarion.bus.nats import NatsUnavailable
-from clarion.cluster_mode import cluster_mode, until_leading
+from clarion.cluster_mode import cluster_mode
 from clarion.config import Settings
 from clarion.config_files import redacted
-from clarion.domain.scope import EVERY_SESSION, SessionScope
+from clarion.domain.scope import EVERY_SESSION
 from clarion.orchestrator.recovery import RecoveryReport
 from clarion.ports import AgentRuntime
 from clarion.sample import offer_sample_task
@@ -60,8 +61,7 @@ def _reaching(settings: Settings) -> Iterator[None]:
 async def run_server(
     settings: Settings, on_listening: Callable[[str], None]
 ) -> RecoveryReport | None:
-    """Serve until stopped. Raises RecoveryFailed if startup recovery fails. A cluster replica
-    stopped while still standby never ran recovery and returns None."""
+    """Serve until stopped. Raises RecoveryFailed if startup recovery fails."""
     base = {"url": f"http://{_client_host(settings.host)}:{settings.port}"}
     async with contextlib.AsyncExitStack() as stack:
         # Before anything touches the database: a second server's recovery would detach the
@@ -76,11 +76,11 @@ async def run_server(
             app = await stack.enter_async_context(
                 build(settings, lambda: settings.advertise_url or base["url"])
             )
-        asgi = create_app(app.services, app.mcp)
+        asgi: ASGIApp = create_app(app.services, app.mcp)
         replica = None
         if cluster is not None:
-            replica = await cluster.attach(
-                app.services, asgi, settings, lambda: _running_count(app.runtime)
+            replica, asgi = await cluster.attach(
+                app, asgi, settings, lambda: _running_count(app.runtime)
             )
         config = uvicorn.Config(
             asgi,
@@ -97,6 +97,7 @@ async def run_server(
         server = uvicorn.Server(config)
         serving = asyncio.ensure_future(server.serve())
         beats: asyncio.Future[None] | None = None
+        watching: asyncio.Future[None] | None = None
         try:
             while not server.started:
                 if serving.done():
@@ -107,14 +108,13 @@ async def run_server(
             base["url"] = f"http://{_client_host(settings.host)}:{port}"
             on_listening(base["url"])
             scope = EVERY_SESSION
-            if replica is not None:
+            if cluster is not None and replica is not None:
                 await replica.join(settings.advertise_url or base["url"])
                 beats = asyncio.ensure_future(replica.heartbeats())
-                if not await until_leading(replica, serving):
-                    return None
-                await app.claim_leadership(replica.replica_id, replica.stop_fenced)
-                # Recovery acts on the sessions this replica adopted, and on no other.
-                scope = SessionScope.only(await app.adopt_sessions(replica.replica_id))
+                cluster.own_sessions()
+                # Recovery acts on the sessions this replica adopted, and on no other: the
+                # other replicas' sessions are live, and a dead one's go to whoever adopts it.
+                scope = await cluster.adopt_orphans()
             try:
                 report = await app.recovery.run(scope)
             except Exception as exc:
@@ -122,6 +122,9 @@ async def run_server(
                 raise RecoveryFailed(f"startup recovery failed: {exc}") from exc
             _freeze_startup_heap()
             app.services.ready.set()
+            if cluster is not None and replica is not None:
+                await replica.serving()
+                watching = asyncio.ensure_future(cluster.watch_peers())
             # First start on an empty database: a sample task that asks (clarion.sample).
             await offer_sample_task(app.services)
             await serving
@@ -130,10 +133,11 @@ async def run_server(
             server.should_exit = True
             with contextlib.suppress(Exception):
                 await serving
-            if beats is not None:
-                beats.cancel()
-                with contextlib.suppress(BaseException):
-                    await beats
+            for running in (watching, beats):
+                if running is not None:
+                    running.cancel()
+                    with contextlib.suppress(BaseException):
+                        await running
 
 
 def _running_count(runtime: AgentRuntime) -> int:

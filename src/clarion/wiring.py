@@ -7,9 +7,8 @@
 from __future__ import annotations
 
 import contextlib
-import functools
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 
 from clarion import failpoints
@@ -51,6 +50,7 @@ from clarion.ports import (
     Store,
 )
 from clarion.projection.events import EventPublisher
+from clarion.projection.live import local_only
 from clarion.projection.pending import PendingProjector
 from clarion.projection.reads import Reads
 from clarion.projection.summaries import SummaryService
@@ -99,11 +99,8 @@ class App:
     runtime: AgentRuntime
     bus: Bus
     waiters: LiveWaiters
-    # Cluster mode: take the next leadership epoch and fence every session write with it.
-    claim_leadership: Callable[[str, Callable[[str], None]], Awaitable[int]]
-    # Cluster mode: make every session no running replica owns this replica's (and every new
-    # one); the ids adopted (store/ownership.py).
-    adopt_sessions: Callable[[str], Awaitable[list[str]]]
+    # Cluster mode: ownership, adoption and routing queries (store/ownership.py).
+    sql: SqlStore
 
 
 RuntimeFactory = Callable[
@@ -136,7 +133,7 @@ async def build(
         runtime_factory(settings.agents, sink) as runtime,
     ):
         store: Store = sql_store if store_wrapper is None else store_wrapper(sql_store)
-        projector = PendingProjector(store)
+        projector = PendingProjector(store, shared=settings.cluster)
         summaries = SummaryService(store, bus)
         publisher = EventPublisher(bus, projector, summaries)
         lanes = Lanes()
@@ -215,7 +212,7 @@ async def build(
         )
         services = ApiServices(
             tasks=TaskService(store, bus),
-            reads=Reads(store, projector, summaries, waiters.has),
+            reads=Reads(store, projector, summaries, live_waiters=local_only(waiters.has)),
             sessions=sessions,
             admission=admission,
             resolver=resolver,
@@ -246,19 +243,10 @@ async def build(
                 runtime=runtime,
                 bus=bus,
                 waiters=waiters,
-                claim_leadership=sql_store.claim_leadership,
-                adopt_sessions=functools.partial(_adopt_sessions, sql_store),
+                sql=sql_store,
             )
         finally:
             watchdogs.cancel_all()
-
-
-async def _adopt_sessions(store: SqlStore, replica_id: str) -> list[str]:
-    """Sessions created from now on are this replica's; every session whose owner holds no
-    liveness lock (it stopped, died or fenced itself; or a single-mode server made it) is
-    adopted."""
-    store.own_new_sessions(replica_id)
-    return await store.adopt_sessions(replica_id)
 
 
 @contextlib.asynccontextmanager

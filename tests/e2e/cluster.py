@@ -1,5 +1,6 @@
-"""Helpers of the cluster tests: a replica's health and role, the replica list, three replicas
-with one active. The `replicas` fixture (tests/e2e/conftest.py) starts them on one database."""
+"""Helpers of the cluster tests: a replica's health and role, the replica list, three serving
+replicas, a session's owner. The `replicas` fixture (tests/e2e/conftest.py) starts them on one
+database."""
 
 from __future__ import annotations
 
@@ -14,8 +15,9 @@ __all__ = [
     "RESUME_MARK",
     "cluster_list",
     "health",
-    "one_active_two_standbys",
+    "replica_id",
     "session_owner",
+    "three_replicas",
     "wait_role",
 ]
 
@@ -49,22 +51,28 @@ def wait_role(server: ServerProcess, role: str, timeout: float = 120) -> str:
     return str(health(server)[1]["replica"])
 
 
-def one_active_two_standbys(
+def three_replicas(
     replicas: Callable[..., ServerProcess], *, failpoints: str = "", args: Sequence[str] = ()
 ) -> tuple[ServerProcess, ServerProcess, ServerProcess]:
-    """The first replica leads (started alone, with `failpoints`); two join as standbys.
-    `args` are added to every replica's `clarion serve` flags."""
-    active = replicas()
-    active.args += args
-    active.start(failpoints=failpoints, wait_ready=False)
-    wait_role(active, "active")
-    standbys = (replicas(), replicas())
-    for server in standbys:
+    """Three serving replicas, the first started alone (with `failpoints`), so that it is the
+    oldest: a new session goes to the replica with the fewest sessions, the oldest among
+    equals, so the first session created goes to the first. `args` are added to every
+    replica's `clarion serve` flags."""
+    first = replicas()
+    first.args += args
+    first.start(failpoints=failpoints, wait_ready=False)
+    wait_role(first, "active")
+    others = (replicas(), replicas())
+    for server in others:
         server.args += args
         server.start(wait_ready=False)
-    for server in standbys:
-        wait_role(server, "standby")
-    return active, standbys[0], standbys[1]
+    for server in others:
+        wait_role(server, "active")
+    return first, others[0], others[1]
+
+
+def replica_id(server: ServerProcess) -> str:
+    return str(health(server)[1]["replica"])
 
 
 def session_owner(server: ServerProcess, session_id: str) -> str | None:

@@ -1,7 +1,7 @@
-"""Cluster mode with real `clarion serve --cluster` processes on PostgreSQL and NATS.
-
-What is built is active/standby (docs/cluster.md): one replica serves, the others stand by,
-name the active one, and one of them takes over when it dies. Each test has its own database.
+"""Cluster mode with real `clarion serve --cluster` processes on PostgreSQL and NATS: every
+replica runs sessions; when one stops or dies, one survivor adopts its sessions and reconciles
+them, and a replica that comes back late acts on nothing it lost. Each test has its own
+database.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from tests.conftest import _pg_admin, _run
-from tests.e2e.cluster import RESUME_MARK, cluster_list, health, session_owner, wait_role
+from tests.e2e.cluster import RESUME_MARK, cluster_list, replica_id, session_owner, wait_role
 from tests.e2e.harness import ServerProcess, answer, wait_until
 
 pytestmark = pytest.mark.postgres
@@ -55,47 +55,67 @@ def test_single_mode_and_replicas_exclude_each_other(
     assert "cluster replica" in refused and f"pid {replica.proc.pid}" in refused
 
 
-def _live_question_then_a_standby(
+def _two_replicas_each_with_a_live_question(
     replicas: Callable[..., ServerProcess],
-) -> tuple[ServerProcess, ServerProcess, str, str]:
-    """An active replica whose agent waits on a live question, then a standby beside it:
-    (active, standby, session id, pending id)."""
+) -> tuple[ServerProcess, ServerProcess, tuple[str, str], tuple[str, str]]:
+    """Two serving replicas, each running an agent that waits on a live question: (first,
+    second, (session, pending) on the first, (session, pending) on the second)."""
     first = replicas()
     first.start(wait_ready=False)
     wait_role(first, "active")
-    session_id, pending_id = first.live_question()
     second = replicas()
     second.start(wait_ready=False)
-    wait_role(second, "standby")
-    return first, second, session_id, pending_id
+    wait_role(second, "active")
+    # The replica with the fewest sessions gets the next one (the oldest among equals),
+    # wherever the request arrives.
+    on_first = second.live_question()
+    on_second = first.live_question()
+    assert session_owner(first, on_first[0]) == replica_id(first)
+    assert session_owner(first, on_second[0]) == replica_id(second)
+    return first, second, on_first, on_second
 
 
-def test_a_standby_serves_the_api_and_mcp_through_the_active_replica_and_takes_over_when_it_dies(
+def test_when_a_replica_dies_one_survivor_adopts_its_sessions_and_an_answer_resumes_there(
     replicas: Callable[..., ServerProcess],
 ) -> None:
-    first, second, session_id, pending_id = _live_question_then_a_standby(replicas)
-    first_id = str(health(first)[1]["replica"])
-    roles = {r["id"]: (r["role"], r["advertise_url"]) for r in cluster_list(second)}
-    assert roles[first_id] == ("active", first.url)
-    assert session_owner(first, session_id) == first_id
-    assert [role for role, _ in roles.values()].count("standby") == 1
-    wait_until(
-        lambda: {r["id"]: r["sessions"] for r in cluster_list(first)}[first_id] == 1,
-        what="the active replica counting its agent",
+    first, second, (session_id, pending_id), (own_session, own_pending) = (
+        _two_replicas_each_with_a_live_question(replicas)
     )
-    # The API is served through the active replica, which holds the live waiter.
+    first_id, second_id = replica_id(first), replica_id(second)
+    roles = {r["id"]: (r["role"], r["advertise_url"]) for r in cluster_list(second)}
+    assert roles == {first_id: ("active", first.url), second_id: ("active", second.url)}
+    wait_until(
+        lambda: (
+            {r["id"]: r["sessions"] for r in cluster_list(first)} == {first_id: 1, second_id: 1}
+        ),
+        what="each replica counting its agent",
+    )
+    # A read that depends on the live waiter is answered by the waiter's replica.
     assert second.bundle(pending_id)["state"] == "active_live"
     # An agent's MCP request is proxied to where its agent runs, which authenticates it
-    # (tests/e2e/test_cluster_mcp.py plays a whole tool call through a standby).
+    # (tests/e2e/test_cluster_mcp.py plays a whole tool call through another replica).
     refused = httpx.post(f"{second.url}/mcp/sessions/{session_id}", json={}, timeout=30)
     assert refused.status_code == 401, refused.text
     assert refused.json()["error"]["code"] == "unauthenticated"
 
     first.kill()  # SIGKILL: its locks go with its database connection
-    second_id = wait_role(second, "active", timeout=60)
-    assert [(r["id"], r["role"]) for r in cluster_list(second)] == [(second_id, "active")]
-    assert session_owner(second, session_id) == second_id  # adopted, then recovered
+    wait_until(
+        lambda: session_owner(second, session_id) == second_id,
+        timeout=60,
+        what="the survivor adopting the dead replica's session",
+    )
+    wait_until(
+        lambda: [r["id"] for r in cluster_list(second)] == [second_id],
+        what="the dead replica's row gone with its adoption",
+    )
     assert second.bundle(pending_id)["state"] == "active_detached"
+    # The survivor's own question was never touched: still live, answered in its turn.
+    assert second.bundle(own_pending)["state"] == "active_live"
+    own = second.respond(own_pending, answer("db", "postgres"))
+    assert own.status_code == 200, own.text
+    assert own.json()["resumed"] is False
+    second.wait_for_agent_text(own_session, "You answered")
+
     response = second.respond(pending_id, answer("db", "sqlite"))
     assert response.status_code == 200, response.text
     assert response.json()["resumed"] is True
@@ -115,48 +135,61 @@ def _cut_off(server: ServerProcess) -> None:
     )
 
 
-def test_an_active_replica_that_loses_its_locks_stops_and_comes_back_as_standby(
+def test_a_replica_that_loses_its_locks_stops_and_its_sessions_stay_with_the_adopter(
     replicas: Callable[..., ServerProcess],
 ) -> None:
-    first, second, session_id, pending_id = _live_question_then_a_standby(replicas)
+    first, second, (session_id, pending_id), _ = _two_replicas_each_with_a_live_question(replicas)
+    second_id = replica_id(second)
 
     _cut_off(first)
     assert first.wait_exit(timeout=30) == 70
     assert "stopped: heartbeat failed" in first.logs()
-    wait_role(second, "active", timeout=60)
+    wait_until(
+        lambda: session_owner(second, session_id) == second_id,
+        timeout=60,
+        what="the survivor adopting the cut-off replica's session",
+    )
     assert second.bundle(pending_id)["state"] == "active_detached"
 
-    first.start(wait_ready=False)  # the late returner: it must not act again
-    wait_role(first, "standby")
-    assert {r["role"] for r in cluster_list(second)} == {"active", "standby"}
-    response = second.respond(pending_id, answer("db", "sqlite"))
+    first.start(wait_ready=False)  # the late returner: a new replica, owning nothing it lost
+    returned_id = wait_role(first, "active")
+    assert returned_id != second_id
+    assert session_owner(first, session_id) == second_id
+    response = first.respond(pending_id, answer("db", "sqlite"))  # carried to the adopter
     assert response.status_code == 200, response.text
+    assert response.json()["resumed"] is True
     second.wait_for_agent_text(session_id, RESUME_MARK)
 
 
 def test_a_replica_frozen_past_its_fencing_window_writes_nothing_when_it_resumes(
     replicas: Callable[..., ServerProcess],
 ) -> None:
-    first, second, session_id, pending_id = _live_question_then_a_standby(replicas)
+    first, second, (session_id, pending_id), _ = _two_replicas_each_with_a_live_question(replicas)
+    second_id = replica_id(second)
 
     assert first.proc is not None
     os.kill(first.proc.pid, signal.SIGSTOP)  # frozen: a VM pause, a stalled host
     try:
         _cut_off(first)  # its connection, and so its locks, are gone meanwhile
-        wait_role(second, "active", timeout=60)
+        wait_until(
+            lambda: session_owner(second, session_id) == second_id,
+            timeout=60,
+            what="the survivor adopting the frozen replica's session",
+        )
         response = second.respond(pending_id, answer("db", "sqlite"))
         assert response.status_code == 200, response.text
         second.wait_for_agent_text(session_id, RESUME_MARK)
         wait_until(
             lambda: all(t["completed_at"] for t in second.turns(session_id)),
-            what="the resumed turn completed on the new active replica",
+            what="the resumed turn completed on the adopter",
         )
         before = (second.messages(session_id), second.turns(session_id))
     finally:
         os.kill(first.proc.pid, signal.SIGCONT)
 
-    # It resumes believing it leads, with its agent still waiting on it: it stops before it
-    # writes anything (its heartbeat watchdog or the leadership epoch, whichever comes first).
+    # It resumes believing it owns the session, with its agent still waiting on it: it stops
+    # before it writes anything (its heartbeat watchdog, or the owner check of its first
+    # session write, whichever comes first).
     # Usually exit 70 with a "stopped:" line; once in CI the resumed process died of SIGSEGV
     # instead (os._exit from the watchdog thread while the loop resumed): either way it is gone.
     assert first.wait_exit(timeout=60) != 0

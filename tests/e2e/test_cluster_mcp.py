@@ -1,9 +1,10 @@
-"""An agent's MCP request that reaches a standby: every route works on every replica.
+"""An agent's MCP request that reaches another replica than its own: every route works on
+every replica.
 
 Agents are given the URL of the replica that runs them, but a load balancer in front of the
 replicas (or an agent configured with the cluster's address) can send its MCP traffic to any
-replica. The standby proxies it to the active replica over HTTP and streams the response back,
-however long the tool call waits. The agent here is `bench.relay_agent`, a real ACP agent that
+replica. That replica proxies it to the session's replica over HTTP and streams the response
+back, however long the tool call waits. The agent here is `bench.relay_agent`, a real ACP agent that
 hands over its session's MCP URL and secret, so the test can play the agent's MCP client.
 """
 
@@ -24,7 +25,7 @@ from httpx2 import AsyncClient, Timeout
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from tests.e2e.cluster import cluster_list, health, one_active_two_standbys
+from tests.e2e.cluster import cluster_list, replica_id, three_replicas
 from tests.e2e.harness import ServerProcess, answer, wait_until
 
 pytestmark = pytest.mark.postgres
@@ -32,31 +33,31 @@ pytestmark = pytest.mark.postgres
 REPO = Path(__file__).resolve().parents[2]
 
 
-def test_an_agents_mcp_call_sent_to_a_standby_reaches_the_active_replicas_live_waiter(
+def test_an_agents_mcp_call_sent_to_another_replica_reaches_its_own_replicas_live_waiter(
     replicas: Callable[..., ServerProcess], tmp_path: Path
 ) -> None:
     relay_dir = tmp_path / "relay"
-    active, b, c = one_active_two_standbys(
+    active, b, c = three_replicas(
         replicas, args=["--config", str(_relay_config(tmp_path, relay_dir))]
     )
-    active_id = str(health(active)[1]["replica"])
+    active_id = replica_id(active)
     session_id = c.start_session(c.create_task(), "hold the turn", agent="relay")
     endpoint = _endpoint(relay_dir, session_id)
     assert endpoint["url"].startswith(active.url)  # agents are told where they run
-    through_standby = endpoint["url"].replace(active.url, b.url, 1)
+    through_other = endpoint["url"].replace(active.url, b.url, 1)
 
-    # Without the session's secret the active replica itself refuses: the request got there.
-    refused = httpx.post(through_standby, json={}, timeout=30)
+    # Without the session's secret its own replica refuses: the request got there.
+    refused = httpx.post(through_other, json={}, timeout=30)
     assert refused.status_code == 401, refused.text
 
     async def ask_and_be_answered() -> str:
         async with (
             AsyncClient(headers=endpoint["headers"], timeout=Timeout(30.0, read=300.0)) as http,
-            Client(streamable_http_client(through_standby, http_client=http), mode="legacy") as mc,
+            Client(streamable_http_client(through_other, http_client=http), mode="legacy") as mc,
         ):
             call = asyncio.ensure_future(mc.call_tool(TOOL, QUESTION))
             pending_id = await asyncio.to_thread(active.wait_for_bundle, session_id)
-            # The waiter is the active replica's: the question is live there.
+            # The waiter is the session's replica's: the question is live there.
             state = await asyncio.to_thread(active.wait_for_state, pending_id, "active_live")
             assert state["state"] == "active_live"
             response = await asyncio.to_thread(c.respond, pending_id, answer("db", "sqlite"))
@@ -67,13 +68,13 @@ def test_an_agents_mcp_call_sent_to_a_standby_reaches_the_active_replicas_live_w
 
     returned = asyncio.run(ask_and_be_answered())
     assert "sqlite" in returned
-    # The standby held no waiter and runs no agent; the active replica served the call.
+    # The proxying replica held no waiter and runs no agent; the session's replica served.
     wait_until(
         lambda: (
             {r["id"]: r["sessions"] for r in cluster_list(b)}
             == {r["id"]: (1 if r["id"] == active_id else 0) for r in cluster_list(b)}
         ),
-        what="the active replica counting the one agent, the standbys none",
+        what="the session's replica counting the one agent, the others none",
     )
     assert "proxy an MCP request" not in b.logs()
 

@@ -1,6 +1,7 @@
 """Every route on every replica: three `clarion serve --cluster` processes on one PostgreSQL
-database and one NATS, one active and two standbys. A standby carries each API request to the
-active replica over NATS request-reply; the caller gets exactly the single-mode outcome.
+database and one NATS, each running sessions. A request that acts on a session is carried to
+the replica that runs it over NATS request-reply; the caller gets exactly the single-mode
+outcome.
 """
 
 from __future__ import annotations
@@ -16,9 +17,9 @@ import pytest
 from tests.e2e.cluster import (
     RESUME_MARK,
     cluster_list,
-    health,
-    one_active_two_standbys,
+    replica_id,
     session_owner,
+    three_replicas,
     wait_role,
 )
 from tests.e2e.harness import ServerProcess, answer, recv_until, wait_until
@@ -27,38 +28,42 @@ from tests.e2e.permission_steps import decide, wait_for_permission
 pytestmark = pytest.mark.postgres
 
 
-def test_a_standby_carries_every_api_request_to_the_active_replica_and_an_answer_reaches_the_live_waiter(  # noqa: E501
+def test_new_sessions_spread_over_the_replicas_and_an_answer_posted_anywhere_reaches_the_live_waiter(  # noqa: E501
     replicas: Callable[..., ServerProcess],
 ) -> None:
-    active, b, c = one_active_two_standbys(replicas)
-    active_id = str(health(active)[1]["replica"])
-    # Every replica answers /healthz 200 naming itself and its role; the list agrees.
-    roles = {str(health(s)[1]["replica"]): str(health(s)[1]["role"]) for s in (active, b, c)}
-    assert sorted(roles.values()) == ["active", "standby", "standby"]
-    assert roles[active_id] == "active"
-    assert {str(r["id"]): str(r["role"]) for r in cluster_list(b)} == roles
-    # Created through one standby, started through the other: the agent runs on the active one.
+    a, b, c = three_replicas(replicas)
+    ids = [replica_id(s) for s in (a, b, c)]
+    assert sorted(str(r["id"]) for r in cluster_list(b)) == sorted(ids)
+    assert {str(r["role"]) for r in cluster_list(b)} == {"active"}
+    # All three sessions are created through b: each goes to the replica with the fewest.
     task_id, session_id, pending_id = _live_question_across(b, c)
+    others = [b.start_session(b.create_task(), "/scenario ask") for _ in range(2)]
+    asked = [b.wait_for_bundle(s) for s in others]
+    owners = [session_owner(a, s) for s in (session_id, *others)]
+    assert owners[0] == ids[0] and sorted(map(str, owners)) == sorted(ids)
     wait_until(
-        lambda: (
-            {r["id"]: r["sessions"] for r in cluster_list(c)}
-            == {r["id"]: (1 if r["id"] == active_id else 0) for r in cluster_list(c)}
-        ),
-        what="the active replica counting the one agent",
+        lambda: {r["id"]: r["sessions"] for r in cluster_list(c)} == dict.fromkeys(ids, 1),
+        what="each replica counting its one agent",
     )
-    # A read whose answer depends on the live waiter is served where the waiter is.
+    # A read that depends on the live waiter is answered by the waiter's replica.
     assert b.bundle(pending_id)["state"] == "active_live"
+    # So is the inbox, on any replica: each owner is asked about its own questions.
+    for other in asked:
+        c.wait_for_state(other, "active_live")
+    inbox = {i["id"]: i["state"] for i in c.ok("GET", "/inbox")["items"]}
+    assert inbox == dict.fromkeys([pending_id, *asked], "active_live")
 
-    with c.websocket() as ws:  # events reach a standby's clients over the shared bus
+    with c.websocket() as ws:  # events reach every replica's clients over the shared bus
         ws.send(
             json.dumps({"id": "1", "action": "task.subscribe", "payload": {"task_id": task_id}})
         )
         recv_until(ws, lambda m: m.get("type") == "response" and m.get("id") == "1")
-        # Its reads order with the notifications it gets: both come from the active replica.
+        # Revisions come from the database, so a read on one replica orders with a read (or
+        # a notification) from another.
         ws.send(json.dumps({"id": "2", "action": "session.list", "payload": {"task_id": task_id}}))
         listed = recv_until(ws, lambda m: m.get("id") == "2")["payload"]
         assert [s["id"] for s in listed["sessions"]] == [session_id]
-        direct = active.ok("GET", f"/tasks/{task_id}/task-sessions")["sessions"][0]
+        direct = a.ok("GET", f"/tasks/{task_id}/task-sessions")["sessions"][0]
         assert listed["sessions"][0]["pending_action"] == direct["pending_action"]
         revision = listed["sessions"][0]["pending_action_revision"]
         assert revision["epoch"] == direct["pending_action_revision"]["epoch"]
@@ -73,7 +78,7 @@ def test_a_standby_carries_every_api_request_to_the_active_replica_and_an_answer
             ),
         )
     c.wait_for_agent_text(session_id, "You answered")
-    assert active.bundle(pending_id)["state"] == "terminal"
+    assert b.bundle(pending_id)["state"] == "terminal"
 
 
 def _live_question_across(creator: ServerProcess, starter: ServerProcess) -> tuple[str, str, str]:
@@ -101,11 +106,12 @@ def _race(calls: dict[str, Callable[[], httpx.Response]]) -> dict[str, httpx.Res
     return results
 
 
-def test_racing_answers_and_permission_decisions_on_two_standbys_exactly_one_wins_each(
+def test_racing_answers_and_permission_decisions_on_two_non_owners_exactly_one_wins_each(
     replicas: Callable[..., ServerProcess],
 ) -> None:
-    active, b, c = one_active_two_standbys(replicas)
+    active, b, c = three_replicas(replicas)
     session_id, pending_id = active.live_question()
+    assert session_owner(active, session_id) == replica_id(active)
     outcomes = _race(
         {
             "from-b": lambda: b.respond(pending_id, answer("db", "sqlite", text="from-b")),
@@ -121,12 +127,14 @@ def test_racing_answers_and_permission_decisions_on_two_standbys_exactly_one_win
     active.wait_for_agent_text(session_id, "You answered")
     assert sum("You answered" in t for t in active.agent_texts(session_id)) == 1
 
-    # The same for an agent's permission request, decided through the two standbys at once.
+    # The same for an agent's permission request (its session goes to b, which has none),
+    # decided through the two other replicas at once.
     asking = b.start_session(b.create_task(), "/scenario permission")
+    assert session_owner(b, asking) == replica_id(b)
     message_id = str(wait_for_permission(c, asking)["id"])
     decisions = _race(
         {
-            "allow": lambda: decide(b, message_id, {"option_id": "allow"}),
+            "allow": lambda: decide(active, message_id, {"option_id": "allow"}),
             "reject": lambda: decide(c, message_id, {"option_id": "reject"}),
         }
     )
@@ -140,11 +148,12 @@ def test_racing_answers_and_permission_decisions_on_two_standbys_exactly_one_win
     ]
 
 
-def test_a_detached_answer_posted_to_a_standby_resumes_the_agent_once(
+def test_a_detached_answer_posted_to_a_non_owner_resumes_the_agent_once(
     replicas: Callable[..., ServerProcess],
 ) -> None:
-    active, b, c = one_active_two_standbys(replicas)
+    active, b, c = three_replicas(replicas)
     session_id, pending_id = b.detached_question()
+    assert session_owner(b, session_id) == replica_id(active)
     response = c.respond(pending_id, answer("db", "postgres"))
     assert response.status_code == 200, response.text
     assert response.json()["resumed"] is True
@@ -169,33 +178,28 @@ def test_a_detached_answer_posted_to_a_standby_resumes_the_agent_once(
         ("resume.after_accept", True, {"ambiguous", "delivered"}),
     ],
 )
-def test_an_answer_in_flight_when_the_active_replica_dies_is_neither_lost_nor_dispatched_twice(
+def test_an_answer_in_flight_when_its_replica_dies_is_neither_lost_nor_dispatched_twice(
     replicas: Callable[..., ServerProcess], point: str, detached: bool, settled: set[str] | None
 ) -> None:
-    active, b, c = one_active_two_standbys(replicas, failpoints=f"{point}=crash")
+    active, b, c = three_replicas(replicas, failpoints=f"{point}=crash")
     if detached:
         session_id, pending_id = active.detached_question()
     else:
         session_id, pending_id = active.live_question()
 
-    # The active replica dies holding the carried request: the standby says it may have been
-    # applied, and that sending it again is safe.
+    # The session's replica dies holding the carried request: the replica that carried it says
+    # it may have been applied, and that sending it again is safe.
     first = b.respond(pending_id, answer("db", "sqlite", text="first"))
     assert first.status_code == 503, first.text
     assert first.json()["error"]["code"] == "replica_unreachable"
     assert first.json()["error"]["retryable"] is True
     assert active.wait_exit(timeout=60) == 137
 
-    # Exactly one survivor takes over and reconciles, as a restarted server would.
-    wait_until(
-        lambda: (
-            sorted(str(health(s)[1].get("role")) for s in (b, c)) == ["active", "standby"]
-            and all(health(s)[0] == 200 for s in (b, c))
-        ),
-        timeout=120,
-        what="one survivor active, the other standby",
-    )
+    # Exactly one survivor adopts the session and reconciles it, as a restarted server would;
+    # the retry waits for that adoption rather than failing.
     retry = b.respond(pending_id, answer("db", "sqlite", text="first"))
+    adopter = session_owner(b, session_id)
+    assert adopter in {replica_id(b), replica_id(c)}
     if settled is not None:
         # The answer is terminal, and its delivery is reported as the crash left it, never
         # dispatched again on its own.
@@ -206,6 +210,7 @@ def test_an_answer_in_flight_when_the_active_replica_dies_is_neither_lost_nor_di
         assert retry.json()["resumed"] is True
         c.wait_for_agent_text(session_id, RESUME_MARK)
     assert c.resume_prompts_seen(session_id) <= 1
+    assert {r["id"] for r in cluster_list(c)} == {replica_id(b), replica_id(c)}
 
 
 def test_a_survivor_that_dies_while_taking_over_leaves_the_answer_to_the_next_one_once(
@@ -214,13 +219,15 @@ def test_a_survivor_that_dies_while_taking_over_leaves_the_answer_to_the_next_on
     active = replicas()
     active.start(failpoints="resume.after_reserve=crash", wait_ready=False)
     wait_role(active, "active")
+    # Its own start adopts nothing, so its recovery (and the fault point) does not run then.
     dying = replicas()
     dying.start(failpoints="startup.reservations=crash", wait_ready=False)
-    dying_id = wait_role(dying, "standby")
+    dying_id = wait_role(dying, "active")
     session_id, pending_id = active.detached_question()
+    assert session_owner(active, session_id) == replica_id(active)
 
-    # The active replica dies holding the answer's reservation; the standby takes over,
-    # adopts the session and dies too, before its recovery reconciled anything.
+    # The session's replica dies holding the answer's reservation; the survivor adopts the
+    # session and dies too, before its recovery reconciled anything.
     with pytest.raises(httpx.HTTPError):
         active.respond(pending_id, answer("db", "sqlite", text="first"))
     assert active.wait_exit(timeout=60) == 137
@@ -233,8 +240,8 @@ def test_a_survivor_that_dies_while_taking_over_leaves_the_answer_to_the_next_on
     last = replicas()
     last.start(wait_ready=False)
     last_id = wait_role(last, "active")
-    assert session_owner(last, session_id) == last_id
     retry = last.respond(pending_id, answer("db", "sqlite", text="first"))
+    assert session_owner(last, session_id) == last_id
     assert retry.status_code == 200, retry.text
     assert retry.json()["resumed"] is True
     last.wait_for_agent_text(session_id, RESUME_MARK)

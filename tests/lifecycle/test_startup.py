@@ -99,6 +99,28 @@ async def test_a_scoped_recovery_detaches_and_settles_only_the_sessions_in_scope
         assert (await life.store.get_session(running)).state is SessionState.RUNNING
 
 
+async def test_a_recovery_of_no_session_takes_a_new_epoch_and_touches_nothing(
+    store_url: str,
+) -> None:
+    """A cluster replica that adopted nothing at its start: nothing to reconcile, and none of
+    the recovery's fault points reached (its own start is not a takeover)."""
+    async with running_lifecycle(store_url) as life:
+        _, session_id = await life.start_session()
+        await life.store.create_bundle(
+            session_id,
+            _rows_left_by_a_crash(session_id, "p-left"),
+            session_state=SessionState.WAITING_FOR_INPUT,
+        )
+        epoch = life.app.services.projector.epoch
+
+        report = await life.app.recovery.run(SessionScope.only([]))
+
+        assert report.epoch == epoch + 1
+        assert (report.bundles_detached, report.turns_interrupted) == (0, 0)
+        bundle = await life.bundle("p-left")
+        assert MetaKey.AGENT_DISCONNECTED not in bundle.rows[0].metadata
+
+
 async def test_malformed_reservation_fails_startup_and_changes_nothing(store_url: str) -> None:
     async with running_lifecycle(store_url) as life:
         _, session_id = await life.start_session()

@@ -52,6 +52,10 @@ class StartupRecovery:
 
     async def run(self, scope: SessionScope = EVERY_SESSION) -> RecoveryReport:
         epoch = await self._projector.allocate_epoch()
+        if scope.session_ids is not None and not scope.session_ids:
+            # A cluster replica that adopted nothing: no row can need reconciling.
+            log.info("startup: no session to recover", extra={"epoch": epoch})
+            return RecoveryReport(epoch, 0, 0, 0, 0, 0, 0, 0)
 
         await failpoints.hit("startup.reservations")
         reservations = await self._store.reconcile_reservations(scope=scope)
