@@ -15,7 +15,7 @@ replica that runs it over NATS request-reply (docs/cluster.md).
   calls go to their session's replica, whose URL they were given. CPU is counted for every
   replica process (utime + stime, children excluded) and reported summed, and per replica.
 - Latency: `bench.latency.live_mcp`, one answer at a time on an otherwise idle cluster. Its one
-  session goes to the first replica (the oldest, with no session yet); the answers are POSTed
+  session goes to the first replica (asked there while no replica has one); the answers are POSTed
   alternately to that replica and to another one (which carries it there), so both sets of
   samples see the same machine.
 
@@ -166,7 +166,7 @@ async def cluster(n: int, workdir: Path) -> AsyncIterator[Cluster]:
                         shared_relay_dir=workdir / f"cluster{n}-relay",
                     )
                 )
-            # One at a time, so that the first is the oldest (the latency session's replica).
+            # One at a time, so that the first is the oldest.
             ids = []
             for server in servers:
                 server.spawn()

@@ -20,7 +20,7 @@ from starlette.types import ASGIApp
 
 from clarion.api.forwarding import Carrier, replay
 from clarion.api.mcp_proxy import McpToOwner
-from clarion.api.routing import ClusterRouting
+from clarion.api.routing import ClusterRouting, placement_order
 from clarion.api.session_gate import SessionGate
 from clarion.bus.forwarding import NatsForwarding, nats_forwarding
 from clarion.bus.waiters import ask_waiters, serve_waiters
@@ -56,7 +56,8 @@ class ReplicaDirectory:
         return await self.app.sql.route_of_message(message_id)
 
     async def placement(self) -> list[str]:
-        return [rid for rid, _ in await self.app.sql.placement(self.this.timeout_s)]
+        counts = await self.app.sql.placement(self.this.timeout_s)
+        return placement_order(counts, self.this.replica_id)
 
     async def replica(self, replica_id: str) -> ReplicaInfo | None:
         return next((r for r in await self.this.replicas() if r.id == replica_id), None)

@@ -632,3 +632,21 @@ async def test_a_route_to_this_replicas_own_session_is_read_once_another_replica
     # Three reads here, and one on b, where the carried request's session is b's own.
     assert cluster.directory.asked.count(("session", "theirs")) == 3 + 1
     assert len(cluster[ME].served) == 3 and len(cluster["b"].served) == 3
+
+
+# --- placement -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("counts", "order"),
+    [
+        ([("a", 0), ("b", 0), (ME, 0)], [ME, "a", "b"]),  # among equals, here: no hop
+        ([("a", 0), (ME, 1), ("b", 1)], ["a", ME, "b"]),  # fewer elsewhere: there
+        ([("a", 2), ("b", 3)], ["a", "b"]),  # not serving (yet): the others, fewest first
+        ([], []),
+    ],
+)
+def test_a_new_session_goes_to_the_fewest_sessions_and_among_equals_stays_here(
+    counts: list[tuple[str, int]], order: list[str]
+) -> None:
+    assert routing.placement_order(counts, ME) == order

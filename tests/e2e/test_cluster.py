@@ -66,9 +66,9 @@ def _two_replicas_each_with_a_live_question(
     second = replicas()
     second.start(wait_ready=False)
     wait_role(second, "active")
-    # The replica with the fewest sessions gets the next one (the oldest among equals),
-    # wherever the request arrives.
-    on_first = second.live_question()
+    # The replica with the fewest sessions gets the next one (among equals, the one the
+    # request reached), wherever the request arrives.
+    on_first = first.live_question()
     on_second = first.live_question()
     assert session_owner(first, on_first[0]) == replica_id(first)
     assert session_owner(first, on_second[0]) == replica_id(second)

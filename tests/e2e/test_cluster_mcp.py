@@ -41,7 +41,7 @@ def test_an_agents_mcp_call_sent_to_another_replica_reaches_its_own_replicas_liv
         replicas, args=["--config", str(_relay_config(tmp_path, relay_dir))]
     )
     active_id = replica_id(active)
-    session_id = c.start_session(c.create_task(), "hold the turn", agent="relay")
+    session_id = active.start_session(c.create_task(), "hold the turn", agent="relay")
     endpoint = _endpoint(relay_dir, session_id)
     assert endpoint["url"].startswith(active.url)  # agents are told where they run
     through_other = endpoint["url"].replace(active.url, b.url, 1)

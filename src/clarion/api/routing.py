@@ -5,8 +5,8 @@ database; a bundle's live state is asked of its owner, projection/live.py). A re
 acts on a session, an answer, a permission decision, a prompt, a cancel, is served by the
 session's owner, the replica that runs its agent and holds its live waiters: it is carried
 there (api/forwarding.py) and the owner's reply relayed unchanged. A new session goes to the
-replica with the fewest sessions. An agent's MCP request is proxied to its session's owner
-over HTTP (api/mcp_proxy.py).
+replica with the fewest sessions (this one among equals). An agent's MCP request is proxied to
+its session's owner over HTTP (api/mcp_proxy.py).
 
 When the owner cannot be reached:
 - nobody received the request (NATS: no responders) and the owner is gone: its sessions are
@@ -27,6 +27,7 @@ import asyncio
 import logging
 import re
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -80,6 +81,19 @@ def target_of(method: str, path: str) -> Target | None:
         if method == route_method and (match := pattern.fullmatch(path)):
             return Target(kind, match.group(1))
     return None
+
+
+def placement_order(counts: Sequence[tuple[str, int]], replica_id: str) -> list[str]:
+    """Where a new session should go, best first, from the live replicas' session counts
+    (fewest first): the replica with the fewest, and among those with as few, the one the
+    request reached (no hop, and a burst of creations through a load balancer spreads the way
+    the balancer spreads them, rather than all landing on the one replica that looked least
+    loaded when each read the counts)."""
+    if not counts:
+        return []
+    fewest = min(n for _, n in counts)
+    here = [rid for rid, n in counts if rid == replica_id and n == fewest]
+    return here + [rid for rid, _ in counts if rid not in here]
 
 
 class ClusterRouting:

@@ -66,7 +66,8 @@ class Directory(Protocol):
     async def route_of_message(self, message_id: str) -> SessionRoute | None: ...
 
     async def placement(self) -> list[str]:
-        """Serving replicas, the one a new session should go to first (fewest sessions)."""
+        """Serving replicas, the one a new session should go to first (fewest sessions; the
+        replica asking among equals)."""
         ...
 
     async def replica(self, replica_id: str) -> ReplicaInfo | None:
