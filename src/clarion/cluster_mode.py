@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 
 from starlette.types import ASGIApp
 
@@ -67,61 +67,23 @@ class ReplicaDirectory:
 
 
 @dataclass(eq=False)
-class ClusterMode:
-    member: Membership
-    forwarding: NatsForwarding
-    gate: SessionGate = field(default_factory=SessionGate)
-    replica: Replica | None = None
-    mcp: McpToOwner | None = None
-    app: App | None = None
+class Joined:
+    """A replica attached to its application: what the server's life drives."""
 
-    async def attach(
-        self, app: App, asgi: ASGIApp, settings: Settings, sessions: Callable[[], int]
-    ) -> tuple[Replica, ASGIApp]:
-        """Make the replica visible to the HTTP edge, route requests by session owner, and
-        start answering requests and questions carried here. Returns the routed application."""
-        replica = Replica(self.member, sessions)
-        self.replica, self.app = replica, app
-        app.services.cluster = replica
-        directory = ReplicaDirectory(app, replica)
-        self.mcp = McpToOwner(replica.replica_id)
-        routed = ClusterRouting(
-            asgi,
-            replica_id=replica.replica_id,
-            directory=directory,
-            carrier=Carrier(self.forwarding, directory, forward_deadline(settings)),
-            mcp=self.mcp,
-            gate=self.gate,
-            adoption_wait_s=replica.adoption_horizon_s + settings.replica_timeout,
-        )
-        nc = self.forwarding.client
-        app.services.reads.use_live_waiters(
-            LiveWaiterLookup(
-                replica_id=replica.replica_id,
-                local=app.waiters.has,
-                owners=app.sql.bundle_owners,
-                ask=lambda owner, ids: ask_waiters(nc, owner, ids, _WAITERS_ASK_S),
-            )
-        )
-        await serve_waiters(
-            nc, replica.replica_id, lambda ids: {i for i in ids if app.waiters.has(i)}
-        )
-        await self.forwarding.serve(self.member.replica_id, lambda request: replay(routed, request))
-        return replica, routed
+    app: App
+    replica: Replica
+    gate: SessionGate
 
     def own_sessions(self) -> None:
         """Sessions created from now on are this replica's, and every session write checks
         that the session still is."""
-        assert self.app is not None and self.replica is not None
         self.app.sql.own_sessions(OwnerFence(self.replica.replica_id, self.replica.stop_fenced))
 
     async def adopt_orphans(self) -> SessionScope:
         """At start: the sessions nobody runs that no other replica will adopt."""
-        assert self.app is not None and self.replica is not None
         return SessionScope.only(await self.app.sql.adopt_orphans(self.replica.replica_id))
 
     async def watch_peers(self) -> None:
-        assert self.app is not None and self.replica is not None
         sql, me = self.app.sql, self.replica.replica_id
         await self.replica.watch_peers(lambda: sql.dead_peers(me), self.take_over)
 
@@ -130,7 +92,6 @@ class ClusterMode:
         and reconcile them as startup does, while requests for them wait. A recovery that
         fails stops this replica: its sessions, the adopted ones included, then go to
         another survivor, whose recovery finds done what this one did."""
-        assert self.app is not None and self.replica is not None
         me = self.replica.replica_id
         async with self.gate.adopting():
             adopted = await self.app.sql.adopt_replica(me, dead)
@@ -151,6 +112,47 @@ class ClusterMode:
             self.replica.stop_fenced(f"recovery of sessions adopted from {dead} failed: {exc!r}")
         finally:
             await self.gate.recovered(adopted)
+
+
+@dataclass(eq=False)
+class ClusterMode:
+    member: Membership
+    forwarding: NatsForwarding
+    mcp: McpToOwner | None = None
+
+    async def attach(
+        self, app: App, asgi: ASGIApp, settings: Settings, sessions: Callable[[], int]
+    ) -> tuple[Joined, ASGIApp]:
+        """Make the replica visible to the HTTP edge, route requests by session owner, and
+        start answering requests and questions carried here. Returns the routed application."""
+        replica = Replica(self.member, sessions)
+        joined = Joined(app, replica, SessionGate())
+        app.services.cluster = replica
+        directory = ReplicaDirectory(app, replica)
+        self.mcp = McpToOwner(replica.replica_id)
+        routed = ClusterRouting(
+            asgi,
+            replica_id=replica.replica_id,
+            directory=directory,
+            carrier=Carrier(self.forwarding, directory, forward_deadline(settings)),
+            mcp=self.mcp,
+            gate=joined.gate,
+            adoption_wait_s=replica.adoption_horizon_s + settings.replica_timeout,
+        )
+        nc = self.forwarding.client
+        app.services.reads.use_live_waiters(
+            LiveWaiterLookup(
+                replica_id=replica.replica_id,
+                local=app.waiters.has,
+                owners=app.sql.bundle_owners,
+                ask=lambda owner, ids: ask_waiters(nc, owner, ids, _WAITERS_ASK_S),
+            )
+        )
+        await serve_waiters(
+            nc, replica.replica_id, lambda ids: {i for i in ids if app.waiters.has(i)}
+        )
+        await self.forwarding.serve(self.member.replica_id, lambda request: replay(routed, request))
+        return joined, routed
 
 
 def forward_deadline(settings: Settings) -> float:

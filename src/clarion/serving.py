@@ -1,5 +1,6 @@
-"""A server's life: hold the database (alone, or as a cluster replica), bind HTTP, lead (in a
-cluster), run startup recovery, and only then admit work. Builds the services through
+"""A server's life: hold the database (alone, or as a cluster replica), bind HTTP, run startup
+recovery (a replica: on the sessions it adopted at start), and only then admit work; a
+replica then watches its peers to adopt those that stop. Builds the services through
 `clarion.wiring`; the CLI's `clarion serve` calls `run_server`.
 """
 
@@ -77,9 +78,9 @@ async def run_server(
                 build(settings, lambda: settings.advertise_url or base["url"])
             )
         asgi: ASGIApp = create_app(app.services, app.mcp)
-        replica = None
+        joined = None
         if cluster is not None:
-            replica, asgi = await cluster.attach(
+            joined, asgi = await cluster.attach(
                 app, asgi, settings, lambda: _running_count(app.runtime)
             )
         config = uvicorn.Config(
@@ -108,13 +109,13 @@ async def run_server(
             base["url"] = f"http://{_client_host(settings.host)}:{port}"
             on_listening(base["url"])
             scope = EVERY_SESSION
-            if cluster is not None and replica is not None:
-                await replica.join(settings.advertise_url or base["url"])
-                beats = asyncio.ensure_future(replica.heartbeats())
-                cluster.own_sessions()
+            if joined is not None:
+                await joined.replica.join(settings.advertise_url or base["url"])
+                beats = asyncio.ensure_future(joined.replica.heartbeats())
+                joined.own_sessions()
                 # Recovery acts on the sessions this replica adopted, and on no other: the
                 # other replicas' sessions are live, and a dead one's go to whoever adopts it.
-                scope = await cluster.adopt_orphans()
+                scope = await joined.adopt_orphans()
             try:
                 report = await app.recovery.run(scope)
             except Exception as exc:
@@ -122,9 +123,9 @@ async def run_server(
                 raise RecoveryFailed(f"startup recovery failed: {exc}") from exc
             _freeze_startup_heap()
             app.services.ready.set()
-            if cluster is not None and replica is not None:
-                await replica.serving()
-                watching = asyncio.ensure_future(cluster.watch_peers())
+            if joined is not None:
+                await joined.replica.serving()
+                watching = asyncio.ensure_future(joined.watch_peers())
             # First start on an empty database: a sample task that asks (clarion.sample).
             await offer_sample_task(app.services)
             await serving
