@@ -163,9 +163,11 @@ def world(store: SqlStore, clock: ManualClock) -> World:
     return World(store, clock)
 
 
-async def until_a_backend_waits_on_a_lock(store: SqlStore, ceiling_s: float = 60.0) -> None:
-    """PostgreSQL: until some transaction of the test's database waits on a lock (a ceiling,
-    never a delay)."""
+async def until_a_backend_waits_on_a_lock(
+    store: SqlStore, ceiling_s: float = 60.0, *, count: int = 1
+) -> None:
+    """PostgreSQL: until `count` transactions of the test's database wait on a lock (a
+    ceiling, never a delay)."""
     query = text(
         "SELECT count(*) FROM pg_stat_activity "
         "WHERE datname = current_database() AND wait_event_type = 'Lock'"
@@ -173,7 +175,7 @@ async def until_a_backend_waits_on_a_lock(store: SqlStore, ceiling_s: float = 60
     async with asyncio.timeout(ceiling_s):
         while True:
             async with store.engine.connect() as conn:
-                if await conn.scalar(query):
+                if await conn.scalar(query) >= count:
                     return
             await asyncio.sleep(0.02)
 

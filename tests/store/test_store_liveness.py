@@ -15,7 +15,7 @@ from clarion.store import SqlStore, cluster, open_store
 from clarion.store.cluster import membership
 from clarion.store.liveness import LIVENESS_NAMESPACE, liveness_key, owner_not_running
 
-from .conftest import World
+from .conftest import World, until_a_backend_waits_on_a_lock
 
 pytestmark = pytest.mark.postgres
 TIMEOUT_S = 10.0
@@ -155,7 +155,7 @@ async def test_two_survivors_adopting_one_dead_replica_at_once_adopt_it_exactly_
                 a.adopt_replica("replica-a", "replica-dead"),
                 b.adopt_replica("replica-b", "replica-dead"),
             )
-            await _until_backends_wait_on_a_lock(a, 2)
+            await until_a_backend_waits_on_a_lock(a, CEILING_S, count=2)
             await creator.commit()
         by_a, by_b = await asyncio.wait_for(both, CEILING_S)
 
@@ -172,19 +172,6 @@ async def test_two_survivors_adopting_one_dead_replica_at_once_adopt_it_exactly_
             assert {str(r.session_id): int(r.changes) for r in changes} == {
                 s.id: 1 for s in sessions
             }
-
-
-async def _until_backends_wait_on_a_lock(store: SqlStore, count: int) -> None:
-    query = text(
-        "SELECT count(*) FROM pg_stat_activity "
-        "WHERE datname = current_database() AND wait_event_type = 'Lock'"
-    )
-    async with asyncio.timeout(CEILING_S):
-        while True:
-            async with store.engine.connect() as conn:
-                if await conn.scalar(query) >= count:
-                    return
-            await asyncio.sleep(0.02)
 
 
 async def _count_owner_changes(store: SqlStore) -> None:

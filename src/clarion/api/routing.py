@@ -172,20 +172,31 @@ class ClusterRouting:
         request = carried_request(scope, body, self._id)
         owner = route.owner
         while owner is not None and owner != self._id:
-            try:
-                await send_reply(await self._carrier.carry(owner, request), send)
+            missed = await self._carried(owner, request, scope, receive, send)
+            if missed is None:
                 return
-            except ForwardFailed as exc:
-                self._log_failure(owner, request, exc)
-                if exc.delivered:
-                    await error_response(_unreachable(owner, exc))(scope, receive, send)
-                    return
-                moved = await self._adopted_from(owner, target)
-                if moved is None:
-                    await error_response(await self._unavailable(owner, exc))(scope, receive, send)
-                    return
-                route, owner = moved, moved.owner
+            moved = await self._adopted_from(owner, target)
+            if moved is None:
+                await error_response(await self._unavailable(owner, missed))(scope, receive, send)
+                return
+            route, owner = moved, moved.owner
         await self._serve_here(route, scope, _buffered(body, receive), send)
+
+    async def _carried(
+        self, to: str, request: ForwardedRequest, scope: Scope, receive: Receive, send: Send
+    ) -> ForwardFailed | None:
+        """Carry `request` to replica `to` and answer the caller with its reply (or with
+        `replica_unreachable` when it may have been applied there); the failure, with the
+        caller not answered yet, when nobody received it."""
+        try:
+            await send_reply(await self._carrier.carry(to, request), send)
+            return None
+        except ForwardFailed as exc:
+            self._log_failure(to, request, exc)
+            if not exc.delivered:
+                return exc
+            await error_response(_unreachable(to, exc))(scope, receive, send)
+            return None
 
     async def _adopted_from(self, owner: str, target: Target) -> SessionRoute | None:
         """The session's route once a survivor has adopted it from `owner`, which nobody
@@ -196,8 +207,10 @@ class ClusterRouting:
         deadline = time.monotonic() + self._adoption_wait_s
         while time.monotonic() < deadline:
             route = await self._route(target)
-            if route is None or route.owner != owner:
-                return route if route is not None else SessionRoute("", None)
+            if route is None:  # sessions and their rows are never deleted: nothing to wait for
+                return None
+            if route.owner != owner:
+                return route
             await asyncio.sleep(_ADOPTION_POLL_S)
         return None
 
@@ -213,14 +226,8 @@ class ClusterRouting:
         chosen = candidates[0] if candidates else self._id
         if chosen != self._id:
             request = carried_request(scope, body, self._id)
-            try:
-                await send_reply(await self._carrier.carry(chosen, request), send)
+            if await self._carried(chosen, request, scope, receive, send) is None:
                 return
-            except ForwardFailed as exc:
-                self._log_failure(chosen, request, exc)
-                if exc.delivered:
-                    await error_response(_unreachable(chosen, exc))(scope, receive, send)
-                    return
         await self._app(scope, _buffered(body, receive), send)
 
     async def _proxy_mcp(

@@ -20,6 +20,18 @@ class CorruptEpochError(RuntimeError):
     """A stored epoch is not a positive integer; refusing to guess one."""
 
 
+def stored_epoch(key: str, raw: object) -> int:
+    """A stored epoch's value; CorruptEpochError, never a guess, when it is not a positive
+    integer."""
+    try:
+        epoch = int(str(raw).strip())
+    except ValueError:
+        epoch = 0
+    if epoch < 1:
+        raise CorruptEpochError(f"stored {key} is not a positive integer: {raw!r}")
+    return epoch
+
+
 class MetaQueries(StoreBase):
     async def next_epoch(self) -> int:
         epoch = await self._increment(EPOCH_KEY)
@@ -35,13 +47,7 @@ class MetaQueries(StoreBase):
                 epoch = 1
                 await conn.execute(insert(kandev_meta).values(key=key, value=str(epoch)))
             else:
-                try:
-                    current = int(str(raw).strip())
-                except ValueError:
-                    current = 0
-                if current < 1:
-                    raise CorruptEpochError(f"stored {key} is not a positive integer: {raw!r}")
-                epoch = current + 1
+                epoch = stored_epoch(key, raw) + 1
                 await conn.execute(
                     update(kandev_meta).where(kandev_meta.c.key == key).values(value=str(epoch))
                 )

@@ -25,7 +25,7 @@ from typing import Any
 from sqlalchemy import text
 
 from clarion.domain.models import Revision
-from clarion.store.meta import EPOCH_KEY, CorruptEpochError
+from clarion.store.meta import EPOCH_KEY, stored_epoch
 from clarion.store.rows import StoreBase
 
 _RESERVE = text(
@@ -57,10 +57,4 @@ def _epoch(raw: Any) -> int:
         raise LookupError(
             f"no {EPOCH_KEY} is stored yet: allocate one (next_epoch) before reserving revisions"
         )
-    try:
-        epoch = int(str(raw).strip())
-    except ValueError:
-        epoch = 0
-    if epoch < 1:
-        raise CorruptEpochError(f"stored {EPOCH_KEY} is not a positive integer: {raw!r}")
-    return epoch
+    return stored_epoch(EPOCH_KEY, raw)
