@@ -126,8 +126,10 @@ async def run_server(
             if joined is not None:
                 await joined.replica.serving()
                 watching = asyncio.ensure_future(joined.watch_peers())
-            # First start on an empty database: a sample task that asks (clarion.sample).
-            await offer_sample_task(app.services)
+            else:
+                # First start on an empty database: a sample task that asks (clarion.sample).
+                # Not for a cluster: its replicas start together, and each would offer one.
+                await offer_sample_task(app.services)
             await serving
             return report
         finally:

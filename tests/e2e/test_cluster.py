@@ -49,10 +49,12 @@ def test_single_mode_and_replicas_exclude_each_other(
 
     single.kill()
     replica = replicas()
-    replica.start()
+    replica.start(extra_env={"CLARION_NO_SAMPLE": "0"})  # a single-mode server would offer it
     assert replica.proc is not None
     refused = _refusal(replicas(cluster=False))
     assert "cluster replica" in refused and f"pid {replica.proc.pid}" in refused
+    # A cluster starts empty: its replicas start together, and each would offer a sample.
+    assert replica.ok("GET", "/tasks")["tasks"] == []
 
 
 def _two_replicas_each_with_a_live_question(
