@@ -149,3 +149,28 @@ async def test_a_malformed_question_is_dropped_and_the_replica_keeps_serving(
         await client.request(subject, b"not json", timeout=0.3)
     assert await ask_waiters(client, replica, ["p1"], 5) == {"p1"}
     assert asked == [["p1"]]
+
+
+async def test_a_question_without_a_reply_subject_is_dropped_and_the_replica_keeps_serving(
+    connect: Connect, caplog: pytest.LogCaptureFixture
+) -> None:
+    server, client = await connect(), await connect()
+    asked, live = _holding("p1")
+    replica = str(uuid.uuid4())
+    await serve_waiters(server, replica, live)
+    caplog.set_level("WARNING", logger="clarion.bus.waiters")
+
+    await client.publish(WAITERS_SUBJECT.format(replica=replica), b'["p1"]')  # no reply inbox
+    # Requests on one subscription are handled in order: once this is answered, the
+    # publication before it was handled too.
+    assert await ask_waiters(client, replica, ["p1"], 5) == {"p1"}
+    assert asked == [["p1"]]
+    assert "dropped a live-waiter question without a reply subject" in caplog.text
+
+
+async def test_asking_over_a_closed_connection_fails_as_not_delivered(connect: Connect) -> None:
+    client = await connect()
+    await client.close()
+    with pytest.raises(ForwardFailed) as failed:
+        await ask_waiters(client, str(uuid.uuid4()), ["p1"], 5)
+    assert failed.value.delivered is False

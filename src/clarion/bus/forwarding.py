@@ -35,13 +35,36 @@ SUBJECT = "clarion.replicas.{replica}.http"
 _REQUEST = "Clarion-Request"
 _REPLY = "Clarion-Reply"
 _MORE = "Clarion-More"
-# A request that only proves this replica's subscription is in place (see `_until_served`).
+# A request that only proves this replica's subscription is in place (see `until_served`).
 _PROBE = "Clarion-Probe"
 _SUBSCRIBE_CEILING_S = 30.0
 # Room left in each reply message for the NATS headers (status, response headers).
 _HEADER_ROOM = 16 * 1024
 
 Handler = Callable[[ForwardedRequest], Awaitable[ForwardedReply]]
+
+
+def is_probe(msg: Msg) -> bool:
+    """A request sent by `until_served`: answer it with an empty reply, and nothing else."""
+    return bool((msg.headers or {}).get(_PROBE))
+
+
+async def until_served(nc: Client, subject: str) -> None:
+    """Return once the NATS server routes `subject` to this connection's subscription, whose
+    callback answers probes (`is_probe`). A flush does not prove it: nats-py writes a flush's
+    PING straight to the socket, ahead of a SUB still waiting in its buffer, so the PONG can
+    come back before the server has the subscription, and a request sent then meets "no
+    responders". A request that the subscription itself answers proves it."""
+    deadline = asyncio.get_running_loop().time() + _SUBSCRIBE_CEILING_S
+    while True:
+        try:
+            await nc.request(subject, b"", timeout=_SUBSCRIBE_CEILING_S, headers={_PROBE: "1"})
+            return
+        except NoRespondersError:
+            # The SUB was still in the buffer; the flusher has written it by now or will with
+            # the next command, so ask again (each try is one round trip).
+            if asyncio.get_running_loop().time() > deadline:
+                raise
 
 
 class NatsForwarding:
@@ -62,7 +85,7 @@ class NatsForwarding:
         detached answer waits for its agent) must not hold up the others."""
 
         async def on_request(msg: Msg) -> None:
-            if (msg.headers or {}).get(_PROBE):
+            if is_probe(msg):
                 await msg.respond(b"")
                 return
             task = asyncio.create_task(self._answer(msg, handler), name="forwarded-request")
@@ -71,26 +94,7 @@ class NatsForwarding:
 
         subject = SUBJECT.format(replica=replica_id)
         await self._nc.subscribe(subject, cb=on_request)
-        await self._until_served(subject)
-
-    async def _until_served(self, subject: str) -> None:
-        """Return once the NATS server routes `subject` to this connection's subscription.
-        A flush does not prove it: nats-py writes a flush's PING straight to the socket, ahead
-        of a SUB still waiting in its buffer, so the PONG can come back before the server has
-        the subscription, and a request sent then meets "no responders". A request that the
-        subscription itself answers proves it."""
-        deadline = asyncio.get_running_loop().time() + _SUBSCRIBE_CEILING_S
-        while True:
-            try:
-                await self._nc.request(
-                    subject, b"", timeout=_SUBSCRIBE_CEILING_S, headers={_PROBE: "1"}
-                )
-                return
-            except NoRespondersError:
-                # The SUB was still in the buffer; the flusher has written it by now or will
-                # with the next command, so ask again (each try is one round trip).
-                if asyncio.get_running_loop().time() > deadline:
-                    raise
+        await until_served(self._nc, subject)
 
     async def forward(
         self, replica_id: str, request: ForwardedRequest, timeout_s: float

@@ -12,7 +12,6 @@ Imported by the composition root only; the read models see `projection.live.Live
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 from collections.abc import Callable, Sequence
@@ -23,14 +22,12 @@ from nats.errors import Error as NatsError
 from nats.errors import NoRespondersError
 from nats.errors import TimeoutError as NatsTimeout
 
+from clarion.bus.forwarding import is_probe, until_served
 from clarion.ports.cluster import ForwardFailed
 
 log = logging.getLogger(__name__)
 
 WAITERS_SUBJECT = "clarion.replicas.{replica}.waiters"
-# A request that only proves this replica's subscription is in place (see `_until_served`).
-_PROBE = "Clarion-Probe"
-_SUBSCRIBE_CEILING_S = 30.0
 
 Live = Callable[[Sequence[str]], set[str]]
 
@@ -44,7 +41,7 @@ async def serve_waiters(nc: Client, replica_id: str, live: Live) -> None:
         if not msg.reply:
             log.warning("dropped a live-waiter question without a reply subject")
             return
-        if (msg.headers or {}).get(_PROBE):
+        if is_probe(msg):
             await msg.respond(b"")
             return
         try:
@@ -66,7 +63,7 @@ async def serve_waiters(nc: Client, replica_id: str, live: Live) -> None:
 
     subject = WAITERS_SUBJECT.format(replica=replica_id)
     await nc.subscribe(subject, cb=on_request)
-    await _until_served(nc, subject)
+    await until_served(nc, subject)
 
 
 async def ask_waiters(
@@ -103,21 +100,3 @@ def _pending_ids(data: bytes) -> list[str]:
     if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
         raise ValueError("expected a JSON list of pending ids")
     return value
-
-
-async def _until_served(nc: Client, subject: str) -> None:
-    """Return once the NATS server routes `subject` to this connection's subscription.
-    A flush does not prove it: nats-py writes a flush's PING straight to the socket, ahead of a
-    SUB still waiting in its buffer, so the PONG can come back before the server has the
-    subscription. A request that the subscription itself answers proves it (the same proof as
-    `bus.forwarding`'s, for this subject)."""
-    deadline = asyncio.get_running_loop().time() + _SUBSCRIBE_CEILING_S
-    while True:
-        try:
-            await nc.request(subject, b"", timeout=_SUBSCRIBE_CEILING_S, headers={_PROBE: "1"})
-            return
-        except NoRespondersError:
-            # The SUB was still in the buffer; the flusher has written it by now or will with
-            # the next command, so ask again (each try is one round trip).
-            if asyncio.get_running_loop().time() > deadline:
-                raise
