@@ -16,6 +16,7 @@ __all__ = [
     "cluster_list",
     "health",
     "replica_id",
+    "retrying",
     "session_owner",
     "three_replicas",
     "wait_role",
@@ -69,6 +70,20 @@ def three_replicas(
     for server in others:
         wait_role(server, "active")
     return first, others[0], others[1]
+
+
+def retrying(call: Callable[[], httpx.Response], ceiling_s: float = 120) -> httpx.Response:
+    """`call()` again for as long as it answers a retryable 503 (a request that waited for a
+    dead replica's adoption longer than its bound, on a loaded machine), as a client would."""
+
+    def settled() -> httpx.Response | None:
+        response = call()
+        retryable = response.status_code == 503 and response.json()["error"]["retryable"]
+        return None if retryable else response
+
+    found = wait_until(settled, timeout=ceiling_s, what="an answer that is not a retryable 503")
+    assert isinstance(found, httpx.Response)
+    return found
 
 
 def replica_id(server: ServerProcess) -> str:

@@ -18,6 +18,7 @@ from tests.e2e.cluster import (
     RESUME_MARK,
     cluster_list,
     replica_id,
+    retrying,
     session_owner,
     three_replicas,
     wait_role,
@@ -198,7 +199,7 @@ def test_an_answer_in_flight_when_its_replica_dies_is_neither_lost_nor_dispatche
 
     # Exactly one survivor adopts the session and reconciles it, as a restarted server would;
     # the retry waits for that adoption rather than failing.
-    retry = b.respond(pending_id, answer("db", "sqlite", text="first"))
+    retry = retrying(lambda: b.respond(pending_id, answer("db", "sqlite", text="first")))
     adopter = session_owner(b, session_id)
     assert adopter in {replica_id(b), replica_id(c)}
     if settled is not None:
@@ -241,7 +242,7 @@ def test_a_survivor_that_dies_while_taking_over_leaves_the_answer_to_the_next_on
     last = replicas()
     last.start(wait_ready=False)
     last_id = wait_role(last, "active")
-    retry = last.respond(pending_id, answer("db", "sqlite", text="first"))
+    retry = retrying(lambda: last.respond(pending_id, answer("db", "sqlite", text="first")))
     assert session_owner(last, session_id) == last_id
     assert retry.status_code == 200, retry.text
     assert retry.json()["resumed"] is True
