@@ -16,6 +16,7 @@ from urllib.parse import quote
 
 from clarion.domain.bundles import question_of
 from clarion.domain.models import Message, MetaKey
+from clarion.domain.wire import question_wire
 
 CLARIFICATION_REQUESTED = "clarification.requested"
 CLARIFICATION_DETACHED = "clarification.detached"
@@ -57,18 +58,7 @@ class WebhookFact:
 def questions_of_rows(rows: Sequence[Message]) -> tuple[dict[str, Any], ...]:
     """A bundle's questions (question order) in the shape `GET /clarification/{id}` shows."""
     ordered = sorted(rows, key=lambda m: (_index(m), m.created_at, m.id))
-    return tuple(
-        {
-            "id": q.id,
-            "title": q.title,
-            "prompt": q.prompt,
-            "options": [
-                {"option_id": o.option_id, "label": o.label, "description": o.description}
-                for o in q.options
-            ],
-        }
-        for q in (question_of(row) for row in ordered)
-    )
+    return tuple(question_wire(question_of(row)) for row in ordered)
 
 
 def _index(message: Message) -> int:

@@ -19,7 +19,7 @@ from typing import Any
 from clarion.domain.bundles import bundle_state, delivery_of, questions_of
 from clarion.domain.errors import NotFound, ProjectionUnavailable
 from clarion.domain.models import Bundle, BundleState, MetaKey, Session, Task
-from clarion.domain.wire import message_wire, session_wire, task_wire, turn_wire
+from clarion.domain.wire import message_wire, question_wire, session_wire, task_wire, turn_wire
 from clarion.ports import ReadStore
 from clarion.projection.inbox import inbox_item
 from clarion.projection.live import LiveWaitersOf
@@ -187,18 +187,7 @@ def _bundle_wire(bundle: Bundle, state: BundleState) -> dict[str, Any]:
         "task_id": bundle.session.task_id,
         "turn_id": first.turn_id,
         "state": str(state),
-        "questions": [
-            {
-                "id": q.id,
-                "title": q.title,
-                "prompt": q.prompt,
-                "options": [
-                    {"option_id": o.option_id, "label": o.label, "description": o.description}
-                    for o in q.options
-                ],
-            }
-            for q in questions_of(bundle)
-        ],
+        "questions": [question_wire(q) for q in questions_of(bundle)],
         "context": first.metadata.get(MetaKey.CONTEXT, "") or "",
         "delivery": None if delivery is None else delivery.value,
         "rows": [message_wire(m) for m in bundle.rows],
