@@ -20,7 +20,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 from fastapi import APIRouter, WebSocket, WebSocketDisconnect
-from starlette.types import Scope
 
 from clarion.api.auth import caller_of
 from clarion.api.bodies import loads
@@ -118,7 +117,7 @@ async def websocket_endpoint(websocket: WebSocket) -> None:
                     _error("invalid_frame", "binary frames are not supported; send JSON text")
                 )
                 continue
-            await send(await _handle(svc, caller, filters, text, websocket.scope))
+            await send(await _handle(svc, caller, filters, text))
     except WebSocketDisconnect:
         pass
     finally:
@@ -143,9 +142,7 @@ def _error(code: str, message: str) -> dict[str, Any]:
     return envelope("error", "error", ws_error_payload(InvalidInput(message, code=code)))
 
 
-async def _handle(
-    svc: ApiServices, caller: Caller, filters: Filters, raw: str, scope: Scope
-) -> dict[str, Any]:
+async def _handle(svc: ApiServices, caller: Caller, filters: Filters, raw: str) -> dict[str, Any]:
     try:
         message = loads(raw, what="message")
     except InvalidInput as exc:

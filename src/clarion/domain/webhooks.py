@@ -16,7 +16,7 @@ from urllib.parse import quote
 
 from clarion.domain.bundles import question_of
 from clarion.domain.models import Message, MetaKey
-from clarion.domain.wire import question_wire
+from clarion.domain.questions import question_wire
 
 CLARIFICATION_REQUESTED = "clarification.requested"
 CLARIFICATION_DETACHED = "clarification.detached"

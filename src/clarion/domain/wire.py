@@ -11,7 +11,6 @@ from typing import Any
 from clarion.domain.models import (
     Message,
     PendingAction,
-    Question,
     Revision,
     Session,
     StatusSummary,
@@ -23,19 +22,6 @@ from clarion.domain.turns import public_metadata
 
 def iso(value: datetime | None) -> str | None:
     return None if value is None else value.isoformat()
-
-
-def question_wire(question: Question) -> dict[str, Any]:
-    """One question of a bundle as clients see it (`GET /clarification/{id}`, webhooks)."""
-    return {
-        "id": question.id,
-        "title": question.title,
-        "prompt": question.prompt,
-        "options": [
-            {"option_id": o.option_id, "label": o.label, "description": o.description}
-            for o in question.options
-        ],
-    }
 
 
 def turn_wire(turn: Turn) -> dict[str, Any]:

@@ -19,7 +19,8 @@ from typing import Any
 from clarion.domain.bundles import bundle_state, delivery_of, questions_of
 from clarion.domain.errors import NotFound, ProjectionUnavailable
 from clarion.domain.models import Bundle, BundleState, MetaKey, Session, Task
-from clarion.domain.wire import message_wire, question_wire, session_wire, task_wire, turn_wire
+from clarion.domain.questions import question_wire
+from clarion.domain.wire import message_wire, session_wire, task_wire, turn_wire
 from clarion.ports import ReadStore
 from clarion.projection.inbox import inbox_item
 from clarion.projection.live import LiveWaitersOf
