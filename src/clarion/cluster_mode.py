@@ -1,7 +1,7 @@
 """Joining a cluster: the composition root's cluster-mode half.
 
 A replica holds its membership (store/cluster.py: the connection whose locks say it lives),
-a NATS connection for request-reply between replicas (bus/forwarding.py), and its `Replica`
+a NATS connection for request-reply between replicas (bus/replica_requests.py), and its `Replica`
 (replica.py: heartbeats, fencing, watching its peers). Every replica runs agents and serves
 every route; a request that acts on a session another replica runs is carried there
 (api/routing.py), and a peer that is gone is taken over (`take_over`).
@@ -22,12 +22,12 @@ from clarion.api.forwarding import Carrier, replay
 from clarion.api.mcp_proxy import McpToOwner
 from clarion.api.routing import ClusterRouting, placement_order
 from clarion.api.session_gate import SessionGate
-from clarion.bus.forwarding import NatsForwarding, nats_forwarding
-from clarion.bus.waiters import ask_waiters, serve_waiters
+from clarion.bus.replica_requests import NatsForwarding, nats_forwarding
+from clarion.bus.waiter_queries import ask_waiters, serve_waiters
 from clarion.config import Settings
 from clarion.domain.scope import SessionScope
 from clarion.ports.cluster import ReplicaInfo, SessionRoute
-from clarion.projection.live import LiveWaiterLookup
+from clarion.projection.waiter_lookup import LiveWaiterLookup
 from clarion.replica import Replica
 from clarion.store.cluster import Membership, membership
 from clarion.store.fence import OwnerFence

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from clarion.config_files import http_url, positive, read_config
+from clarion.domain.permissions import TOOL_KINDS
 from clarion.webhook_config import (
     Webhook,
     WebhookDelivery,
@@ -248,23 +249,6 @@ def _check_cluster(settings: Settings) -> None:
         raise ValueError(f"cluster mode needs NATS: pass --bus nats://... (got {settings.bus_url})")
 
 
-# ACP tool kinds a permission rule may name.
-TOOL_KINDS = frozenset(
-    {
-        "read",
-        "edit",
-        "delete",
-        "move",
-        "search",
-        "execute",
-        "think",
-        "fetch",
-        "switch_mode",
-        "other",
-    }
-)
-
-
 def _permission_rules(spec: Any, where: str) -> tuple[frozenset[str], frozenset[str]]:
     """`allow = [...]`, `reject = [...]` of `[agents.NAME.permissions]`, kinds checked."""
     if not isinstance(spec, dict):
@@ -274,7 +258,7 @@ def _permission_rules(spec: Any, where: str) -> tuple[frozenset[str], frozenset[
         kinds = spec.get(key, [])
         if not isinstance(kinds, list) or not all(isinstance(k, str) for k in kinds):
             raise ValueError(f"{where}.permissions.{key} must be a list of tool kinds")
-        unknown = sorted(set(kinds) - TOOL_KINDS)
+        unknown = sorted(set(kinds) - set(TOOL_KINDS))
         if unknown:
             raise ValueError(
                 f"{where}.permissions.{key}: unknown tool kind(s) {', '.join(unknown)}; "

@@ -50,10 +50,10 @@ from clarion.ports import (
     Store,
 )
 from clarion.projection.events import EventPublisher
-from clarion.projection.live import local_only
 from clarion.projection.pending import PendingProjector
 from clarion.projection.reads import Reads
 from clarion.projection.summaries import SummaryService
+from clarion.projection.waiter_lookup import local_only
 from clarion.store import SqlStore, open_store
 from clarion.store.outbox import Outbox
 from clarion.supervisor import Supervisor

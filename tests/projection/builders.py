@@ -25,10 +25,10 @@ from clarion.domain.models import (
 from clarion.orchestrator.workflow import WorkflowGuard
 from clarion.ports import Event, NewMessage, Store
 from clarion.projection.events import EventPublisher
-from clarion.projection.live import LiveWaitersOf, local_only
 from clarion.projection.pending import PendingProjector
 from clarion.projection.reads import Reads
 from clarion.projection.summaries import SummaryService
+from clarion.projection.waiter_lookup import LiveWaitersOf, local_only
 
 
 class TapBus(MemoryBus):

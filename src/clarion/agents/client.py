@@ -1,5 +1,5 @@
 """The ACP client side of one agent session: receives the agent's streamed updates and its
-permission requests. Imported only by `clarion.agents.live`.
+permission requests. Imported only by `clarion.agents.running_agent`.
 
 Permission requests go through a `PermissionPolicy`. The runtime's default hands them to its
 sink (`AgentSink.on_permission`), which decides them by profile policy or asks the person.

@@ -1,11 +1,11 @@
 """Agent subprocesses: environment, spawn, stderr drain, bounded shutdown.
 
-Imported by `clarion.agents.runtime` and `clarion.agents.live` only. Agents run in their own
-process group so that stopping one also stops what it spawned (npx, node, ...). A guard joins
-each group: a shell that reads a pipe from this process and, at end of file, kills its whole
-group. End of file comes when the agent has exited (we close the pipe, so what it left behind
-goes too) or when this process dies in any way, SIGKILL included: the kernel closes the pipe,
-so no agent, child or grandchild, outlives the server that started it.
+Imported by `clarion.agents.runtime` and `clarion.agents.running_agent` only. Agents run in their
+own process group so that stopping one also stops what it spawned (npx, node, ...). A guard joins
+each group: a shell that reads a pipe from this process and, at end of file, kills its whole group.
+End of file comes when the agent has exited (we close the pipe, so what it left behind goes too) or
+when this process dies in any way, SIGKILL included: the kernel closes the pipe, so no agent, child
+or grandchild, outlives the server that started it.
 """
 
 from __future__ import annotations

@@ -14,8 +14,8 @@ from collections.abc import Mapping
 from types import TracebackType
 
 from clarion.agents.client import PermissionPolicy, sink_policy
-from clarion.agents.live import LiveAgent
 from clarion.agents.process import build_env, spawn
+from clarion.agents.running_agent import RunningAgent
 from clarion.config import AgentProfile
 from clarion.domain.errors import AgentFailure, NotFound
 from clarion.ports import AcpSessionInfo, AgentLaunch, AgentSink
@@ -49,7 +49,7 @@ class AcpRuntime:
         self._start_timeout = start_timeout
         self._accept_timeout = accept_timeout
         self._stop_grace = stop_grace
-        self._agents: dict[str, LiveAgent] = {}
+        self._agents: dict[str, RunningAgent] = {}
         self._locks: dict[str, asyncio.Lock] = {}
         self._closed = False
 
@@ -90,7 +90,7 @@ class AcpRuntime:
             self._agents[sid] = agent
             return True
 
-    async def _start(self, profile: AgentProfile, launch: AgentLaunch) -> LiveAgent:
+    async def _start(self, profile: AgentProfile, launch: AgentLaunch) -> RunningAgent:
         sid = launch.session_id
         extra = {"session_id": sid, "profile": profile.name}
         cwd = _absolute(profile.cwd)
@@ -102,7 +102,7 @@ class AcpRuntime:
                 f"cannot start agent {profile.name!r} ({' '.join(profile.command)}): {exc}",
                 session_id=sid,
             ) from exc
-        agent = LiveAgent(session_id=sid, profile=profile.name, proc=proc, sink=self._sink)
+        agent = RunningAgent(session_id=sid, profile=profile.name, proc=proc, sink=self._sink)
         agent.attach(self._permissions)
         timeout = profile.start_timeout or self._start_timeout
         try:

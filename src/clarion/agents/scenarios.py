@@ -12,6 +12,8 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from clarion.domain.permissions import TOOL_KINDS
+
 SCENARIO_PREFIX = "/scenario"
 
 LEFT_OPEN_REPLY = "Question left open; ending turn."
@@ -209,18 +211,6 @@ async def _stream(host: ScenarioHost, call: ScenarioCall) -> None:
         await host.say(f"chunk {i}\n")
 
 
-PERMISSION_KINDS = (
-    "read",
-    "edit",
-    "delete",
-    "move",
-    "search",
-    "execute",
-    "think",
-    "fetch",
-    "switch_mode",
-    "other",
-)
 PERMISSION_OPTIONS = [
     ("allow", "Allow", "allow_once"),
     ("allow-always", "Always allow", "allow_always"),
@@ -231,10 +221,8 @@ PERMISSION_OPTIONS = [
 
 async def _ask_permission(host: ScenarioHost, call: ScenarioCall) -> str | None:
     kind = call.args.get("kind", "edit")
-    if kind not in PERMISSION_KINDS:
-        raise ScenarioError(
-            f"Scenario {call.name}: kind must be one of {', '.join(PERMISSION_KINDS)}"
-        )
+    if kind not in TOOL_KINDS:
+        raise ScenarioError(f"Scenario {call.name}: kind must be one of {', '.join(TOOL_KINDS)}")
     title = call.args.get("title") or f"{kind.replace('_', ' ').capitalize()} README.md"
     raw_input = {"path": "README.md", "content": "# Project\n\nUpdated by the agent.\n"}
     chosen = await host.request_permission(

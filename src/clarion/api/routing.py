@@ -1,7 +1,7 @@
 """Cluster mode: every request that acts on a session is served by the replica that runs it.
 
 Any replica accepts every route. Reads are served where they arrive (they read the shared
-database; a bundle's live state is asked of its owner, projection/live.py). A request that
+database; a bundle's live state is asked of its owner, projection/waiter_lookup.py). A request that
 acts on a session, an answer, a permission decision, a prompt, a cancel, is served by the
 session's owner, the replica that runs its agent and holds its live waiters: it is carried
 there (api/forwarding.py) and the owner's reply relayed unchanged. A new session goes to the

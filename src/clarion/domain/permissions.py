@@ -16,6 +16,20 @@ from typing import Any
 from clarion.domain.models import Message
 
 ASK_TOOL = "ask_user_question"
+# The ACP tool kinds, in the protocol's order: what a permission rule of an agent profile may
+# name, and what the built-in agent's permission scenario may ask about.
+TOOL_KINDS = (
+    "read",
+    "edit",
+    "delete",
+    "move",
+    "search",
+    "execute",
+    "think",
+    "fetch",
+    "switch_mode",
+    "other",
+)
 # A raw tool input is shown to a person and stored; beyond this it is cut (and says so).
 RAW_INPUT_LIMIT = 4000
 

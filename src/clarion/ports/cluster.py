@@ -109,7 +109,7 @@ class ForwardFailed(Exception):
 
 
 class Forwarder(Protocol):
-    """Request-reply between replicas. Implemented over NATS (`clarion.bus.forwarding`)."""
+    """Request-reply between replicas. Implemented over NATS (`clarion.bus.replica_requests`)."""
 
     async def forward(
         self, replica_id: str, request: ForwardedRequest, timeout_s: float

@@ -23,9 +23,9 @@ from clarion.domain.questions import question_wire
 from clarion.domain.wire import message_wire, session_wire, task_wire, turn_wire
 from clarion.ports import ReadStore
 from clarion.projection.inbox import inbox_item
-from clarion.projection.live import LiveWaitersOf
 from clarion.projection.pending import PendingProjector
 from clarion.projection.summaries import Repair, SummaryService, task_pending
+from clarion.projection.waiter_lookup import LiveWaitersOf
 
 log = logging.getLogger(__name__)
 

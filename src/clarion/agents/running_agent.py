@@ -53,7 +53,7 @@ class _PromptRun:
 
 
 @dataclass(slots=True, eq=False)
-class LiveAgent:
+class RunningAgent:
     session_id: str
     profile: str
     proc: asyncio.subprocess.Process

@@ -1,4 +1,4 @@
-"""Request-reply between replicas over a real NATS server (bus/forwarding.py)."""
+"""Request-reply between replicas over a real NATS server (bus/replica_requests.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import uuid
 
 import pytest
 
-from clarion.bus.forwarding import nats_forwarding
+from clarion.bus.replica_requests import nats_forwarding
 from clarion.ports.cluster import ForwardedReply, ForwardedRequest, ForwardFailed
 
 pytestmark = pytest.mark.nats

@@ -1,5 +1,5 @@
 """Asking a replica which questions its live waiters hold, over a real NATS server
-(bus/waiters.py)."""
+(bus/waiter_queries.py)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from nats.aio.msg import Msg
 from nats.errors import NoRespondersError
 from nats.errors import TimeoutError as NatsTimeout
 
-from clarion.bus.waiters import WAITERS_SUBJECT, ask_waiters, serve_waiters
+from clarion.bus.waiter_queries import WAITERS_SUBJECT, ask_waiters, serve_waiters
 from clarion.ports.cluster import ForwardFailed
 
 pytestmark = pytest.mark.nats
@@ -158,7 +158,7 @@ async def test_a_question_without_a_reply_subject_is_dropped_and_the_replica_kee
     asked, live = _holding("p1")
     replica = str(uuid.uuid4())
     await serve_waiters(server, replica, live)
-    caplog.set_level("WARNING", logger="clarion.bus.waiters")
+    caplog.set_level("WARNING", logger="clarion.bus.waiter_queries")
 
     await client.publish(WAITERS_SUBJECT.format(replica=replica), b'["p1"]')  # no reply inbox
     # Requests on one subscription are handled in order: once this is answered, the

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Sequence
 import pytest
 
 from clarion.domain.models import Message
-from clarion.projection.live import LiveWaiterLookup, local_only
+from clarion.projection.waiter_lookup import LiveWaiterLookup, local_only
 from clarion.store import SqlStore
 from tests.projection.builders import World, projections
 
@@ -97,9 +97,9 @@ async def test_an_owner_that_cannot_be_asked_counts_as_holding_none_and_warns(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     peers = Peers(owners={"a1": "A", "b1": "B"}, held={"B": {"b1"}}, failing={"A"})
-    with caplog.at_level(logging.WARNING, logger="clarion.projection.live"):
+    with caplog.at_level(logging.WARNING, logger="clarion.projection.waiter_lookup"):
         assert await peers.lookup()(["a1", "b1"]) == {"b1"}
-    [record] = [r for r in caplog.records if r.name == "clarion.projection.live"]
+    [record] = [r for r in caplog.records if r.name == "clarion.projection.waiter_lookup"]
     assert record.owner == "A"  # type: ignore[attr-defined]
     assert record.pending_ids == ["a1"]  # type: ignore[attr-defined]
 

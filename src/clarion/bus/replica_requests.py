@@ -77,7 +77,7 @@ class NatsForwarding:
 
     @property
     def client(self) -> Client:
-        """The connection, for the replica's other request-reply subjects (bus/waiters.py)."""
+        """The connection, for the replica's other request-reply subjects (waiter_queries.py)."""
         return self._nc
 
     async def serve(self, replica_id: str, handler: Handler) -> None:

@@ -7,7 +7,8 @@ JSON list of those its waiters hold. One request carries a whole batch (an inbox
 owner once). NATS tells the asker at once when nobody listens (a "no responders" status), so a
 replica that is gone costs no deadline.
 
-Imported by the composition root only; the read models see `projection.live.LiveWaiterLookup`.
+Imported by the composition root only; the read models see
+`projection.waiter_lookup.LiveWaiterLookup`.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from nats.errors import Error as NatsError
 from nats.errors import NoRespondersError
 from nats.errors import TimeoutError as NatsTimeout
 
-from clarion.bus.forwarding import is_probe, until_served
+from clarion.bus.replica_requests import is_probe, until_served
 from clarion.ports.cluster import ForwardFailed
 
 log = logging.getLogger(__name__)
