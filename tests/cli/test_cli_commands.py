@@ -31,6 +31,24 @@ def test_task_create_and_session_start_print_the_new_ids(shared_server: ServerPr
     )
 
 
+def test_session_show_prints_state_agent_and_task_and_no_replica_on_a_single_server(
+    shared_server: ServerProcess,
+) -> None:
+    task_id = shared_server.create_task("Show me")
+    session_id = shared_server.start_session(task_id, "hello")
+    shared_server.wait_for_agent_text(session_id, "Received: hello")
+
+    shown = run_cli(shared_server, "session", "show", session_id)
+    assert shown.exit_code == 0, shown
+    assert f"Session {session_id} on agent builtin" in shown.stdout
+    assert f"task {task_id}" in shown.stdout
+    assert "replica" not in shown.stdout
+    assert "replica_id" not in shared_server.ok("GET", f"/task-sessions/{session_id}")["session"]
+
+    missing = run_cli(shared_server, "session", "show", "no-such-session")
+    assert missing.exit_code == 3, missing
+
+
 def test_tasks_table_marks_only_tasks_waiting_for_an_answer(shared_server: ServerProcess) -> None:
     asking, _, _ = pending_of(shared_server, "/scenario ask")
     calm = shared_server.create_task("Nothing to ask")

@@ -14,6 +14,7 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.cli.cli_runner import run_cli
 from tests.e2e.cluster import (
     RESUME_MARK,
     cluster_list,
@@ -43,6 +44,13 @@ def test_new_sessions_spread_over_the_replicas_and_an_answer_posted_anywhere_rea
     # Started through c while all had none: c's (no hop); then b's, then a's.
     owners = [session_owner(a, s) for s in (session_id, *others)]
     assert owners == [ids[2], ids[1], ids[0]]
+    # The session read names its owner, on any replica, and the CLI shows it.
+    for reader in (a, b, c):
+        reads = [reader.ok("GET", f"/task-sessions/{s}")["session"] for s in (session_id, *others)]
+        assert [r["replica_id"] for r in reads] == owners
+    shown = run_cli(a, "session", "show", session_id)
+    assert shown.exit_code == 0, shown
+    assert f"replica {ids[2]}" in shown.stdout
     wait_until(
         lambda: {r["id"]: r["sessions"] for r in cluster_list(c)} == dict.fromkeys(ids, 1),
         what="each replica counting its one agent",

@@ -64,6 +64,20 @@ async def test_sessions_created_after_own_sessions_belong_to_the_replica(world: 
 
 
 @postgres_only
+async def test_a_session_read_names_its_owner_in_cluster_mode_only(world: World) -> None:
+    single = await world.session()
+    await _row(world.store, "replica-a")
+    world.store.own_sessions(OwnerFence("replica-a", lambda reason: None))
+    created = await world.session()
+    assert created.owner_replica_id == "replica-a"
+    assert (await world.store.get_session(created.id)).owner_replica_id == "replica-a"
+    assert (await world.store.get_session(single.id)).owner_replica_id is None
+    await world.own(single.id, "replica-b")
+    listed = {s.id: s.owner_replica_id for s in await world.store.list_sessions(single.task_id)}
+    assert listed[single.id] == "replica-b"
+
+
+@postgres_only
 async def test_placement_lists_live_serving_replicas_fewest_running_sessions_first(
     world: World,
 ) -> None:

@@ -158,6 +158,11 @@ class ClarionClient:
         )
         return dict(reply["session"])
 
+    def session(self, session_id: str) -> dict[str, Any]:
+        return dict(
+            self.json("GET", f"/task-sessions/{session_id}", what="reading the session")["session"]
+        )
+
     def sessions(self, task_id: str) -> list[dict[str, Any]]:
         reply = self.json("GET", f"/tasks/{task_id}/task-sessions", what="listing sessions")
         return list(reply["sessions"])

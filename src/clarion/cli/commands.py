@@ -19,7 +19,7 @@ from clarion.cli.sanitize import safe
 ACTIVE_STATES = ("active_live", "active_detached")
 
 task_app = typer.Typer(help="Create tasks.", no_args_is_help=True)
-session_app = typer.Typer(help="Start agent sessions.", no_args_is_help=True)
+session_app = typer.Typer(help="Start and show agent sessions.", no_args_is_help=True)
 
 
 def tasks(server: ServerOpt = DEFAULT_SERVER, token: TokenOpt = None) -> None:
@@ -78,6 +78,29 @@ def session_start(
         )
     )
     stdout().print(Text(safe(f"Follow it with: clarion watch --session {session['id']}")))
+
+
+@session_app.command("show")
+def session_show(
+    session_id: Annotated[str, typer.Argument(help="The session's id")],
+    server: ServerOpt = DEFAULT_SERVER,
+    token: TokenOpt = None,
+) -> None:
+    """Show a session: its state, agent, task and, in a cluster, the replica that runs it."""
+    with client_for(server, token) as client:
+        session = client.session(session_id)
+    lines = [
+        f"Session {session['id']} on agent {session['agent']}: {session['state']}",
+        f"  task {session['task_id']}",
+    ]
+    if session.get("pending_action"):
+        lines.append(f"  waiting for: {session['pending_action']}")
+    if session.get("replica_id"):
+        lines.append(f"  replica {session['replica_id']}")
+    if session.get("error"):
+        lines.append(f"  error: {session['error']}")
+    for line in lines:
+        stdout().print(Text(safe(line)))
 
 
 Found = list[tuple[dict[str, Any], dict[str, Any]]]

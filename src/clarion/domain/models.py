@@ -166,6 +166,8 @@ class Session:
     created_at: datetime
     updated_at: datetime
     metadata: JsonObject = field(default_factory=dict)
+    # Cluster mode: the replica that runs the session's agent; None on a single server.
+    owner_replica_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -71,6 +71,8 @@ def session_wire(
     }
     if revision is not None:
         body["pending_action_revision"] = revision.as_wire()
+    if session.owner_replica_id is not None:  # cluster mode: which replica runs its agent
+        body["replica_id"] = session.owner_replica_id
     return body
 
 

@@ -59,6 +59,7 @@ def to_session(row: Record) -> Session:
         created_at=row.created_at,
         updated_at=row.updated_at,
         metadata=row.metadata,
+        owner_replica_id=row.owner_replica_id,
     )
 
 

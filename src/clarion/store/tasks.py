@@ -173,6 +173,7 @@ class TaskQueries(StoreBase):
             is_primary=is_primary,
             created_at=now,
             updated_at=now,
+            owner_replica_id=self._db.owner,
         )
         async with self._db.write() as conn:
             exists = (await conn.execute(select(tasks.c.id).where(tasks.c.id == task_id))).first()
