@@ -37,7 +37,10 @@ CHROMIUM_ARGS = [
 # a passing run never waits this long.
 WAIT_MS = 20_000
 DESKTOP = {"width": 1280, "height": 720}
+# The sizes people reported from: a laptop, a current phone and a small phone.
+LAPTOP = {"width": 1366, "height": 850}
 PHONE = {"width": 390, "height": 844}
+SMALL_PHONE = {"width": 360, "height": 640}
 
 expect.set_options(timeout=WAIT_MS)
 
@@ -87,15 +90,16 @@ def _open_page(context: BrowserContext, errors: list[str]) -> Page:
 @pytest.fixture
 def new_page(browser: Browser) -> Iterator[Callable[..., Page]]:
     """Factory for pages in fresh contexts (own localStorage); `new_page(phone=True)` gives a
-    390x844 touch screen. Any uncaught error in a page fails the test at teardown."""
+    390x844 touch screen (`viewport=` another size). Any uncaught error in a page fails the
+    test at teardown."""
     contexts: list[BrowserContext] = []
     errors: list[str] = []
 
-    def make(*, phone: bool = False) -> Page:
+    def make(*, phone: bool = False, viewport: dict[str, int] | None = None) -> Page:
         options: dict[str, Any] = (
-            {"viewport": PHONE, "has_touch": True, "is_mobile": True}
+            {"viewport": viewport or PHONE, "has_touch": True, "is_mobile": True}
             if phone
-            else {"viewport": DESKTOP}
+            else {"viewport": viewport or DESKTOP}
         )
         context = browser.new_context(**options)
         contexts.append(context)

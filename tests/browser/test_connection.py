@@ -8,45 +8,12 @@ import re
 from collections.abc import Callable
 
 import pytest
-from playwright.sync_api import Page, Route, WebSocketRoute, expect
+from playwright.sync_api import Page, Route, expect
 
-from tests.browser.ui_steps import open_board, open_pending_task, start_session
+from tests.browser.ui_steps import Outage, open_board, open_pending_task, start_session
 from tests.e2e.harness import ServerProcess
 
 pytestmark = pytest.mark.browser
-
-
-class Outage:
-    """Cuts the page off the server on demand: the live feed closes and HTTP calls fail as a
-    network error, until `end()`."""
-
-    def __init__(self, page: Page) -> None:
-        self.down = False
-        self.sockets: list[WebSocketRoute] = []
-        page.route_web_socket(re.compile(r"/api/v1/ws"), self._socket)
-        page.route(re.compile(r"/api/v1/"), self._http)
-
-    def _socket(self, ws: WebSocketRoute) -> None:
-        if self.down:
-            ws.close()
-            return
-        ws.connect_to_server()
-        self.sockets.append(ws)
-
-    def _http(self, route: Route) -> None:
-        if self.down:
-            route.abort("internetdisconnected")
-        else:
-            route.continue_()
-
-    def begin(self) -> None:
-        self.down = True
-        for ws in self.sockets:
-            ws.close()
-        self.sockets.clear()
-
-    def end(self) -> None:
-        self.down = False
 
 
 def test_offline_shows_a_banner_human_errors_a_retry_and_clears_when_live(

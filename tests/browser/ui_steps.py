@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Any
 
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Page, Route, WebSocketRoute, expect
 
 from tests.e2e.harness import ServerProcess
 
@@ -75,3 +76,83 @@ def box_of(page: Page, *test_ids: str) -> dict[str, float]:
 def agent_reply(server: ServerProcess, session_id: str, prefix: str) -> str:
     """The agent's stored reply starting with `prefix` (waits for it)."""
     return server.wait_for_agent_text(session_id, prefix)
+
+
+# Every visible control and line inside `root`, brought into view the way a person would
+# (scrolling its scroll containers), must then lie inside each clipping ancestor and the
+# viewport, and be the element found at its own centre (nothing drawn over it).
+_CLIPPED = """(rootSelector) => {
+  const root = document.querySelector(rootSelector);
+  if (!root) return ["no " + rootSelector];
+  const problems = [];
+  const name = (el) => el.dataset.testid
+    || `${el.tagName.toLowerCase()} "${(el.textContent || "").trim().slice(0, 40)}"`;
+  const vw = document.documentElement.clientWidth, vh = document.documentElement.clientHeight;
+  for (const el of root.querySelectorAll("button, textarea, input, a, p, span[data-testid]")) {
+    if (!el.checkVisibility()) continue;
+    if (!el.getBoundingClientRect().height) continue;
+    el.scrollIntoView({ block: "nearest", inline: "nearest" });
+    const r = el.getBoundingClientRect();
+    if (r.left < -1 || r.top < -1 || r.right > vw + 1 || r.bottom > vh + 1) {
+      problems.push(`${name(el)} is outside the ${vw}x${vh} viewport at ${JSON.stringify(r)}`);
+    }
+    for (let a = el.parentElement; a && a !== document.documentElement; a = a.parentElement) {
+      const s = getComputedStyle(a);
+      if (s.overflowX === "visible" && s.overflowY === "visible") continue;
+      const b = a.getBoundingClientRect();
+      const top = b.top + a.clientTop, left = b.left + a.clientLeft;
+      if (r.top < top - 1 || r.left < left - 1 || r.bottom > top + a.clientHeight + 1
+          || r.right > left + a.clientWidth + 1) {
+        problems.push(`${name(el)} is clipped by ${a.className || a.tagName}`);
+      }
+    }
+    const x = Math.min(Math.max(r.left + r.width / 2, 0), vw - 1);
+    for (const y of [r.top + 2, r.top + r.height / 2, r.bottom - 2]) {
+      const hit = document.elementFromPoint(x, Math.min(Math.max(y, 0), vh - 1));
+      if (hit && !el.contains(hit) && !hit.contains(el)) {
+        problems.push(`${name(el)} is covered by ${name(hit)}`);
+        break;
+      }
+    }
+  }
+  return problems;
+}"""
+
+
+def clipped_elements(page: Page, test_id: str) -> list[str]:
+    """What a person could not see or reach inside the element `test_id` (see _CLIPPED)."""
+    problems: list[str] = page.evaluate(_CLIPPED, f'[data-testid="{test_id}"]')
+    return problems
+
+
+class Outage:
+    """Cuts the page off the server on demand: the live feed closes and HTTP calls fail as a
+    network error, until `end()`."""
+
+    def __init__(self, page: Page) -> None:
+        self.down = False
+        self.sockets: list[WebSocketRoute] = []
+        page.route_web_socket(re.compile(r"/api/v1/ws"), self._socket)
+        page.route(re.compile(r"/api/v1/"), self._http)
+
+    def _socket(self, ws: WebSocketRoute) -> None:
+        if self.down:
+            ws.close()
+            return
+        ws.connect_to_server()
+        self.sockets.append(ws)
+
+    def _http(self, route: Route) -> None:
+        if self.down:
+            route.abort("internetdisconnected")
+        else:
+            route.continue_()
+
+    def begin(self) -> None:
+        self.down = True
+        for ws in self.sockets:
+            ws.close()
+        self.sockets.clear()
+
+    def end(self) -> None:
+        self.down = False

@@ -140,39 +140,50 @@ export class ClarificationOverlay {
         h("strong", {}, "The agent has a question"),
         this.deps.onDismiss ? h("button", { type: "button", class: "icon", testid: "dismiss-question", title: "Hide for now (Esc)",
           "aria-label": "Hide question", onClick: () => this.dismiss() }, "✕") : null),
-      bundle.state === "active_detached"
-        ? h("p", { class: "notice", testid: "detached-notice" },
-          "The agent stopped waiting. It will resume with your answer when you send it.")
-        : null,
-      form.context ? h("p", { class: "context", testid: "clarification-context", text: form.context }) : null,
-      multi ? stepChips(form, this.submitting, step) : null,
-      h("div", { class: "question", testid: "clarification-question", dataset: { questionId: question.id } },
-        question.title && !multi ? h("p", { class: "question-title", text: question.title }) : null,
-        h("p", { class: "question-prompt", testid: "question-prompt", id: promptId, text: question.prompt }),
-        optionGroup(question, draft.selected, promptId, this.submitting,
-          (optionId) => { if (this.form) this.setForm(selectOption(this.form, question.id, optionId)); }),
-        h("label", { class: "custom" },
-          touchScreen() ? "Or write your own answer" : "Or write your own answer (Shift+Enter for a new line)",
-          this.customInput(question.id, draft.custom))),
-      h("p", { class: "error", testid: "clarification-error", role: "alert", hidden: !this.error, text: this.error }),
-      this.confirmingSkip ? skipConfirmation(form.questions.length, () => this.cancelSkip(),
-        () => { this.confirmingSkip = false; void this.send(skipBody()); }) : null,
-      h("p", { class: "submit-hint", testid: "submit-hint", id: `${this.uid}-hint`, hidden: !hint, text: hint }),
-      h("footer", { class: "overlay-actions" },
-        multi ? h("button", { type: "button", testid: "step-back", disabled: form.step === 0 || this.submitting,
-          onClick: step(form.step - 1) }, "Back") : null,
-        multi && form.step < form.questions.length - 1 ? h("button", { type: "button", testid: "step-next",
-          disabled: this.submitting, onClick: step(form.step + 1) }, "Next") : null,
-        h("span", { class: "spacer" }),
-        h("button", { type: "button", testid: "skip-question", class: "secondary", disabled: this.submitting,
-          title: multi ? "Skip these questions" : "Skip this question", onClick: () => this.askSkip() }, "Skip"),
-        h("button", { type: "button", testid: "submit-answer", class: "primary",
-          disabled: this.submitting || !canSubmit(form), title: "Submit (Ctrl+Enter)",
-          "aria-describedby": `${this.uid}-hint`,
-          onClick: () => void this.submit() }, this.submitting ? "Sending…" : "Submit")),
+      // Only the question scrolls; what follows it (the error, the Skip confirmation, why Submit
+      // waits, the buttons) always has its own room below it, never drawn over it.
+      h("div", { class: "overlay-body" },
+        bundle.state === "active_detached"
+          ? h("p", { class: "notice", testid: "detached-notice" },
+            "The agent stopped waiting. It will resume with your answer when you send it.")
+          : null,
+        form.context ? h("p", { class: "context", testid: "clarification-context", text: form.context }) : null,
+        multi ? stepChips(form, this.submitting, step) : null,
+        h("div", { class: "question", testid: "clarification-question", dataset: { questionId: question.id } },
+          question.title && !multi ? h("p", { class: "question-title", text: question.title }) : null,
+          h("p", { class: "question-prompt", testid: "question-prompt", id: promptId, text: question.prompt }),
+          optionGroup(question, draft.selected, promptId, this.submitting,
+            (optionId) => { if (this.form) this.setForm(selectOption(this.form, question.id, optionId)); }),
+          h("label", { class: "custom" },
+            touchScreen() ? "Or write your own answer" : "Or write your own answer (Shift+Enter for a new line)",
+            this.customInput(question.id, draft.custom)))),
+      h("div", { class: "overlay-foot" },
+        h("p", { class: "error", testid: "clarification-error", role: "alert", hidden: !this.error, text: this.error }),
+        this.confirmingSkip ? skipConfirmation(form.questions.length, () => this.cancelSkip(),
+          () => { this.confirmingSkip = false; void this.send(skipBody()); }) : null,
+        h("p", { class: "submit-hint", testid: "submit-hint", id: `${this.uid}-hint`, hidden: !hint, text: hint }),
+        h("footer", { class: "overlay-actions" },
+          multi ? h("button", { type: "button", testid: "step-back", disabled: form.step === 0 || this.submitting,
+            onClick: step(form.step - 1) }, "Back") : null,
+          multi && form.step < form.questions.length - 1 ? h("button", { type: "button", testid: "step-next",
+            disabled: this.submitting, onClick: step(form.step + 1) }, "Next") : null,
+          h("span", { class: "spacer" }),
+          h("button", { type: "button", testid: "skip-question", class: "secondary", disabled: this.submitting,
+            title: multi ? "Skip these questions" : "Skip this question", onClick: () => this.askSkip() }, "Skip"),
+          h("button", { type: "button", testid: "submit-answer", class: "primary",
+            disabled: this.submitting || !canSubmit(form), title: "Submit (Ctrl+Enter)",
+            "aria-describedby": `${this.uid}-hint`,
+            onClick: () => void this.submit() }, this.submitting ? "Sending…" : "Submit"))),
     ];
     this.root.replaceChildren(...parts.filter((part) => part !== null));
     if (hadFocus && !this.root.contains(document.activeElement)) this.root.focus();
+  }
+
+  /** Forgets an error line that no longer holds (the page is live again); drafts stay. */
+  clearError() {
+    if (!this.error || this.submitting) return;
+    this.error = "";
+    this.render();
   }
 
   askSkip() {

@@ -101,6 +101,8 @@ export class SessionView {
   /** Loads the session, its turns and its messages; called on open and after a reconnect. */
   async load() {
     const { api, store, sessionId } = this.deps;
+    // An error line from before (the server could not be reached) no longer holds.
+    this.overlay.clearError();
     try {
       const [session, turns, messages] = await Promise.all([
         api.getSession(sessionId), api.turns(sessionId), api.allMessages(sessionId),
