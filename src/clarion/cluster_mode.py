@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass
 
 from starlette.types import ASGIApp
 
+from clarion import log_fields
 from clarion.api.forwarding import Carrier, replay
 from clarion.api.mcp_proxy import McpToOwner
 from clarion.api.routing import ClusterRouting, placement_order
@@ -172,8 +173,10 @@ async def cluster_mode(settings: Settings) -> AsyncIterator[ClusterMode]:
         nats_forwarding(settings.bus_url) as forwarding,
     ):
         mode = ClusterMode(member, forwarding)
+        log_fields.stamp(replica=member.replica_id)
         try:
             yield mode
         finally:
+            log_fields.unstamp("replica")
             if mode.mcp is not None:
                 await mode.mcp.aclose()

@@ -79,11 +79,20 @@ def serve(
         None, "--advertise-url", help="This replica's URL for its peers [env CLARION_ADVERTISE_URL]"
     ),
     log_level: str = typer.Option(os.environ.get("CLARION_LOG_LEVEL", "INFO"), "--log-level"),
+    log_format: str = typer.Option(
+        os.environ.get("CLARION_LOG_FORMAT", "text"),
+        "--log-format",
+        help="text (key=value lines) or json (one object per line) [env CLARION_LOG_FORMAT]",
+    ),
 ) -> None:
     """Start the server. Binds HTTP first, then runs startup recovery before admitting work."""
     from clarion.serving import AnotherServer, RecoveryFailed, ServiceUnreachable, run_server
 
-    configure_logging(log_level.upper())
+    try:
+        configure_logging(log_level.upper(), log_format.lower())
+    except ValueError as exc:
+        typer.echo(f"clarion: {exc}", err=True)
+        raise typer.Exit(2) from exc
     # A fatal signal in C code (a driver, the event loop) leaves every thread's Python stack
     # on stderr, in the server's log, instead of a bare exit status.
     faulthandler.enable()

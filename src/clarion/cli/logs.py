@@ -1,11 +1,19 @@
-"""Structured log lines for the server: one line per record, ids as key=value pairs."""
+"""Structured log lines for the server: one line per record, its ids as key=value pairs or,
+with `--log-format json`, as the fields of one JSON object per line."""
 
 from __future__ import annotations
 
+import json
 import logging
 import sys
+from datetime import UTC, datetime
+from typing import Any
 
 import anyio
+
+from clarion.log_fields import process_fields
+
+LOG_FORMATS = ("text", "json")
 
 _STANDARD = set(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {"message", "asctime"}
 
@@ -22,6 +30,31 @@ class KeyValueFormatter(logging.Formatter):
         if record.exc_info:
             text += "\n" + self.formatException(record.exc_info)
         return text
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object per line: `time`, `level`, `logger`, `message`, then the record's own
+    fields (`task_id`, `session_id`, `turn_id`, `pending_id`, `replica`, ...) and the process's
+    (`replica` in cluster mode), and `exception` with the traceback when there is one."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        body: dict[str, Any] = {
+            "time": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
+            "level": record.levelname,
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
+        for key, value in process_fields().items():
+            body[key] = value
+        for key, value in record.__dict__.items():
+            if key not in _STANDARD:
+                body[key] = value
+        if record.exc_info:
+            body["exception"] = self.formatException(record.exc_info)
+        elif record.exc_text:
+            body["exception"] = record.exc_text
+        # A field no JSON type holds (an id object, an exception) is written as its text.
+        return json.dumps(body, default=str, ensure_ascii=False)
 
 
 # uvicorn logs a client's invalid UTF-8 text frame with a traceback, after closing the socket
@@ -60,9 +93,11 @@ def _add_filter(logger_name: str, kind: type[logging.Filter]) -> None:
         logger.addFilter(kind())
 
 
-def configure_logging(level: str = "INFO") -> None:
+def configure_logging(level: str = "INFO", log_format: str = "text") -> None:
+    if log_format not in LOG_FORMATS:
+        raise ValueError(f"unknown log format {log_format!r} (choose text or json)")
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(KeyValueFormatter())
+    handler.setFormatter(JsonFormatter() if log_format == "json" else KeyValueFormatter())
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level)
