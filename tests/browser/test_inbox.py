@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterator
 import pytest
 from playwright.sync_api import Page, expect
 
+from tests.browser.conftest import LAPTOP
 from tests.browser.ui_steps import screenshot, start_session
 from tests.conftest import fresh_database_url
 from tests.e2e.harness import ServerProcess
@@ -67,6 +68,7 @@ def test_inbox_lists_waiting_items_answers_them_in_place_and_counts_in_the_title
     expect(page.get_by_test_id("inbox-count")).to_have_text("2")
     question = page.get_by_test_id(f"inbox-item-{pending_id}")
     expect(question.get_by_test_id("inbox-task")).to_have_text("Pick the database")
+    question.get_by_test_id("inbox-row").click()
     expect(question.get_by_test_id("question-prompt")).to_have_text(
         "Which database should the service use?"
     )
@@ -75,7 +77,7 @@ def test_inbox_lists_waiting_items_answers_them_in_place_and_counts_in_the_title
     expect(permission.get_by_test_id("inbox-open")).to_have_attribute(
         "href", f"#/tasks/{perm_task}/sessions/{perm_session}"
     )
-    screenshot(page, "inbox")
+    permission.get_by_test_id("inbox-row").click()
 
     question.get_by_test_id("option-db-sqlite").click()
     question.get_by_test_id("submit-answer").click()
@@ -127,3 +129,72 @@ def test_opted_in_tab_is_notified_of_a_new_item_while_hidden(
     inbox_server.respond(
         pending_id, {"rejected": True, "reject_reason": "User skipped", "answers": []}
     )
+
+
+def _one_line(page: Page, item: str) -> float:
+    box = page.get_by_test_id(item).bounding_box()
+    assert box
+    return box["height"]
+
+
+def test_inbox_is_a_compact_newest_first_list_that_opens_in_place_with_context(
+    inbox_server: ServerProcess, new_page: Callable[..., Page]
+) -> None:
+    older_task = inbox_server.create_task("Orders backend", "Build the **orders** service.")
+    older = start_session(inbox_server, older_task, "/scenario echo looking at the repository")
+    inbox_server.wait_for_agent_text(older, "echo: looking")
+    inbox_server.ok(
+        "POST", f"/task-sessions/{older}/prompt", 202, json={"text": "/scenario ask-multi"}
+    )
+    older_id = inbox_server.wait_for_bundle(older)
+    newer_task = inbox_server.create_task("Pick a cache")
+    newer = start_session(inbox_server, newer_task, "/scenario ask")
+    newer_id = inbox_server.wait_for_bundle(newer)
+    page = new_page(viewport=LAPTOP)
+    _open_inbox(page, inbox_server)
+
+    items = page.get_by_test_id("inbox-list").locator(":scope > li")
+    expect(items).to_have_count(2)
+    expect(items.nth(0)).to_have_attribute("data-testid", f"inbox-item-{newer_id}")
+    expect(items.nth(1)).to_have_attribute("data-testid", f"inbox-item-{older_id}")
+    older_item = page.get_by_test_id(f"inbox-item-{older_id}")
+    row = older_item.get_by_test_id("inbox-row")
+    expect(row.get_by_test_id("inbox-summary")).to_have_text(
+        "Which database should the service use? (+2 more)"
+    )
+    expect(row.get_by_test_id("inbox-age")).to_have_text(re.compile(r"just now|\d+ min ago"))
+    expect(row.get_by_test_id("inbox-state")).to_have_text("Agent waiting")
+    for item in (f"inbox-item-{older_id}", f"inbox-item-{newer_id}"):
+        assert _one_line(page, item) <= 60, "an unopened item is one line"
+    expect(older_item.get_by_test_id("clarification-overlay")).to_be_hidden()
+
+    row.click()
+    expect(row).to_have_attribute("aria-expanded", "true")
+    expect(older_item.get_by_test_id("clarification-context")).to_contain_text(
+        "I am setting up a new backend service"
+    )
+    description = older_item.get_by_test_id("inbox-task-description")
+    expect(description.locator("strong")).to_have_text("orders")
+    expect(older_item.get_by_test_id("inbox-last-message")).to_have_text(
+        "echo: looking at the repository"
+    )
+    older_item.get_by_test_id("custom-text-db").fill("DuckDB, kept through a reload")
+    screenshot(page, "inbox")
+
+    page.reload()
+    expect(page.get_by_test_id("connection-status")).to_have_attribute("data-status", "open")
+    page.get_by_test_id(f"inbox-item-{older_id}").get_by_test_id("inbox-row").click()
+    expect(
+        page.get_by_test_id(f"inbox-item-{older_id}").get_by_test_id("custom-text-db")
+    ).to_have_value("DuckDB, kept through a reload")
+
+    phone = new_page(phone=True)
+    _open_inbox(phone, inbox_server)
+    phone_row = phone.get_by_test_id(f"inbox-item-{newer_id}").get_by_test_id("inbox-row")
+    expect(phone_row).to_be_visible()
+    assert phone_row.evaluate("el => el.scrollWidth <= el.clientWidth + 1"), "the line fits a phone"
+    assert _one_line(phone, f"inbox-item-{newer_id}") <= 100
+    for pending_id in (older_id, newer_id):
+        inbox_server.respond(
+            pending_id, {"rejected": True, "reject_reason": "User skipped", "answers": []}
+        )

@@ -9,7 +9,7 @@ import contextlib
 import httpx
 
 from clarion.ports import PermissionAsk
-from tests.lifecycle.harness import Lifecycle, answer_db, detached_question
+from tests.lifecycle.harness import ASK_DB, Lifecycle, answer_db, detached_question
 from tests.projection.served import serving
 
 OPTIONS = (("allow", "Allow", "allow_once"), ("reject", "Reject", "reject_once"))
@@ -124,3 +124,36 @@ async def test_get_inbox_over_http_answers_the_same_items(life: Lifecycle) -> No
         assert reply.json()["items"][0]["id"] == pending_id
     finally:
         await _stop(call)
+
+
+async def test_an_item_carries_what_a_person_needs_to_answer_it_without_opening_the_session(
+    life: Lifecycle,
+) -> None:
+    svc = life.app.services
+    task = await svc.tasks.create(
+        title="Backend", description="Build the **orders** service.", workspace=None
+    )
+    session = await svc.sessions.start(task.id, agent="builtin", prompt="go", is_primary=True)
+    await life.runtime.wait_for_prompts(1)
+    await life.runtime.say(session.id, "I need one decision before I write code.")
+    await life.runtime.say(session.id, "weighing the options", kind="thought")
+    asking = {**ASK_DB, "context": "I am setting up a new backend service."}
+    call, pending_id = await life.ask(session.id, asking)
+    _, wordy = await life.start_session()
+    await life.runtime.wait_for_prompts(2)
+    await life.runtime.say(wordy, "x" * 700)
+    waiting, message_id = await _permission(life, wordy)
+    try:
+        question, permission = (await svc.reads.inbox(None))["items"]
+
+        assert question["id"] == pending_id
+        assert question["context"] == "I am setting up a new backend service."
+        assert question["task_description"] == "Build the **orders** service."
+        assert question["last_agent_message"] == "I need one decision before I write code."
+        assert question["task"] == {"id": task.id, "title": "Backend"}
+        assert permission["id"] == message_id
+        assert permission["task_description"] == ""
+        assert permission["last_agent_message"] == "x" * 600 + "…"
+    finally:
+        await _stop(call)
+        await _stop(waiting)

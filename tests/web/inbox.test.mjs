@@ -32,3 +32,35 @@ test("the inbox is read again after events that can change it, not after streame
   assert.equal(inboxMayChange("session.message.updated", { type: "message", content: "chunk" }), false);
   assert.equal(inboxMayChange("task.status_summary.updated", {}), false);
 });
+
+test("the list puts deadlines first, soonest first, then the newest", async () => {
+  const { inboxOrder } = await import("../../src/clarion/web/js/inbox.js");
+  const at = (/** @type {string} */ id, /** @type {string} */ created, /** @type {string | null} */ expires = null) =>
+    ({ ...ask, id, created_at: created, expires_at: expires });
+  const items = [at("old", "2026-01-01T00:00:00Z"), at("new", "2026-01-01T02:00:00Z"),
+    at("late", "2026-01-01T01:00:00Z", "2026-01-02T00:00:00Z"), at("soon", "2026-01-01T00:30:00Z", "2026-01-01T05:00:00Z")];
+  assert.deepEqual(inboxOrder(items).map((i) => i.id), ["soon", "late", "new", "old"]);
+});
+
+test("a line says what is asked and in what state", async () => {
+  const { itemStateWords, itemSummary } = await import("../../src/clarion/web/js/inbox.js");
+  assert.equal(itemSummary(ask), "Which database?");
+  assert.equal(itemSummary({ ...ask, questions: [{ prompt: "A?" }, { prompt: "B?" }, { prompt: "C?" }] }), "A? (+2 more)");
+  assert.equal(itemSummary(perm), "Edit README.md");
+  assert.equal(itemStateWords(ask), "Agent waiting");
+  assert.equal(itemStateWords({ ...ask, state: "active_detached" }), "Agent paused, resumes on answer");
+  assert.equal(itemStateWords(perm), "Needs a decision");
+});
+
+test("ages and dates read as words", async () => {
+  const { age, stamp } = await import("../../src/clarion/web/js/time-words.js");
+  const now = new Date("2026-03-10T12:00:00");
+  assert.equal(age(new Date("2026-03-10T11:59:40").toISOString(), now), "just now");
+  assert.equal(age(new Date("2026-03-10T11:55:00").toISOString(), now), "5 min ago");
+  assert.equal(age(new Date("2026-03-10T09:00:00").toISOString(), now), "3 h ago");
+  assert.equal(age(new Date("2026-03-08T12:00:00").toISOString(), now), "2 d ago");
+  assert.match(stamp(new Date("2026-03-10T09:05:00").toISOString(), now), /09:05|9:05/);
+  assert.match(stamp(new Date("2026-03-02T09:05:00").toISOString(), now), /Mar/);
+  assert.match(stamp(new Date("2025-03-02T09:05:00").toISOString(), now), /2025/);
+  assert.equal(age("nonsense", now), "");
+});

@@ -39,6 +39,14 @@ class InboxItem(BaseModel):
     options: list[dict[str, Any]] = Field(
         default_factory=list, description="permission only: the options to choose from"
     )
+    context: str = Field(
+        default="", description="clarification only: the agent's explanation of its questions"
+    )
+    task_description: str = Field(description="the task's description (Markdown), may be empty")
+    last_agent_message: str | None = Field(
+        description="the newest message the agent wrote in the session (cut at 600 characters), "
+        "null when it has written none"
+    )
 
 
 class Inbox(BaseModel):

@@ -28,6 +28,8 @@ def inbox_item(entry: InboxEntry, bundle: Mapping[str, Any] | None) -> dict[str,
         "task": {"id": entry.task_id, "title": entry.task_title},
         "session_id": entry.session_id,
         "created_at": iso(entry.created_at),
+        "task_description": entry.task_description,
+        "last_agent_message": entry.last_agent_message,
     }
     if entry.kind == "permission":
         item["state"] = "pending"
@@ -40,4 +42,5 @@ def inbox_item(entry: InboxEntry, bundle: Mapping[str, Any] | None) -> dict[str,
         return None
     item["state"] = bundle["state"]
     item["questions"] = bundle["questions"]
+    item["context"] = bundle.get("context") or ""
     return item

@@ -15,7 +15,7 @@ from typing import Any
 
 from sqlalchemy import bindparam, select
 
-from clarion.domain.models import MetaKey
+from clarion.domain.models import AuthorType, MessageType, MetaKey
 from clarion.ports import InboxEntry
 from clarion.store.predicates import (
     PENDING_STATUSES,
@@ -40,7 +40,33 @@ _CLARIFICATIONS_IN_TURNS = select(
     clarification_rows(),
     status_pending(),
 )
-_TITLES = select(tasks.c.id, tasks.c.title).where(tasks.c.id.in_(bindparam("ids", expanding=True)))
+_TITLES = select(tasks.c.id, tasks.c.title, tasks.c.description).where(
+    tasks.c.id.in_(bindparam("ids", expanding=True))
+)
+_LAST_AGENT_MESSAGE = (
+    select(messages.c.content)
+    .where(
+        messages.c.task_session_id == bindparam("session_id"),
+        messages.c.author_type == AuthorType.AGENT.value,
+        messages.c.type == MessageType.MESSAGE.value,
+    )
+    .order_by(messages.c.created_at.desc(), messages.c.id.desc())
+    .limit(1)
+)
+# A long reply is cut: the inbox line gives the thread, the session has the whole text.
+LAST_MESSAGE_CHARS = 600
+
+
+async def _last_agent_messages(conn: Tx, session_ids: set[str]) -> dict[str, str]:
+    said: dict[str, str] = {}
+    for session_id in sorted(session_ids):
+        content = (await conn.execute(_LAST_AGENT_MESSAGE, {"session_id": session_id})).scalar()
+        if content:
+            text = str(content)
+            said[session_id] = (
+                text if len(text) <= LAST_MESSAGE_CHARS else text[:LAST_MESSAGE_CHARS] + "…"
+            )
+    return said
 
 
 def _live_sessions(workspace_ids: Sequence[str] | None) -> Any:
@@ -96,10 +122,20 @@ async def read_inbox(conn: Tx, workspace_ids: Sequence[str] | None) -> list[Inbo
         for session_id, ((created_at, message_id), metadata) in newest.items()
         if (metadata.get(MetaKey.STATUS) or "") in PENDING_STATUSES
     )
-    titles: dict[str, str] = {}
+    titles: dict[str, tuple[str, str]] = {}
     for part in chunks(sorted({e.task_id for e in entries})):
-        titles.update((str(i), str(t)) for i, t in await conn.execute(_TITLES, {"ids": part}))
-    entries = [replace(e, task_title=titles.get(e.task_id, "")) for e in entries]
+        rows = await conn.execute(_TITLES, {"ids": part})
+        titles.update((str(i), (str(t), str(d or ""))) for i, t, d in rows)
+    said = await _last_agent_messages(conn, {e.session_id for e in entries})
+    entries = [
+        replace(
+            e,
+            task_title=titles.get(e.task_id, ("", ""))[0],
+            task_description=titles.get(e.task_id, ("", ""))[1],
+            last_agent_message=said.get(e.session_id),
+        )
+        for e in entries
+    ]
     entries.sort(key=lambda e: (e.created_at, e.id))
     return entries
 

@@ -60,6 +60,10 @@ class InboxEntry:
     # A permission request's row metadata (tool call, options); empty for a clarification,
     # whose questions and state come from its bundle.
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    task_description: str = ""
+    # What the agent last said in the session (its newest message), so the person has the
+    # conversation's thread without opening it; None when it has said nothing yet.
+    last_agent_message: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

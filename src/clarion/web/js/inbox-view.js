@@ -1,23 +1,35 @@
 // The inbox page (`#/inbox`): every question and permission request waiting for the person,
-// across tasks, oldest first, each answerable in place (the same question form and permission
-// panel as the session view) with a link to its session; and the opt-in for browser
-// notifications. Imported by main.js; InboxController supplies the items.
+// across tasks, as a compact list (one line per item: kind, task, what is asked, age, state),
+// deadlines first then newest first. A line expands in place to what the person needs to
+// answer: the task's description, what the agent last said, the question form (with the
+// agent's explanation) or the permission panel, and a link to the session. Imported by
+// main.js; InboxController supplies the items.
 
-import { h, shortTime } from "./dom.js";
+import { h } from "./dom.js";
+import { inboxOrder, itemStateWords, itemSummary } from "./inbox.js";
+import { renderMarkdown } from "./markdown.js";
 import { formatRoute } from "./router.js";
 import { ClarificationOverlay } from "./overlay.js";
 import { PermissionPanel } from "./permission-panel.js";
+import { age, fullStamp } from "./time-words.js";
 
 /** @typedef {import("./inbox.js").InboxItem} InboxItem */
 /** @typedef {import("./inbox-controller.js").InboxController} InboxController */
 /** @typedef {import("./api.js").Api} Api */
 
+/**
+ * @typedef {{el: HTMLElement, row: HTMLButtonElement, body: HTMLElement, details: HTMLElement,
+ *   widget: ClarificationOverlay | PermissionPanel}} Card
+ */
+
 export class InboxView {
   /** @param {{api: Api, inbox: InboxController, onBack: () => void}} deps */
   constructor(deps) {
     this.deps = deps;
-    /** @type {Map<string, {el: HTMLElement, widget: ClarificationOverlay | PermissionPanel}>} */
+    /** @type {Map<string, Card>} */
     this.cards = new Map();
+    /** @type {Set<string>} items opened by the person */
+    this.expanded = new Set();
     this.list = h("ol", { class: "inbox-list", testid: "inbox-list" });
     this.status = h("p", { class: "status-line", testid: "inbox-status", role: "status" });
     this.notice = h("p", { class: "notice", testid: "inbox-notice", role: "status", hidden: true });
@@ -46,11 +58,18 @@ export class InboxView {
     this.notice.hidden = !text;
   }
 
+  /** After a reconnect: error lines from the outage no longer hold. */
+  clearErrors() {
+    for (const card of this.cards.values()) {
+      if (card.widget instanceof ClarificationOverlay) card.widget.clearError();
+    }
+  }
+
   render() {
     const { inbox } = this.deps;
     this.notifyButton.textContent = inbox.notifying ? "Notifications on" : "Notify me of new items";
     this.notifyButton.setAttribute("aria-pressed", inbox.notifying ? "true" : "false");
-    const items = inbox.items;
+    const items = inboxOrder(inbox.items);
     this.status.textContent = inbox.error ? `Could not read the inbox: ${inbox.error}`
       : !inbox.loaded ? "Loading…" : items.length ? "" : "Nothing is waiting for you.";
     const ids = new Set(items.map((i) => i.id));
@@ -58,33 +77,37 @@ export class InboxView {
       if (!ids.has(id) && !card.widget.submitting) this.cards.delete(id);
     }
     // Cards are kept by id, so a half-typed answer survives a live refresh.
-    this.list.replaceChildren(...items.map((item) => this.card(item).el));
+    this.list.replaceChildren(...items.map((item) => this.card(item, items.length === 1).el));
   }
 
-  /** @param {InboxItem} item */
-  card(item) {
+  /**
+   * @param {string} id
+   * @param {boolean} open
+   */
+  setExpanded(id, open) {
+    if (open) this.expanded.add(id);
+    else this.expanded.delete(id);
+    this.render();
+  }
+
+  /**
+   * @param {InboxItem} item
+   * @param {boolean} only the item is the only one: it opens by itself
+   */
+  card(item, only) {
     let card = this.cards.get(item.id);
-    if (!card) {
-      const closed = (/** @type {string} */ text) => {
-        this.setNotice(`${item.task.title}: ${text}`);
-        this.cards.delete(item.id);
-        void this.deps.inbox.refresh();
-      };
-      const widget = item.kind === "permission"
-        ? new PermissionPanel({ api: this.deps.api, focusOnShow: false, onClosed: (_id, text) => closed(text) })
-        : new ClarificationOverlay({ api: this.deps.api, modal: false,
-          onClosed: (_id, outcome) => closed(`${outcome.text}${outcome.winner ? ` ${outcome.winner}` : ""}`) });
-      const link = formatRoute({ name: "session", taskId: item.task.id, sessionId: item.session_id });
-      const el = h("li", { class: "inbox-item", testid: `inbox-item-${item.id}`, dataset: { kind: item.kind } },
-        h("div", { class: "inbox-item-head" },
-          h("strong", { class: "inbox-task", testid: "inbox-task", text: item.task.title }),
-          h("span", { class: "badge", text: item.kind === "permission" ? "permission" : "question" }),
-          h("time", { datetime: item.created_at, text: shortTime(item.created_at) }),
-          h("a", { href: link, class: "inbox-open", testid: "inbox-open" }, "Open session")),
-        widget.root);
-      card = { el, widget };
-      this.cards.set(item.id, card);
-    }
+    if (!card) card = this.newCard(item);
+    const open = only || this.expanded.has(item.id);
+    card.row.setAttribute("aria-expanded", open ? "true" : "false");
+    card.row.replaceChildren(
+      h("span", { class: `badge inbox-kind kind-${item.kind}`, text: item.kind === "permission" ? "Permission" : "Question" }),
+      h("strong", { class: "inbox-task", testid: "inbox-task", text: item.task.title }),
+      h("span", { class: "inbox-summary", testid: "inbox-summary", text: itemSummary(item) }),
+      h("time", { class: "inbox-age", testid: "inbox-age", datetime: item.created_at, title: fullStamp(item.created_at),
+        text: age(item.created_at) }),
+      h("span", { class: `inbox-state state-${item.state}`, testid: "inbox-state", text: itemStateWords(item) }));
+    card.body.hidden = !open;
+    card.details.replaceChildren(...this.details(item));
     if (card.widget instanceof PermissionPanel) {
       card.widget.show({ id: item.id, session_id: item.session_id, content: String(item.tool_call?.title ?? ""),
         metadata: { status: "pending", tool_call: item.tool_call ?? {}, options: item.options ?? [] } });
@@ -93,5 +116,48 @@ export class InboxView {
         context: item.context ?? null, session_id: item.session_id, task_id: item.task.id });
     }
     return card;
+  }
+
+  /** @param {InboxItem} item */
+  newCard(item) {
+    const closed = (/** @type {string} */ text) => {
+      this.setNotice(`${item.task.title}: ${text}`);
+      this.cards.delete(item.id);
+      this.expanded.delete(item.id);
+      void this.deps.inbox.refresh();
+    };
+    const widget = item.kind === "permission"
+      ? new PermissionPanel({ api: this.deps.api, focusOnShow: false, onClosed: (_id, text) => closed(text) })
+      : new ClarificationOverlay({ api: this.deps.api, modal: false,
+        onClosed: (_id, outcome) => closed(`${outcome.text}${outcome.winner ? ` ${outcome.winner}` : ""}`) });
+    const bodyId = `inbox-body-${item.id}`;
+    const row = /** @type {HTMLButtonElement} */ (h("button", { type: "button", class: "inbox-row", testid: "inbox-row",
+      "aria-controls": bodyId, onClick: () => this.setExpanded(item.id, row.getAttribute("aria-expanded") !== "true") }));
+    const details = h("div", { class: "inbox-details" });
+    const link = formatRoute({ name: "session", taskId: item.task.id, sessionId: item.session_id });
+    const body = h("div", { class: "inbox-body", id: bodyId, testid: "inbox-body" }, details, widget.root,
+      h("a", { href: link, class: "inbox-open", testid: "inbox-open" }, "Open the session"));
+    const el = h("li", { class: "inbox-item", testid: `inbox-item-${item.id}`, dataset: { kind: item.kind } }, row, body);
+    const card = { el, row, body, details, widget };
+    this.cards.set(item.id, card);
+    return card;
+  }
+
+  /**
+   * What a person needs around the form: the task's description and what the agent last said.
+   * (The agent's explanation of its questions is part of the question form.)
+   * @param {InboxItem} item
+   */
+  details(item) {
+    return [
+      item.task_description ? h("div", { class: "inbox-context-block" },
+        h("span", { class: "inbox-label", text: "Task" }),
+        h("div", { class: "markdown inbox-task-description", testid: "inbox-task-description" },
+          ...renderMarkdown(item.task_description))) : null,
+      item.last_agent_message ? h("div", { class: "inbox-context-block" },
+        h("span", { class: "inbox-label", text: "The agent last said" }),
+        h("div", { class: "markdown inbox-last-message", testid: "inbox-last-message" },
+          ...renderMarkdown(item.last_agent_message))) : null,
+    ].filter((part) => part !== null);
   }
 }

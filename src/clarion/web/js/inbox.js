@@ -5,8 +5,49 @@
 /**
  * @typedef {{kind: "clarification" | "permission", id: string, task: {id: string, title: string},
  *   session_id: string, state: string, created_at: string, questions?: any[], tool_call?: any,
- *   options?: any[], context?: string | null}} InboxItem
+ *   options?: any[], context?: string | null, task_description?: string,
+ *   last_agent_message?: string | null, expires_at?: string | null}} InboxItem
  */
+
+/**
+ * The order a person works through: items with a deadline first, soonest first; then the rest,
+ * newest first (a new item appears at the top, in sight).
+ * @param {InboxItem[]} items
+ * @returns {InboxItem[]}
+ */
+export function inboxOrder(items) {
+  const at = (/** @type {string | null | undefined} */ iso) => (iso ? Date.parse(iso) : NaN);
+  return [...items].sort((a, b) => {
+    const ea = at(a.expires_at), eb = at(b.expires_at);
+    if (!Number.isNaN(ea) || !Number.isNaN(eb)) {
+      if (Number.isNaN(ea)) return 1;
+      if (Number.isNaN(eb)) return -1;
+      if (ea !== eb) return ea - eb;
+    }
+    return at(b.created_at) - at(a.created_at) || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
+  });
+}
+
+/**
+ * One line for the compact list: what is asked, in few words.
+ * @param {InboxItem} item
+ */
+export function itemSummary(item) {
+  if (item.kind === "permission") return String(item.tool_call?.title ?? "A tool call needs your decision");
+  const questions = item.questions ?? [];
+  const first = questions[0];
+  const text = String(first?.prompt ?? first?.title ?? "A question");
+  return questions.length > 1 ? `${text} (+${questions.length - 1} more)` : text;
+}
+
+/**
+ * The item's state in words.
+ * @param {InboxItem} item
+ */
+export function itemStateWords(item) {
+  if (item.kind === "permission") return "Needs a decision";
+  return item.state === "active_detached" ? "Agent paused, resumes on answer" : "Agent waiting";
+}
 
 /**
  * "(2) Clarion" while two items wait, else "Clarion".

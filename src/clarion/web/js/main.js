@@ -262,6 +262,7 @@ const live = new LiveConnection({
   onReconnect: () => {
     void loadBoard(true);
     void inbox.refresh();
+    inboxView.clearErrors();
     const route = parseRoute(location.hash);
     if (route.name === "task") void loadTaskSessions(route.taskId);
     if (sessionView) void sessionView.load();

@@ -17,6 +17,7 @@ import {
   submitHint,
 } from "./answer-form.js";
 import { h } from "./dom.js";
+import { forgetDraft, restoreDraft, saveDraft } from "./drafts.js";
 import { canRefocus, trapTab } from "./focus.js";
 import { optionGroup, refreshControls, skipConfirmation, stepChips } from "./overlay-parts.js";
 
@@ -37,11 +38,14 @@ export class ClarificationOverlay {
    * `modal` (the session view's overlay): Tab stays inside, Escape hides it, focus goes back
    * where it came from. The inbox shows several side by side, not modal.
    * @param {{api: Api, onClosed: (pendingId: string, outcome: Outcome) => void,
-   *   onDismiss?: (pendingId: string) => void, modal?: boolean}} deps
+   *   onDismiss?: (pendingId: string) => void, modal?: boolean,
+   *   drafts?: import("./drafts.js").DraftStorage}} deps
    */
   constructor(deps) {
     this.deps = deps;
     this.modal = deps.modal ?? true;
+    /** Where typed answers wait for a reload. */
+    this.drafts = deps.drafts ?? localStorage;
     this.uid = `overlay-${++overlayCount}`;
     this.root = h("section", {
       class: "overlay", testid: "clarification-overlay", tabindex: "0", role: this.modal ? "dialog" : "region",
@@ -74,7 +78,7 @@ export class ClarificationOverlay {
     const same = this.bundle?.pending_id === bundle.pending_id && this.form !== null;
     this.bundle = bundle;
     if (!same) {
-      this.form = createForm(bundle);
+      this.form = restoreDraft(this.drafts, createForm(bundle));
       this.error = "";
       this.submitting = false;
       this.confirmingSkip = false;
@@ -116,6 +120,7 @@ export class ClarificationOverlay {
   setForm(next) {
     if (next === this.form) return;
     this.form = next;
+    saveDraft(this.drafts, next);
     this.render();
   }
 
@@ -211,6 +216,7 @@ export class ClarificationOverlay {
       if (!this.form) return;
       // Update the drafts without re-rendering so the caret stays where it is.
       this.form = setCustomText(this.form, questionId, area.value);
+      saveDraft(this.drafts, this.form);
       this.refreshControls();
     });
     area.addEventListener("keydown", (e) => {
@@ -298,6 +304,7 @@ export class ClarificationOverlay {
    */
   finish(pendingId, outcome) {
     this.submitting = false;
+    forgetDraft(this.drafts, pendingId);
     const hadFocus = this.root.contains(document.activeElement);
     if (this.bundle?.pending_id === pendingId) this.reset();
     if (hadFocus) this.giveBackFocus();

@@ -5,6 +5,7 @@
 import { elsewhereOutcome } from "./answer-outcome.js";
 import { Composer } from "./composer.js";
 import { h } from "./dom.js";
+import { forgetDraft } from "./drafts.js";
 import { humanError } from "./errors.js";
 import { ClarificationOverlay } from "./overlay.js";
 import { PermissionPanel } from "./permission-panel.js";
@@ -254,6 +255,7 @@ export class SessionView {
    */
   async closedElsewhere(shown) {
     this.resolved.add(shown.pending_id);
+    forgetDraft(localStorage, shown.pending_id);
     /** @type {any} */
     let bundle = null;
     try {
