@@ -18,7 +18,12 @@ from clarion.clarification.handoffs import AnswerHandoffs
 from clarion.clarification.restorer import ClaimRestorer
 from clarion.clarification.waiters import Delivery, DeliveryState, LiveWaiters
 from clarion.domain.answers import response_wire, validate_response
-from clarion.domain.bundles import bundle_state, questions_of, winning_response
+from clarion.domain.bundles import (
+    bundle_state,
+    lost_to_cancellation,
+    questions_of,
+    winning_response,
+)
 from clarion.domain.errors import (
     AcceptedButUnfinalized,
     AcceptedButUnpublished,
@@ -26,13 +31,12 @@ from clarion.domain.errors import (
     NotFound,
     ResumeNotAccepted,
 )
+from clarion.domain.lifecycle import DELIVER, RETIRE_INTENT
 from clarion.domain.models import (
     Bundle,
     BundleState,
     ClarificationResponse,
-    ClarificationStatus,
     Message,
-    MetaKey,
     SessionState,
 )
 from clarion.ports import AnswerStore, ClaimResult, Clock, Written
@@ -157,7 +161,7 @@ class Resolver:
         ids = [row.id for row in claim.claimed]
         try:
             written = await bounded(
-                self._store.confirm_delivery(claim.bundle.pending_id, ids, delivered=True),
+                self._store.confirm_delivery(claim.bundle.pending_id, ids, DELIVER),
                 self._persist_s,
             )
         except Exception:
@@ -181,11 +185,7 @@ class Resolver:
 
     def _lost(self, claim: ClaimResult) -> Exception:
         bundle = claim.bundle
-        statuses = {row.metadata.get(MetaKey.STATUS) for row in bundle.rows}
-        if ClarificationStatus.CANCELLED in statuses and not statuses & {
-            ClarificationStatus.ANSWERED,
-            ClarificationStatus.REJECTED,
-        }:
+        if lost_to_cancellation(bundle):
             # A cancellation won after this responder loaded the bundle.
             return NotFound("clarification request not found", pending_id=bundle.pending_id)
         state = bundle_state(bundle, has_live_waiter=self._waiters.has(bundle.pending_id))
@@ -245,7 +245,7 @@ class Resolver:
         ids = [row.id for row in claim.claimed]
         written = await bounded(
             self._store.confirm_delivery(
-                response.pending_id, ids, session_state=SessionState.RUNNING, delivered=True
+                response.pending_id, ids, DELIVER, session_state=SessionState.RUNNING
             ),
             self._persist_s,
         )
@@ -270,7 +270,8 @@ class Resolver:
     ) -> RespondResult:
         ids = [row.id for row in claim.claimed]
         if not await bounded(
-            self._store.confirm_delivery(response.pending_id, ids), self._persist_s
+            self._store.confirm_delivery(response.pending_id, ids, RETIRE_INTENT),
+            self._persist_s,
         ):
             raise AcceptedButUnfinalized(
                 "clarification rejection was accepted, but its state could not be finalized",

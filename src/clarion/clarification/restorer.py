@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from clarion.domain.errors import AcceptedButUnfinalized, RetryableFailure
+from clarion.domain.lifecycle import RETIRE_INTENT
 from clarion.domain.models import Message
 from clarion.ports import AnswerStore, ClaimResult
 from clarion.projection.events import EventPublisher
@@ -34,7 +35,10 @@ class ClaimRestorer:
         ids = [row.id for row in claim.claimed]
         restored = await bounded(self._store.restore_claim(bundle.pending_id, ids), self._persist_s)
         if not restored:
-            await bounded(self._store.confirm_delivery(bundle.pending_id, ids), self._persist_s)
+            await bounded(
+                self._store.confirm_delivery(bundle.pending_id, ids, RETIRE_INTENT),
+                self._persist_s,
+            )
         log.warning(
             "clarification claim put back"
             if restored

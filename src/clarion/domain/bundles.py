@@ -193,6 +193,21 @@ def context_of(bundle: Bundle) -> str:
     return ""
 
 
+def context_on(row: Message) -> Any:
+    """The context one row records, as stored ("" when none)."""
+    return row.metadata.get(MetaKey.CONTEXT, "") or ""
+
+
+def lost_to_cancellation(bundle: Bundle) -> bool:
+    """A cancellation, and no response, settled the bundle's rows: what a responder that
+    loaded the bundle before the cancellation won reads as "not found"."""
+    statuses = {row.metadata.get(MetaKey.STATUS) for row in bundle.rows}
+    return ClarificationStatus.CANCELLED in statuses and not statuses & {
+        ClarificationStatus.ANSWERED,
+        ClarificationStatus.REJECTED,
+    }
+
+
 def claim_values(message: Message, response: ClarificationResponse) -> dict[str, Any]:
     """What a claim writes on one row: the provisional status and this row's part of the
     response (its question's answer, or the rejection reason). The delivery intent is the

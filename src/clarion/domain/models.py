@@ -169,6 +169,12 @@ class Session:
     # Cluster mode: the replica that runs the session's agent; None on a single server.
     owner_replica_id: str | None = None
 
+    @property
+    def acp_session_id(self) -> str | None:
+        """The agent's ACP session id recorded when it started, for session/load."""
+        value = self.metadata.get(MetaKey.ACP_SESSION_ID)
+        return value if isinstance(value, str) and value else None
+
 
 @dataclass(frozen=True, slots=True)
 class Turn:
@@ -195,6 +201,12 @@ class Message:
     created_at: datetime
     updated_at: datetime
     requests_input: bool = False
+
+    @property
+    def pending_id(self) -> str | None:
+        """The clarification bundle this row belongs to, if any."""
+        value = self.metadata.get(MetaKey.PENDING_ID)
+        return value if isinstance(value, str) and value else None
 
 
 @dataclass(frozen=True, slots=True)

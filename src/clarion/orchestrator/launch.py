@@ -10,7 +10,7 @@ import hmac
 import secrets
 from collections.abc import Callable
 
-from clarion.domain.models import MetaKey, Session
+from clarion.domain.models import Session
 from clarion.ports import AgentLaunch
 
 
@@ -47,9 +47,5 @@ class Launcher:
             profile=session.agent,
             mcp_url=f"{self._base_url()}/mcp/sessions/{session.id}",
             mcp_token=self._tokens.issue(session.id),
-            acp_session_id=_text(session.metadata.get(MetaKey.ACP_SESSION_ID)),
+            acp_session_id=session.acp_session_id,
         )
-
-
-def _text(value: object) -> str | None:
-    return value if isinstance(value, str) and value else None

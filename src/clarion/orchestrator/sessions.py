@@ -17,7 +17,6 @@ from clarion.domain.models import (
     BundleState,
     Message,
     MessageType,
-    MetaKey,
     Session,
     SessionState,
 )
@@ -153,8 +152,8 @@ class SessionService:
             message = await self._store.get_message(message_id)
         except NotFound:
             return
-        pending_id = message.metadata.get(MetaKey.PENDING_ID)
-        if message.session_id != session_id or not isinstance(pending_id, str) or not pending_id:
+        pending_id = message.pending_id
+        if message.session_id != session_id or pending_id is None:
             return
         bundle = await self._store.find_bundle(pending_id)
         if bundle is None:

@@ -16,9 +16,9 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-from clarion.domain.bundles import bundle_state, delivery_of, questions_of
+from clarion.domain.bundles import bundle_state, context_on, delivery_of, questions_of
 from clarion.domain.errors import NotFound, ProjectionUnavailable
-from clarion.domain.models import Bundle, BundleState, MetaKey, Session, Task
+from clarion.domain.models import Bundle, BundleState, Session, Task
 from clarion.domain.questions import question_wire
 from clarion.domain.wire import message_wire, session_wire, task_wire, turn_wire
 from clarion.ports import ReadStore
@@ -189,7 +189,7 @@ def _bundle_wire(bundle: Bundle, state: BundleState) -> dict[str, Any]:
         "turn_id": first.turn_id,
         "state": str(state),
         "questions": [question_wire(q) for q in questions_of(bundle)],
-        "context": first.metadata.get(MetaKey.CONTEXT, "") or "",
+        "context": context_on(first),
         "delivery": None if delivery is None else delivery.value,
         "rows": [message_wire(m) for m in bundle.rows],
     }

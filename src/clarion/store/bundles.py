@@ -1,14 +1,15 @@
-"""Reading bundles and rewriting clarification rows' metadata. Store-internal helpers."""
+"""Reading bundles and applying lifecycle transitions to their rows. Store-internal helpers."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Executable, bindparam, select, update
 from sqlalchemy.sql.elements import ColumnElement
 
+from clarion.domain.lifecycle import Transition
 from clarion.domain.models import Bundle, Message, MetaKey
 from clarion.store.engine import Db
 from clarion.store.fastpath import hot
@@ -18,8 +19,6 @@ from clarion.store.schema import task_session_messages as messages
 from clarion.store.sql import JsonText, UtcDateTime
 from clarion.store.turns import read_session_and_current_turn
 from clarion.store.tx import Tx
-
-MetaChange = Callable[[dict[str, Any]], dict[str, Any]]
 
 
 def bundle_order(message: Message) -> tuple[int, datetime, str]:
@@ -106,20 +105,25 @@ def is_well_formed(rows: Sequence[Message]) -> bool:
 async def rewrite(
     conn: Tx,
     rows: Iterable[Message],
-    change: MetaChange,
+    transition: Transition,
     *,
-    now: datetime | None,
+    now: datetime | None = None,
+    values: Mapping[str, Any] | None = None,
 ) -> tuple[Message, ...]:
-    """Replace each row's metadata with change(metadata). Runs under the session lock, so the
-    read-modify-write cannot interleave with another writer of the same rows. `now` None keeps
-    updated_at (finalizing a claim keeps the claim time as the response time)."""
+    """Apply `transition` (domain/lifecycle.py) to each row's metadata: one UPDATE per row.
+    Runs under the session lock, on rows the caller's guard selected, so the read-modify-write
+    cannot interleave with another writer of the same rows. updated_at moves to `now` only
+    when the transition stamps time (settling a claim keeps the claim time as the response
+    time); such a transition needs `now`."""
+    if transition.stamps_time and now is None:
+        raise ValueError(f"{transition} moves updated_at: give it the time")
     changed: list[Message] = []
     for message in rows:
         params: dict[str, Any] = {
             "message_id": message.id,
-            "new_metadata": change(dict(message.metadata)),
+            "new_metadata": transition.change(message.metadata, values),
         }
-        if now is None:
+        if not transition.stamps_time:
             statement = _SET_METADATA
         else:
             statement = _SET_METADATA_AND_TIME
@@ -128,28 +132,3 @@ async def rewrite(
         if row is not None:
             changed.append(to_message(row))
     return tuple(sorted(changed, key=bundle_order))
-
-
-def drop_keys(*keys: str) -> MetaChange:
-    def change(meta: dict[str, Any]) -> dict[str, Any]:
-        return {k: v for k, v in meta.items() if k not in keys}
-
-    return change
-
-
-def set_keys(**values: Any) -> MetaChange:
-    def change(meta: dict[str, Any]) -> dict[str, Any]:
-        return {**meta, **values}
-
-    return change
-
-
-def restore_pending(meta: dict[str, Any]) -> dict[str, Any]:
-    """Undo a claim: pending again, without the provisional answer or the intent."""
-    kept = {
-        k: v
-        for k, v in meta.items()
-        if k not in (MetaKey.RESPONSE, MetaKey.REJECT_REASON, MetaKey.RESPONSE_DELIVERY_PENDING)
-    }
-    kept[MetaKey.STATUS] = "pending"
-    return kept

@@ -18,11 +18,19 @@ from sqlalchemy.sql.elements import BindParameter
 
 from clarion.domain.bundles import claim_values
 from clarion.domain.errors import Conflict, InvalidInput, NotFound
+from clarion.domain.lifecycle import (
+    CANCEL,
+    CLAIM,
+    DELIVER,
+    DETACH,
+    EXPIRE,
+    RESTORE_CLAIM,
+    RETIRE_INTENT,
+    Transition,
+)
 from clarion.domain.models import (
     Bundle,
     ClarificationResponse,
-    ClarificationStatus,
-    Delivery,
     Message,
     MessageType,
     MetaKey,
@@ -37,18 +45,14 @@ from clarion.domain.webhooks import (
 )
 from clarion.ports import ClaimResult, NewMessage, Written
 from clarion.store.bundles import (
-    MetaChange,
     bundle_order,
     bundle_rows,
     bundle_session_id,
-    drop_keys,
     is_well_formed,
     lock_bundle_session,
     read_bundle,
-    restore_pending,
     rewrite,
     run_rows,
-    set_keys,
 )
 from clarion.store.fastpath import hot
 from clarion.store.messages import insert_message, resolve_turn
@@ -104,6 +108,9 @@ _DETACHABLE = select(messages).where(pending_in_current_turn(session_id=_SESSION
 _DETACHABLE_BUNDLE = _DETACHABLE.where(messages.c.pending_id == _PENDING_ID)
 _PENDING_OF_SESSION = select(messages).where(pending_in_current_turn(session_id=_SESSION))
 _PENDING_OF_BUNDLE = _PENDING_OF_SESSION.where(messages.c.pending_id == _PENDING_ID)
+# What `confirm_delivery` may apply: its guard (every row still carries the intent) is exactly
+# the claimed state these transitions leave.
+_SETTLES_A_CLAIM = frozenset({DELIVER, RETIRE_INTENT})
 
 
 class ClarificationQueries(OutboxQueries):
@@ -173,8 +180,8 @@ class ClarificationQueries(OutboxQueries):
                 )
                 taken: list[Message] = []
                 for row in pending:
-                    change = set_keys(**claim_values(row, response), **{INTENT: True})
-                    taken.extend(await rewrite(conn, [row], change, now=now))
+                    values = claim_values(row, response)
+                    taken.extend(await rewrite(conn, [row], CLAIM, now=now, values=values))
                 claimed = tuple(taken)
             # The bundle as it now stands: the rows read above with the claimed ones replaced
             # (nothing else in it can change under the session lock), so no second read.
@@ -218,10 +225,14 @@ class ClarificationQueries(OutboxQueries):
         self,
         pending_id: str,
         message_ids: Sequence[str],
+        transition: Transition = RETIRE_INTENT,
         *,
         session_state: SessionState | None = None,
         delivered: bool = False,
     ) -> Written | None:
+        settle = DELIVER if delivered else transition
+        if settle not in _SETTLES_A_CLAIM:
+            raise ValueError(f"{settle} does not settle a claim")
         wanted = set(message_ids)
         async with self._db.write() as conn:
             if not wanted:
@@ -234,7 +245,7 @@ class ClarificationQueries(OutboxQueries):
             )
             if len(rows) != len(wanted):
                 return None
-            confirmed = await rewrite(conn, rows, _retire_intent(delivered=delivered), now=None)
+            confirmed = await rewrite(conn, rows, settle)
             session = await move_with(conn, session_id, session_state, self._clock.now())
         log.info("clarification delivery confirmed", extra={"pending_id": pending_id})
         return Written(confirmed, session)
@@ -254,7 +265,7 @@ class ClarificationQueries(OutboxQueries):
             )
             if len(rows) != len(wanted):
                 return False
-            await rewrite(conn, rows, restore_pending, now=self._clock.now())
+            await rewrite(conn, rows, RESTORE_CLAIM, now=self._clock.now())
         log.info("clarification claim restored", extra={"pending_id": pending_id})
         return True
 
@@ -268,9 +279,7 @@ class ClarificationQueries(OutboxQueries):
             await self._db.lock_session(conn, session_id)
             rows = await run_rows(conn, query, params)
             now = self._clock.now()
-            changed = await rewrite(
-                conn, rows, set_keys(**{MetaKey.AGENT_DISCONNECTED: True}), now=now
-            )
+            changed = await rewrite(conn, rows, DETACH, now=now)
             await self._detached(conn, changed, now)
         if changed:
             log.info(
@@ -295,20 +304,16 @@ class ClarificationQueries(OutboxQueries):
             )
 
     async def expire_bundles(self, session_id: str) -> tuple[Message, ...]:
-        change = set_keys(
-            **{MetaKey.STATUS: ClarificationStatus.EXPIRED.value, MetaKey.AGENT_DISCONNECTED: True}
-        )
         async with self._db.write() as conn:
             await self._db.lock_session(conn, session_id)
             rows = await run_rows(conn, _PENDING_OF_SESSION, {"session_id": session_id})
-            changed = await rewrite(conn, rows, change, now=self._clock.now())
+            changed = await rewrite(conn, rows, EXPIRE, now=self._clock.now())
         if changed:
             log.info("clarification bundles expired", extra={"session_id": session_id})
         return changed
 
     async def cancel_bundle(self, pending_id: str) -> tuple[Message, ...]:
         # Only operationally pending rows: superseded history is never rewritten.
-        change = set_keys(**{MetaKey.STATUS: ClarificationStatus.CANCELLED.value})
         async with self._db.write() as conn:
             session_id = await lock_bundle_session(self._db, conn, pending_id)
             if session_id is None:
@@ -316,7 +321,7 @@ class ClarificationQueries(OutboxQueries):
             rows = await run_rows(
                 conn, _PENDING_OF_BUNDLE, {"pending_id": pending_id, "session_id": session_id}
             )
-            changed = await rewrite(conn, rows, change, now=self._clock.now())
+            changed = await rewrite(conn, rows, CANCEL, now=self._clock.now())
         if changed:
             log.info("clarification bundle cancelled", extra={"pending_id": pending_id})
         return changed
@@ -351,15 +356,3 @@ def _bundle_identity(session_id: str, rows: Sequence[NewMessage]) -> str:
                 "bundle rows must be clarification requests of the session", field="rows"
             )
     return pending_id
-
-
-def _retire_intent(*, delivered: bool) -> MetaChange:
-    """Drop the delivery intent; with `delivered`, record that the agent has the response."""
-    drop = drop_keys(INTENT)
-    if not delivered:
-        return drop
-
-    def change(meta: dict[str, Any]) -> dict[str, Any]:
-        return {**drop(meta), MetaKey.DELIVERY: Delivery.DELIVERED.value}
-
-    return change

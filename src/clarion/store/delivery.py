@@ -12,21 +12,23 @@ left in flight: whether that agent got the prompt is as unknown as the first dis
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from typing import Any
 
 from sqlalchemy import bindparam, select, update
 
 from clarion.domain.flags import flag as is_set
+from clarion.domain.lifecycle import (
+    CLAIM_RESEND,
+    FINISH_RESEND,
+    MARK_UNREAD,
+    RELEASE_RESEND,
+    Transition,
+    resent_by,
+)
 from clarion.domain.models import Delivery, Message, MetaKey
 from clarion.domain.scope import EVERY_SESSION, SessionScope
-from clarion.store.bundles import (
-    MetaChange,
-    bundle_rows,
-    drop_keys,
-    lock_bundle_session,
-    rewrite,
-    select_rows,
-)
+from clarion.store.bundles import bundle_rows, lock_bundle_session, rewrite, select_rows
 from clarion.store.predicates import authoritative, clarification_rows
 from clarion.store.projections import chunks
 from clarion.store.rows import StoreBase, to_message
@@ -74,10 +76,6 @@ def _ambiguous(row: Message) -> bool:
     return row.metadata.get(MetaKey.DELIVERY) == Delivery.AMBIGUOUS.value
 
 
-def _releasable(meta: dict[str, Any]) -> dict[str, Any]:
-    return drop_keys(MetaKey.RESEND_PENDING)(meta)
-
-
 class DeliveryQueries(StoreBase):
     async def claim_resend(self, pending_id: str) -> tuple[Message, ...]:
         async with self._db.write() as conn:
@@ -89,31 +87,27 @@ class DeliveryQueries(StoreBase):
             rows = [r for r in await bundle_rows(conn, pending_id) if _ambiguous(r)]
             if not rows or any(is_set(r.metadata, MetaKey.RESEND_PENDING) for r in rows):
                 return ()
-            claimed = await rewrite(
-                conn, rows, lambda m: {**m, MetaKey.RESEND_PENDING: True}, now=None
-            )
+            claimed = await rewrite(conn, rows, CLAIM_RESEND)
         log.info("resend claimed", extra={"pending_id": pending_id, "session_id": session_id})
         return claimed
 
     async def release_resend(self, pending_id: str) -> tuple[Message, ...]:
-        released = await self._settle_resend(pending_id, _releasable)
+        released = await self._settle_resend(pending_id, RELEASE_RESEND)
         log.info("resend released", extra={"pending_id": pending_id, "rows": len(released)})
         return released
 
     async def finish_resend(self, pending_id: str, turn_id: str) -> tuple[Message, ...]:
-        def settled(meta: dict[str, Any]) -> dict[str, Any]:
-            return {
-                **_releasable(meta),
-                MetaKey.DELIVERY: Delivery.DELIVERED.value,
-                MetaKey.RESENT_TURN_ID: turn_id,
-            }
-
-        finished = await self._settle_resend(pending_id, settled)
+        finished = await self._settle_resend(pending_id, FINISH_RESEND, resent_by(turn_id))
         log.info("resend delivered", extra={"pending_id": pending_id, "turn_id": turn_id})
         return finished
 
-    async def _settle_resend(self, pending_id: str, change: MetaChange) -> tuple[Message, ...]:
-        """Apply `change` to the bundle's rows whose resend is in flight, under the lock."""
+    async def _settle_resend(
+        self,
+        pending_id: str,
+        transition: Transition,
+        values: Mapping[str, Any] | None = None,
+    ) -> tuple[Message, ...]:
+        """Apply `transition` to the bundle's rows whose resend is in flight, under the lock."""
         async with self._db.write() as conn:
             session_id = await lock_bundle_session(self._db, conn, pending_id)
             if session_id is None:
@@ -123,7 +117,7 @@ class DeliveryQueries(StoreBase):
                 for r in await bundle_rows(conn, pending_id)
                 if is_set(r.metadata, MetaKey.RESEND_PENDING)
             ]
-            return await rewrite(conn, rows, change, now=None)
+            return await rewrite(conn, rows, transition, values=values)
 
     async def release_resends(self, *, scope: SessionScope = EVERY_SESSION) -> list[str]:
         async with self._db.write() as conn:
@@ -132,7 +126,7 @@ class DeliveryQueries(StoreBase):
                 lambda r: r.session_id,
             )
             await self._db.lock_sessions(conn, [r.session_id for r in rows])
-            released = await rewrite(conn, rows, _releasable, now=None)
+            released = await rewrite(conn, rows, RELEASE_RESEND)
         return sorted({str(r.metadata.get(MetaKey.PENDING_ID, "")) for r in released})
 
     async def mark_unread_live_answers(self, *, scope: SessionScope = EVERY_SESSION) -> list[str]:
@@ -157,9 +151,7 @@ class DeliveryQueries(StoreBase):
                 if spoke.first() is None:
                     unread.extend(rows)
             await self._db.lock_sessions(conn, [r.session_id for r in unread])
-            marked = await rewrite(
-                conn, unread, lambda m: {**m, MetaKey.DELIVERY: Delivery.AMBIGUOUS.value}, now=None
-            )
+            marked = await rewrite(conn, unread, MARK_UNREAD)
         return sorted({str(r.metadata.get(MetaKey.PENDING_ID, "")) for r in marked})
 
     async def recent_messages(self, session_id: str, limit: int) -> list[Message]:

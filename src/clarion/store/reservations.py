@@ -8,16 +8,17 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import Any
 
 from sqlalchemy import delete, insert, select, update
 
 from clarion.domain.errors import Conflict, InvalidInput
 from clarion.domain.flags import is_truthy as truthy
 from clarion.domain.ids import new_id
-from clarion.domain.models import DISPATCH_KEYS, Delivery, Message, MetaKey, SessionState, Turn
+from clarion.domain.lifecycle import DELIVER
+from clarion.domain.models import Message, MetaKey, SessionState, Turn
+from clarion.domain.turns import public_metadata
 from clarion.ports import Written
-from clarion.store.bundles import drop_keys, rewrite, select_rows
+from clarion.store.bundles import rewrite, select_rows
 from clarion.store.predicates import current_turn_id, referenced
 from clarion.store.rows import StoreBase, to_turn
 from clarion.store.schema import task_session_messages as messages
@@ -145,7 +146,7 @@ class ReservationQueries(StoreBase):
                 update(turns)
                 .where(turns.c.id == turn_id)
                 .values(
-                    metadata=drop_keys(*DISPATCH_KEYS)(dict(turn.metadata)),
+                    metadata=public_metadata(turn.metadata),
                     updated_at=self._clock.now(),
                 )
             )
@@ -191,11 +192,4 @@ async def _finalize_claim(
         messages.c.pending_id == pending_id,
         flag(messages.c.metadata, MetaKey.RESPONSE_DELIVERY_PENDING),
     )
-    return await rewrite(conn, rows, delivered, now=None)
-
-
-def delivered(meta: dict[str, Any]) -> dict[str, Any]:
-    """A claimed row whose answer the agent accepted: intent retired, delivery recorded."""
-    kept = drop_keys(MetaKey.RESPONSE_DELIVERY_PENDING)(meta)
-    kept[MetaKey.DELIVERY] = Delivery.DELIVERED.value
-    return kept
+    return await rewrite(conn, rows, DELIVER)

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Protocol
 
+from clarion.domain.lifecycle import RETIRE_INTENT, Transition
 from clarion.domain.models import (
     ClarificationResponse,
     Message,
@@ -55,14 +56,17 @@ class AnswerStore(Lookups, Protocol):
         self,
         pending_id: str,
         message_ids: Sequence[str],
+        transition: Transition = RETIRE_INTENT,
         *,
         session_state: SessionState | None = None,
         delivered: bool = False,
     ) -> Written | None:
-        """Retire the delivery intent on exactly these rows; None if any lacks it. With
-        `session_state`, a confirmation that applies also moves the session (from any
-        non-terminal state) to it in the same transaction, saving a commit. With
-        `delivered`, the rows also record `delivery: "delivered"` (the agent has it)."""
+        """Settle a claim: apply `transition` (DELIVER: the agent has the response, recorded
+        `delivery: "delivered"`; RETIRE_INTENT: nothing to hand over) to exactly these rows,
+        which must all still carry the delivery intent (None otherwise, nothing written).
+        With `session_state`, a confirmation that applies also moves the session (from any
+        non-terminal state) to it in the same transaction, saving a commit. `delivered=True`
+        is the older spelling of DELIVER."""
         ...
 
     async def restore_claim(self, pending_id: str, message_ids: Sequence[str]) -> bool:

@@ -7,10 +7,11 @@ from __future__ import annotations
 from collections import defaultdict
 from datetime import datetime
 
+from clarion.domain.lifecycle import RESTORE_CLAIM, RETIRE_INTENT
 from clarion.domain.models import Message, MetaKey
 from clarion.domain.scope import EVERY_SESSION, SessionScope
 from clarion.ports import IntentRecovery
-from clarion.store.bundles import drop_keys, restore_pending, rewrite, run_rows, select_rows
+from clarion.store.bundles import rewrite, run_rows, select_rows
 from clarion.store.predicates import clarification_rows
 from clarion.store.rows import StoreBase
 from clarion.store.schema import task_session_messages as messages
@@ -25,9 +26,9 @@ async def _restore_or_retire(conn: Tx, rows: list[Message], now: datetime) -> bo
     ids = [m.id for m in rows]
     current = await run_rows(conn, STILL_CURRENT, {"message_ids": ids})
     if rows and len(current) == len(rows):
-        await rewrite(conn, rows, restore_pending, now=now)
+        await rewrite(conn, rows, RESTORE_CLAIM, now=now)
         return True
-    await rewrite(conn, rows, drop_keys(INTENT), now=None)
+    await rewrite(conn, rows, RETIRE_INTENT)
     return False
 
 

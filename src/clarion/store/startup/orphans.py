@@ -11,7 +11,7 @@ from typing import Any
 
 from sqlalchemy import bindparam, not_, select, tuple_, update
 
-from clarion.domain.models import MetaKey
+from clarion.domain.lifecycle import DETACH
 from clarion.domain.scope import EVERY_SESSION, SessionScope
 from clarion.domain.webhooks import CLARIFICATION_DETACHED, WebhookFact, questions_of_rows
 from clarion.ports import DetachedBundle
@@ -25,6 +25,8 @@ from clarion.store.startup.shared import LIVE_SESSION, STARTUP_LOCK
 
 log = logging.getLogger(__name__)
 
+# DETACH (domain/lifecycle.py) written in SQL: its one key set true in place.
+(_DETACHED,) = DETACH.sets
 # One statement per chunk both finds and flags the rows: each row's metadata is parsed once.
 # A row counts only in its own session's current turn, hence the (session, turn) pairs.
 _DETACH_IN_CURRENT_TURNS = (
@@ -37,10 +39,10 @@ _DETACH_IN_CURRENT_TURNS = (
         ),
         clarification_rows(),
         status_pending(),
-        not_(flag(messages.c.metadata, MetaKey.AGENT_DISCONNECTED)),
+        not_(flag(messages.c.metadata, _DETACHED)),
     )
     .values(
-        metadata=with_flag(messages.c.metadata, MetaKey.AGENT_DISCONNECTED),
+        metadata=with_flag(messages.c.metadata, _DETACHED),
         updated_at=bindparam("now", type_=UtcDateTime),
     )
     .returning(messages.c.task_session_id, messages.c.task_id, messages.c.pending_id)
@@ -124,7 +126,7 @@ class OrphanQueries(OutboxQueries):
                         messages.c.turn_id.in_(part),
                         clarification_rows(),
                         status_pending(),
-                        not_(flag(messages.c.metadata, MetaKey.AGENT_DISCONNECTED)),
+                        not_(flag(messages.c.metadata, _DETACHED)),
                     )
                 )
                 for session_id, turn_id, pending_id in await conn.execute(query):

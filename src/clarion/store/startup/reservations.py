@@ -18,10 +18,18 @@ from typing import Any
 from sqlalchemy import bindparam, delete, select, update
 
 from clarion.domain.flags import is_truthy as truthy
-from clarion.domain.models import DISPATCH_KEYS, Delivery, Message, MetaKey, Turn
+from clarion.domain.lifecycle import (
+    DELIVER,
+    DISPATCH_UNKNOWN,
+    RESTORE_CLAIM,
+    RETIRE_INTENT,
+    Transition,
+)
+from clarion.domain.models import Message, MetaKey, Turn
 from clarion.domain.scope import EVERY_SESSION, SessionScope
+from clarion.domain.turns import public_metadata
 from clarion.ports import ReservationRecovery
-from clarion.store.bundles import bundle_order, drop_keys, restore_pending, run_rows
+from clarion.store.bundles import bundle_order, run_rows
 from clarion.store.projections import chunks
 from clarion.store.rows import StoreBase, to_message
 from clarion.store.schema import task_session_messages as messages
@@ -157,7 +165,7 @@ async def reconcile_plans(conn: Tx, plans: list[Plan], now: datetime) -> list[Re
     retire: list[Message] = []
     # Kept reservations' rows: delivered when the agent's output references the successor
     # (it had the prompt), otherwise ambiguous, which the person may resolve by a resend.
-    settle: list[tuple[Message, Delivery]] = []
+    settle: list[tuple[Message, Transition]] = []
     restore: list[Message] = []
     keep_turns: list[dict[str, Any]] = []
     drop_turns: list[dict[str, Any]] = []
@@ -165,9 +173,9 @@ async def reconcile_plans(conn: Tx, plans: list[Plan], now: datetime) -> list[Re
         if kept:
             # Dispatch may have happened: the successor stays authoritative, the answer
             # stays terminal, and the start event is replayed from the outbox marker.
-            outcome = Delivery.DELIVERED if plan.turn.id in referenced_ids else Delivery.AMBIGUOUS
+            outcome = DELIVER if plan.turn.id in referenced_ids else DISPATCH_UNKNOWN
             settle.extend((m, outcome) for m in rows)
-            meta = drop_keys(*DISPATCH_KEYS)(dict(plan.turn.metadata))
+            meta = public_metadata(plan.turn.metadata)
             meta[MetaKey.PROMPT_DISPATCH_START_EVENT_PENDING] = True
             keep_turns.append(
                 {"turn_id": plan.turn.id, "new_metadata": meta, "new_updated_at": now}
@@ -186,7 +194,7 @@ async def reconcile_plans(conn: Tx, plans: list[Plan], now: datetime) -> list[Re
         await conn.execute(
             _SET_METADATA_KEEP_TIME,
             [
-                {"message_id": m.id, "new_metadata": drop_keys(INTENT)(dict(m.metadata))}
+                {"message_id": m.id, "new_metadata": RETIRE_INTENT.change(m.metadata)}
                 for m in retire
             ],
         )
@@ -194,13 +202,7 @@ async def reconcile_plans(conn: Tx, plans: list[Plan], now: datetime) -> list[Re
         await conn.execute(
             _SET_METADATA_KEEP_TIME,
             [
-                {
-                    "message_id": m.id,
-                    "new_metadata": {
-                        **drop_keys(INTENT)(dict(m.metadata)),
-                        MetaKey.DELIVERY: outcome.value,
-                    },
-                }
+                {"message_id": m.id, "new_metadata": outcome.change(m.metadata)}
                 for m, outcome in settle
             ],
         )
@@ -210,7 +212,7 @@ async def reconcile_plans(conn: Tx, plans: list[Plan], now: datetime) -> list[Re
             [
                 {
                     "message_id": m.id,
-                    "new_metadata": restore_pending(dict(m.metadata)),
+                    "new_metadata": RESTORE_CLAIM.change(m.metadata),
                     "new_updated_at": now,
                 }
                 for m in restore

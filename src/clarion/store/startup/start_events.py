@@ -3,14 +3,13 @@ has been published, so a crash between the two replays the event instead of losi
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import bindparam, select, update
 
 from clarion.domain.models import MetaKey, Turn
 from clarion.domain.scope import EVERY_SESSION, SessionScope
-from clarion.store.bundles import drop_keys
 from clarion.store.projections import chunks
 from clarion.store.rows import StoreBase, to_turn
 from clarion.store.schema import task_session_turns as turns
@@ -19,6 +18,12 @@ from clarion.store.startup.shared import SET_TURN_METADATA
 from clarion.store.turns import read_turn
 
 START_EVENT = MetaKey.PROMPT_DISPATCH_START_EVENT_PENDING
+
+
+def _without_marker(metadata: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in metadata.items() if k != START_EVENT}
+
+
 _TURNS_AMONG = select(turns).where(turns.c.id.in_(bindparam("ids", expanding=True)))
 
 
@@ -46,7 +51,7 @@ class StartEventQueries(StoreBase):
                 update(turns)
                 .where(turns.c.id == turn_id)
                 .values(
-                    metadata=drop_keys(START_EVENT)(dict(turn.metadata)),
+                    metadata=_without_marker(turn.metadata),
                     updated_at=self._clock.now(),
                 )
             )
@@ -66,7 +71,7 @@ class StartEventQueries(StoreBase):
                     cleared.append(
                         {
                             "turn_id": turn.id,
-                            "new_metadata": drop_keys(START_EVENT)(dict(turn.metadata)),
+                            "new_metadata": _without_marker(turn.metadata),
                             "new_updated_at": now,
                         }
                     )

@@ -1,0 +1,230 @@
+"""A clarification bundle's lifecycle: its states and the table of allowed transitions.
+
+Pure. A bundle's state is computed from its rows (`bundles.bundle_state`); it changes only by
+one of the transitions below, each a named entry that says which states it leaves, which it
+may reach and exactly what it writes on a row's metadata (kandev's keys, spelled by
+`MetaKey`). The store applies a transition's `change` under the session lock, on the rows its
+guard selects (one guarded write per change); the services name the transition and never
+touch a metadata key themselves.
+
+Some transitions write nothing: a newer turn supersedes a bundle, a lost waiter leaves it
+detached. They are in the table so that every path between states is listed in one place.
+
+To add a transition: declare it below with `Transition(...)` (its sources, its targets, the
+keys it drops and sets, whether it moves `updated_at`), add it to `TRANSITIONS`, name it in
+docs/lifecycle.md's state table ("reached by") and give the store a guarded call that applies
+`change` to the rows it may act on (tests/domain/test_lifecycle.py checks the table against
+`bundle_state` and the docs).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from clarion.domain.models import BundleState, ClarificationStatus, Delivery, MetaKey
+
+LIVE = BundleState.ACTIVE_LIVE
+DETACHED = BundleState.ACTIVE_DETACHED
+CLAIMED = BundleState.DELIVERY_CLAIMED
+TERMINAL = BundleState.TERMINAL
+SUPERSEDED = BundleState.SUPERSEDED_HISTORY
+ACTIVE = frozenset({LIVE, DETACHED})
+
+# The keys a transition may write: the lifecycle's own, confined to this module and the store.
+LIFECYCLE_KEYS = frozenset(
+    {
+        MetaKey.STATUS,
+        MetaKey.RESPONSE,
+        MetaKey.REJECT_REASON,
+        MetaKey.AGENT_DISCONNECTED,
+        MetaKey.RESPONSE_DELIVERY_PENDING,
+        MetaKey.DELIVERY,
+        MetaKey.RESEND_PENDING,
+        MetaKey.RESENT_TURN_ID,
+    }
+)
+
+
+class TransitionNotAllowed(ValueError):
+    """A transition asked of a bundle in a state it does not leave."""
+
+
+@dataclass(frozen=True, eq=False)
+class Transition:
+    """One allowed change of a bundle's state (one object per entry of the table, compared and
+    hashed by identity).
+
+    `sources`: the states it leaves (None: the bundle does not exist yet). `targets`: the states
+    it may reach (more than one when the result also depends on whether a waiter holds the
+    bundle). `drops`, then `sets`: what it writes on each row it acts on; `fills`: keys whose
+    values the caller supplies (the claimed answer, the resend's turn). `stamps_time`: whether
+    the row's `updated_at` moves (a claim's time is the response time, so settling keeps it).
+    `writes`: False for a change no row records (a newer turn, a lost waiter).
+    """
+
+    name: str
+    sources: frozenset[BundleState | None]
+    targets: frozenset[BundleState]
+    drops: tuple[str, ...] = ()
+    sets: Mapping[str, Any] = field(default_factory=dict)
+    fills: tuple[str, ...] = ()
+    stamps_time: bool = False
+    writes: bool = True
+
+    def change(
+        self, metadata: Mapping[str, Any], values: Mapping[str, Any] | None = None
+    ) -> dict[str, Any]:
+        """The row's metadata after this transition: `drops` removed, `sets` and the
+        caller's `values` (only keys named in `fills`) written."""
+        given = dict(values or {})
+        unknown = set(given) - set(self.fills)
+        if unknown:
+            raise ValueError(f"{self.name} does not write {', '.join(sorted(unknown))}")
+        kept = {k: v for k, v in metadata.items() if k not in self.drops}
+        return {**kept, **self.sets, **given}
+
+    def allowed_from(self, state: BundleState | None) -> bool:
+        return state in self.sources
+
+    def check(self, state: BundleState | None) -> None:
+        """Raise `TransitionNotAllowed` unless the table lets this transition leave `state`."""
+        if not self.allowed_from(state):
+            raise TransitionNotAllowed(f"{self.name} is not allowed from {state}")
+
+    def __str__(self) -> str:
+        return self.name
+
+
+ASK = Transition(
+    "ask",
+    sources=frozenset({None}),
+    targets=frozenset({LIVE}),
+    sets={MetaKey.STATUS: ClarificationStatus.PENDING.value},
+    writes=False,  # the rows are created pending (domain.questions), nothing is rewritten
+)
+DETACH = Transition(
+    "detach",
+    sources=frozenset({LIVE, DETACHED}),
+    targets=frozenset({DETACHED}),
+    sets={MetaKey.AGENT_DISCONNECTED: True},
+    stamps_time=True,
+)
+LOSE_WAITER = Transition(
+    "lose_waiter",
+    sources=frozenset({LIVE}),
+    targets=frozenset({DETACHED}),
+    writes=False,  # a process that stops takes its waiters; startup then detaches
+)
+CLAIM = Transition(
+    "claim",
+    sources=ACTIVE,
+    targets=frozenset({CLAIMED}),
+    sets={MetaKey.RESPONSE_DELIVERY_PENDING: True},
+    fills=(MetaKey.STATUS, MetaKey.RESPONSE, MetaKey.REJECT_REASON),
+    stamps_time=True,
+)
+RESTORE_CLAIM = Transition(
+    "restore_claim",
+    sources=frozenset({CLAIMED}),
+    targets=ACTIVE,
+    drops=(MetaKey.RESPONSE, MetaKey.REJECT_REASON, MetaKey.RESPONSE_DELIVERY_PENDING),
+    sets={MetaKey.STATUS: ClarificationStatus.PENDING.value},
+    stamps_time=True,
+)
+DELIVER = Transition(
+    "deliver",
+    sources=frozenset({CLAIMED}),
+    targets=frozenset({TERMINAL}),
+    drops=(MetaKey.RESPONSE_DELIVERY_PENDING,),
+    sets={MetaKey.DELIVERY: Delivery.DELIVERED.value},
+)
+RETIRE_INTENT = Transition(
+    "retire_intent",
+    sources=frozenset({CLAIMED}),
+    targets=frozenset({TERMINAL}),
+    drops=(MetaKey.RESPONSE_DELIVERY_PENDING,),
+)
+DISPATCH_UNKNOWN = Transition(
+    "dispatch_unknown",
+    sources=frozenset({CLAIMED}),
+    targets=frozenset({TERMINAL}),
+    drops=(MetaKey.RESPONSE_DELIVERY_PENDING,),
+    sets={MetaKey.DELIVERY: Delivery.AMBIGUOUS.value},
+)
+CANCEL = Transition(
+    "cancel",
+    sources=ACTIVE,
+    targets=frozenset({TERMINAL}),
+    sets={MetaKey.STATUS: ClarificationStatus.CANCELLED.value},
+    stamps_time=True,
+)
+EXPIRE = Transition(
+    "expire",
+    sources=ACTIVE,
+    targets=frozenset({TERMINAL}),
+    sets={MetaKey.STATUS: ClarificationStatus.EXPIRED.value, MetaKey.AGENT_DISCONNECTED: True},
+    stamps_time=True,
+)
+SUPERSEDE = Transition(
+    "supersede",
+    sources=ACTIVE,
+    targets=frozenset({SUPERSEDED}),
+    writes=False,  # a newer turn became current; the rows keep what they recorded
+)
+MARK_UNREAD = Transition(
+    "mark_unread",
+    sources=frozenset({TERMINAL}),
+    targets=frozenset({TERMINAL}),
+    sets={MetaKey.DELIVERY: Delivery.AMBIGUOUS.value},
+)
+CLAIM_RESEND = Transition(
+    "claim_resend",
+    sources=frozenset({TERMINAL}),
+    targets=frozenset({TERMINAL}),
+    sets={MetaKey.RESEND_PENDING: True},
+)
+RELEASE_RESEND = Transition(
+    "release_resend",
+    sources=frozenset({TERMINAL}),
+    targets=frozenset({TERMINAL}),
+    drops=(MetaKey.RESEND_PENDING,),
+)
+FINISH_RESEND = Transition(
+    "finish_resend",
+    sources=frozenset({TERMINAL}),
+    targets=frozenset({TERMINAL}),
+    drops=(MetaKey.RESEND_PENDING,),
+    sets={MetaKey.DELIVERY: Delivery.DELIVERED.value},
+    fills=(MetaKey.RESENT_TURN_ID,),
+)
+
+TRANSITIONS: tuple[Transition, ...] = (
+    ASK,
+    DETACH,
+    LOSE_WAITER,
+    CLAIM,
+    RESTORE_CLAIM,
+    DELIVER,
+    RETIRE_INTENT,
+    DISPATCH_UNKNOWN,
+    CANCEL,
+    EXPIRE,
+    SUPERSEDE,
+    MARK_UNREAD,
+    CLAIM_RESEND,
+    RELEASE_RESEND,
+    FINISH_RESEND,
+)
+BY_NAME: Mapping[str, Transition] = {t.name: t for t in TRANSITIONS}
+
+
+def into(state: BundleState) -> tuple[Transition, ...]:
+    """The transitions that may reach `state` from another state."""
+    return tuple(t for t in TRANSITIONS if state in t.targets and t.sources - {state})
+
+
+def resent_by(turn_id: str) -> dict[str, Any]:
+    """What FINISH_RESEND fills in: the turn the resend started."""
+    return {MetaKey.RESENT_TURN_ID: turn_id}
