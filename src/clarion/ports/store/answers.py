@@ -26,7 +26,14 @@ class AnswerStore(Lookups, Protocol):
     """The answer path: asking, claiming, confirming, restoring, detaching, the detached
     resume's reservation and the person's resend. Every write holds the session's lock; each
     returns what it changed, so a guarded update that did not apply is an empty tuple, None or
-    False, never an exception."""
+    False, never an exception.
+
+    Each bundle write is the guarded call of named transitions of `domain.lifecycle` (its
+    guard selects exactly the rows in the states those transitions leave): `claim_response`
+    CLAIM, `confirm_delivery` DELIVER or RETIRE_INTENT (the caller names it), `restore_claim`
+    RESTORE_CLAIM, `detach_bundles` DETACH, `expire_bundles` EXPIRE, `cancel_bundle` CANCEL,
+    `publish_successor` DELIVER, `claim_resend` CLAIM_RESEND, `release_resend`
+    RELEASE_RESEND, `finish_resend` FINISH_RESEND."""
 
     async def session_with_current_turn(self, session_id: str) -> tuple[Session, str | None]:
         """The session (NotFound if missing) and its current turn id, from one read."""

@@ -25,7 +25,12 @@ from clarion.ports.store.records import (
 
 
 class RecoveryStore(Lookups, Protocol):
-    """Startup recovery, in the contract's order; every step harmless to repeat."""
+    """Startup recovery, in the contract's order; every step harmless to repeat.
+
+    The bundle steps apply transitions of `domain.lifecycle`: `reconcile_reservations`
+    DELIVER or DISPATCH_UNKNOWN on kept reservations' rows, RESTORE_CLAIM or RETIRE_INTENT on
+    deleted ones'; `reconcile_intents` RESTORE_CLAIM or RETIRE_INTENT; `release_resends`
+    RELEASE_RESEND; `mark_unread_live_answers` MARK_UNREAD; `detach_all_bundles` DETACH."""
 
     async def reconcile_reservations(
         self, *, scope: SessionScope = ...
