@@ -374,3 +374,54 @@ def test_bad_cluster_settings_are_refused_naming_them(var: str, value: str) -> N
 )
 def test_a_database_url_is_shown_without_its_password(url: str, shown: str) -> None:
     assert redacted(url) == shown
+
+
+# ------------------------------------------------------------------ idle stop
+
+
+def test_an_agent_stops_after_ten_idle_minutes_by_default(tmp_path: Path) -> None:
+    config = write(tmp_path, '[agents.plain]\ncommand = ["plain-agent"]\n')
+    profiles = load_agent_profiles(config)
+    assert profiles["plain"].idle_stop_after == 600.0
+    assert profiles[BUILTIN_PROFILE].idle_stop_after == 600.0
+
+
+@pytest.mark.parametrize(
+    ("value", "seconds"),
+    [
+        ('"45s"', 45.0),
+        ('"30m"', 1800.0),
+        ('"8h"', 28800.0),
+        ('"2d"', 172800.0),
+        ('"0"', 0.0),
+        ("0", 0.0),
+        ('"0s"', 0.0),
+    ],
+)
+def test_a_profile_reads_its_idle_stop_duration(tmp_path: Path, value: str, seconds: float) -> None:
+    config = write(
+        tmp_path, f'[agents.plain]\ncommand = ["plain-agent"]\nagent_idle_stop_after = {value}\n'
+    )
+    assert load_agent_profiles(config)["plain"].idle_stop_after == seconds
+
+
+def test_the_builtin_profile_takes_an_idle_stop_without_a_command(tmp_path: Path) -> None:
+    config = write(tmp_path, '[agents.builtin]\nagent_idle_stop_after = "2s"\n')
+    builtin = load_agent_profiles(config, home=tmp_path)[BUILTIN_PROFILE]
+    assert builtin.idle_stop_after == 2.0
+    assert builtin.command == (sys.executable, "-m", "clarion.agents.builtin")
+    assert dict(builtin.env) == {"CLARION_HOME": str(tmp_path)}
+
+
+@pytest.mark.parametrize("value", ['"10"', '"-5m"', '"1.5h"', '"5w"', '"m"', "600", "true", '""'])
+def test_a_bad_idle_stop_duration_is_refused_naming_the_file_and_key(
+    tmp_path: Path, value: str
+) -> None:
+    config = write(
+        tmp_path, f'[agents.plain]\ncommand = ["plain-agent"]\nagent_idle_stop_after = {value}\n'
+    )
+    with pytest.raises(
+        ValueError, match=r"clarion\.toml: agents\.plain\.agent_idle_stop_after"
+    ) as bad:
+        load_agent_profiles(config)
+    assert "\n" not in str(bad.value)

@@ -149,6 +149,9 @@ class ClusterMode:
                 ask=lambda owner, ids: ask_waiters(nc, owner, ids, _WAITERS_ASK_S),
             )
         )
+        # Whether an agent runs is known only where it runs; elsewhere the session's record
+        # (stopped while idle, or not) decides.
+        app.services.reads.use_agent_running(lambda sid: app.runtime.is_running(sid) or None)
         await serve_waiters(
             nc, replica.replica_id, lambda ids: {i for i in ids if app.waiters.has(i)}
         )

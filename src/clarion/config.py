@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from clarion.config_files import http_url, positive, read_config
+from clarion.config_files import duration, http_url, positive, read_config
 from clarion.domain.permissions import TOOL_KINDS
 from clarion.webhook_config import (
     Webhook,
@@ -20,6 +20,8 @@ from clarion.webhook_config import (
     load_public_url,
     load_webhooks,
 )
+
+DEFAULT_IDLE_STOP_AFTER = 600.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +35,9 @@ class AgentProfile:
     permissions_reject: frozenset[str] = frozenset()
     # How long the agent may take to start and open its ACP session (None: the default).
     start_timeout: float | None = None
+    # `agent_idle_stop_after`: seconds a session may sit idle before its agent process is
+    # stopped (it starts again on the next prompt); 0 never stops it.
+    idle_stop_after: float = DEFAULT_IDLE_STOP_AFTER
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,6 +203,13 @@ def load_agent_profiles(
     for name, spec in agents.items():
         if not isinstance(spec, dict):
             raise ValueError(f"{path}: [agents.{name}] must be a table")
+        if name == BUILTIN_PROFILE and "command" not in spec:
+            # `[agents.builtin]` may set options of the built-in agent without replacing it.
+            builtin = profiles[name]
+            env = spec.get("env", {})
+            if isinstance(env, dict):
+                env = {**builtin.env, **env}
+            spec = {**spec, "command": list(builtin.command), "env": env}
         command = spec.get("command")
         if (
             not isinstance(command, list)
@@ -230,8 +242,16 @@ def load_agent_profiles(
             permissions_allow=allow,
             permissions_reject=reject,
             start_timeout=None if start_timeout is None else float(start_timeout),
+            idle_stop_after=_idle_stop_after(spec, f"{path}: agents.{name}"),
         )
     return profiles
+
+
+def _idle_stop_after(spec: Mapping[str, Any], where: str) -> float:
+    value = spec.get("agent_idle_stop_after")
+    if value is None:
+        return DEFAULT_IDLE_STOP_AFTER
+    return duration(value, f"{where}.agent_idle_stop_after")
 
 
 def _advertise_url(value: str | None) -> str | None:

@@ -28,6 +28,7 @@ from clarion.orchestrator.admission import TurnAdmission
 from clarion.orchestrator.agent_events import AgentEvents
 from clarion.orchestrator.failures import AgentFailures
 from clarion.orchestrator.handoffs import OrchestratorHandoffs
+from clarion.orchestrator.idle import IdleStops
 from clarion.orchestrator.lanes import Lanes
 from clarion.orchestrator.launch import Launcher, SessionTokens
 from clarion.orchestrator.permissions import PermissionService
@@ -139,13 +140,25 @@ async def build(
         lanes = Lanes()
         tokens = SessionTokens()
         failures = AgentFailures(store=store, publisher=publisher)
-        admission = TurnAdmission(
-            store, runtime, publisher, lanes, Launcher(tokens, base_url), failures
-        )
         permissions = PermissionService(
             store=store, publisher=publisher, lanes=lanes, rules=permission_rules(settings)
         )
         waiters = LiveWaiters()
+        idle = IdleStops(
+            store=store,
+            runtime=runtime,
+            lanes=lanes,
+            publisher=publisher,
+            supervisor=supervisor,
+            clock=clock,
+            stop_after={name: p.idle_stop_after for name, p in settings.agents.items()},
+            held_elsewhere=lambda sid: (
+                bool(waiters.for_session(sid)) or permissions.has_pending(sid)
+            ),
+        )
+        admission = TurnAdmission(
+            store, runtime, publisher, lanes, Launcher(tokens, base_url), failures, idle
+        )
         canceller = ClarificationCanceller(store, publisher, waiters, supervisor, t.persist)
         watchdogs = Watchdogs(
             store=store,
@@ -212,7 +225,13 @@ async def build(
         )
         services = ApiServices(
             tasks=TaskService(store, bus),
-            reads=Reads(store, projector, summaries, live_waiters=local_only(waiters.has)),
+            reads=Reads(
+                store,
+                projector,
+                summaries,
+                live_waiters=local_only(waiters.has),
+                agent_running=runtime.is_running,
+            ),
             sessions=sessions,
             admission=admission,
             resolver=resolver,

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -244,10 +245,13 @@ def fast_settings(database_url: str, **timeouts: float) -> Settings:
         "persist": 10.0,
         **timeouts,
     }
+    # No idle stop: tests here count the sleepers of a manual clock, and an idle-stop timer
+    # per running agent would be one more (tests/lifecycle/test_idle_stop.py sets its own).
+    builtin = dataclasses.replace(builtin_profile(), idle_stop_after=0)
     return Settings(
         database_url=database_url,
         timeouts=Timeouts(**values),
-        agents={"builtin": builtin_profile()},
+        agents={"builtin": builtin},
     )
 
 

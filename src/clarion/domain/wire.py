@@ -8,6 +8,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from clarion.domain.agent_process import agent_process, agent_process_note
 from clarion.domain.models import (
     Message,
     PendingAction,
@@ -55,12 +56,21 @@ def message_wire(message: Message) -> dict[str, Any]:
 
 
 def session_wire(
-    session: Session, pending_action: PendingAction | None, revision: Revision | None
+    session: Session,
+    pending_action: PendingAction | None,
+    revision: Revision | None,
+    *,
+    running_here: bool | None = None,
 ) -> dict[str, Any]:
+    """`running_here`: whether this process runs the session's agent (None: not known here)."""
+    process = agent_process(session, running_here)
     body: dict[str, Any] = {
         "id": session.id,
         "task_id": session.task_id,
         "agent": session.agent,
+        "agent_process": str(process),
+        # Why the agent is not running and what brings it back, for a person; else null.
+        "agent_process_note": agent_process_note(session, process),
         "state": str(session.state),
         "is_primary": session.is_primary,
         "pending_action": None if pending_action is None else str(pending_action),

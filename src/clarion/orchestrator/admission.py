@@ -14,6 +14,7 @@ from clarion.domain.errors import AgentUnavailable, Conflict
 from clarion.domain.models import AuthorType, MessageType, Session, SessionState, Turn
 from clarion.domain.prompts import recap, recap_entries, with_recap
 from clarion.orchestrator.failures import AgentFailures
+from clarion.orchestrator.idle import IdleStops
 from clarion.orchestrator.lanes import Lane, Lanes
 from clarion.orchestrator.launch import Launcher
 from clarion.ports import AgentRuntime, NewMessage, TurnStore
@@ -35,8 +36,10 @@ class TurnAdmission:
         lanes: Lanes,
         launcher: Launcher,
         failures: AgentFailures | None = None,
+        idle: IdleStops | None = None,
     ) -> None:
         self._failures = failures
+        self._idle = idle
         self._store = store
         self._runtime = runtime
         self._publisher = publisher
@@ -106,6 +109,8 @@ class TurnAdmission:
         )
         await self._publisher.turn_quietly("started", turn)
         await self._publisher.turn_quietly("completed", turn)
+        if self._idle is not None:
+            await self._idle.agent_started(session)
         if context == "loaded":
             return ""
         return recap(recap_entries(await self._store.recent_messages(session.id, RECAP_MESSAGES)))

@@ -66,6 +66,10 @@ class PermissionService:
         # not in here has none, and its turn end costs no write.
         self._unsettled: set[str] = set()
 
+    def has_pending(self, session_id: str) -> bool:
+        """Whether this process wrote a request for the session that is not settled yet."""
+        return session_id in self._unsettled
+
     # ------------------------------------------------------------------ the agent asks
 
     async def on_permission(self, ask: PermissionAsk) -> str | None:

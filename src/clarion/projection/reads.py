@@ -13,7 +13,7 @@ only about bundles whose state depends on it, once per read.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from clarion.domain.bundles import bundle_state, context_on, delivery_of, questions_of
@@ -29,6 +29,9 @@ from clarion.projection.waiter_lookup import LiveWaitersOf
 
 log = logging.getLogger(__name__)
 
+AgentRunningHere = Callable[[str], bool | None]
+"""Whether this process runs a session's agent; None when it cannot know (another replica's)."""
+
 
 class Reads:
     def __init__(
@@ -37,16 +40,22 @@ class Reads:
         projector: PendingProjector,
         summaries: SummaryService,
         live_waiters: LiveWaitersOf,
+        agent_running: AgentRunningHere = lambda _session_id: None,
     ) -> None:
         self._store = store
         self._projector = projector
         self._summaries = summaries
         self._live_waiters = live_waiters
+        self._agent_running = agent_running
         self._workspace_names: dict[str, str] = {}
 
     def use_live_waiters(self, live_waiters: LiveWaitersOf) -> None:
         """Cluster mode: ask each bundle's owner, not only this replica's own waiters."""
         self._live_waiters = live_waiters
+
+    def use_agent_running(self, agent_running: AgentRunningHere) -> None:
+        """Cluster mode: an agent not running here may run on the session's owner."""
+        self._agent_running = agent_running
 
     async def tasks(self, workspace_ids: Sequence[str] | None = None) -> list[dict[str, Any]]:
         return [await self.task_view(task) for task in await self._store.list_tasks(workspace_ids)]
@@ -109,7 +118,7 @@ class Reads:
         try:
             return (await self._project_sessions([session]))[0]
         except ProjectionUnavailable:
-            body = session_wire(session, None, None)
+            body = session_wire(session, None, None, running_here=self._agent_running(session.id))
             del body["pending_action"]
             return body
 
@@ -123,7 +132,12 @@ class Reads:
             )
             raise ProjectionUnavailable("failed to load task session pending actions") from exc
         return [
-            session_wire(s, projections[s.id].pending_action, projections[s.id].revision)
+            session_wire(
+                s,
+                projections[s.id].pending_action,
+                projections[s.id].revision,
+                running_here=self._agent_running(s.id),
+            )
             for s in sessions
         ]
 

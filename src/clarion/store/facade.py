@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from clarion.ports import Clock
+from clarion.store.agent_stops import AgentStopQueries
 from clarion.store.auth import AuthQueries
 from clarion.store.clarifications import ClarificationQueries
 from clarion.store.delivery import DeliveryQueries
@@ -95,6 +96,7 @@ class SqlStore(
     FailureQueries,
     OutboxQueries,
     OwnershipQueries,
+    AgentStopQueries,
 ):
     """Every method is one transaction. Writes that touch a session's turns or clarification
     rows hold that session's write lock for the whole transaction.

@@ -103,3 +103,13 @@ class TurnStore(Lookups, Protocol):
     async def remember_acp_session(self, session_id: str, acp_session_id: str) -> bool:
         """Record the agent's ACP session id on the session; False if it was already that."""
         ...
+
+    async def mark_agent_stopped(self, session_id: str) -> Session | None:
+        """Record that Clarion stops the session's agent for idleness. Applies only while the
+        session is idle by its rows (IDLE or WAITING_FOR_INPUT, no open turn), checked under
+        the session lock: the session as it now stands, or None when it did not apply."""
+        ...
+
+    async def clear_agent_stopped(self, session_id: str) -> bool:
+        """The agent runs again: drop the record of its idle stop. False when there was none."""
+        ...

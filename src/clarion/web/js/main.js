@@ -14,7 +14,7 @@
 //                 turn-start-<turn_id>, turn-end-<turn_id>, prompt-input, prompt-send,
 //                 prompt-status (data-queued="true" when the prompt was queued), session-cancel,
 //                 session-finish, clarification-notice, winning-answer, show-question,
-//                 delivery-ambiguous, resend-answer
+//                 delivery-ambiguous, resend-answer, agent-process-note
 //   Overlay:      clarification-overlay (data-pending-id, data-state), dismiss-question,
 //                 detached-notice, clarification-context, step-<n> (1-based), clarification-question
 //                 (data-question-id), question-prompt, option-<question_id>-<option_id>,

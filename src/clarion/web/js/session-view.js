@@ -131,7 +131,11 @@ export class SessionView {
       this.renderTranscript(false);
       this.refreshPermission();
     }
-    if (payload.type === "error" && action === "session.message.added") void this.reloadSession();
+    // The row's `error` and `agent_process` fields travel in no event: read the row again.
+    if ((payload.type === "error" && action === "session.message.added") ||
+        action === "session.state_changed") {
+      void this.reloadSession();
+    }
     if (payload.type === "clarification_request" || action === "session.turn.started" ||
         action === "session.turn.completed") {
       void this.refreshBundle();
@@ -146,7 +150,7 @@ export class SessionView {
     this.lastPending = pending;
   }
 
-  /** The session row again (its `error` field is not carried by state events). */
+  /** The session row again (its `error` and `agent_process` are not carried by events). */
   async reloadSession() {
     try {
       const session = await this.deps.api.getSession(this.deps.sessionId);
@@ -168,6 +172,9 @@ export class SessionView {
     const session = store.state.sessions[sessionId];
     const task = store.state.tasks[taskId];
     const error = session?.error ? String(session.error) : "";
+    // "agent stopped while idle; it starts again on the next message", and the like.
+    const processNote = session?.agent_process === "stopped" && session?.agent_process_note
+      ? String(session.agent_process_note) : "";
     this.composer.update(session?.state, !!session);
     this.header.replaceChildren(
       h("button", { type: "button", class: "back", testid: "session-back", onClick: onBack, "aria-label": "Back to task" }, "← Task"),
@@ -179,6 +186,7 @@ export class SessionView {
         h("span", { class: "badge", testid: "session-state", dataset: { state: String(session?.state ?? "") },
           text: stateWords(session?.state) })),
       error ? h("div", { class: "session-error", testid: "session-error", role: "alert", text: error }) : "",
+      processNote ? h("div", { class: "session-note", testid: "agent-process-note", text: processNote }) : "",
     );
   }
 
