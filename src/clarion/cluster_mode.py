@@ -149,9 +149,12 @@ class ClusterMode:
                 ask=lambda owner, ids: ask_waiters(nc, owner, ids, _WAITERS_ASK_S),
             )
         )
-        # Whether an agent runs is known only where it runs; elsewhere the session's record
-        # (stopped while idle, or not) decides.
-        app.services.reads.use_agent_running(lambda sid: app.runtime.is_running(sid) or None)
+        # Whether an agent runs is known only on the session's owner; elsewhere the session's
+        # record (stopped while idle, or not) decides.
+        me = replica.replica_id
+        app.services.reads.use_agent_running(
+            lambda s: app.runtime.is_running(s.id) if s.owner_replica_id in (None, me) else None
+        )
         await serve_waiters(
             nc, replica.replica_id, lambda ids: {i for i in ids if app.waiters.has(i)}
         )

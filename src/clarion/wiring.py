@@ -230,7 +230,7 @@ async def build(
                 projector,
                 summaries,
                 live_waiters=local_only(waiters.has),
-                agent_running=runtime.is_running,
+                agent_running=lambda session: runtime.is_running(session.id),
             ),
             sessions=sessions,
             admission=admission,

@@ -29,7 +29,7 @@ from clarion.projection.waiter_lookup import LiveWaitersOf
 
 log = logging.getLogger(__name__)
 
-AgentRunningHere = Callable[[str], bool | None]
+AgentRunningHere = Callable[[Session], bool | None]
 """Whether this process runs a session's agent; None when it cannot know (another replica's)."""
 
 
@@ -40,7 +40,7 @@ class Reads:
         projector: PendingProjector,
         summaries: SummaryService,
         live_waiters: LiveWaitersOf,
-        agent_running: AgentRunningHere = lambda _session_id: None,
+        agent_running: AgentRunningHere = lambda _session: None,
     ) -> None:
         self._store = store
         self._projector = projector
@@ -118,7 +118,7 @@ class Reads:
         try:
             return (await self._project_sessions([session]))[0]
         except ProjectionUnavailable:
-            body = session_wire(session, None, None, running_here=self._agent_running(session.id))
+            body = session_wire(session, None, None, running_here=self._agent_running(session))
             del body["pending_action"]
             return body
 
@@ -136,7 +136,7 @@ class Reads:
                 s,
                 projections[s.id].pending_action,
                 projections[s.id].revision,
-                running_here=self._agent_running(s.id),
+                running_here=self._agent_running(s),
             )
             for s in sessions
         ]
