@@ -27,6 +27,8 @@ from typing import Any
 import pytest
 from sqlalchemy.engine import make_url
 
+pytest_plugins = ["tests.process_leaks"]
+
 POSTGRES_URL = os.environ.get(
     "CLARION_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test"
 )

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -224,3 +226,44 @@ async def test_sink_may_stop_the_agent_from_inside_its_callback(sink: RecordingS
         async with asyncio.timeout(WAIT_S):
             await stopped.wait()
         assert not rt.is_running("s1")
+
+
+async def test_a_start_cancelled_during_the_handshake_stops_the_agent(
+    sink: RecordingSink, tmp_path: Path
+) -> None:
+    # An agent that reads `initialize`, says so through a file, and never answers.
+    asked = tmp_path / "asked"
+    script = (
+        "import pathlib, sys, time\n"
+        "sys.stdin.readline()\n"
+        f"pathlib.Path({str(asked)!r}).touch()\n"
+        "time.sleep(300)\n"
+    )
+    profile = AgentProfile(name="mute", command=(sys.executable, "-c", script))
+    async with AcpRuntime({"mute": profile}, sink, stop_grace=0.5) as rt:
+        start = asyncio.create_task(rt.ensure_started(launch("m", profile="mute")))
+        async with asyncio.timeout(WAIT_S):
+            while not asked.exists():  # noqa: ASYNC110 - another process writes it
+                await asyncio.sleep(0.05)
+        assert len(_children_named("time.sleep(300)")) == 1
+        start.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await start
+        assert not rt.is_running("m")
+        assert _children_named("time.sleep(300)") == []
+
+
+def _children_named(fragment: str) -> list[int]:
+    """Live (not zombie) processes started by this one whose command line holds `fragment`."""
+    found = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as cmdline, open(f"/proc/{pid}/stat") as stat:
+                command, fields = cmdline.read(), stat.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if fragment.encode() in command and fields[0] != "Z" and int(fields[1]) == os.getpid():
+            found.append(int(pid))
+    return found

@@ -13,6 +13,7 @@ import time
 import pytest
 
 from clarion.agents.process import build_env, shut_down, spawn
+from tests import process_leaks
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -92,6 +93,28 @@ async def test_an_agent_that_exits_on_its_own_leaves_no_children() -> None:
     proc, grandchild = await _start("exit")
     assert await proc.wait() == 3
     await asyncio.to_thread(_wait_gone, grandchild)
+
+
+def test_an_agent_that_exited_is_reaped_with_its_guard_when_the_loop_closes_at_once() -> None:
+    # The loop closing cancels the guard's sweep wherever it is: still watching the agent, or
+    # already waiting for the guard to go. Either way both children must be seen to exit.
+    for _ in range(20):
+        with asyncio.Runner() as runner:
+            proc = runner.run(_spawn_quiet(["true"]))
+            assert runner.run(proc.wait()) == 0
+        assert process_leaks.leaked() == []
+
+
+def test_an_agent_nobody_stopped_ends_with_its_group_when_the_loop_closes() -> None:
+    with asyncio.Runner() as runner:
+        proc, grandchild = runner.run(_start("hold"))
+    assert process_leaks.leaked() == []
+    assert proc.returncode == -signal.SIGKILL
+    _wait_gone(grandchild)
+
+
+async def _spawn_quiet(command: list[str]) -> asyncio.subprocess.Process:
+    return await spawn(command, build_env({}, None), "/")
 
 
 @pytest.mark.parametrize("loop", LOOPS)

@@ -115,19 +115,51 @@ def _in_group(pgid: int) -> dict[str, Any]:
 async def _sweep_when_done(
     proc: asyncio.subprocess.Process, guard: asyncio.subprocess.Process
 ) -> None:
-    """Once the agent itself has exited, end whatever it left in its group."""
+    """Once the agent itself has exited, end whatever it left in its group, and reap the guard.
+
+    When an agent exits on its own nobody awaits this task, so it may be cancelled only as its
+    event loop closes; it must finish even then. Cancelled, it ends the group at once (the guard
+    kills it) and still waits, bounded, until the loop has seen both children exit, then lets the
+    cancellation through: a child whose exit its loop never saw leaves a transport that is
+    collected later, in whatever runs then, as "subprocess ... is still running".
+    """
+    cancelled = False
     try:
         await _exited(proc)
+    except asyncio.CancelledError:
+        cancelled = True
+    try:
+        if guard.stdin is not None:
+            guard.stdin.close()
+        cancelled |= await _reap(guard, proc)
+        cancelled |= await _reap(proc, proc)
     finally:
-        try:
-            if guard.stdin is not None:
-                guard.stdin.close()
+        _sweepers.pop(proc.pid, None)
+    if cancelled:
+        raise asyncio.CancelledError
+
+
+async def _reap(child: asyncio.subprocess.Process, agent: asyncio.subprocess.Process) -> bool:
+    """Wait until the loop has seen `child` exit and closed its pipes: up to _GUARD_WAIT_S, then
+    SIGKILL the agent's group and as long again. A cancellation meanwhile does not cut the wait
+    short; returns whether there was one, for the caller to raise once it is done."""
+    loop = asyncio.get_running_loop()
+    cancelled = False
+    for last_try in (False, True):
+        deadline = loop.time() + _GUARD_WAIT_S
+        while loop.time() < deadline:
             try:
-                await asyncio.wait_for(guard.wait(), timeout=_GUARD_WAIT_S)
+                async with asyncio.timeout_at(deadline):
+                    await child.wait()
+                return cancelled
             except TimeoutError:
-                _signal_group(proc, signal.SIGKILL)
-        finally:
-            _sweepers.pop(proc.pid, None)
+                break
+            except asyncio.CancelledError:
+                cancelled = True
+        if not last_try:
+            _signal_group(agent, signal.SIGKILL)
+    logger.warning("agent process %s not reaped", child.pid, extra={"pid": agent.pid})
+    return cancelled
 
 
 async def drain_stderr(stream: asyncio.StreamReader, session_id: str, tail: deque[str]) -> None:

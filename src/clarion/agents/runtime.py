@@ -113,6 +113,10 @@ class AcpRuntime:
                     cwd=cwd,
                     resume_id=launch.acp_session_id,
                 )
+        except asyncio.CancelledError:
+            # The caller gave up on the start: the agent is nobody's yet, so stop it here.
+            await agent.close(self._stop_grace)
+            raise
         except (Exception, TimeoutError) as exc:
             timed_out = isinstance(exc, TimeoutError)
             if not timed_out:
