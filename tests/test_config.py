@@ -277,7 +277,7 @@ def test_webhooks_are_read_with_all_events_by_default(tmp_path: Path) -> None:
         'events = ["permission.requested"]\n',
     )
     first, second = settings.webhooks
-    assert first.url == "https://hooks.example/a" and len(first.events) == 6
+    assert first.url == "https://hooks.example/a" and len(first.events) == 9
     assert second.events == frozenset({"permission.requested"})
     assert settings.webhook_delivery.attempts >= 10
     assert settings.webhook_delivery.timeout_s == 5.0

@@ -113,6 +113,8 @@ class Joined:
             self.replica.stop_fenced(f"recovery of sessions adopted from {dead} failed: {exc!r}")
         finally:
             await self.gate.recovered(adopted)
+        # The adopted sessions' deadlines are this replica's to fire now.
+        self.app.deadlines.wake()
 
 
 @dataclass(eq=False)

@@ -12,7 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from clarion.config_files import duration, http_url, positive, read_config
-from clarion.domain.permissions import TOOL_KINDS
+from clarion.domain.waiting import WaitingPolicy
+from clarion.permission_config import permission_rules
+from clarion.waiting_config import load_workspace_policies, waiting_policy
 from clarion.webhook_config import (
     Webhook,
     WebhookDelivery,
@@ -38,6 +40,8 @@ class AgentProfile:
     # `agent_idle_stop_after`: seconds a session may sit idle before its agent process is
     # stopped (it starts again on the next prompt); 0 never stops it.
     idle_stop_after: float = DEFAULT_IDLE_STOP_AFTER
+    # `[agents.NAME.waiting]`: reminders, escalation and expiry of its questions.
+    waiting: WaitingPolicy | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,6 +116,8 @@ class Settings:
     cluster: bool = False
     advertise_url: str | None = None
     replica_timeout: float = 10.0
+    # `[workspaces.NAME.waiting]`: the policy of questions asked in that workspace.
+    workspace_waiting: Mapping[str, WaitingPolicy] = field(default_factory=dict)
 
     @classmethod
     def load(
@@ -159,6 +165,7 @@ class Settings:
             else _flag(env.get("CLARION_CLUSTER", ""), "CLARION_CLUSTER"),
             advertise_url=_advertise_url(advertise_url or env.get("CLARION_ADVERTISE_URL")),
             replica_timeout=positive(env, "CLARION_REPLICA_TIMEOUT_S", 10.0),
+            workspace_waiting=load_workspace_policies(config_file),
         )
         if settings.cluster:
             _check_cluster(settings)
@@ -225,7 +232,7 @@ def load_agent_profiles(
         cwd = spec.get("cwd")
         if cwd is not None and not isinstance(cwd, str):
             raise ValueError(f"{path}: agents.{name}.cwd must be a string")
-        allow, reject = _permission_rules(spec.get("permissions", {}), f"{path}: agents.{name}")
+        allow, reject = permission_rules(spec.get("permissions", {}), f"{path}: agents.{name}")
         start_timeout = spec.get("start_timeout_s")
         if start_timeout is not None and (
             isinstance(start_timeout, bool)
@@ -243,6 +250,7 @@ def load_agent_profiles(
             permissions_reject=reject,
             start_timeout=None if start_timeout is None else float(start_timeout),
             idle_stop_after=_idle_stop_after(spec, f"{path}: agents.{name}"),
+            waiting=waiting_policy(spec.get("waiting"), path, f"agents.{name}.waiting"),
         )
     return profiles
 
@@ -267,28 +275,3 @@ def _check_cluster(settings: Settings) -> None:
         )
     if not settings.bus_url.startswith("nats://"):
         raise ValueError(f"cluster mode needs NATS: pass --bus nats://... (got {settings.bus_url})")
-
-
-def _permission_rules(spec: Any, where: str) -> tuple[frozenset[str], frozenset[str]]:
-    """`allow = [...]`, `reject = [...]` of `[agents.NAME.permissions]`, kinds checked."""
-    if not isinstance(spec, dict):
-        raise ValueError(f"{where}.permissions must be a table")
-    rules: list[frozenset[str]] = []
-    for key in ("allow", "reject"):
-        kinds = spec.get(key, [])
-        if not isinstance(kinds, list) or not all(isinstance(k, str) for k in kinds):
-            raise ValueError(f"{where}.permissions.{key} must be a list of tool kinds")
-        unknown = sorted(set(kinds) - set(TOOL_KINDS))
-        if unknown:
-            raise ValueError(
-                f"{where}.permissions.{key}: unknown tool kind(s) {', '.join(unknown)}; "
-                f"known: {', '.join(sorted(TOOL_KINDS))}"
-            )
-        rules.append(frozenset(kinds))
-    unknown_keys = sorted(set(spec) - {"allow", "reject"})
-    if unknown_keys:
-        raise ValueError(f"{where}.permissions: unknown key(s) {', '.join(unknown_keys)}")
-    if rules[0] & rules[1]:
-        both = ", ".join(sorted(rules[0] & rules[1]))
-        raise ValueError(f"{where}.permissions: {both} both allowed and rejected")
-    return rules[0], rules[1]

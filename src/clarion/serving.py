@@ -122,6 +122,7 @@ async def run_server(
                 log.exception("startup recovery failed")
                 raise RecoveryFailed(f"startup recovery failed: {exc}") from exc
             _freeze_startup_heap()
+            app.start_deadlines(joined.replica.replica_id if joined is not None else None)
             app.services.ready.set()
             if joined is not None:
                 await joined.replica.serving()

@@ -17,6 +17,8 @@ from clarion.api.services import ApiServices
 from clarion.bus import open_bus
 from clarion.clarification.asker import Asker, AskLimits
 from clarion.clarification.canceller import ClarificationCanceller
+from clarion.clarification.deadlines import DeadlineScheduler
+from clarion.clarification.policies import WaitingPolicies
 from clarion.clarification.resolver import Resolver
 from clarion.clarification.waiters import LiveWaiters
 from clarion.clock import SystemClock
@@ -102,6 +104,13 @@ class App:
     waiters: LiveWaiters
     # Cluster mode: ownership, adoption and routing queries (store/ownership.py).
     sql: SqlStore
+    deadlines: DeadlineScheduler
+    supervisor: Supervisor
+
+    def start_deadlines(self, owner: str | None) -> None:
+        """Fire waiting-policy deadlines from now on (after startup recovery): every
+        session's on a single server, the sessions replica `owner` runs in a cluster."""
+        self.supervisor.spawn(self.deadlines.run(owner), name="deadline-scheduler")
 
 
 RuntimeFactory = Callable[
@@ -191,6 +200,9 @@ async def build(
             persist_s=t.persist,
         )
 
+        scheduler = DeadlineScheduler(
+            deadlines=store, answers=store, resolver=resolver, waiters=waiters, clock=clock
+        )
         asker = Asker(
             store,
             waiters,
@@ -198,6 +210,8 @@ async def build(
             canceller,
             AskLimits(wait_s=t.clarification_wait, keepalive_s=t.keepalive),
             clock,
+            policies=waiting_policies(settings, store),
+            deadline_written=scheduler.wake,
         )
         sessions = SessionService(
             store=store,
@@ -263,6 +277,8 @@ async def build(
                 bus=bus,
                 waiters=waiters,
                 sql=sql_store,
+                deadlines=scheduler,
+                supervisor=supervisor,
             )
         finally:
             watchdogs.cancel_all()
@@ -296,6 +312,19 @@ async def _webhooks(
             yield
         finally:
             running.cancel()
+
+
+def waiting_policies(settings: Settings, store: Store) -> WaitingPolicies:
+    """`[agents.NAME.waiting]` by profile, `[workspaces.NAME.waiting]` by workspace."""
+    return WaitingPolicies(
+        lookup=store,
+        profiles={
+            name: profile.waiting
+            for name, profile in settings.agents.items()
+            if profile.waiting is not None
+        },
+        workspaces=dict(settings.workspace_waiting),
+    )
 
 
 def permission_rules(settings: Settings) -> dict[str, PermissionRules]:

@@ -317,3 +317,25 @@ def test_row_metadata_values_are_plain_json_types() -> None:
     (meta,) = bundle_row_metadata("pid", questions, "")
     assert type(meta["status"]) is str
     assert all(type(k) is str for k in meta)
+
+
+# ----------------------------------------------------------------- default options
+
+
+def test_an_option_marked_default_is_kept_and_shown() -> None:
+    questions, _ = parse_ask(
+        {"questions": [q(options=[{"label": "A"}, {"label": "B", "default": True}])]}
+    )
+    assert [o.default for o in questions[0].options] == [False, True]
+    wire = question_wire(questions[0])
+    assert "default" not in wire["options"][0] and wire["options"][1]["default"] is True
+
+
+def test_two_defaults_in_one_question_are_refused() -> None:
+    both = [{"label": "A", "default": True}, {"label": "B", "default": True}]
+    assert field_of({"questions": [q(options=both)]}) == "questions[0].options[1].default"
+
+
+def test_a_default_that_is_not_a_boolean_is_refused() -> None:
+    odd = [{"label": "A", "default": "yes"}, {"label": "B"}]
+    assert field_of({"questions": [q(options=odd)]}) == "questions[0].options[0].default"

@@ -301,6 +301,7 @@ async def lifecycle_on(
 
         collector = asyncio.create_task(collect())
         await app.recovery.run()
+        app.start_deadlines(None)
         app.services.ready.set()
         try:
             yield Lifecycle(app=app, runtime=holder["runtime"], events=events, arrived=arrived)

@@ -12,18 +12,20 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 
 from clarion.clarification.canceller import ClarificationCanceller
+from clarion.clarification.policies import WaitingPolicies
 from clarion.clarification.waiters import Cancelled, Delivery, LiveWaiters, Waiter
 from clarion.domain.answers import tool_result_text
 from clarion.domain.bundles import questions_of_rows
 from clarion.domain.errors import NotFound, QuestionDetached
 from clarion.domain.ids import new_id
-from clarion.domain.models import AuthorType, MessageType, SessionState
+from clarion.domain.models import AuthorType, MessageType, MetaKey, SessionState
 from clarion.domain.prompts import DETACHED_TOOL_ERROR
 from clarion.domain.questions import bundle_row_metadata, parse_ask
+from clarion.domain.waiting import deadlines_for, expiry_notice, parse_expires_in
 from clarion.ports import AnswerStore, Clock, NewMessage
 from clarion.projection.events import EventPublisher
 
@@ -38,6 +40,10 @@ class AskLimits:
     keepalive_s: float
 
 
+def _no_wake() -> None:
+    return None
+
+
 class Asker:
     def __init__(
         self,
@@ -47,8 +53,13 @@ class Asker:
         canceller: ClarificationCanceller,
         limits: AskLimits,
         clock: Clock,
+        policies: WaitingPolicies | None = None,
+        deadline_written: Callable[[], None] = _no_wake,
     ) -> None:
         self._clock = clock
+        self._policies = policies or WaitingPolicies()
+        # Wakes the deadline scheduler once a question's deadlines are committed.
+        self._deadline_written = deadline_written
         self._store = store
         self._waiters = waiters
         self._publisher = publisher
@@ -68,13 +79,21 @@ class Asker:
         `dropped` is set when the call's connection is gone: nothing could carry a result back,
         so the bundle detaches instead of waiting for an answer only a new prompt can deliver."""
         questions, context = parse_ask(arguments)
+        expires_in = parse_expires_in(
+            arguments.get("expires_in") if isinstance(arguments, Mapping) else None
+        )
         session, turn_id = await self._store.session_with_current_turn(session_id)
         if session.state.is_terminal:
             raise NotFound("session has ended", session_id=session_id)
         if turn_id is None:
             raise NotFound("session has no durable turn to own a question", session_id=session_id)
+        policy = await self._policies.for_session(session)
+        deadlines = deadlines_for(policy, expires_in, self._clock.now()) if policy else None
         pending_id = new_id()
         metadata = bundle_row_metadata(pending_id, questions, context)
+        if deadlines is not None:
+            for meta in metadata:
+                meta[MetaKey.WAITING] = True
         # The waiter exists before the rows do: a responder that sees the rows always finds
         # the live waiter, and never mistakes a question still being asked for a detached one.
         waiter = self._waiters.register(pending_id, session_id, turn_id)
@@ -96,7 +115,10 @@ class Asker:
                 ],
                 turn_id=turn_id,
                 session_state=SessionState.WAITING_FOR_INPUT,
+                deadlines=deadlines,
             )
+            if deadlines is not None:
+                self._deadline_written()
             waiter.questions = questions_of_rows(written.rows)
             log.info(
                 "clarification asked",
@@ -110,7 +132,9 @@ class Asker:
             if written.session is not None:
                 await self._publisher.session_state(written.session)
             await self._publisher.messages("added", written.rows)
-            return await self._wait(waiter, progress, dropped or asyncio.Event())
+            return await self._wait(
+                waiter, progress, dropped or asyncio.Event(), expiry_notice(deadlines)
+            )
         except asyncio.CancelledError:
             log.info(
                 "agent dropped the question call; detaching",
@@ -122,7 +146,9 @@ class Asker:
         finally:
             self._close(waiter)
 
-    async def _wait(self, waiter: Waiter, progress: Progress, dropped: asyncio.Event) -> str:
+    async def _wait(
+        self, waiter: Waiter, progress: Progress, dropped: asyncio.Event, notice: str
+    ) -> str:
         deadline = self._clock.monotonic() + self._limits.wait_s
         while True:
             remaining = deadline - self._clock.monotonic()
@@ -135,13 +161,14 @@ class Asker:
                 # Offers still queued are withdrawn: their responders restore the claim.
                 self._close(waiter)
                 await self._canceller.detach(waiter.session_id, pending_id=waiter.pending_id)
-                raise QuestionDetached(DETACHED_TOOL_ERROR, pending_id=waiter.pending_id)
+                message = f"{DETACHED_TOOL_ERROR} {notice}" if notice else DETACHED_TOOL_ERROR
+                raise QuestionDetached(message, pending_id=waiter.pending_id)
             try:
                 item = await _next(
                     self._clock, waiter, dropped, min(remaining, self._limits.keepalive_s)
                 )
             except TimeoutError:
-                await self._keepalive(waiter, progress)
+                await self._keepalive(waiter, progress, notice)
                 continue
             if item is None:
                 continue  # dropped: detach at the top of the loop
@@ -160,9 +187,10 @@ class Asker:
                 return tool_result_text(item.response)
             # Not confirmed: the responder restores the claim, and a retry comes back here.
 
-    async def _keepalive(self, waiter: Waiter, progress: Progress) -> None:
+    async def _keepalive(self, waiter: Waiter, progress: Progress, notice: str) -> None:
+        text = "Waiting for the person's answer"
         try:
-            await progress("Waiting for the person's answer")
+            await progress(f"{text}. {notice}" if notice else text)
         except Exception:
             log.debug("keep-alive failed", extra={"pending_id": waiter.pending_id}, exc_info=True)
 

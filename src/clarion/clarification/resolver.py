@@ -10,7 +10,7 @@ their turn is still current, and say the request may be retried.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from clarion import failpoints
@@ -87,7 +87,11 @@ class Resolver:
         self._persist_s = persist_s
         self._restorer = ClaimRestorer(store, publisher, persist_s)
 
-    async def respond(self, pending_id: str, body: object) -> RespondResult:
+    async def respond(
+        self, pending_id: str, body: object, *, by_policy: bool = False
+    ) -> RespondResult:
+        """`by_policy`: the waiting policy's expiry answering, exactly as a person would, and
+        only if the expiry has not fired yet (the claim applies both or neither)."""
         questions = self._waiters.questions(pending_id)
         if questions is not None:
             # A live waiter holds the questions: no read before the claim, whose guarded
@@ -107,6 +111,8 @@ class Resolver:
                     response=winning_response(bundle),
                     pending_id=pending_id,
                 )
+        if by_policy:
+            response = replace(response, by_policy=True)
         # From the claim on, the sequence must finish even if the HTTP request goes away.
         return await self._supervisor.run_shielded(
             self._claim_and_hand_off(response), name=f"respond:{pending_id}"
@@ -294,4 +300,5 @@ def _stamped(response: ClarificationResponse, claim: ClaimResult) -> Clarificati
         rejected=response.rejected,
         reject_reason=response.reject_reason,
         responded_at=first.updated_at,
+        by_policy=response.by_policy,
     )

@@ -42,6 +42,7 @@ from clarion.domain.models import (
     Question,
     QuestionOption,
 )
+from clarion.domain.waiting import ANSWERED_BY_PERSON, ANSWERED_BY_POLICY
 
 _STATUSES = {s.value: s for s in ClarificationStatus}
 
@@ -162,6 +163,7 @@ def question_of(message: Message) -> Question:
             option_id=_str(o, "option_id"),
             label=_str(o, "label"),
             description=_str(o, "description"),
+            default=o.get("default") is True,
         )
         for o in (raw_options if isinstance(raw_options, list) else ())
         if isinstance(o, Mapping)
@@ -211,7 +213,15 @@ def lost_to_cancellation(bundle: Bundle) -> bool:
 def claim_values(message: Message, response: ClarificationResponse) -> dict[str, Any]:
     """What a claim writes on one row: the provisional status and this row's part of the
     response (its question's answer, or the rejection reason). The delivery intent is the
-    store's to add, in the same write."""
+    store's to add, in the same write. A policy's response says so (`answered_by`); a
+    person's writes nothing more than before."""
+    values = _claim_values(message, response)
+    if response.by_policy:
+        values[MetaKey.ANSWERED_BY] = ANSWERED_BY_POLICY
+    return values
+
+
+def _claim_values(message: Message, response: ClarificationResponse) -> dict[str, Any]:
     if response.rejected:
         return {
             MetaKey.STATUS: ClarificationStatus.REJECTED.value,
@@ -293,3 +303,13 @@ def winning_response(bundle: Bundle) -> dict[str, Any] | None:
     """`stored_response` in the wire shape of the respond API, or None."""
     response = stored_response(bundle)
     return response_wire(response) if response is not None else None
+
+
+def answered_by(bundle: Bundle) -> str | None:
+    """`policy` when the waiting policy's expiry answered the bundle, `person` when someone
+    did, None while nobody has."""
+    if stored_response(bundle) is None:
+        return None
+    if any(row.metadata.get(MetaKey.ANSWERED_BY) == ANSWERED_BY_POLICY for row in bundle.rows):
+        return ANSWERED_BY_POLICY
+    return ANSWERED_BY_PERSON

@@ -112,6 +112,10 @@ class MetaKey:
     # How the winning response reached the agent (Clarion's own key): "delivered", or
     # "ambiguous" when a restart left its dispatch unknown (see Delivery).
     DELIVERY = "delivery"
+    # Clarion's own keys for a waiting policy: set on a bundle asked under one that can fire
+    # (its deadlines are in `clarification_deadlines`), and on rows its expiry answered.
+    WAITING = "waiting_policy"
+    ANSWERED_BY = "answered_by"
     # An explicit resend of an ambiguous answer: in flight, and the turn it started.
     RESEND_PENDING = "resend_pending"
     RESENT_TURN_ID = "resent_turn_id"
@@ -235,6 +239,8 @@ class QuestionOption:
     option_id: str
     label: str
     description: str = ""
+    # The option an expiry with `on_expiry = "default"` selects (at most one per question).
+    default: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -261,6 +267,8 @@ class ClarificationResponse:
     rejected: bool
     reject_reason: str = ""
     responded_at: datetime | None = None
+    # Sent by the question's waiting policy at its expiry, not by a person.
+    by_policy: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,9 +5,10 @@ Pure; the MCP edge and the clarification services import it. Invalid input raise
 `questions[1].options[0].label`, so the tool error can point at it and nothing is written.
 
 Accepted input: `questions` (1-4 items `{id?, title?, prompt, options}`, options 2-6 items
-`{label, description?, option_id?}`), and `context` or kandev's `context_paragraphs` (a list of
-strings joined with a blank line, which overrides `context`). Strings are trimmed; a missing
-or blank id gets the default `q<n>` (question position) and `q<n>_opt<m>` (option position).
+`{label, description?, option_id?, default?}`, at most one default per question), and
+`context` or kandev's `context_paragraphs` (a list of strings joined with a blank line, which
+overrides `context`). Strings are trimmed; a missing or blank id gets the default `q<n>`
+(question position) and `q<n>_opt<m>` (option position).
 """
 
 from __future__ import annotations
@@ -51,7 +52,14 @@ def _parse_option(raw: object, path: str, default_id: str) -> QuestionOption:
     label = _required_text(raw, "label", path)
     description = _optional_text(raw, "description", path)
     option_id = _optional_text(raw, "option_id", path) or default_id
-    return QuestionOption(option_id=option_id, label=label, description=description)
+    default = raw.get("default", False)
+    if default is None:
+        default = False
+    if not isinstance(default, bool):
+        raise _fail(f"{path}.default", "must be true or false")
+    return QuestionOption(
+        option_id=option_id, label=label, description=description, default=default
+    )
 
 
 def _parse_question(raw: object, index: int) -> Question:
@@ -77,6 +85,8 @@ def _parse_question(raw: object, index: int) -> Question:
         if option.option_id in seen:
             raise _fail(f"{option_path}.option_id", f"duplicate option id {option.option_id!r}")
         seen.add(option.option_id)
+        if option.default and any(o.default for o in options):
+            raise _fail(f"{option_path}.default", "at most one option per question is default")
         options.append(option)
     return Question(id=question_id, title=title, prompt=prompt, options=tuple(options))
 
@@ -130,11 +140,19 @@ def question_wire(question: Question) -> dict[str, Any]:
         "id": question.id,
         "title": question.title,
         "prompt": question.prompt,
-        "options": [
-            {"option_id": o.option_id, "label": o.label, "description": o.description}
-            for o in question.options
-        ],
+        "options": [_option_wire(o) for o in question.options],
     }
+
+
+def _option_wire(option: QuestionOption) -> dict[str, Any]:
+    wire: dict[str, Any] = {
+        "option_id": option.option_id,
+        "label": option.label,
+        "description": option.description,
+    }
+    if option.default:  # only when marked: a question without a default reads as before
+        wire["default"] = True
+    return wire
 
 
 def bundle_row_metadata(

@@ -24,6 +24,9 @@ CLARIFICATION_ANSWERED = "clarification.answered"
 PERMISSION_REQUESTED = "permission.requested"
 PERMISSION_DECIDED = "permission.decided"
 SESSION_FAILED = "session.failed"
+CLARIFICATION_REMINDER = "clarification.reminder"
+CLARIFICATION_ESCALATED = "clarification.escalated"
+CLARIFICATION_EXPIRED = "clarification.expired"
 EVENTS = (
     CLARIFICATION_REQUESTED,
     CLARIFICATION_DETACHED,
@@ -31,6 +34,9 @@ EVENTS = (
     PERMISSION_REQUESTED,
     PERMISSION_DECIDED,
     SESSION_FAILED,
+    CLARIFICATION_REMINDER,
+    CLARIFICATION_ESCALATED,
+    CLARIFICATION_EXPIRED,
 )
 
 EVENT_HEADER = "X-Clarion-Event"
@@ -99,6 +105,13 @@ def text_of(fact: WebhookFact, link: str) -> str:
         PERMISSION_REQUESTED: f"Agent asks permission in {where}: {_tool(fact)}",
         PERMISSION_DECIDED: f"Permission {fact.detail or 'decided'} in {where}: {_tool(fact)}",
         SESSION_FAILED: f"Session failed in {where}: {fact.detail or 'the agent failed'}",
+        CLARIFICATION_REMINDER: f"Still waiting for an answer in {where}: {_first_question(fact)}",
+        CLARIFICATION_ESCALATED: (
+            f"Escalated to {fact.detail or 'more people'} in {where}: {_first_question(fact)}"
+        ),
+        CLARIFICATION_EXPIRED: (
+            f"No answer in time in {where} ({fact.detail or 'expired'}): {_first_question(fact)}"
+        ),
     }
     line = " ".join(lines.get(fact.event, f"{fact.event} in {where}").split())
     return f"{line} {link}"

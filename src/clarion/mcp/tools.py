@@ -38,7 +38,12 @@ TOOL_DESCRIPTION = (
     "answer. Each question has 2-6 options; the person may also type a custom answer or skip. "
     "If the call ends without an answer (Clarion's own wait limit, your client's timeout or "
     "cancellation, a dropped connection, a Clarion restart), the question stays open: end your "
-    "turn and do not ask it again; the answer will arrive later as a new prompt."
+    "turn and do not ask it again; the answer will arrive later as a new prompt. "
+    "A question may expire under the person's waiting policy (`expires_in` may shorten it, "
+    "never lengthen it): then it is skipped (the result is a rejection whose reason begins "
+    "'No answer within'), or, when the policy says so, each question's option marked "
+    "`default: true` is chosen for you; the tool's progress messages and its open-question "
+    "error say when."
 )
 
 
@@ -46,6 +51,10 @@ class OptionIn(BaseModel):
     label: str = Field(min_length=1, description="Short option label")
     description: str | None = Field(default=None, description="What choosing it means")
     option_id: str | None = Field(default=None, description="Stable id; default q1_opt1, ...")
+    default: bool | None = Field(
+        default=None,
+        description="The option chosen if the question expires unanswered (at most one)",
+    )
 
 
 class QuestionIn(BaseModel):
@@ -92,6 +101,10 @@ def build_mcp_server(asker: Asker) -> ClarionMcpServer:
         ctx: Context,
         context: Annotated[str | None, Field(description="Background shown once")] = None,
         context_paragraphs: list[str] | None = None,
+        expires_in: Annotated[
+            str | None,
+            Field(description="Expire sooner than the policy says: 30s, 10m, 8h, 2d"),
+        ] = None,
     ) -> str:
         request = ctx.request_context.request
         session_id = request.path_params["session_id"] if request is not None else ""
@@ -103,6 +116,8 @@ def build_mcp_server(asker: Asker) -> ClarionMcpServer:
             arguments["context"] = context
         if context_paragraphs is not None:
             arguments["context_paragraphs"] = context_paragraphs
+        if expires_in is not None:
+            arguments["expires_in"] = expires_in
 
         async def progress(message: str) -> None:
             await ctx.report_progress(0, None, message)

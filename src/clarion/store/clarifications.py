@@ -36,9 +36,11 @@ from clarion.domain.models import (
     MetaKey,
     SessionState,
 )
+from clarion.domain.waiting import Deadlines
 from clarion.domain.webhooks import (
     CLARIFICATION_ANSWERED,
     CLARIFICATION_DETACHED,
+    CLARIFICATION_EXPIRED,
     CLARIFICATION_REQUESTED,
     WebhookFact,
     questions_of_rows,
@@ -54,6 +56,7 @@ from clarion.store.bundles import (
     rewrite,
     run_rows,
 )
+from clarion.store.deadlines import claim_expiry, insert_deadlines
 from clarion.store.fastpath import hot
 from clarion.store.messages import insert_message, resolve_turn
 from clarion.store.outbox import OutboxQueries
@@ -121,6 +124,7 @@ class ClarificationQueries(OutboxQueries):
         *,
         turn_id: str | None = None,
         session_state: SessionState | None = None,
+        deadlines: Deadlines | None = None,
     ) -> Written:
         pending_id = _bundle_identity(session_id, rows)
         now = self._clock.now()
@@ -134,6 +138,8 @@ class ClarificationQueries(OutboxQueries):
                 for row in rows
             ]
             session = await move_with(conn, session_id, session_state, self._clock.now())
+            if deadlines is not None:
+                await insert_deadlines(conn, pending_id, session_id, task_id, deadlines)
             await self._enqueue(
                 conn,
                 CLARIFICATION_REQUESTED,
@@ -174,10 +180,13 @@ class ClarificationQueries(OutboxQueries):
             claimed: tuple[Message, ...] = ()
             rows = await bundle_rows(conn, pending_id)
             # A bundle spanning sessions, turns or types has no single owner: claim nothing.
+            # A policy's response also needs its expiry still unfired, claimed with it.
             if is_well_formed(rows):
                 pending = await run_rows(
                     conn, _CLAIMABLE, {"pending_id": pending_id, "session_id": session_id}
                 )
+                if pending and response.by_policy and not await claim_expiry(conn, pending_id, now):
+                    pending = []
                 taken: list[Message] = []
                 for row in pending:
                     values = claim_values(row, response)
@@ -194,18 +203,19 @@ class ClarificationQueries(OutboxQueries):
                 current_turn_id=current,
             )
             if claimed:
+                event = CLARIFICATION_EXPIRED if response.by_policy else CLARIFICATION_ANSWERED
                 await self._enqueue(
                     conn,
-                    CLARIFICATION_ANSWERED,
+                    event,
                     session.task_id,
                     lambda title: WebhookFact(
-                        CLARIFICATION_ANSWERED,
+                        event,
                         session.task_id,
                         title,
                         session_id,
                         pending_id=pending_id,
                         questions=questions_of_rows(bundle.rows),
-                        detail="skipped" if response.rejected else "answered",
+                        detail=_answered_detail(response),
                     ),
                     now,
                 )
@@ -337,6 +347,12 @@ def _detached_fact(pending_id: str, rows: Sequence[Message], title: str) -> Webh
         pending_id=pending_id,
         questions=questions_of_rows(rows),
     )
+
+
+def _answered_detail(response: ClarificationResponse) -> str:
+    if response.by_policy:
+        return response.reject_reason if response.rejected else "the default answer was chosen"
+    return "skipped" if response.rejected else "answered"
 
 
 def _pid(message: Message) -> str:

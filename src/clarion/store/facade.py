@@ -19,6 +19,7 @@ from clarion.ports import Clock
 from clarion.store.agent_stops import AgentStopQueries
 from clarion.store.auth import AuthQueries
 from clarion.store.clarifications import ClarificationQueries
+from clarion.store.deadlines import DeadlineQueries
 from clarion.store.delivery import DeliveryQueries
 from clarion.store.engine import Db, open_engine
 from clarion.store.failures import FailureQueries
@@ -78,6 +79,7 @@ class SqlStore(
     TurnQueries,
     MessageQueries,
     ClarificationQueries,
+    DeadlineQueries,
     ReservationQueries,
     DeliveryQueries,
     ProjectionQueries,

@@ -20,7 +20,13 @@ from sqlalchemy import Column, Connection, Integer, MetaData, Table, insert, ins
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from clarion.store.engine import Db
-from clarion.store.schema import auth_schema, cluster_schema, schema, webhook_schema
+from clarion.store.schema import (
+    auth_schema,
+    cluster_schema,
+    schema,
+    waiting_schema,
+    webhook_schema,
+)
 from clarion.store.sql import UtcDateTime
 
 log = logging.getLogger(__name__)
@@ -104,6 +110,12 @@ def _v8_pending_revision_sequence(conn: Connection) -> None:
         )
 
 
+def _v9_clarification_deadlines(conn: Connection) -> None:
+    # clarification_deadlines: a question's waiting-policy timers (store/deadlines.py). It
+    # references nothing, so it can be created on any earlier version.
+    waiting_schema.create_all(conn, checkfirst=True)
+
+
 MIGRATIONS: tuple[Callable[[Connection], None], ...] = (
     _v1_initial_tables,
     _v2_access_control,
@@ -113,6 +125,7 @@ MIGRATIONS: tuple[Callable[[Connection], None], ...] = (
     _v6_cluster_replicas,
     _v7_session_owner,
     _v8_pending_revision_sequence,
+    _v9_clarification_deadlines,
 )
 LATEST_VERSION = len(MIGRATIONS)
 

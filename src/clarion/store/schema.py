@@ -192,3 +192,31 @@ replicas = Table(
     Column("started_at", UtcDateTime, nullable=False),
     Column("last_seen_at", UtcDateTime, nullable=False),
 )
+
+# Waiting policy (migration 9): one row per question asked under a policy that can fire (see
+# domain/waiting.py), written in the transaction that writes the question. `next_due_at` is the
+# earliest timer still to fire (null once none is left), which the scheduler waits for; each
+# timer's own column records that it fired, and is set only by a guarded update.
+waiting_schema = MetaData()
+
+clarification_deadlines = Table(
+    "clarification_deadlines",
+    waiting_schema,
+    Column("pending_id", ID, primary_key=True),
+    Column("session_id", ID, nullable=False),
+    Column("task_id", ID, nullable=False),
+    Column("waiting_since", UtcDateTime, nullable=False),
+    Column("remind_every_s", Integer, nullable=True),
+    Column("remind_after", String(32), nullable=True),
+    Column("remind_at", UtcDateTime, nullable=True),
+    Column("reminders", Integer, nullable=False, default=0),
+    Column("escalate_at", UtcDateTime, nullable=True),
+    Column("escalate_to", JsonText, nullable=False),
+    Column("escalated_at", UtcDateTime, nullable=True),
+    Column("expire_at", UtcDateTime, nullable=True),
+    Column("expire_after", String(32), nullable=True),
+    Column("on_expiry", String(16), nullable=False),
+    Column("expired_at", UtcDateTime, nullable=True),
+    Column("next_due_at", UtcDateTime, nullable=True),
+    Index("ix_clarification_deadlines_due", "next_due_at"),
+)

@@ -14,11 +14,13 @@ from typing import Protocol
 
 from clarion.ports.store.access import AccessStore
 from clarion.ports.store.answers import AnswerStore
+from clarion.ports.store.deadlines import DeadlineStore
 from clarion.ports.store.lookups import Lookups
 from clarion.ports.store.permissions import PermissionStore
 from clarion.ports.store.reads import ReadStore
 from clarion.ports.store.records import (
     ClaimResult,
+    DeadlineRecord,
     DetachedBundle,
     InboxEntry,
     IntentRecovery,
@@ -39,6 +41,8 @@ __all__ = [
     "AnswerStore",
     "ClaimResult",
     "Clock",
+    "DeadlineRecord",
+    "DeadlineStore",
     "DetachedBundle",
     "InboxEntry",
     "IntentRecovery",
@@ -84,6 +88,7 @@ class Store(
     AccessStore,
     PermissionStore,
     WebhookStore,
+    DeadlineStore,
     Protocol,
 ):
     """Everything durable. Only the composition root and the store's own tests see the whole;

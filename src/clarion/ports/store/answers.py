@@ -14,6 +14,7 @@ from clarion.domain.models import (
     SessionState,
     Turn,
 )
+from clarion.domain.waiting import Deadlines
 from clarion.ports.store.lookups import Lookups
 from clarion.ports.store.records import (
     ClaimResult,
@@ -46,9 +47,11 @@ class AnswerStore(Lookups, Protocol):
         *,
         turn_id: str | None = None,
         session_state: SessionState | None = None,
+        deadlines: Deadlines | None = None,
     ) -> Written:
         """Insert all rows of one bundle in the given (default: current) turn, or none; with
-        `session_state`, also move a non-terminal session there, in the same commit."""
+        `session_state`, also move a non-terminal session there, in the same commit; with
+        `deadlines`, also write the question's waiting-policy row, in the same commit."""
         ...
 
     async def claim_response(
@@ -56,7 +59,9 @@ class AnswerStore(Lookups, Protocol):
     ) -> ClaimResult:
         """Claim the bundle's pending rows in the current turn of a non-terminal session:
         write the provisional status (answered/rejected), the per-row response, and
-        `response_delivery_pending=true`. Terminal siblings are untouched."""
+        `response_delivery_pending=true`. Terminal siblings are untouched. A policy's
+        response (`by_policy`) also claims the bundle's expiry, and applies only if that was
+        still unfired."""
         ...
 
     async def confirm_delivery(

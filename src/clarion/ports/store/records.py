@@ -15,6 +15,7 @@ from clarion.domain.models import (
     StatusSummary,
     Workspace,
 )
+from clarion.domain.waiting import Deadlines
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +90,23 @@ class Written:
 
     rows: tuple[Message, ...]
     session: Session | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DeadlineRecord:
+    """A question's waiting-policy row: its timers still to fire (`deadlines`, whose fired
+    timers read None), what already fired, and the earliest time anything is due."""
+
+    pending_id: str
+    session_id: str
+    task_id: str
+    deadlines: Deadlines
+    reminders: int
+    escalated_at: datetime | None
+    expired_at: datetime | None
+    # The expiry as scheduled, fired or not (the bundle read shows it).
+    scheduled_expiry: datetime | None
+    next_due_at: datetime | None
 
 
 @dataclass(frozen=True, slots=True)

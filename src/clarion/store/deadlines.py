@@ -1,0 +1,268 @@
+"""Deadlines of questions asked under a waiting policy: written with the question, read by the
+scheduler and the bundle reads, and fired by guarded updates that report whether they applied.
+
+Imported by the SqlStore facade (and by `clarifications`, which writes a question's deadlines
+in the transaction that writes the question, and claims its expiry in the transaction that
+claims the response). A question without a policy has no row, so it pays nothing here.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import and_, insert, select, update
+
+from clarion.domain.waiting import Deadlines, Duration, OnExpiry, parse_duration
+from clarion.domain.webhooks import (
+    CLARIFICATION_ESCALATED,
+    CLARIFICATION_REMINDER,
+    WebhookFact,
+)
+from clarion.ports.store.records import DeadlineRecord
+from clarion.store.outbox import OutboxQueries
+from clarion.store.rows import Record
+from clarion.store.schema import clarification_deadlines as deadlines
+from clarion.store.schema import task_sessions
+from clarion.store.tx import Tx
+
+log = logging.getLogger(__name__)
+
+
+async def insert_deadlines(
+    conn: Tx, pending_id: str, session_id: str, task_id: str, due: Deadlines
+) -> None:
+    """The question's deadline row, in the caller's (the question's) transaction."""
+    every = due.remind_every
+    await conn.execute(
+        insert(deadlines).values(
+            pending_id=pending_id,
+            session_id=session_id,
+            task_id=task_id,
+            waiting_since=due.waiting_since,
+            remind_every_s=every.seconds if every else None,
+            remind_after=every.text if every else None,
+            remind_at=due.remind_at,
+            reminders=0,
+            escalate_at=due.escalate_at,
+            escalate_to={"users": list(due.escalate_to)},
+            escalated_at=None,
+            expire_at=due.expire_at,
+            expire_after=due.expire_after.text if due.expire_after else None,
+            on_expiry=due.on_expiry.value,
+            expired_at=None,
+            next_due_at=due.next_due,
+        )
+    )
+
+
+async def claim_expiry(conn: Tx, pending_id: str, now: datetime) -> bool:
+    """The expiry fires once: set `expired_at` where it is still unset. Run in the transaction
+    that claims the policy's response, so the two apply together or not at all."""
+    result = await conn.execute(
+        update(deadlines)
+        .where(deadlines.c.pending_id == pending_id, deadlines.c.expired_at.is_(None))
+        .values(expired_at=now, next_due_at=None)
+    )
+    return result.rowcount == 1
+
+
+async def _settle_next_due(conn: Tx, pending_id: str) -> None:
+    """`next_due_at` := the earliest timer still to fire, after one of them fired."""
+    row = (await conn.execute(select(deadlines).where(deadlines.c.pending_id == pending_id))).one()
+    await conn.execute(
+        update(deadlines)
+        .where(deadlines.c.pending_id == pending_id)
+        .values(next_due_at=to_record(row).deadlines.next_due)
+    )
+
+
+def to_record(row: Record) -> DeadlineRecord:
+    every = (
+        Duration(row.remind_after, int(row.remind_every_s))
+        if row.remind_every_s is not None and row.remind_after
+        else None
+    )
+    users = row.escalate_to.get("users", [])
+    expire_after = _duration(row.expire_after)
+    return DeadlineRecord(
+        pending_id=row.pending_id,
+        session_id=row.session_id,
+        task_id=row.task_id,
+        deadlines=Deadlines(
+            waiting_since=row.waiting_since,
+            remind_every=every,
+            remind_at=row.remind_at,
+            escalate_at=None if row.escalated_at is not None else row.escalate_at,
+            escalate_to=tuple(str(u) for u in users if isinstance(u, str)),
+            expire_at=None if row.expired_at is not None else row.expire_at,
+            expire_after=expire_after,
+            on_expiry=OnExpiry(row.on_expiry),
+        ),
+        reminders=int(row.reminders),
+        escalated_at=row.escalated_at,
+        expired_at=row.expired_at,
+        scheduled_expiry=row.expire_at,
+        next_due_at=row.next_due_at,
+    )
+
+
+def _duration(text: str | None) -> Duration | None:
+    return parse_duration(text) if text else None
+
+
+def _owned(owner: str | None) -> Any:
+    """Deadlines of sessions this server runs: all of them in single mode, a replica's own
+    (or adopted) ones in a cluster."""
+    if owner is None:
+        return deadlines.c.next_due_at.is_not(None)
+    mine = select(task_sessions.c.id).where(task_sessions.c.owner_replica_id == owner)
+    return and_(deadlines.c.next_due_at.is_not(None), deadlines.c.session_id.in_(mine))
+
+
+class DeadlineQueries(OutboxQueries):
+    async def next_deadline_due(self, owner: str | None) -> datetime | None:
+        query = select(deadlines.c.next_due_at).where(_owned(owner))
+        query = query.order_by(deadlines.c.next_due_at).limit(1)
+        async with self._db.read_one() as conn:
+            return (await conn.execute(query)).scalar()  # type: ignore[no-any-return]
+
+    async def due_deadlines(
+        self, owner: str | None, now: datetime, limit: int = 50
+    ) -> list[DeadlineRecord]:
+        query = (
+            select(deadlines)
+            .where(_owned(owner), deadlines.c.next_due_at <= now)
+            .order_by(deadlines.c.next_due_at, deadlines.c.pending_id)
+            .limit(limit)
+        )
+        async with self._db.read_one() as conn:
+            return [to_record(row) for row in await conn.execute(query)]
+
+    async def find_deadlines(self, pending_ids: Sequence[str]) -> dict[str, DeadlineRecord]:
+        if not pending_ids:
+            return {}
+        query = select(deadlines).where(deadlines.c.pending_id.in_(sorted(set(pending_ids))))
+        async with self._db.read_one() as conn:
+            return {row.pending_id: to_record(row) for row in await conn.execute(query)}
+
+    async def record_reminder(
+        self,
+        record: DeadlineRecord,
+        next_remind_at: datetime | None,
+        questions: Sequence[dict[str, Any]],
+    ) -> bool:
+        """Move the reminder on from the one due (guarded on it, so it fires once) and queue
+        `clarification.reminder` in the same commit."""
+        due = record.deadlines
+        now = self._clock.now()
+        async with self._db.write() as conn:
+            result = await conn.execute(
+                update(deadlines)
+                .where(
+                    deadlines.c.pending_id == record.pending_id,
+                    deadlines.c.remind_at == due.remind_at,
+                )
+                .values(remind_at=next_remind_at, reminders=deadlines.c.reminders + 1)
+            )
+            if result.rowcount != 1:
+                return False
+            await _settle_next_due(conn, record.pending_id)
+            await self._fact(conn, CLARIFICATION_REMINDER, record, questions, now)
+        log.info("clarification reminder due", extra={"pending_id": record.pending_id})
+        return True
+
+    async def record_escalation(
+        self, record: DeadlineRecord, questions: Sequence[dict[str, Any]]
+    ) -> bool:
+        """Escalate once (guarded on `escalated_at` unset): from this commit the named users
+        may see and answer the question; `clarification.escalated` is queued with it."""
+        due = record.deadlines
+        now = self._clock.now()
+        async with self._db.write() as conn:
+            result = await conn.execute(
+                update(deadlines)
+                .where(
+                    deadlines.c.pending_id == record.pending_id,
+                    deadlines.c.escalated_at.is_(None),
+                )
+                .values(escalated_at=now)
+            )
+            if result.rowcount != 1:
+                return False
+            await _settle_next_due(conn, record.pending_id)
+            detail = ", ".join(due.escalate_to)
+            await self._fact(conn, CLARIFICATION_ESCALATED, record, questions, now, detail)
+        log.info(
+            "clarification escalated",
+            extra={"pending_id": record.pending_id, "users": list(due.escalate_to)},
+        )
+        return True
+
+    async def retire_deadlines(self, pending_id: str) -> bool:
+        """The question no longer waits (answered, cancelled, superseded): nothing more fires."""
+        async with self._db.write() as conn:
+            result = await conn.execute(
+                update(deadlines)
+                .where(deadlines.c.pending_id == pending_id, deadlines.c.next_due_at.is_not(None))
+                .values(next_due_at=None)
+            )
+        return result.rowcount == 1
+
+    async def postpone_deadlines(self, pending_id: str, until: datetime) -> bool:
+        """Look at this question again at `until` (its answer is being delivered: whether it
+        still waits is known only then)."""
+        async with self._db.write() as conn:
+            result = await conn.execute(
+                update(deadlines)
+                .where(deadlines.c.pending_id == pending_id, deadlines.c.next_due_at.is_not(None))
+                .values(next_due_at=until)
+            )
+        return result.rowcount == 1
+
+    async def reopen_expiry(self, pending_id: str, retry_at: datetime) -> bool:
+        """An expiry whose answer was not delivered (the question is pending again): fire it
+        again at `retry_at`."""
+        async with self._db.write() as conn:
+            result = await conn.execute(
+                update(deadlines)
+                .where(deadlines.c.pending_id == pending_id, deadlines.c.expired_at.is_not(None))
+                .values(expired_at=None, expire_at=retry_at, next_due_at=retry_at)
+            )
+        return result.rowcount == 1
+
+    async def escalated_pending_ids(self, user: str) -> list[str]:
+        """Questions escalated to `user` (access-control reads widen visibility by these)."""
+        query = select(deadlines.c.pending_id, deadlines.c.escalate_to).where(
+            deadlines.c.escalated_at.is_not(None)
+        )
+        async with self._db.read_one() as conn:
+            rows = list(await conn.execute(query))
+        return sorted(r.pending_id for r in rows if user in r.escalate_to.get("users", []))
+
+    async def _fact(
+        self,
+        conn: Tx,
+        event: str,
+        record: DeadlineRecord,
+        questions: Sequence[dict[str, Any]],
+        now: datetime,
+        detail: str = "",
+    ) -> None:
+        await self._enqueue(
+            conn,
+            event,
+            record.task_id,
+            lambda title: WebhookFact(
+                event,
+                record.task_id,
+                title,
+                record.session_id,
+                pending_id=record.pending_id,
+                questions=tuple(questions),
+                detail=detail,
+            ),
+            now,
+        )

@@ -1,0 +1,81 @@
+"""`[agents.NAME.waiting]` and `[workspaces.NAME.waiting]`: read from the config file, and a
+bad value refused with the file and the key named, by `Settings.load` and by `clarion serve`
+(exit status 2, one line)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from clarion.config import BUILTIN_PROFILE, Settings
+from clarion.domain.waiting import OnExpiry, parse_duration
+
+
+def _config(tmp_path: Path, text: str) -> str:
+    path = tmp_path / "clarion.toml"
+    path.write_text(text)
+    return str(path)
+
+
+def test_profile_and_workspace_policies_are_read(tmp_path: Path) -> None:
+    config = _config(
+        tmp_path,
+        """
+[agents.builtin.waiting]
+remind_after = "30m"
+expire_after = "8h"
+on_expiry = "default"
+
+[agents.other]
+command = ["true"]
+
+[workspaces.alpha.waiting]
+escalate_after = "2h"
+escalate_to = ["bob", "carol"]
+""",
+    )
+    settings = Settings.load(config_file=config, env={"CLARION_HOME": str(tmp_path)})
+    builtin = settings.agents[BUILTIN_PROFILE]
+    assert builtin.waiting is not None
+    assert builtin.waiting.remind_after == parse_duration("30m")
+    assert builtin.waiting.on_expiry is OnExpiry.DEFAULT
+    assert builtin.command[-1] == "clarion.agents.builtin", "the built-in agent still runs"
+    assert settings.agents["other"].waiting is None
+    alpha = settings.workspace_waiting["alpha"]
+    assert alpha.escalate_to == ("bob", "carol") and alpha.escalate_after == parse_duration("2h")
+
+
+BAD = [
+    ('[agents.builtin.waiting]\nremind_after = "8 hours"\n', "agents.builtin.waiting.remind_after"),
+    ('[agents.builtin.waiting]\nexpire_after = "0m"\n', "agents.builtin.waiting.expire_after"),
+    ('[agents.builtin.waiting]\non_expiry = "later"\n', "agents.builtin.waiting.on_expiry"),
+    ("[workspaces.alpha.waiting]\nescalate_after = 5\n", "workspaces.alpha.waiting.escalate_after"),
+    ('[workspaces.alpha.waiting]\nescalate_to = "bob"\n', "workspaces.alpha.waiting.escalate_to"),
+    ('[workspaces.alpha.waiting]\nremind_every = "1h"\n', "workspaces.alpha.waiting.remind_every"),
+]
+
+
+@pytest.mark.parametrize(("text", "key"), BAD)
+def test_a_bad_value_names_the_file_and_the_key(tmp_path: Path, text: str, key: str) -> None:
+    config = _config(tmp_path, text)
+    with pytest.raises(ValueError, match="waiting") as raised:
+        Settings.load(config_file=config, env={"CLARION_HOME": str(tmp_path)})
+    assert config in str(raised.value) and key in str(raised.value)
+
+
+def test_serve_stops_with_status_2_and_one_line_naming_file_and_key(tmp_path: Path) -> None:
+    config = _config(tmp_path, '[agents.builtin.waiting]\nexpire_after = "8 hours"\n')
+    done = subprocess.run(
+        [sys.executable, "-m", "clarion", "serve", "--port", "0", "--config", config],
+        env={"CLARION_HOME": str(tmp_path), "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2, done.stderr
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, done.stderr
+    assert config in lines[0] and "agents.builtin.waiting.expire_after" in lines[0]
