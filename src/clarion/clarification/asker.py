@@ -22,7 +22,7 @@ from clarion.domain.answers import tool_result_text
 from clarion.domain.bundles import questions_of_rows
 from clarion.domain.errors import NotFound, QuestionDetached
 from clarion.domain.ids import new_id
-from clarion.domain.models import AuthorType, MessageType, MetaKey, SessionState
+from clarion.domain.models import AuthorType, MessageType, SessionState
 from clarion.domain.prompts import DETACHED_TOOL_ERROR
 from clarion.domain.questions import bundle_row_metadata, parse_ask
 from clarion.domain.waiting import deadlines_for, expiry_notice, parse_expires_in
@@ -90,10 +90,9 @@ class Asker:
         policy = await self._policies.for_session(session)
         deadlines = deadlines_for(policy, expires_in, self._clock.now()) if policy else None
         pending_id = new_id()
-        metadata = bundle_row_metadata(pending_id, questions, context)
-        if deadlines is not None:
-            for meta in metadata:
-                meta[MetaKey.WAITING] = True
+        metadata = bundle_row_metadata(
+            pending_id, questions, context, waiting=deadlines is not None
+        )
         # The waiter exists before the rows do: a responder that sees the rows always finds
         # the live waiter, and never mistakes a question still being asked for a detached one.
         waiter = self._waiters.register(pending_id, session_id, turn_id)

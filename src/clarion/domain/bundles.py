@@ -213,15 +213,7 @@ def lost_to_cancellation(bundle: Bundle) -> bool:
 def claim_values(message: Message, response: ClarificationResponse) -> dict[str, Any]:
     """What a claim writes on one row: the provisional status and this row's part of the
     response (its question's answer, or the rejection reason). The delivery intent is the
-    store's to add, in the same write. A policy's response says so (`answered_by`); a
-    person's writes nothing more than before."""
-    values = _claim_values(message, response)
-    if response.by_policy:
-        values[MetaKey.ANSWERED_BY] = ANSWERED_BY_POLICY
-    return values
-
-
-def _claim_values(message: Message, response: ClarificationResponse) -> dict[str, Any]:
+    store's to add, in the same write."""
     if response.rejected:
         return {
             MetaKey.STATUS: ClarificationStatus.REJECTED.value,

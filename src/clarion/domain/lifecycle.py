@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from clarion.domain.models import BundleState, ClarificationStatus, Delivery, MetaKey
+from clarion.domain.waiting import ANSWERED_BY_POLICY
 
 LIVE = BundleState.ACTIVE_LIVE
 DETACHED = BundleState.ACTIVE_DETACHED
@@ -43,6 +44,7 @@ LIFECYCLE_KEYS = frozenset(
         MetaKey.DELIVERY,
         MetaKey.RESEND_PENDING,
         MetaKey.RESENT_TURN_ID,
+        MetaKey.ANSWERED_BY,
     }
 )
 
@@ -122,6 +124,16 @@ CLAIM = Transition(
     sources=ACTIVE,
     targets=frozenset({CLAIMED}),
     sets={MetaKey.RESPONSE_DELIVERY_PENDING: True},
+    fills=(MetaKey.STATUS, MetaKey.RESPONSE, MetaKey.REJECT_REASON),
+    stamps_time=True,
+)
+# The waiting policy's expiry answering, exactly as a person's claim does, and saying so. The
+# store applies it only together with the claim of the question's expiry (store/deadlines.py).
+CLAIM_BY_POLICY = Transition(
+    "claim_by_policy",
+    sources=ACTIVE,
+    targets=frozenset({CLAIMED}),
+    sets={MetaKey.RESPONSE_DELIVERY_PENDING: True, MetaKey.ANSWERED_BY: ANSWERED_BY_POLICY},
     fills=(MetaKey.STATUS, MetaKey.RESPONSE, MetaKey.REJECT_REASON),
     stamps_time=True,
 )
@@ -205,6 +217,7 @@ TRANSITIONS: tuple[Transition, ...] = (
     DETACH,
     LOSE_WAITER,
     CLAIM,
+    CLAIM_BY_POLICY,
     RESTORE_CLAIM,
     DELIVER,
     RETIRE_INTENT,

@@ -156,12 +156,15 @@ def _option_wire(option: QuestionOption) -> dict[str, Any]:
 
 
 def bundle_row_metadata(
-    pending_id: str, questions: Sequence[Question], context: str
+    pending_id: str, questions: Sequence[Question], context: str, *, waiting: bool = False
 ) -> list[dict[str, Any]]:
-    """The metadata of each row of a new bundle, one per question, with kandev's keys."""
+    """The metadata of each row of a new bundle, one per question, with kandev's keys; with
+    `waiting`, the mark of a bundle asked under a waiting policy that can fire."""
     total = len(questions)
+    marks: dict[str, Any] = {MetaKey.WAITING: True} if waiting else {}
     return [
         {
+            **marks,
             MetaKey.PENDING_ID: pending_id,
             MetaKey.QUESTION_ID: q.id,
             MetaKey.QUESTION: question_wire(q),

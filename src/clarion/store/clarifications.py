@@ -21,6 +21,7 @@ from clarion.domain.errors import Conflict, InvalidInput, NotFound
 from clarion.domain.lifecycle import (
     CANCEL,
     CLAIM,
+    CLAIM_BY_POLICY,
     DELIVER,
     DETACH,
     EXPIRE,
@@ -190,7 +191,8 @@ class ClarificationQueries(OutboxQueries):
                 taken: list[Message] = []
                 for row in pending:
                     values = claim_values(row, response)
-                    taken.extend(await rewrite(conn, [row], CLAIM, now=now, values=values))
+                    claim = CLAIM_BY_POLICY if response.by_policy else CLAIM
+                    taken.extend(await rewrite(conn, [row], claim, now=now, values=values))
                 claimed = tuple(taken)
             # The bundle as it now stands: the rows read above with the claimed ones replaced
             # (nothing else in it can change under the session lock), so no second read.
