@@ -41,7 +41,13 @@ def test_a_pending_permission_is_shown_like_a_question_and_allowed_by_a_click(
     panel = page.get_by_test_id("permission-panel")
     expect(panel.get_by_test_id("permission-title")).to_have_text("Edit README.md")
     expect(panel.get_by_test_id("permission-kind")).to_have_text("edit")
-    expect(panel.get_by_test_id("permission-input")).to_contain_text('"path": "README.md"')
+    expect(panel.get_by_test_id("permission-path")).to_have_text("README.md")
+    expect(panel.get_by_test_id("permission-diff")).to_contain_text("+ # Project")
+    expect(panel.get_by_test_id("permission-diff")).to_contain_text("+ Updated by the agent.")
+    expect(panel).not_to_contain_text("\\n")
+    expect(panel.get_by_test_id("permission-option-allow-always")).to_contain_text(
+        "stops asking about edit calls"
+    )
     expect(panel).not_to_contain_text("null")
     expect(page.get_by_test_id("session-view").locator(".sheet-header")).not_to_contain_text("null")
     for option in ("allow", "allow-always", "reject", "reject-always"):
@@ -60,15 +66,21 @@ def test_a_pending_permission_is_shown_like_a_question_and_allowed_by_a_click(
 def test_a_number_key_decides_and_a_phone_sees_the_options_as_buttons(
     shared_server: ServerProcess, new_page: object
 ) -> None:
-    task_id = shared_server.create_task("Delete the build output")
-    session_id = start_session(shared_server, task_id, "/scenario permission kind=delete")
+    task_id = shared_server.create_task("Run the tests")
+    session_id = start_session(shared_server, task_id, "/scenario permission kind=execute")
     wait_for_permission(shared_server, session_id)
     phone = new_page(phone=True)  # type: ignore[operator]
     _open_session(phone, shared_server, task_id, session_id)
     panel = phone.get_by_test_id("permission-panel")
-    expect(panel.get_by_test_id("permission-kind")).to_have_text("delete")
+    expect(panel.get_by_test_id("permission-kind")).to_have_text("execute")
+    expect(panel.get_by_test_id("permission-command")).to_have_text("$ make test")
     box = box_of(phone, "permission-panel", "permission-option-reject")
     assert box["height"] >= 44  # a finger-sized target
+    # Every option says what it does: no empty space under its name.
+    expect(panel.get_by_test_id("permission-option-meaning")).to_have_count(4)
+    expect(panel.get_by_test_id("permission-option-allow-always")).to_contain_text(
+        "stops asking about execute calls"
+    )
     screenshot(phone, "permission-phone")
 
     panel.focus()

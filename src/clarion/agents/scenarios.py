@@ -224,7 +224,11 @@ async def _ask_permission(host: ScenarioHost, call: ScenarioCall) -> str | None:
     if kind not in TOOL_KINDS:
         raise ScenarioError(f"Scenario {call.name}: kind must be one of {', '.join(TOOL_KINDS)}")
     title = call.args.get("title") or f"{kind.replace('_', ' ').capitalize()} README.md"
-    raw_input = {"path": "README.md", "content": "# Project\n\nUpdated by the agent.\n"}
+    raw_input: dict[str, Any] = (
+        {"command": "make test", "cwd": "."}
+        if kind == "execute"
+        else {"path": "README.md", "content": "# Project\n\nUpdated by the agent.\n"}
+    )
     chosen = await host.request_permission(
         title=title, kind=kind, raw_input=raw_input, options=list(PERMISSION_OPTIONS)
     )

@@ -6,12 +6,42 @@
 
 import { h } from "./dom.js";
 import { trapTab } from "./focus.js";
+import { optionMeaning, previewOf } from "./permission-preview.js";
 
 /** @typedef {import("./api.js").Api} Api */
 /** @typedef {import("./transcript.js").Message} Message */
 
 /** A tool's input is shown up to this many characters; the rest is cut, and says so. */
 export const INPUT_LIMIT = 2000;
+/** A diff shows at most this many lines; the rest is counted. */
+const DIFF_LINES_SHOWN = 200;
+
+/**
+ * The change the tool call would make, as a person reads it (see permission-preview.js).
+ * @param {Record<string, any>} tool
+ */
+function previewElement(tool) {
+  const preview = previewOf(tool);
+  if (preview.type === "diff") {
+    const shown = preview.lines.slice(0, DIFF_LINES_SHOWN);
+    const more = preview.lines.length - shown.length;
+    const signs = { "+": "diff-add", "-": "diff-del", " ": "diff-ctx" };
+    return h("div", { class: "permission-preview" },
+      preview.path ? h("p", { class: "permission-path", testid: "permission-path", text: preview.path }) : null,
+      preview.note ? h("p", { class: "permission-note", text: preview.note }) : null,
+      h("pre", { class: "permission-input permission-diff", testid: "permission-diff" },
+        ...shown.map((l) => h("span", { class: signs[l.sign], text: `${l.sign} ${l.text}\n` })),
+        more > 0 ? h("span", { class: "diff-more", text: `… ${more} more lines` }) : null));
+  }
+  if (preview.type === "command") {
+    return h("div", { class: "permission-preview" },
+      h("pre", { class: "permission-input permission-command", testid: "permission-command", text: `$ ${preview.command}` }),
+      preview.cwd ? h("p", { class: "permission-note", text: `in ${preview.cwd}` }) : null);
+  }
+  if (preview.type === "fetch") return h("p", { class: "permission-path", testid: "permission-url", text: preview.url });
+  if (preview.type === "raw") return h("pre", { class: "permission-input", testid: "permission-input", text: readableInput(preview.text) });
+  return null;
+}
 
 /**
  * The tool input as readable text: strings as they are, anything else as indented JSON, at
@@ -94,14 +124,14 @@ export class PermissionPanel {
     const request = this.request;
     if (!request) return;
     const tool = request.metadata?.tool_call ?? {};
-    const input = readableInput(tool.raw_input);
+    const toolKind = String(tool.kind ?? "other");
     this.root.classList.toggle("submitting", this.submitting);
     this.root.replaceChildren(
       h("div", { class: "overlay-header" },
         h("strong", { text: "The agent asks for permission" }),
         h("span", { class: "badge", testid: "permission-kind", text: String(tool.kind ?? "other") })),
       h("p", { class: "permission-title", testid: "permission-title", text: String(tool.title ?? request.content ?? "") }),
-      input ? h("pre", { class: "permission-input", testid: "permission-input", text: input }) : "",
+      previewElement(tool) ?? "",
       h("div", { class: "options permission-options" },
         ...this.options().map((o, i) => h("button", {
           type: "button",
@@ -110,7 +140,10 @@ export class PermissionPanel {
           disabled: this.submitting,
           dataset: { kind: String(o.kind ?? "") },
           onClick: () => void this.decide({ option_id: o.option_id }),
-        }, h("span", { class: "option-label" }, h("kbd", { text: String(i + 1) }), String(o.name ?? o.option_id))))),
+        }, h("span", { class: "option-label" }, h("kbd", { text: String(i + 1) }), String(o.name ?? o.option_id)),
+        optionMeaning(String(o.kind ?? ""), toolKind)
+          ? h("span", { class: "option-description", testid: "permission-option-meaning", text: optionMeaning(String(o.kind ?? ""), toolKind) })
+          : null))),
       this.error ? h("div", { class: "error", role: "alert", testid: "permission-error", text: this.error }) : "",
     );
   }
