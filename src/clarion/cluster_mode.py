@@ -96,6 +96,7 @@ class Joined:
         me = self.replica.replica_id
         async with self.gate.adopting():
             adopted = await self.app.sql.adopt_replica(me, dead)
+            self.app.metrics.adopted(len(adopted or ()))
             if adopted:
                 await self.gate.recovering(adopted)
         if not adopted:
@@ -137,7 +138,7 @@ class ClusterMode:
             asgi,
             replica_id=replica.replica_id,
             directory=directory,
-            carrier=Carrier(self.forwarding, directory, forward_deadline(settings)),
+            carrier=Carrier(self.forwarding, directory, forward_deadline(settings), app.metrics),
             mcp=self.mcp,
             gate=joined.gate,
             adoption_wait_s=replica.adoption_horizon_s + settings.replica_timeout,

@@ -13,6 +13,7 @@ from typing import Any
 
 from clarion.config_files import duration, http_url, positive, read_config
 from clarion.domain.waiting import WaitingPolicy
+from clarion.ops_config import OperationsConfig
 from clarion.permission_config import permission_rules
 from clarion.waiting_config import load_workspace_policies, waiting_policy
 from clarion.webhook_config import (
@@ -118,6 +119,8 @@ class Settings:
     replica_timeout: float = 10.0
     # `[workspaces.NAME.waiting]`: the policy of questions asked in that workspace.
     workspace_waiting: Mapping[str, WaitingPolicy] = field(default_factory=dict)
+    # Metrics token, retention, telemetry (docs/operations.md).
+    operations: OperationsConfig = field(default_factory=OperationsConfig)
 
     @classmethod
     def load(
@@ -166,6 +169,7 @@ class Settings:
             advertise_url=_advertise_url(advertise_url or env.get("CLARION_ADVERTISE_URL")),
             replica_timeout=positive(env, "CLARION_REPLICA_TIMEOUT_S", 10.0),
             workspace_waiting=load_workspace_policies(config_file),
+            operations=OperationsConfig.load(config_file, env),
         )
         if settings.cluster:
             _check_cluster(settings)

@@ -25,6 +25,7 @@ from clarion.clock import SystemClock
 from clarion.config import AgentProfile, Settings
 from clarion.domain.permissions import PermissionRules
 from clarion.mcp.tools import McpEndpoint, build_mcp_server
+from clarion.metrics import MetricsExposition, PrometheusMetrics
 from clarion.orchestrator.access import AccessControl
 from clarion.orchestrator.admission import TurnAdmission
 from clarion.orchestrator.agent_events import AgentEvents
@@ -105,6 +106,7 @@ class App:
     # Cluster mode: ownership, adoption and routing queries (store/ownership.py).
     sql: SqlStore
     deadlines: DeadlineScheduler
+    metrics: PrometheusMetrics
     supervisor: Supervisor
 
     def start_deadlines(self, owner: str | None) -> None:
@@ -135,11 +137,12 @@ async def build(
     clock = clock or SystemClock()
     t = settings.timeouts
     sink = _LateSink()
+    metrics = PrometheusMetrics()
     async with (
         open_store(settings.database_url, clock) as sql_store,
         open_bus(settings.bus_url) as bus,
         Supervisor() as supervisor,
-        _webhooks(settings, sql_store, clock, base_url, supervisor),
+        _webhooks(settings, sql_store, clock, base_url, supervisor, metrics),
         runtime_factory(settings.agents, sink) as runtime,
     ):
         store: Store = sql_store if store_wrapper is None else store_wrapper(sql_store)
@@ -148,7 +151,7 @@ async def build(
         publisher = EventPublisher(bus, projector, summaries)
         lanes = Lanes()
         tokens = SessionTokens()
-        failures = AgentFailures(store=store, publisher=publisher)
+        failures = AgentFailures(store=store, publisher=publisher, metrics=metrics)
         permissions = PermissionService(
             store=store, publisher=publisher, lanes=lanes, rules=permission_rules(settings)
         )
@@ -166,7 +169,7 @@ async def build(
             ),
         )
         admission = TurnAdmission(
-            store, runtime, publisher, lanes, Launcher(tokens, base_url), failures, idle
+            store, runtime, publisher, lanes, Launcher(tokens, base_url), failures, idle, metrics
         )
         canceller = ClarificationCanceller(store, publisher, waiters, supervisor, t.persist)
         watchdogs = Watchdogs(
@@ -187,6 +190,7 @@ async def build(
             admission=admission,
             resume_accept_s=t.resume_accept,
             persist_s=t.persist,
+            metrics=metrics,
         )
 
         resolver = Resolver(
@@ -237,15 +241,16 @@ async def build(
             permissions=permissions,
             failures=failures,
         )
+        reads = Reads(
+            store,
+            projector,
+            summaries,
+            live_waiters=local_only(waiters.has),
+            agent_running=lambda session: runtime.is_running(session.id),
+        )
         services = ApiServices(
             tasks=TaskService(store, bus),
-            reads=Reads(
-                store,
-                projector,
-                summaries,
-                live_waiters=local_only(waiters.has),
-                agent_running=lambda session: runtime.is_running(session.id),
-            ),
+            reads=reads,
             sessions=sessions,
             admission=admission,
             resolver=resolver,
@@ -265,12 +270,21 @@ async def build(
             bus=bus,
             access=AccessControl(store, enabled=settings.auth),
             permissions=permissions,
+            metrics=metrics,
+            # Reads answers "which are live" across the cluster once cluster mode is attached.
+            exposition=MetricsExposition(
+                metrics,
+                sql_store,
+                reads.live_among,
+                ttl_s=settings.operations.metrics_cache_s,
+            ),
+            metrics_token=settings.operations.metrics_token,
         )
         try:
             yield App(
                 services=services,
                 mcp=McpEndpoint(build_mcp_server(asker), tokens),
-                recovery=StartupRecovery(store, projector, publisher),
+                recovery=StartupRecovery(store, projector, publisher, metrics),
                 watchdogs=watchdogs,
                 store=store,
                 runtime=runtime,
@@ -279,6 +293,7 @@ async def build(
                 sql=sql_store,
                 deadlines=scheduler,
                 supervisor=supervisor,
+                metrics=metrics,
             )
         finally:
             watchdogs.cancel_all()
@@ -291,6 +306,7 @@ async def _webhooks(
     clock: Clock,
     base_url: Callable[[], str],
     supervisor: Supervisor,
+    metrics: PrometheusMetrics,
 ) -> AsyncIterator[None]:
     """With `[[webhooks]]` configured: the store queues deliveries and a supervised deliverer
     sends them. Without, nothing is queued and nothing runs."""
@@ -299,7 +315,7 @@ async def _webhooks(
         return
     policy = settings.webhook_delivery
     async with http_sender(policy.timeout_s) as send:
-        deliverer = WebhookDeliverer(store, clock, settings.webhooks, policy, send)
+        deliverer = WebhookDeliverer(store, clock, settings.webhooks, policy, send, metrics)
         store.configure_webhooks(
             Outbox(
                 hooks=tuple((h.url, h.events) for h in settings.webhooks),

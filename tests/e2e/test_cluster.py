@@ -17,6 +17,7 @@ import pytest
 from tests.conftest import _pg_admin, _run
 from tests.e2e.cluster import RESUME_MARK, cluster_list, replica_id, session_owner, wait_role
 from tests.e2e.harness import ServerProcess, answer, wait_until
+from tests.ops.scrape import scrape, value
 
 pytestmark = pytest.mark.postgres
 
@@ -122,6 +123,10 @@ def test_when_a_replica_dies_one_survivor_adopts_its_sessions_and_an_answer_resu
     assert response.status_code == 200, response.text
     assert response.json()["resumed"] is True
     second.wait_for_agent_text(session_id, RESUME_MARK)
+    figures = scrape(second)
+    assert value(figures, "clarion_adopted_sessions_total") == 1
+    assert value(figures, "clarion_resumes_total") == 1
+    assert value(figures, "clarion_replicas") == 1
 
 
 def _cut_off(server: ServerProcess) -> None:

@@ -26,6 +26,7 @@ from tests.e2e.cluster import (
 )
 from tests.e2e.harness import ServerProcess, answer, recv_until, wait_until
 from tests.e2e.permission_steps import decide, wait_for_permission
+from tests.ops.scrape import scrape, value
 
 pytestmark = pytest.mark.postgres
 
@@ -81,6 +82,13 @@ def test_new_sessions_spread_over_the_replicas_and_an_answer_posted_anywhere_rea
         response = b.respond(pending_id, answer("db", "sqlite"))
         assert response.status_code == 200, response.text
         assert response.json()["resumed"] is False
+        # Counted once, where it ran (c, the owner); b only carried it.
+        on_b, on_c = scrape(b), scrape(c)
+        assert value(on_b, "clarion_carried_requests_total") >= 1
+        assert value(on_b, "clarion_answers_total", outcome="accepted") == 0
+        assert value(on_c, "clarion_answers_total", outcome="accepted") == 1
+        assert value(on_c, "clarion_respond_seconds_count", path="live") == 1
+        assert value(on_b, "clarion_replicas") == 3
         recv_until(
             ws,
             lambda m: (

@@ -11,6 +11,7 @@ import httpx
 import pytest
 
 from tests.e2e.harness import RESUME_MARK, ServerProcess, answer
+from tests.ops.scrape import scrape, value
 
 DBS = [
     pytest.param("sqlite", id="sqlite"),
@@ -108,6 +109,11 @@ def test_crash_after_attempt_marker_keeps_successor_and_never_dispatches_twice(
     assert retry.json()["error"]["state"] == "terminal"
     assert retry.json()["error"]["response"]["answers"][0]["selected_options"] == ["sqlite"]
     assert server.resume_prompts_seen(session_id) <= 1
+    # The restarted server's metrics: recovery's finding, and the refused retry.
+    figures = scrape(server)
+    ambiguous = 1 if bundle["delivery"] == "ambiguous" else 0
+    assert value(figures, "clarion_ambiguous_deliveries_total") == ambiguous
+    assert value(figures, "clarion_answers_total", outcome="conflict") == 1
 
 
 @pytest.mark.parametrize("db", DBS)
@@ -123,6 +129,7 @@ def test_rejected_dispatch_is_retryable_and_leaves_no_successor(
 
     assert response.status_code == 500
     assert response.json()["error"]["retryable"] is True
+    assert value(scrape(server), "clarion_answers_total", outcome="retryable_error") == 1
     assert response.json()["error"]["code"] == "resume_not_accepted"
     assert server.bundle(pending_id)["state"] == "active_detached"
     assert [t["id"] for t in _conversational_turns(server, session_id)] == turns_before

@@ -17,6 +17,7 @@ import pytest
 
 from tests.cli.cli_runner import run_cli
 from tests.e2e.harness import ServerProcess, answer, wait_until
+from tests.ops.scrape import scrape, value
 
 DBS = [
     pytest.param("sqlite", id="sqlite"),
@@ -197,6 +198,7 @@ def test_publication_failure_after_acceptance_reads_terminal_at_once(
 
     assert response.status_code == 500
     assert response.json()["error"]["code"] == "dispatch_not_finalized"
+    assert value(scrape(server), "clarion_answers_total", outcome="error") == 1
     bundle = server.bundle(pending_id)
     assert bundle["state"] == "terminal"
     assert bundle["delivery"] == "delivered"

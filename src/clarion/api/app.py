@@ -23,6 +23,7 @@ from clarion.api import (
     routes_clarifications,
     routes_cluster,
     routes_inbox,
+    routes_metrics,
     routes_permissions,
     routes_sessions,
     routes_tasks,
@@ -37,7 +38,7 @@ from clarion.mcp.tools import McpEndpoint
 WEB_DIR = Path(__file__).resolve().parent.parent / "web"
 
 
-_ALWAYS_OPEN = frozenset({"/healthz", routes_cluster.CLUSTER_PATH})
+_ALWAYS_OPEN = frozenset({"/healthz", routes_cluster.CLUSTER_PATH, routes_metrics.METRICS_PATH})
 
 
 class ReadinessGate:
@@ -94,6 +95,7 @@ def create_app(services: ApiServices, mcp: McpEndpoint) -> FastAPI:
     app.include_router(routes_permissions.router)
     app.include_router(routes_inbox.router)
     app.include_router(routes_cluster.router)
+    app.include_router(routes_metrics.router)
     app.include_router(ws.router)
     app.router.routes.append(
         Route("/mcp/sessions/{session_id}", endpoint=mcp, methods=["GET", "POST", "DELETE"])

@@ -26,6 +26,7 @@ from clarion.ports.cluster import (
     Forwarder,
     ForwardFailed,
 )
+from clarion.ports.metrics import NO_METRICS, Metrics
 
 log = logging.getLogger(__name__)
 
@@ -80,7 +81,14 @@ class Carrier:
     replica lives: one that died with the request in hand never replies, and its caller
     should not wait out the whole deadline to learn it."""
 
-    def __init__(self, forwarder: Forwarder, directory: Directory, deadline_s: float) -> None:
+    def __init__(
+        self,
+        forwarder: Forwarder,
+        directory: Directory,
+        deadline_s: float,
+        metrics: Metrics = NO_METRICS,
+    ) -> None:
+        self._metrics = metrics
         self._forwarder = forwarder
         self._directory = directory
         self._deadline_s = deadline_s
@@ -88,6 +96,7 @@ class Carrier:
     async def carry(self, replica_id: str, request: ForwardedRequest) -> ForwardedReply:
         """The reply; ForwardFailed(delivered=False) if nobody received it, (delivered=True)
         if it went out and the replica died or the deadline passed before it replied."""
+        self._metrics.carried_request()
         forwarding = asyncio.ensure_future(
             self._forwarder.forward(replica_id, request, self._deadline_s)
         )

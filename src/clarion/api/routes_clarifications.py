@@ -9,8 +9,11 @@ from fastapi import APIRouter, Request
 from clarion.api.auth import caller_of
 from clarion.api.bodies import read_json_object
 from clarion.api.openapi import body, errors
+from clarion.api.routes_metrics import recorded_answer
 from clarion.api.routes_tasks import services
 from clarion.api.schemas import Respond
+from clarion.api.services import ApiServices
+from clarion.clarification.resolver import RespondResult
 
 router = APIRouter(prefix="/api/v1")
 
@@ -34,11 +37,15 @@ async def get_bundle(pending_id: str, request: Request) -> dict[str, Any]:
 )
 async def respond(pending_id: str, request: Request) -> dict[str, Any]:
     svc = services(request)
+    result = await recorded_answer(svc.metrics, _respond(svc, pending_id, request))
+    return result.wire()
+
+
+async def _respond(svc: ApiServices, pending_id: str, request: Request) -> RespondResult:
     # Before anything else: a wrong caller must neither claim nor resume anything.
     await svc.access.require_bundle(caller_of(request), pending_id)
     body = await read_json_object(request)
-    result = await svc.resolver.respond(pending_id, body)
-    return result.wire()
+    return await svc.resolver.respond(pending_id, body)
 
 
 @router.post(

@@ -17,6 +17,7 @@ from clarion.orchestrator.sessions import SessionService
 from clarion.orchestrator.tasks import TaskService
 from clarion.orchestrator.workflow import WorkflowGuard
 from clarion.ports import Bus, ClusterView
+from clarion.ports.metrics import NO_METRICS, Exposition, Metrics
 from clarion.projection.pending import PendingProjector
 from clarion.projection.reads import Reads
 
@@ -40,3 +41,9 @@ class ApiServices:
     ready: asyncio.Event = field(default_factory=asyncio.Event)
     # Cluster mode only: this replica and its peers (None in single mode).
     cluster: ClusterView | None = None
+    # What the edges record (answers by outcome, respond latency) and `GET /metrics`; a
+    # server built without them records nothing and answers /metrics with 404.
+    metrics: Metrics = NO_METRICS
+    exposition: Exposition | None = None
+    # With access control on, a token that may read /metrics and nothing else.
+    metrics_token: str | None = None

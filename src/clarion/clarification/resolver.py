@@ -53,6 +53,8 @@ class RespondResult:
     response: ClarificationResponse
     resumed: bool
     successor_turn_id: str | None
+    # Handed to the agent's waiting call (not stored for a detached question); not on the wire.
+    live: bool = False
 
     def wire(self) -> dict[str, Any]:
         return {
@@ -239,7 +241,9 @@ class Resolver:
             delivery.abandon()
         if delivery.state is DeliveryState.CONFIRMED:
             self._publish_in_background(claim, confirmed[0].rows if confirmed else None)
-            return RespondResult(response=response, resumed=False, successor_turn_id=None)
+            return RespondResult(
+                response=response, resumed=False, successor_turn_id=None, live=True
+            )
         await self._restorer.restore_or_fail(
             claim, code="delivery_failed", message="failed to deliver clarification response"
         )

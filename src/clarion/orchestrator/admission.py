@@ -18,6 +18,7 @@ from clarion.orchestrator.idle import IdleStops
 from clarion.orchestrator.lanes import Lane, Lanes
 from clarion.orchestrator.launch import Launcher
 from clarion.ports import AgentRuntime, NewMessage, TurnStore
+from clarion.ports.metrics import NO_METRICS, Metrics
 from clarion.projection.events import EventPublisher
 
 log = logging.getLogger(__name__)
@@ -37,9 +38,11 @@ class TurnAdmission:
         launcher: Launcher,
         failures: AgentFailures | None = None,
         idle: IdleStops | None = None,
+        metrics: Metrics = NO_METRICS,
     ) -> None:
         self._failures = failures
         self._idle = idle
+        self._metrics = metrics
         self._store = store
         self._runtime = runtime
         self._publisher = publisher
@@ -96,6 +99,7 @@ class TurnAdmission:
             ) from exc
         if not started:
             return ""
+        self._metrics.agent_started()
         acp = self._runtime.acp_session(session.id)
         context = "loaded" if acp is not None and acp.loaded else "new"
         if acp is not None:

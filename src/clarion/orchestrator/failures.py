@@ -13,6 +13,7 @@ from typing import Any
 
 from clarion.domain.models import AuthorType, MessageType, Session, SessionState
 from clarion.ports import NewMessage, Store
+from clarion.ports.metrics import NO_METRICS, Metrics
 from clarion.projection.events import EventPublisher
 
 log = logging.getLogger(__name__)
@@ -35,9 +36,12 @@ def error_content(reason: str, stderr: str) -> str:
 
 
 class AgentFailures:
-    def __init__(self, *, store: Store, publisher: EventPublisher) -> None:
+    def __init__(
+        self, *, store: Store, publisher: EventPublisher, metrics: Metrics = NO_METRICS
+    ) -> None:
         self._store = store
         self._publisher = publisher
+        self._metrics = metrics
 
     async def start_failed(self, session: Session, exc: BaseException) -> Session:
         """The agent could not be started: the session is FAILED and says why."""
@@ -104,6 +108,7 @@ class AgentFailures:
             session_state=state,
             turn_metadata={"error": reason, **meta} if own_turn else None,
         )
+        self._metrics.agent_failed()
         log.warning(
             "agent failure: %s",
             reason,

@@ -23,6 +23,7 @@ from clarion.domain.models import SessionState
 from clarion.domain.scope import EVERY_SESSION, SessionScope
 from clarion.orchestrator.permissions import SERVER_RESTARTED
 from clarion.ports import DetachedBundle, RecoveryStore
+from clarion.ports.metrics import NO_METRICS, Metrics
 from clarion.projection.events import EventPublisher
 from clarion.projection.pending import PendingProjector
 
@@ -44,8 +45,13 @@ class RecoveryReport:
 
 class StartupRecovery:
     def __init__(
-        self, store: RecoveryStore, projector: PendingProjector, publisher: EventPublisher
+        self,
+        store: RecoveryStore,
+        projector: PendingProjector,
+        publisher: EventPublisher,
+        metrics: Metrics = NO_METRICS,
     ) -> None:
+        self._metrics = metrics
         self._store = store
         self._projector = projector
         self._publisher = publisher
@@ -87,7 +93,8 @@ class StartupRecovery:
 
         # A resend in flight when the process stopped may or may not have reached the agent,
         # like the dispatch it repeated: those answers read ambiguous again.
-        for pending_id in await self._store.release_resends(scope=scope):
+        released = await self._store.release_resends(scope=scope)
+        for pending_id in released:
             log.info(
                 "startup: resend in flight released; ambiguous again",
                 extra={"pending_id": pending_id},
@@ -136,7 +143,8 @@ class StartupRecovery:
         for task_id in sorted({m.task_id for m in expired}):
             await self._publisher.refresh_summary(task_id)
 
-        for pending_id in await self._store.mark_unread_live_answers(scope=scope):
+        unread = await self._store.mark_unread_live_answers(scope=scope)
+        for pending_id in unread:
             log.info(
                 "startup: live answer the agent may not have read; delivery ambiguous",
                 extra={"pending_id": pending_id},
@@ -162,6 +170,9 @@ class StartupRecovery:
             bundles_detached=detached,
             turns_interrupted=len(open_turns),
             permissions_expired=len(expired),
+        )
+        self._metrics.ambiguous_deliveries(
+            sum(r.kept and r.ambiguous for r in reservations) + len(released) + len(unread)
         )
         sessions = "every" if scope.session_ids is None else len(scope.session_ids)
         log.info("startup recovery finished", extra={"report": report, "sessions": sessions})

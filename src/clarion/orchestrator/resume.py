@@ -29,6 +29,7 @@ from clarion.domain.prompts import with_recap
 from clarion.orchestrator.admission import TurnAdmission
 from clarion.orchestrator.lanes import Lane, Lanes
 from clarion.ports import AgentRuntime, AnswerStore, ClaimResult
+from clarion.ports.metrics import NO_METRICS, Metrics
 from clarion.projection.events import EventPublisher
 from clarion.supervisor import bounded
 
@@ -46,7 +47,9 @@ class DetachedResume:
         admission: TurnAdmission,
         resume_accept_s: float,
         persist_s: float,
+        metrics: Metrics = NO_METRICS,
     ) -> None:
+        self._metrics = metrics
         self._store = store
         self._runtime = runtime
         self._publisher = publisher
@@ -127,6 +130,7 @@ class DetachedResume:
             await self._roll_back(claim, turn)
             raise ResumeNotAccepted("the agent did not accept the resume prompt", **extra) from exc
         log.info("resume prompt accepted by the agent", extra={**extra, "generation": generation})
+        self._metrics.resumed()
         try:
             await failpoints.hit("resume.after_accept")
             await failpoints.hit("resume.publish")

@@ -57,6 +57,10 @@ class Reads:
         """Cluster mode: an agent not running here may run on the session's owner."""
         self._agent_running = agent_running
 
+    async def live_among(self, pending_ids: Sequence[str]) -> set[str]:
+        """Which of these bundles a live agent call holds (in a cluster, on any replica)."""
+        return set(await self._live_waiters(pending_ids))
+
     async def tasks(self, workspace_ids: Sequence[str] | None = None) -> list[dict[str, Any]]:
         return [await self.task_view(task) for task in await self._store.list_tasks(workspace_ids)]
 

@@ -23,6 +23,7 @@ from clarion.store.deadlines import DeadlineQueries
 from clarion.store.delivery import DeliveryQueries
 from clarion.store.engine import Db, open_engine
 from clarion.store.failures import FailureQueries
+from clarion.store.figures import FigureQueries
 from clarion.store.inbox import InboxQueries
 from clarion.store.messages import MessageQueries
 from clarion.store.meta import MetaQueries
@@ -99,6 +100,7 @@ class SqlStore(
     OutboxQueries,
     OwnershipQueries,
     AgentStopQueries,
+    FigureQueries,
 ):
     """Every method is one transaction. Writes that touch a session's turns or clarification
     rows hold that session's write lock for the whole transaction.

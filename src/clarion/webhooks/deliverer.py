@@ -25,6 +25,7 @@ from clarion.domain.webhooks import (
     signature,
 )
 from clarion.ports import Clock, QueuedDelivery, WebhookStore
+from clarion.ports.metrics import NO_METRICS, Metrics
 from clarion.webhook_config import Webhook, WebhookDelivery
 from clarion.webhooks.sender import Send
 
@@ -42,7 +43,9 @@ class WebhookDeliverer:
         hooks: tuple[Webhook, ...],
         policy: WebhookDelivery,
         send: Send,
+        metrics: Metrics = NO_METRICS,
     ) -> None:
+        self._metrics = metrics
         self._store = store
         self._clock = clock
         self._hooks: Mapping[str, Webhook] = {h.url: h for h in hooks}
@@ -125,6 +128,7 @@ class WebhookDeliverer:
             applied = await self._store.record_webhook_attempt(
                 delivery.id, attempts_before=delivery.attempts, delivered=True
             )
+            self._metrics.webhook_attempt("delivered")
             log.info("webhook delivered", extra={**extra, "recorded": applied})
             return
         attempts = delivery.attempts + 1
@@ -132,6 +136,7 @@ class WebhookDeliverer:
             await self._store.record_webhook_attempt(
                 delivery.id, attempts_before=delivery.attempts, delivered=False, error=error
             )
+            self._metrics.webhook_attempt("failed")
             log.warning("webhook delivery given up", extra={**extra, "error": error})
             return
         delay = retry_delay(attempts, self._policy.backoff_s, self._policy.max_delay_s)
@@ -142,6 +147,7 @@ class WebhookDeliverer:
             next_attempt_at=self._clock.now() + timedelta(seconds=delay),
             error=error,
         )
+        self._metrics.webhook_attempt("retry")
         log.info(
             "webhook delivery failed; will retry",
             extra={**extra, "error": error, "retry_in_s": round(delay, 3)},
