@@ -11,10 +11,20 @@ import argparse
 import asyncio
 import statistics
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from bench import cluster, commits, footprint, growth, latency, peer, recovery, throughput
+from bench import (
+    cluster,
+    commits,
+    footprint,
+    growth,
+    idle_agents,
+    latency,
+    peer,
+    recovery,
+    throughput,
+)
 from bench.cluster import ClusterSizes
 from bench.context import Ctx, progress
 from bench.server import BenchServer, fresh_database, postgres_reachable
@@ -36,6 +46,10 @@ class Sizes:
     recovery_limit_s: float = 30.0
     peer: int = 100
     cluster: ClusterSizes = field(default_factory=ClusterSizes)  # 1, 2, 3 replicas
+    # Sessions whose built-in agent holds a detached question, before and after the idle stop
+    # (the figure is 1,000; 100 fits a shared machine, per-agent RSS projects the rest).
+    idle_agents: int = 100
+    restart_answers: int = 5  # answers to sessions whose agent was stopped
 
 
 QUICK = Sizes(
@@ -52,6 +66,8 @@ QUICK = Sizes(
     recovery_limit_s=60.0,
     peer=3,
     cluster=cluster.QUICK,
+    idle_agents=2,
+    restart_answers=1,
 )
 
 
@@ -181,6 +197,59 @@ async def _memory(db: str, workdir: Path, sizes: Sizes, out: Results) -> None:
             note=(
                 f"fresh server; {(rss[high] - rss[low]) / (high - low) / 1024:.0f} KiB per "
                 f"added session ({low} -> {high}); {rss[0] / 2**20:.1f} MiB with none"
+            ),
+        )
+    )
+
+
+async def _idle_agents(db: str, workdir: Path, sizes: Sizes, out: Results) -> None:
+    r = await idle_agents.measure(db, workdir, sizes.idle_agents, sizes.restart_answers)
+    n, mib = r.sessions, 2**20
+    projected = (r.server_before + 1000 * r.per_session) / 2**30
+    out.rows.append(
+        Row(
+            db,
+            f"RSS server + agents, {n} sessions with a detached question, agents running",
+            f"{r.total_before / mib:.0f} MiB",
+            note=(
+                f"server {r.server_before / mib:.0f} MiB + {n} built-in agents at "
+                f"{r.per_session / mib:.1f} MiB each ({len(r.agents_before)} processes: agents "
+                f"and their process-group guards); 1,000 would be ~{projected:.1f} GiB"
+            ),
+        )
+    )
+    out.rows.append(
+        Row(
+            db,
+            f"RSS server + agents, {n} sessions, after the idle stop",
+            f"{r.total_after / mib:.0f} MiB",
+            "< 400 MiB",
+            r.total_after < 400 * mib,
+            note=(
+                f"measured at {n} sessions, not 1,000; server {r.server_after / mib:.0f} MiB, "
+                f"{len(r.agents_after)} agent processes left "
+                f"(agent_idle_stop_after {r.idle_stop_s} s)"
+            ),
+        )
+    )
+    out.rows.append(
+        Row(
+            db,
+            f"server idle CPU after the idle stop, {n} sessions",
+            f"{r.idle_cpu * 100:.2f}% of a core",
+            "< 1%",
+            r.idle_cpu < 0.01,
+            note=f"CPU seconds per second over {idle_agents.IDLE_CPU_WINDOW_S:g} s of quiet",
+        )
+    )
+    out.rows.append(
+        Row(
+            db,
+            "answer POST -> 200 resumed, agent stopped while idle (restart) p50",
+            f"{ms(percentile(r.restarts, 50)):.0f} ms",
+            note=(
+                f"{len(r.restarts)} answers; the answer starts the agent (session/load) "
+                "before the resume"
             ),
         )
     )
@@ -319,12 +388,16 @@ _PEER_RESUME = {
 }
 
 
-async def main_async(sizes: Sizes, dbs: list[str], workdir: Path) -> Results:
+async def main_async(sizes: Sizes, dbs: list[str], workdir: Path, *, only: str = "all") -> Results:
     out = Results()
     for db in dbs:
         if db == "postgres" and not await postgres_reachable():
             progress("postgres: unreachable, skipped")
             out.rows.append(Row("postgres", "all", "skipped", note="PostgreSQL unreachable"))
+            continue
+        progress(f"{db}: {sizes.idle_agents} idle agents, before and after the idle stop")
+        await _idle_agents(db, workdir, sizes, out)
+        if only == "idle-agents":
             continue
         progress(f"{db}: memory of idle sessions, fresh server")
         await _memory(db, workdir, sizes, out)
@@ -334,6 +407,8 @@ async def main_async(sizes: Sizes, dbs: list[str], workdir: Path) -> Results:
         await _growth(db, workdir, sizes, out)
         progress(f"{db}: startup recovery")
         await _recovery(db, workdir, sizes, out)
+    if only == "idle-agents":
+        return out
     if "postgres" in dbs:
         progress(f"cluster: {sizes.cluster.replicas} replicas on PostgreSQL and NATS")
         out.rows += await cluster.rows(workdir, sizes.cluster)
@@ -347,10 +422,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="tiny sizes (smoke run)")
     parser.add_argument("--db", default="sqlite,postgres", help="comma list: sqlite,postgres")
     parser.add_argument("--out", type=Path, help="also write the Markdown table here")
+    parser.add_argument(
+        "--sessions",
+        type=int,
+        help="sessions holding a detached question in the idle-agents rows (default 100)",
+    )
+    parser.add_argument(
+        "--only", choices=["all", "idle-agents"], default="all", help="run only these rows"
+    )
     args = parser.parse_args(argv)
     sizes = QUICK if args.quick else Sizes()
+    if args.sessions is not None:
+        if args.sessions < 1:
+            parser.error("--sessions must be at least 1")
+        sizes = replace(sizes, idle_agents=args.sessions)
     with tempfile.TemporaryDirectory(prefix="clarion-bench-") as tmp:
-        results = asyncio.run(main_async(sizes, args.db.split(","), Path(tmp)))
+        results = asyncio.run(main_async(sizes, args.db.split(","), Path(tmp), only=args.only))
     table = render(results.rows)
     print(table, flush=True)
     if args.out:

@@ -103,6 +103,8 @@ class BenchServer:
     # Where `bench.relay_agent` leaves each session's MCP endpoint (default: under workdir).
     # The replicas of a cluster share one: a session's agent runs on whichever replica owns it.
     shared_relay_dir: Path | None = None
+    # More of the config file (TOML), after the relay profile: e.g. `[agents.builtin]` options.
+    extra_config: str = ""
 
     @property
     def url(self) -> str:
@@ -124,7 +126,7 @@ class BenchServer:
             "[agents.relay]\n"
             f"command = [{command}]\n"
             f"env = {{ {RELAY_DIR_ENV} = {json.dumps(str(self.relay_dir))}, "
-            f"PYTHONPATH = {json.dumps(str(repo_root))} }}\n"
+            f"PYTHONPATH = {json.dumps(str(repo_root))} }}\n" + self.extra_config
         )
         return config
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from bench.cluster import ClusterSizes
-from bench.run import Results, Sizes, _memory, _online, _peer
+from bench.run import Results, Sizes, _idle_agents, _memory, _online, _peer
 from bench.server import fresh_database, postgres_reachable
 from bench.stats import render
 
@@ -26,6 +26,8 @@ TINY = Sizes(
     idle_sessions=(1, 2),
     throughput_s=0.2,
     peer=2,
+    idle_agents=2,
+    restart_answers=1,
 )
 
 
@@ -48,6 +50,21 @@ async def test_online_measurements_produce_figures(
     assert "full turns, 1 concurrent sessions (builtin agent)" in names
     assert all(row.value for row in out.rows)
     assert "live answer POST -> 200 p50" in render(out.rows)
+
+
+@pytest.mark.slow
+async def test_idle_agents_rows_measure_the_stop_and_the_restart(tmp_path: Path) -> None:
+    out = Results()
+    await asyncio.wait_for(_idle_agents("sqlite", tmp_path, TINY, out), 300)
+    rows = {row.name: row for row in out.rows}
+    running = rows["RSS server + agents, 2 sessions with a detached question, agents running"]
+    assert "2 built-in agents" in running.note
+    stopped = rows["RSS server + agents, 2 sessions, after the idle stop"]
+    assert "0 agent processes left" in stopped.note
+    assert float(stopped.value.split()[0]) < float(running.value.split()[0])
+    assert "server idle CPU after the idle stop, 2 sessions" in rows
+    restart = rows["answer POST -> 200 resumed, agent stopped while idle (restart) p50"]
+    assert restart.value.endswith(" ms")
 
 
 async def test_seeding_builds_history_bundles_and_reservations(tmp_path: Path) -> None:
