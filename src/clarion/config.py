@@ -5,14 +5,15 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from clarion.config_files import duration, http_url, positive, read_config
-from clarion.domain.waiting import WaitingPolicy
+from clarion.config_files import http_url, positive, read_config
+from clarion.domain.waiting import WaitingPolicy, parse_duration
 from clarion.ops_config import OperationsConfig
 from clarion.permission_config import permission_rules
 from clarion.waiting_config import load_workspace_policies, waiting_policy
@@ -260,10 +261,21 @@ def load_agent_profiles(
 
 
 def _idle_stop_after(spec: Mapping[str, Any], where: str) -> float:
+    """`agent_idle_stop_after`: a duration (`30s`, `10m`, `8h`, `2d`), or 0 for never."""
     value = spec.get("agent_idle_stop_after")
     if value is None:
         return DEFAULT_IDLE_STOP_AFTER
-    return duration(value, f"{where}.agent_idle_stop_after")
+    if (value == 0 and not isinstance(value, bool)) or (
+        isinstance(value, str) and _NEVER.fullmatch(value.strip())
+    ):
+        return 0.0
+    try:
+        return float(parse_duration(value).seconds)
+    except ValueError as exc:
+        raise ValueError(f"{where}.agent_idle_stop_after {exc}") from None
+
+
+_NEVER = re.compile(r"0[smhd]?")
 
 
 def _advertise_url(value: str | None) -> str | None:

@@ -1,11 +1,9 @@
-"""Reading configuration values: the TOML file, positive durations from env vars, durations
-in the config file (`30s`, `10m`, `8h`, `2d`), http(s) URLs. Shared by `clarion.config` and
-`clarion.webhook_config`; imports nothing internal."""
+"""Reading configuration values: the TOML file, positive durations from env vars, http(s)
+URLs. Shared by `clarion.config` and `clarion.webhook_config`; imports nothing internal."""
 
 from __future__ import annotations
 
 import math
-import re
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
@@ -24,23 +22,6 @@ def positive(env: Mapping[str, str], name: str, default: float) -> float:
     if not math.isfinite(value) or value <= 0:
         raise ValueError(f"{name} must be a positive finite number, got {raw!r}")
     return value
-
-
-_DURATION = re.compile(r"([0-9]+)([smhd])")
-_UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
-
-
-def duration(value: Any, where: str) -> float:
-    """A config-file duration in seconds: an integer plus `s`, `m`, `h` or `d`, or `0` (which
-    callers read as "never"). Anything else is refused in one line naming `where`."""
-    if (value == 0 and not isinstance(value, bool)) or value == "0":
-        return 0.0
-    match = _DURATION.fullmatch(value) if isinstance(value, str) else None
-    if match is None:
-        raise ValueError(
-            f"{where} must be a duration such as 30s, 10m, 8h or 2d (or 0), got {value!r}"
-        )
-    return float(int(match.group(1)) * _UNIT_SECONDS[match.group(2)])
 
 
 def read_config(path: Path) -> dict[str, Any]:
