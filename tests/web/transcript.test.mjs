@@ -78,3 +78,34 @@ test("a bundle with one terminal and one pending sibling is still a candidate", 
   const messages = [question("a", "mixed", "1", "answered"), question("b", "mixed", "1", "pending")];
   assert.deepEqual(candidateBundles(messages), ["mixed"]);
 });
+
+test("an agent start is one line, not a turn that completes before the first turn starts", async () => {
+  const { emptyTranscript: empty, upsertTurn: addTurn, transcriptItems: items } = await import("../../src/clarion/web/js/transcript.js");
+  let t = addTurn(empty(), { id: "life", started_at: "2026-01-01T00:00", completed_at: "2026-01-01T00:00:01", metadata: { lifecycle_only: true } });
+  t = addTurn(t, { id: "t1", started_at: "2026-01-01T00:00:02", completed_at: null });
+  assert.deepEqual(items(t).map((i) => `${i.kind}:${"turn" in i ? i.turn.id : ""}`), ["turn-start:life", "turn-start:t1"]);
+});
+
+test("a question answered after its turn ended reads after what the agent said meanwhile", async () => {
+  const { emptyTranscript: empty, upsertTurn: addTurn, upsertMessage: add, transcriptItems: items } =
+    await import("../../src/clarion/web/js/transcript.js");
+  let t = addTurn(empty(), { id: "t1", started_at: "2026-01-01T00:00", completed_at: "2026-01-01T00:02" });
+  t = addTurn(t, { id: "t2", started_at: "2026-01-01T00:10", completed_at: null });
+  t = add(t, { id: "q", turn_id: "t1", type: "clarification_request", created_at: "2026-01-01T00:01",
+    updated_at: "2026-01-01T00:09", metadata: { status: "answered" } });
+  t = add(t, { id: "bye", turn_id: "t1", type: "message", created_at: "2026-01-01T00:01:30" });
+  t = add(t, { id: "resumed", turn_id: "t2", type: "message", created_at: "2026-01-01T00:10:01" });
+  const order = items(t).map((i) => (i.kind === "message" ? `${i.message.id}${i.answeredLater ? "*" : ""}`
+    : i.kind === "answer" ? `answer:${i.message.id}` : `${i.kind}:${i.turn.id}`));
+  assert.deepEqual(order, ["turn-start:t1", "q*", "bye", "turn-end:t1", "answer:q", "turn-start:t2", "resumed"]);
+});
+
+test("an agent's JSON reply and technical failures read as words", async () => {
+  const { readableAgentText, readableReply } = await import("../../src/clarion/web/js/transcript.js");
+  assert.equal(readableReply('You answered: {"db": {"selected_options": ["postgres"]}, "lang": {"selected_options": [], "custom_text": "Go"}}'),
+    "You answered: db: postgres; lang: Go");
+  assert.equal(readableReply("Plain {not json"), "Plain {not json");
+  assert.equal(readableReply("Nothing to parse"), "Nothing to parse");
+  assert.match(readableAgentText("Could not ask the question: SSE stream ended without a response"),
+    /^Could not ask the question: the connection between the agent and Clarion was cut/);
+});

@@ -2,15 +2,25 @@
 // agent errors, permission requests and questions, with the person's own answer under each
 // question (readable, with when it was given). Pure DOM building; imported by session-view.js.
 
-import { h, shortTime } from "./dom.js";
+import { h } from "./dom.js";
 import { humanError } from "./errors.js";
-import { splitError } from "./transcript.js";
+import { renderMarkdown } from "./markdown.js";
+import { fullStamp, stamp } from "./time-words.js";
+import { readableAgentText, readableReply, splitError } from "./transcript.js";
 
 /** @typedef {import("./transcript.js").Message} Message */
 /** @typedef {import("./transcript.js").TranscriptItem} TranscriptItem */
 
 /** @param {TranscriptItem} item */
 export function renderItem(item) {
+  if (item.kind === "answer") {
+    // A detached answer, where it happened in time (after the turn that asked had ended).
+    const m = item.message;
+    return h("div", { class: "msg msg-late-answer author-user", testid: `late-answer-${m.id}`, dataset: { author: "user" } },
+      speaker("user"),
+      h("span", { class: "late-question", text: String(m.metadata?.question?.title || m.content || "") }),
+      ownAnswer(m));
+  }
   if (item.kind !== "message") {
     const t = item.turn;
     const lifecycle = t.metadata?.lifecycle_only === true;
@@ -19,9 +29,11 @@ export function renderItem(item) {
     const text = item.kind === "turn-start"
       ? (failed ? "Agent failed" : lifecycle ? "Agent started" : "Turn started")
       : (t.metadata?.interrupted ? "Turn interrupted" : "Turn completed");
-    const time = shortTime(item.kind === "turn-start" ? t.started_at : t.completed_at);
+    const when = String((item.kind === "turn-start" ? t.started_at : t.completed_at) ?? "");
+    const time = stamp(when);
     return h("div", { class: `turn-boundary ${item.kind}${lifecycle ? " lifecycle" : ""}`,
-      testid: `${item.kind}-${t.id}` }, `${text}${time ? ` · ${time}` : ""}`);
+      testid: `${item.kind}-${t.id}` }, text,
+    time ? h("time", { datetime: when, title: fullStamp(when), text: ` · ${time}` }) : null);
   }
   const m = item.message;
   const type = String(m.type ?? "message");
@@ -29,6 +41,7 @@ export function renderItem(item) {
   const attrs = { class: `msg msg-${type} author-${author}`, testid: `message-${m.id}`,
     dataset: { type, author } };
   const content = String(m.content ?? "");
+  const answeredLater = item.answeredLater === true;
   if (type === "thought") {
     return h("details", attrs, h("summary", {}, "Thought"), h("div", { class: "content", text: content }));
   }
@@ -62,10 +75,20 @@ export function renderItem(item) {
     return h("div", { ...attrs, dataset: { ...attrs.dataset, status } },
       h("span", { class: "badge", testid: "question-status", text: QUESTION_STATUS[status] ?? status }),
       h("span", { class: "content", text: content }),
-      ownAnswer(m),
+      answeredLater ? h("span", { class: "answered-later", text: "answered later, below" }) : ownAnswer(m),
       ambiguousDelivery(m));
   }
-  return h("div", attrs, h("div", { class: "content", text: content }));
+  const text = author === "agent" ? readableReply(readableAgentText(content)) : content;
+  return h("div", { ...attrs, title: text !== content ? content : null }, speaker(author),
+    h("div", { class: "content markdown" }, ...renderMarkdown(text)));
+}
+
+/**
+ * Who said it: "You" or "Agent".
+ * @param {string} author
+ */
+function speaker(author) {
+  return h("span", { class: "speaker", testid: "speaker", text: author === "user" ? "You" : author === "agent" ? "Agent" : "Clarion" });
 }
 
 /** A question row's status in the words the overlay uses ("Skip", never "rejected"). */
@@ -99,7 +122,7 @@ export function ownAnswer(m) {
   return h("div", { class: "own-answer", testid: "your-answer" },
     h("span", { class: "own-answer-label", text: status === "answered" ? "You answered: " : "You: " }),
     h("span", { class: "own-answer-text", testid: "your-answer-text", text }),
-    when ? h("time", { datetime: when, title: new Date(when).toLocaleString(), text: ` · ${shortTime(when)}` }) : null);
+    when ? h("time", { datetime: when, title: fullStamp(when), text: ` · ${stamp(when)}` }) : null);
 }
 
 /**

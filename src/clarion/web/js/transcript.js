@@ -10,7 +10,8 @@
  *   created_at?: string, metadata?: Record<string, any> | null, [key: string]: unknown}} Turn
  * @typedef {{turns: Turn[], messages: Message[]}} Transcript
  * @typedef {{kind: "turn-start", turn: Turn} | {kind: "turn-end", turn: Turn}
- *   | {kind: "message", message: Message}} TranscriptItem
+ *   | {kind: "message", message: Message, answeredLater?: boolean}
+ *   | {kind: "answer", message: Message}} TranscriptItem
  */
 
 /** @returns {Transcript} */
@@ -122,18 +123,39 @@ export function transcriptItems(t) {
       loose.push(m);
     }
   }
+  // A question answered after its turn ended (a detached answer) reads where it happened: after
+  // what the agent said meanwhile, before the turn that resumed with it.
+  const completed = new Map(t.turns.map((x) => [x.id, String(x.completed_at ?? "")]));
+  /** @type {Message[]} */
+  const late = t.messages.filter((m) => m.type === "clarification_request" && ANSWERED.has(String(m.metadata?.status ?? ""))
+    && m.turn_id && completed.get(m.turn_id) && String(m.updated_at ?? "") > String(completed.get(m.turn_id)))
+    .sort(byKeys(["updated_at", "id"]));
+  const lateIds = new Set(late.map((m) => m.id));
   /** @type {TranscriptItem[]} */
   const items = [];
+  const flushLate = (/** @type {string | null} */ before) => {
+    while (late.length && (before === null || String(late[0].updated_at ?? "") <= before)) {
+      items.push({ kind: "answer", message: /** @type {Message} */ (late.shift()) });
+    }
+  };
   for (const turn of t.turns) {
+    flushLate(String(turn.started_at ?? turn.created_at ?? ""));
+    // An agent start is one line: its own start and end boundaries read as a turn before the first.
+    const lifecycle = turn.metadata?.lifecycle_only === true;
     items.push({ kind: "turn-start", turn });
-    for (const message of byTurn.get(turn.id) ?? []) items.push({ kind: "message", message });
-    if (turn.completed_at) items.push({ kind: "turn-end", turn });
+    for (const message of byTurn.get(turn.id) ?? []) {
+      items.push(lateIds.has(message.id) ? { kind: "message", message, answeredLater: true } : { kind: "message", message });
+    }
+    if (turn.completed_at && !lifecycle) items.push({ kind: "turn-end", turn });
   }
+  flushLate(null);
   for (const message of loose) items.push({ kind: "message", message });
   return items;
 }
 
 const TERMINAL_STATUSES = new Set(["answered", "rejected", "expired", "cancelled"]);
+/** Statuses under which a question row carries the person's answer. */
+const ANSWERED = new Set(["answered", "rejected"]);
 
 /**
  * Pending ids of clarification bundles that may still be active, newest first. A bundle whose
@@ -188,9 +210,55 @@ export function pendingPermission(messages) {
  * @returns {{reason: string, detail: string}}
  */
 export function splitError(content) {
+  content = readableAgentText(content);
   const at = content.indexOf("\n\n");
   if (at < 0) return { reason: content, detail: "" };
   return { reason: content.slice(0, at), detail: content.slice(at + 2) };
+}
+
+/** Technical failures an agent reports in its own words, and what they mean for a person. */
+const TECHNICAL = [
+  { pattern: /SSE stream ended without a response/i,
+    words: "the connection between the agent and Clarion was cut (the server restarted); send your prompt again to continue" },
+  { pattern: /Server disconnected without sending a response|Connection (refused|reset)/i,
+    words: "the agent could not reach Clarion (the server was restarting); send your prompt again to continue" },
+];
+
+/**
+ * An agent's text with a known technical failure replaced by what it means for the person.
+ * @param {string} text
+ */
+export function readableAgentText(text) {
+  let out = text;
+  for (const { pattern, words } of TECHNICAL) out = out.replace(pattern, words);
+  return out;
+}
+
+/**
+ * An agent reply that carries JSON (the built-in agent's "You answered: {...}") in words:
+ * "You answered: db: PostgreSQL; language: Go". Other text is returned as it is.
+ * @param {string} text
+ */
+export function readableReply(text) {
+  const at = text.search(/[[{]/);
+  if (at < 0) return text;
+  /** @type {any} */
+  let value;
+  try {
+    value = JSON.parse(text.slice(at));
+  } catch {
+    return text;
+  }
+  if (!value || typeof value !== "object") return text;
+  const word = (/** @type {any} */ v) => {
+    if (v && typeof v === "object" && (Array.isArray(v.selected_options) || typeof v.custom_text === "string")) {
+      const picked = [...(v.selected_options ?? []), ...(v.custom_text ? [v.custom_text] : [])];
+      return picked.length ? picked.join(", ") : "no answer";
+    }
+    return typeof v === "string" ? v : JSON.stringify(v);
+  };
+  const parts = Array.isArray(value) ? value.map(word) : Object.entries(value).map(([k, v]) => `${k}: ${word(v)}`);
+  return `${text.slice(0, at)}${parts.join("; ")}`;
 }
 
 /**
