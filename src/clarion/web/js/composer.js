@@ -5,11 +5,15 @@
 import { confirmAction } from "./confirm.js";
 import { h } from "./dom.js";
 import { humanError } from "./errors.js";
+import { touchScreen } from "./focus.js";
 import { canCancel, isFinished } from "./session-words.js";
 
 /** @typedef {import("./api.js").Api} Api */
 
 const PLACEHOLDER = "Message the agent (Enter to send, Shift+Enter for a new line)";
+/** A touch keyboard's Enter starts a new line; Send sends. */
+const TOUCH_PLACEHOLDER = "Message the agent";
+const placeholder = () => (touchScreen() ? TOUCH_PLACEHOLDER : PLACEHOLDER);
 
 export class Composer {
   /** @param {{api: Api, sessionId: string, onChange: () => void}} deps */
@@ -18,9 +22,9 @@ export class Composer {
     this.sending = false;
     this.finished = false;
     this.input = /** @type {HTMLTextAreaElement} */ (h("textarea", { rows: "2", testid: "prompt-input",
-      placeholder: PLACEHOLDER, "aria-label": "Prompt" }));
+      placeholder: placeholder(), "aria-label": "Prompt" }));
     this.input.addEventListener("keydown", (e) => {
-      if (e.key === "Enter" && !e.shiftKey) { e.preventDefault(); void this.sendPrompt(); }
+      if (e.key === "Enter" && !e.shiftKey && !touchScreen()) { e.preventDefault(); void this.sendPrompt(); }
     });
     this.sendButton = /** @type {HTMLButtonElement} */ (h("button", { type: "button", class: "primary", testid: "prompt-send",
       onClick: () => void this.sendPrompt() }, "Send"));
@@ -44,7 +48,7 @@ export class Composer {
     this.finished = isFinished(state);
     this.input.disabled = this.finished;
     this.sendButton.disabled = this.finished || this.sending;
-    this.input.placeholder = this.finished ? "This session is finished; start a new one from the task." : PLACEHOLDER;
+    this.input.placeholder = this.finished ? "This session is finished; start a new one from the task." : placeholder();
     this.cancelButton.disabled = !canCancel(state);
     this.cancelButton.title = this.cancelButton.disabled ? "No turn is running" : "Stop the agent's current turn";
     this.finishButton.disabled = this.finished || !known;

@@ -2,6 +2,10 @@
 // Tab and Shift+Tab wrap inside the dialog, and focus goes back where it came from when the
 // dialog closes. Imported by overlay.js, permission-panel.js and confirm.js.
 
+/** A touch screen (`pointer: coarse`): Enter is a new line, and nothing focuses a text box
+ * by itself (that would open the on-screen keyboard). */
+export const touchScreen = () => typeof matchMedia === "function" && matchMedia("(pointer: coarse)").matches;
+
 const FOCUSABLE = "button, [href], input, select, textarea, [tabindex]:not([tabindex='-1'])";
 
 /**

@@ -18,7 +18,7 @@ import {
 } from "./answer-form.js";
 import { h } from "./dom.js";
 import { forgetDraft, restoreDraft, saveDraft } from "./drafts.js";
-import { canRefocus, trapTab } from "./focus.js";
+import { canRefocus, touchScreen, trapTab } from "./focus.js";
 import { optionGroup, refreshControls, skipConfirmation, stepChips } from "./overlay-parts.js";
 
 /** @typedef {import("./answer-form.js").Bundle} Bundle */
@@ -28,8 +28,6 @@ import { optionGroup, refreshControls, skipConfirmation, stepChips } from "./ove
 
 const TEXT_INPUTS = new Set(["TEXTAREA", "INPUT", "SELECT"]);
 
-/** On a touch screen the keyboard's Enter is the only way to start a new line. */
-const touchScreen = () => typeof matchMedia === "function" && matchMedia("(pointer: coarse)").matches;
 
 let overlayCount = 0;
 

@@ -7,6 +7,7 @@ import { Composer } from "./composer.js";
 import { h } from "./dom.js";
 import { forgetDraft } from "./drafts.js";
 import { humanError } from "./errors.js";
+import { touchScreen } from "./focus.js";
 import { ClarificationOverlay } from "./overlay.js";
 import { PermissionPanel } from "./permission-panel.js";
 import { sessionName, stateWords } from "./session-words.js";
@@ -56,7 +57,10 @@ export class SessionView {
       onClosed: (pendingId, outcome) => {
         this.resolved.add(pendingId);
         this.setNotice(outcome.text, outcome.winner);
-        if (!document.activeElement || document.activeElement === document.body) this.composer.input.focus();
+        // On a touch screen focusing the box would open the keyboard over the outcome.
+        if ((!document.activeElement || document.activeElement === document.body) && !touchScreen()) {
+          this.composer.input.focus();
+        }
         // After a lost race the transcript may be stale (a cut live feed): read it again.
         if (outcome.kind === "conflict") void this.load();
         else void this.refreshBundle();
