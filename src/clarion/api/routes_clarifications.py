@@ -14,6 +14,7 @@ from clarion.api.routes_tasks import services
 from clarion.api.schemas import Respond
 from clarion.api.services import ApiServices
 from clarion.clarification.resolver import RespondResult
+from clarion.api.waiting_schema import BundleRead, documented
 
 router = APIRouter(prefix="/api/v1")
 
@@ -21,11 +22,11 @@ router = APIRouter(prefix="/api/v1")
 @router.get(
     "/clarification/{pending_id}",
     summary="A clarification bundle and its state",
-    responses=errors(404),
+    responses={**errors(404), **documented(BundleRead, "The bundle")},
 )
 async def get_bundle(pending_id: str, request: Request) -> dict[str, Any]:
     svc = services(request)
-    await svc.access.require_bundle(caller_of(request), pending_id)
+    await svc.access.require_bundle(caller_of(request), pending_id, escalated=True)
     return await svc.reads.bundle(pending_id)
 
 
@@ -43,7 +44,7 @@ async def respond(pending_id: str, request: Request) -> dict[str, Any]:
 
 async def _respond(svc: ApiServices, pending_id: str, request: Request) -> RespondResult:
     # Before anything else: a wrong caller must neither claim nor resume anything.
-    await svc.access.require_bundle(caller_of(request), pending_id)
+    await svc.access.require_bundle(caller_of(request), pending_id, escalated=True)
     body = await read_json_object(request)
     return await svc.resolver.respond(pending_id, body)
 

@@ -14,6 +14,7 @@ from pydantic import BaseModel, Field
 from clarion.api.auth import caller_of
 from clarion.api.openapi import errors
 from clarion.api.routes_tasks import services
+from clarion.api.waiting_schema import WaitingFields
 
 router = APIRouter(prefix="/api/v1")
 
@@ -23,7 +24,7 @@ class InboxTask(BaseModel):
     title: str
 
 
-class InboxItem(BaseModel):
+class InboxItem(WaitingFields):
     kind: Literal["clarification", "permission"]
     id: str = Field(description="the bundle's pending_id, or the permission request's message_id")
     task: InboxTask

@@ -305,3 +305,8 @@ def answered_by(bundle: Bundle) -> str | None:
     if any(row.metadata.get(MetaKey.ANSWERED_BY) == ANSWERED_BY_POLICY for row in bundle.rows):
         return ANSWERED_BY_POLICY
     return ANSWERED_BY_PERSON
+
+
+def asked_under_policy(bundle: Bundle) -> bool:
+    """Asked under a waiting policy that can fire: its deadlines are stored beside it."""
+    return any(flag(row.metadata, MetaKey.WAITING) for row in bundle.rows)

@@ -115,7 +115,11 @@ class AccessControl:
         if not caller.belongs_to(await self._workspace_of_task(task_id)):
             raise NotFound("session not found", session_id=session_id)
 
-    async def require_bundle(self, caller: Caller, pending_id: str) -> None:
+    async def require_bundle(
+        self, caller: Caller, pending_id: str, *, escalated: bool = False
+    ) -> None:
+        """With `escalated`, a user the question was escalated to passes too (seeing and
+        answering it; nothing else about its task or session)."""
         if caller.sees_all:
             return
         task_id = self._bundle_task.get(pending_id)
@@ -125,7 +129,14 @@ class AccessControl:
                 raise NotFound("clarification request not found", pending_id=pending_id)
             task_id = bundle.session.task_id
             self._remember(self._bundle_task, pending_id, task_id)
-        if not caller.belongs_to(await self._workspace_of_task(task_id)):
+        if caller.belongs_to(await self._workspace_of_task(task_id)):
+            return
+        # A question escalated to this user by its waiting policy: that one question only.
+        if (
+            not escalated
+            or caller.user is None
+            or caller.user not in await self._store.escalated_users(pending_id)
+        ):
             raise NotFound("clarification request not found", pending_id=pending_id)
 
     async def sees_task(self, caller: Caller, task_id: str) -> bool:

@@ -43,4 +43,10 @@ def inbox_item(entry: InboxEntry, bundle: Mapping[str, Any] | None) -> dict[str,
     item["state"] = bundle["state"]
     item["questions"] = bundle["questions"]
     item["context"] = bundle.get("context") or ""
+    for key in WAITING_KEYS:
+        item[key] = bundle.get(key)
     return item
+
+
+# The waiting policy's fields of the bundle view an inbox item repeats.
+WAITING_KEYS = ("waiting_since", "remind_at", "escalated_to", "expires_at", "on_expiry")

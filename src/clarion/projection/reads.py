@@ -26,6 +26,7 @@ from clarion.projection.inbox import inbox_item
 from clarion.projection.pending import PendingProjector
 from clarion.projection.summaries import Repair, SummaryService, task_pending
 from clarion.projection.waiter_lookup import LiveWaitersOf
+from clarion.projection.waiting import needs_deadlines, waiting_wire
 
 log = logging.getLogger(__name__)
 
@@ -180,7 +181,15 @@ class Reads:
             if bundle is not None:
                 bundles.append(bundle)
         states = await self._states(bundles)
-        return {b.pending_id: _bundle_wire(b, states[b.pending_id]) for b in bundles}
+        policed = [b.pending_id for b in bundles if needs_deadlines(b)]
+        deadlines = await self._store.find_deadlines(policed) if policed else {}
+        return {
+            b.pending_id: {
+                **_bundle_wire(b, states[b.pending_id]),
+                **waiting_wire(b, deadlines.get(b.pending_id)),
+            }
+            for b in bundles
+        }
 
     async def _states(self, bundles: Sequence[Bundle]) -> dict[str, BundleState]:
         """Each bundle's state, asking which are held by a live waiter once, and only about

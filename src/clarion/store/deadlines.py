@@ -233,6 +233,15 @@ class DeadlineQueries(OutboxQueries):
             )
         return result.rowcount == 1
 
+    async def escalated_users(self, pending_id: str) -> tuple[str, ...]:
+        query = select(deadlines.c.escalate_to).where(
+            deadlines.c.pending_id == pending_id, deadlines.c.escalated_at.is_not(None)
+        )
+        async with self._db.read_one() as conn:
+            value = (await conn.execute(query)).scalar()
+        users = value.get("users", []) if isinstance(value, dict) else []
+        return tuple(str(u) for u in users)
+
     async def escalated_pending_ids(self, user: str) -> list[str]:
         """Questions escalated to `user` (access-control reads widen visibility by these)."""
         query = select(deadlines.c.pending_id, deadlines.c.escalate_to).where(

@@ -21,3 +21,8 @@ class AccessStore(Lookups, Protocol):
     async def find_token_owner(self, token_hash: str) -> TokenOwner | None:
         """The owner of the token with this hash, with current memberships; None if unknown."""
         ...
+
+    async def escalated_users(self, pending_id: str) -> tuple[str, ...]:
+        """The users a waiting policy escalated this question to (() if not escalated): they
+        may see and answer that one question."""
+        ...

@@ -15,6 +15,7 @@ from clarion.domain.models import (
 )
 from clarion.ports.store.lookups import Lookups
 from clarion.ports.store.records import (
+    DeadlineRecord,
     InboxEntry,
     MessagePage,
     SummaryInputs,
@@ -26,6 +27,10 @@ class ReadStore(Lookups, Protocol):
 
     async def get_workspace(self, workspace_id: str) -> Workspace:
         """The workspace; NotFound if missing."""
+        ...
+
+    async def find_deadlines(self, pending_ids: Sequence[str]) -> dict[str, DeadlineRecord]:
+        """The waiting-policy rows of these bundles (those that have one), by pending id."""
         ...
 
     async def list_tasks(self, workspace_ids: Sequence[str] | None = None) -> list[Task]:

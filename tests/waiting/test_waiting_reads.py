@@ -1,0 +1,65 @@
+"""What the bundle read and the inbox show of the waiting policy, on both databases: the
+deadlines, who it was escalated to, and who answered; a question with no policy reads `keep`."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import datetime, timedelta
+
+from clarion.domain.waiting import OnExpiry
+from tests.lifecycle.harness import answer_db
+from tests.waiting.rig import ShiftedClock, eventually, policy, waiting_lifecycle
+
+HOUR = 3600.0
+FULL = policy(remind="1h", escalate="2h", to=("bob",), expire="8h", on_expiry=OnExpiry.SKIP)
+
+
+def _at(value: str) -> datetime:
+    return datetime.fromisoformat(value)
+
+
+async def test_a_question_without_a_policy_reads_keep_and_who_answered(store_url: str) -> None:
+    clock = ShiftedClock()
+    async with waiting_lifecycle(store_url, None, clock) as life:
+        _, session_id = await life.start_session()
+        call, pending_id = await life.ask(session_id)
+        read = await life.app.services.reads.bundle(pending_id)
+        assert read["remind_at"] is None and read["expires_at"] is None
+        assert read["escalated_to"] == [] and read["on_expiry"] == "keep"
+        assert read["answered_by"] is None and read["waiting_since"]
+
+        await life.app.services.resolver.respond(pending_id, answer_db())
+        await asyncio.wait_for(call, 10)
+        assert (await life.app.services.reads.bundle(pending_id))["answered_by"] == "person"
+
+
+async def test_a_policys_deadlines_escalation_and_answer_are_read(store_url: str) -> None:
+    clock = ShiftedClock()
+    async with waiting_lifecycle(store_url, FULL, clock) as life:
+        _, session_id = await life.start_session()
+        call, pending_id = await life.ask(session_id)
+        read = await life.app.services.reads.bundle(pending_id)
+        since = _at(read["waiting_since"])
+        assert _at(read["remind_at"]) - since < timedelta(hours=1, seconds=5)
+        assert _at(read["expires_at"]) - since < timedelta(hours=8, seconds=5)
+        assert read["on_expiry"] == "skip" and read["escalated_to"] == []
+        [item] = (await life.app.services.reads.inbox(None))["items"]
+        assert item["expires_at"] == read["expires_at"] and item["on_expiry"] == "skip"
+
+        clock.advance(2 * HOUR)
+
+        async def escalated() -> bool:
+            view = await life.app.services.reads.bundle(pending_id)
+            return bool(view["escalated_to"])
+
+        await eventually(escalated)
+        read = await life.app.services.reads.bundle(pending_id)
+        assert read["escalated_to"] == ["bob"]
+        assert _at(read["remind_at"]) > _at(read["waiting_since"]) + timedelta(hours=2)
+        [item] = (await life.app.services.reads.inbox(None))["items"]
+        assert item["escalated_to"] == ["bob"]
+
+        clock.advance(6 * HOUR)
+        await asyncio.wait_for(call, 10)
+        read = await life.app.services.reads.bundle(pending_id)
+        assert read["answered_by"] == "policy" and read["remind_at"] is None
