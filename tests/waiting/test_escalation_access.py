@@ -1,0 +1,80 @@
+"""Escalation and the access it grants, through a real `clarion serve --auth` on both
+databases: from the escalation on, the named user may see and answer that one question (and
+nothing else of its task); a user it was not escalated to gains nothing."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.auth.conftest import bearer, create_token
+from tests.e2e.harness import ServerProcess, answer, wait_until
+
+CONFIG = """
+[agents.builtin.waiting]
+escalate_after = "5s"
+escalate_to = ["bob"]
+"""
+
+
+@pytest.fixture
+def server(db_url: str, tmp_path: Path) -> Iterator[ServerProcess]:
+    config = tmp_path / "clarion.toml"
+    config.write_text(CONFIG)
+    workdir = tmp_path / "server"
+    workdir.mkdir()
+    process = ServerProcess(
+        database_url=db_url,
+        workdir=workdir,
+        args=["--auth", "--config", str(config)],
+        env={"CLARION_CLARIFICATION_WAIT_S": "600"},  # the question stays live
+    )
+    process.start()
+    try:
+        yield process
+    finally:
+        process.stop()
+
+
+def test_escalation_lets_the_named_user_see_and_answer_that_question_only(
+    server: ServerProcess, db_url: str, tmp_path: Path
+) -> None:
+    def as_user(user: str, workspace: str) -> ServerProcess:
+        token = create_token(db_url, user, workspace, tmp_path)
+        return dataclasses.replace(server, headers=bearer(token))
+
+    alice, bob, carol = as_user("alice", "alpha"), as_user("bob", "beta"), as_user("carol", "beta")
+    task_id = alice.create_task()
+    session_id = alice.start_session(task_id, "/scenario ask")
+    pending_id = alice.wait_for_bundle(session_id)
+
+    before = bob.request("GET", f"/clarification/{pending_id}").status_code
+    if alice.bundle(pending_id)["escalated_to"] == []:
+        assert before == 404, "nobody else sees it before the escalation"
+
+    escalated = wait_until(
+        lambda: bob.request("GET", f"/clarification/{pending_id}").status_code == 200,
+        timeout=60,
+        what="the escalation",
+    )
+    assert escalated
+    assert alice.bundle(pending_id)["escalated_to"] == ["bob"]
+    assert bob.bundle(pending_id)["escalated_to"] == ["bob"]
+    # That question only: its task, session and transcript stay alpha's.
+    assert bob.request("GET", f"/tasks/{task_id}").status_code == 404
+    assert bob.request("GET", f"/task-sessions/{session_id}").status_code == 404
+    assert bob.request("GET", f"/task-sessions/{session_id}/messages").status_code == 404
+    assert bob.request("POST", f"/clarification/{pending_id}/cancel").status_code == 404
+    # Nobody else gains anything.
+    assert carol.request("GET", f"/clarification/{pending_id}").status_code == 404
+    refused = carol.request("POST", f"/clarification/{pending_id}/respond", json=answer())
+    assert refused.status_code == 404
+    assert alice.bundle(pending_id)["state"] == "active_live", "the refused answer wrote nothing"
+
+    answered = bob.request("POST", f"/clarification/{pending_id}/respond", json=answer(option="sqlite"))
+    assert answered.status_code == 200, answered.text
+    assert alice.wait_for_agent_text(session_id, "You answered:")
+    assert alice.bundle(pending_id)["answered_by"] == "person"
