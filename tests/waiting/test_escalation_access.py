@@ -74,7 +74,8 @@ def test_escalation_lets_the_named_user_see_and_answer_that_question_only(
     assert refused.status_code == 404
     assert alice.bundle(pending_id)["state"] == "active_live", "the refused answer wrote nothing"
 
-    answered = bob.request("POST", f"/clarification/{pending_id}/respond", json=answer(option="sqlite"))
+    answer_sqlite = answer(option="sqlite")
+    answered = bob.request("POST", f"/clarification/{pending_id}/respond", json=answer_sqlite)
     assert answered.status_code == 200, answered.text
     assert alice.wait_for_agent_text(session_id, "You answered:")
     assert alice.bundle(pending_id)["answered_by"] == "person"

@@ -13,8 +13,8 @@ from clarion.api.routes_metrics import recorded_answer
 from clarion.api.routes_tasks import services
 from clarion.api.schemas import Respond
 from clarion.api.services import ApiServices
-from clarion.clarification.resolver import RespondResult
 from clarion.api.waiting_schema import BundleRead, documented
+from clarion.clarification.resolver import RespondResult
 
 router = APIRouter(prefix="/api/v1")
 
