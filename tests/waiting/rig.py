@@ -91,7 +91,7 @@ async def waiting_lifecycle(
         yield life
 
 
-async def eventually(check: Callable[[], Awaitable[bool]], within: float = 10.0) -> None:
+async def eventually(check: Callable[[], Awaitable[bool]], within: float = 30.0) -> None:
     """Until `check()` holds (it reads durable state), or fail after `within` seconds."""
 
     async def poll() -> None:

@@ -52,7 +52,7 @@ async def test_a_live_question_expires_with_skip_and_the_tool_call_returns_it(
         await life.app.deadlines.fire_due(None)  # what the scheduler does when it wakes
         assert not call.done() and await life.state(pending_id) == "active_live"
         clock.advance(1)
-        result = json.loads(await asyncio.wait_for(call, 10))
+        result = json.loads(await asyncio.wait_for(call, 30))
 
         assert result == {"rejected": True, "reject_reason": "No answer within 1h"}
         rows = (await life.bundle(pending_id)).rows
@@ -66,7 +66,7 @@ async def test_a_live_question_expires_with_its_default_option(store_url: str) -
         call, _ = await life.ask(session_id, ASK_DEFAULT)
 
         clock.advance(HOUR)
-        result = json.loads(await asyncio.wait_for(call, 10))
+        result = json.loads(await asyncio.wait_for(call, 30))
 
         assert result == {"db": {"selected_options": ["sqlite"], "custom_text": ""}}
 
@@ -147,7 +147,7 @@ async def test_a_question_without_a_policy_is_asked_and_answered_as_before(
         assert await life.state(pending_id) == "active_live"
 
         await life.app.services.resolver.respond(pending_id, answer_db("postgres"))
-        await asyncio.wait_for(call, 10)
+        await asyncio.wait_for(call, 30)
 
         rows = (await life.bundle(pending_id)).rows
         assert await life.store.find_deadlines([pending_id]) == {}
@@ -161,6 +161,6 @@ async def test_expires_in_shortens_the_policy(store_url: str) -> None:
         call, _ = await life.ask(session_id, {**ASK_DB, "expires_in": "10m"})
 
         clock.advance(600)
-        result = json.loads(await asyncio.wait_for(call, 10))
+        result = json.loads(await asyncio.wait_for(call, 30))
 
         assert result == {"rejected": True, "reject_reason": "No answer within 10m"}

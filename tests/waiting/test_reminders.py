@@ -54,7 +54,7 @@ async def test_a_reminder_repeats_while_nobody_answers_and_stops_after(store_url
             assert await _count(life, pending_id, n) == ["clarification.reminder"] * n
 
         await life.app.services.resolver.respond(pending_id, answer_db())
-        await asyncio.wait_for(call, 10)
+        await asyncio.wait_for(call, 30)
         clock.advance(5 * HOUR)
         await life.app.deadlines.fire_due(None)
         assert await _waiting_events(life, pending_id) == ["clarification.reminder"] * 3
@@ -103,7 +103,7 @@ async def test_waiting_events_are_signed_and_readable_in_a_chat(store_url: str) 
             for _ in range(3):
                 clock.advance(HOUR)
                 await life.app.deadlines.fire_due(None)
-            await asyncio.wait_for(call, 10)
+            await asyncio.wait_for(call, 30)
             await receiver.wait_for(5)  # requested, reminder x2, escalated, expired
             bodies: list[dict[str, Any]] = []
             for headers, raw in receiver.requests:

@@ -29,7 +29,7 @@ async def test_a_question_without_a_policy_reads_keep_and_who_answered(store_url
         assert read["answered_by"] is None and read["waiting_since"]
 
         await life.app.services.resolver.respond(pending_id, answer_db())
-        await asyncio.wait_for(call, 10)
+        await asyncio.wait_for(call, 30)
         assert (await life.app.services.reads.bundle(pending_id))["answered_by"] == "person"
 
 
@@ -60,6 +60,6 @@ async def test_a_policys_deadlines_escalation_and_answer_are_read(store_url: str
         assert item["escalated_to"] == ["bob"]
 
         clock.advance(6 * HOUR)
-        await asyncio.wait_for(call, 10)
+        await asyncio.wait_for(call, 30)
         read = await life.app.services.reads.bundle(pending_id)
         assert read["answered_by"] == "policy" and read["remind_at"] is None
