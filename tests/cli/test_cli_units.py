@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from typing import Any
 
 import pytest
@@ -94,3 +96,16 @@ def test_the_pending_marker_follows_the_summary_then_the_legacy_field() -> None:
         "permission"
     )
     assert task_pending({"status_summary": {"revision": 3}, "task_pending_action": None}) is None
+
+
+def test_client_commands_start_without_the_database_layer() -> None:
+    # Every command but `serve`, `demo` and `token create` talks HTTP: loading SQLAlchemy and the
+    # store for them would double the start-up of each `clarion` call.
+    probe = (
+        "import sys, clarion.cli.app\n"
+        "print(sorted(m for m in sys.modules if m.startswith(('sqlalchemy', 'clarion.store'))))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert done.stdout.strip() == "[]"

@@ -15,7 +15,6 @@ import typer
 from clarion.clock import SystemClock
 from clarion.config import default_database_url
 from clarion.orchestrator.access import hash_token, new_api_token
-from clarion.store import open_store
 
 token_app = typer.Typer(
     help="API tokens for access control (`clarion serve --auth`).",
@@ -41,6 +40,10 @@ def _name(value: str, flag: str) -> str:
 
 
 async def _issue(database_url: str, user: str, workspace: str, token_hash: str) -> None:
+    # Imported here, not at the top: every other command talks HTTP, and the database layer
+    # (SQLAlchemy) would double the start-up of each of them.
+    from clarion.store import open_store
+
     async with open_store(database_url, SystemClock()) as store:
         await store.issue_api_token(user=user, workspace=workspace, token_hash=token_hash)
 
