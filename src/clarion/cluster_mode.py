@@ -142,6 +142,7 @@ class ClusterMode:
             mcp=self.mcp,
             gate=joined.gate,
             adoption_wait_s=replica.adoption_horizon_s + settings.replica_timeout,
+            link_pending=None if app.services.links is None else app.services.links.pending_of,
         )
         nc = self.forwarding.client
         app.services.reads.use_live_waiters(

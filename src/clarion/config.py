@@ -17,6 +17,7 @@ from clarion.domain.waiting import WaitingPolicy, parse_duration
 from clarion.ops_config import OperationsConfig
 from clarion.permission_config import permission_rules
 from clarion.waiting_config import load_workspace_policies, waiting_policy
+from clarion.link_config import AnswerLinkSettings, load_answer_links
 from clarion.webhook_config import (
     Webhook,
     WebhookDelivery,
@@ -114,6 +115,8 @@ class Settings:
     webhook_delivery: WebhookDelivery = field(default_factory=WebhookDelivery)
     # The web UI's address as people reach it (webhook links); default: the server's own.
     public_url: str | None = None
+    # Answer links (docs/notifications.md): how long one stays valid, and an optional key.
+    answer_links: AnswerLinkSettings = field(default_factory=AnswerLinkSettings)
     # Cluster mode (docs/cluster.md): replicas on one PostgreSQL database and one NATS.
     cluster: bool = False
     advertise_url: str | None = None
@@ -164,6 +167,7 @@ class Settings:
             public_url=checked_public_url(
                 env.get("CLARION_PUBLIC_URL") or load_public_url(config_file)
             ),
+            answer_links=load_answer_links(config_file, env),
             cluster=cluster
             if cluster is not None
             else _flag(env.get("CLARION_CLUSTER", ""), "CLARION_CLUSTER"),

@@ -19,6 +19,7 @@ from clarion.clarification.asker import Asker, AskLimits
 from clarion.clarification.canceller import ClarificationCanceller
 from clarion.clarification.deadlines import DeadlineScheduler
 from clarion.clarification.policies import WaitingPolicies
+from clarion.clarification.links import AnswerLinks
 from clarion.clarification.resolver import Resolver
 from clarion.clarification.waiters import LiveWaiters
 from clarion.clock import SystemClock
@@ -142,7 +143,8 @@ async def build(
         open_store(settings.database_url, clock) as sql_store,
         open_bus(settings.bus_url) as bus,
         Supervisor() as supervisor,
-        _webhooks(settings, sql_store, clock, base_url, supervisor, metrics),
+        _answer_links(settings, sql_store, clock, base_url) as links,
+        _webhooks(settings, sql_store, clock, base_url, supervisor, metrics, links),
         runtime_factory(settings.agents, sink) as runtime,
     ):
         store: Store = sql_store if store_wrapper is None else store_wrapper(sql_store)
@@ -279,7 +281,9 @@ async def build(
                 ttl_s=settings.operations.metrics_cache_s,
             ),
             metrics_token=settings.operations.metrics_token,
+            links=links,
         )
+        services.reads.use_answer_links(links.url_for)
         try:
             yield App(
                 services=services,
@@ -300,6 +304,18 @@ async def build(
 
 
 @contextlib.asynccontextmanager
+async def _answer_links(
+    settings: Settings, store: SqlStore, clock: Clock, base_url: Callable[[], str]
+) -> AsyncIterator[AnswerLinks]:
+    """Answer links signed with the configured key, or the database's (made once, shared by
+    every replica), pointing at the public address or this server's own."""
+    secret = settings.answer_links.secret or await store.answer_link_secret()
+    yield AnswerLinks(
+        secret, settings.answer_links.ttl_s, clock, lambda: settings.public_url or base_url()
+    )
+
+
+@contextlib.asynccontextmanager
 async def _webhooks(
     settings: Settings,
     store: SqlStore,
@@ -307,6 +323,7 @@ async def _webhooks(
     base_url: Callable[[], str],
     supervisor: Supervisor,
     metrics: PrometheusMetrics,
+    links: AnswerLinks,
 ) -> AsyncIterator[None]:
     """With `[[webhooks]]` configured: the store queues deliveries and a supervised deliverer
     sends them. Without, nothing is queued and nothing runs."""
@@ -321,6 +338,7 @@ async def _webhooks(
                 hooks=tuple((h.url, h.events) for h in settings.webhooks),
                 base_url=lambda: settings.public_url or base_url(),
                 wake=deliverer.wake,
+                answer_url=links.url_for,
             )
         )
         running = supervisor.spawn(deliverer.run(), name="webhook-deliverer")

@@ -41,6 +41,8 @@ CLASSIFIED: list[tuple[str, str, Target]] = [
     ("POST", "/api/v1/clarification/p1/respond", Target("bundle", "p1")),
     ("POST", "/api/v1/clarification/p1/resend", Target("bundle", "p1")),
     ("POST", "/api/v1/clarification/p1/cancel", Target("bundle", "p1")),
+    ("GET", "/api/v1/a/tok", Target("link", "tok")),
+    ("POST", "/api/v1/a/tok/respond", Target("link", "tok")),
     ("GET", "/api/v1/permission/m1", Target("message", "m1")),
     ("POST", "/api/v1/permission/m1/respond", Target("message", "m1")),
     ("POST", "/api/v1/task-sessions/s1/prompt", Target("session", "s1")),
@@ -68,6 +70,8 @@ READS: list[tuple[str, str]] = [
     ("GET", "/api/v1/ws"),
     ("GET", "/static/app.js"),
     ("POST", "/api/v1/clarification/p1/respond/more"),  # the whole path must match
+    ("POST", "/api/v1/a/tok/cancel"),
+    ("GET", "/a/tok"),  # the page reads through the API
 ]
 
 
@@ -218,6 +222,7 @@ class Replica:
             mcp=cast(McpToOwner, self.mcp),
             gate=self.gate,
             adoption_wait_s=cluster.adoption_wait_s,
+            link_pending=LINKS.get,
         )
 
     async def _app(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -262,6 +267,8 @@ def _quick_adoption_polls(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 PROMPT = "/api/v1/task-sessions/s1/prompt"
+# Answer-link tokens the replicas accept, and the pending id each names.
+LINKS = {"good-token": "p1"}
 
 # --- served here, or carried to the owner -------------------------------------------------
 
@@ -650,3 +657,29 @@ def test_a_new_session_goes_to_the_fewest_sessions_and_among_equals_stays_here(
     counts: list[tuple[str, int]], order: list[str]
 ) -> None:
     assert routing.placement_order(counts, ME) == order
+
+
+# --- answer links -------------------------------------------------------------------------
+
+
+async def test_an_answer_through_a_link_is_carried_to_the_owner_of_the_bundle_it_names() -> None:
+    cluster = Cluster("b")
+    cluster.directory.owners["s1"] = "b"
+    cluster.directory.bundles["p1"] = "s1"
+    async with cluster.client() as client:
+        response = await client.post("/api/v1/a/good-token/respond", content=b"{}")
+        read = await client.get("/api/v1/a/good-token")
+    assert response.json() == {"served_by": "b", "body": "{}", "by": ME}
+    assert read.json()["served_by"] == "b"
+    assert cluster["b"].served[0].path == "/api/v1/a/good-token/respond"
+
+
+async def test_a_bad_link_token_is_served_here_without_asking_who_owns_anything() -> None:
+    cluster = Cluster("b")
+    cluster.directory.owners["s1"] = "b"
+    cluster.directory.bundles["p1"] = "s1"
+    async with cluster.client() as client:
+        response = await client.post("/api/v1/a/forged/respond", content=b"{}")
+    assert response.json()["served_by"] == ME
+    assert cluster.directory.asked == []
+    assert cluster.forwarder.sent == []

@@ -24,6 +24,7 @@ from clarion.api import (
     routes_cluster,
     routes_inbox,
     routes_metrics,
+    routes_links,
     routes_permissions,
     routes_sessions,
     routes_tasks,
@@ -80,7 +81,7 @@ def create_app(services: ApiServices, mcp: McpEndpoint) -> FastAPI:
     install_openapi(
         app,
         bearer_auth=services.access.enabled,
-        open_paths=auth.OPEN_PATHS,
+        open_paths=auth.OPEN_PATHS | routes_links.OPEN_DOC_PATHS,
         enums={("StartSession", "agent"): sorted(services.sessions.agents)},
     )
 
@@ -96,6 +97,7 @@ def create_app(services: ApiServices, mcp: McpEndpoint) -> FastAPI:
     app.include_router(routes_inbox.router)
     app.include_router(routes_cluster.router)
     app.include_router(routes_metrics.router)
+    app.include_router(routes_links.router)
     app.include_router(ws.router)
     app.router.routes.append(
         Route("/mcp/sessions/{session_id}", endpoint=mcp, methods=["GET", "POST", "DELETE"])
@@ -107,6 +109,8 @@ def create_app(services: ApiServices, mcp: McpEndpoint) -> FastAPI:
         @app.get("/", include_in_schema=False)
         async def index() -> Any:
             return FileResponse(WEB_DIR / "index.html")
+
+        app.include_router(routes_links.page_routes(WEB_DIR))
 
     # The last added runs first: readiness, then authentication, then the routes.
     app.add_middleware(auth.AuthGate, access=services.access)

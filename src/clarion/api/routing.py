@@ -27,7 +27,7 @@ import asyncio
 import logging
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -48,12 +48,15 @@ from clarion.ports.cluster import Directory, ForwardedRequest, ForwardFailed, Se
 
 log = logging.getLogger(__name__)
 
-Kind = Literal["session", "bundle", "message", "placement"]
+Kind = Literal["session", "bundle", "message", "placement", "link"]
 
 # The requests that act on a session, by what names the session.
 _ROUTES: tuple[tuple[str, re.Pattern[str], Kind], ...] = (
     ("GET", re.compile(r"/api/v1/clarification/([^/]+)"), "bundle"),
     ("POST", re.compile(r"/api/v1/clarification/([^/]+)/(?:respond|resend|cancel)"), "bundle"),
+    # An answer link names its bundle inside the signed token (`link_pending` reads it).
+    ("GET", re.compile(r"/api/v1/a/([^/]+)"), "link"),
+    ("POST", re.compile(r"/api/v1/a/([^/]+)/respond"), "link"),
     ("GET", re.compile(r"/api/v1/permission/([^/]+)"), "message"),
     ("POST", re.compile(r"/api/v1/permission/([^/]+)/respond"), "message"),
     ("POST", re.compile(r"/api/v1/task-sessions/([^/]+)/(?:prompt|cancel|finish)"), "session"),
@@ -109,8 +112,10 @@ class ClusterRouting:
         mcp: McpToOwner,
         gate: SessionGate,
         adoption_wait_s: float,
+        link_pending: Callable[[str], str | None] | None = None,
     ) -> None:
         self._app = app
+        self._link_pending = link_pending
         self._id = replica_id
         self._directory = directory
         self._carrier = carrier
@@ -153,7 +158,13 @@ class ClusterRouting:
         known = self._own.get(target)
         if known is not None:
             return known
-        if target.kind == "bundle":
+        if target.kind == "link":
+            # A bad token is served here, where it is refused like on any replica.
+            pending_id = None if self._link_pending is None else self._link_pending(target.key)
+            if pending_id is None:
+                return None
+            route = await self._directory.route_of_bundle(pending_id)
+        elif target.kind == "bundle":
             route = await self._directory.route_of_bundle(target.key)
         elif target.kind == "message":
             route = await self._directory.route_of_message(target.key)

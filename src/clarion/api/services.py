@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from clarion.clarification.asker import Asker
 from clarion.clarification.canceller import ClarificationCanceller
+from clarion.clarification.links import AnswerLinks
 from clarion.clarification.resolver import Resolver
 from clarion.orchestrator.access import AccessControl
 from clarion.orchestrator.admission import TurnAdmission
@@ -47,3 +48,5 @@ class ApiServices:
     exposition: Exposition | None = None
     # With access control on, a token that may read /metrics and nothing else.
     metrics_token: str | None = None
+    # Answer links (`/a/<token>`); None only for an application built without them.
+    links: AnswerLinks | None = None

@@ -90,8 +90,9 @@ def _tool(fact: WebhookFact) -> str:
     return str(call.get("title") or call.get("kind") or "a tool call")
 
 
-def text_of(fact: WebhookFact, link: str) -> str:
-    """One readable line (what a chat's incoming webhook shows), ending with the link."""
+def text_of(fact: WebhookFact, link: str, answer_url: str | None = None) -> str:
+    """One readable line (what a chat's incoming webhook shows), ending with the link; a
+    question still open also names its answer link."""
     where = fact.task_title or fact.task_id
     lines = {
         CLARIFICATION_REQUESTED: f"Agent asks in {where}: {_first_question(fact)}",
@@ -114,12 +115,33 @@ def text_of(fact: WebhookFact, link: str) -> str:
         ),
     }
     line = " ".join(lines.get(fact.event, f"{fact.event} in {where}").split())
+    if answer_url:
+        return f"{line} Answer: {answer_url} Open: {link}"
     return f"{line} {link}"
 
 
+# Clarification events after which the bundle can no longer be answered: no answer link.
+_CLOSED = frozenset({CLARIFICATION_ANSWERED, "clarification.expired"})
+
+
+def wants_answer_url(fact: WebhookFact) -> bool:
+    """Whether the event's body carries the bundle's answer link (its question is open)."""
+    return (
+        fact.pending_id is not None
+        and fact.event.startswith("clarification.")
+        and fact.event not in _CLOSED
+    )
+
+
 def webhook_body(
-    fact: WebhookFact, *, delivery_id: str, occurred_at: datetime, base_url: str
+    fact: WebhookFact,
+    *,
+    delivery_id: str,
+    occurred_at: datetime,
+    base_url: str,
+    answer_url: str | None = None,
 ) -> dict[str, Any]:
+    """The delivery's body; `answer_url`, when given, is the question's answer link."""
     link = link_for(base_url, fact.task_id, fact.session_id)
     body: dict[str, Any] = {
         "event": fact.event,
@@ -137,7 +159,9 @@ def webhook_body(
     if fact.tool_call is not None:
         body["tool_call"] = dict(fact.tool_call)
     body["link"] = link
-    body["text"] = text_of(fact, link)
+    if answer_url is not None:
+        body["answer_url"] = answer_url
+    body["text"] = text_of(fact, link, answer_url)
     return body
 
 

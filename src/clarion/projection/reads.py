@@ -16,13 +16,19 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from clarion.domain.bundles import bundle_state, context_on, delivery_of, questions_of
+from clarion.domain.bundles import (
+    bundle_state,
+    context_on,
+    delivery_of,
+    questions_of,
+    winning_response,
+)
 from clarion.domain.errors import NotFound, ProjectionUnavailable
 from clarion.domain.models import Bundle, BundleState, Session, Task
 from clarion.domain.questions import question_wire
 from clarion.domain.wire import message_wire, session_wire, task_wire, turn_wire
 from clarion.ports import ReadStore
-from clarion.projection.inbox import inbox_item
+from clarion.projection.inbox import ACTIONABLE, inbox_item
 from clarion.projection.pending import PendingProjector
 from clarion.projection.summaries import Repair, SummaryService, task_pending
 from clarion.projection.waiter_lookup import LiveWaitersOf
@@ -49,6 +55,11 @@ class Reads:
         self._live_waiters = live_waiters
         self._agent_running = agent_running
         self._workspace_names: dict[str, str] = {}
+        self._answer_url: Callable[[str], str] | None = None
+
+    def use_answer_links(self, answer_url: Callable[[str], str]) -> None:
+        """Bundle reads and inbox items carry `answer_url` (an answer link) while active."""
+        self._answer_url = answer_url
 
     def use_live_waiters(self, live_waiters: LiveWaitersOf) -> None:
         """Cluster mode: ask each bundle's owner, not only this replica's own waiters."""
@@ -165,12 +176,36 @@ class Reads:
         views = await self._bundle_views([e.id for e in entries if e.kind != "permission"])
         items = [inbox_item(e, views.get(e.id)) for e in entries]
         found = [item for item in items if item is not None]
+        for item in found:
+            if item["kind"] == "clarification":
+                self._with_answer_url(item, item["id"])
         return {"items": found, "total": len(found)}
 
     async def bundle(self, pending_id: str) -> dict[str, Any]:
         view = (await self._bundle_views([pending_id])).get(pending_id)
         if view is None:
             raise NotFound("clarification request not found", pending_id=pending_id)
+        return self._with_answer_url(view, pending_id)
+
+    async def has_bundle(self, pending_id: str) -> bool:
+        return await self._store.find_bundle(pending_id) is not None
+
+    async def linked_bundle(self, pending_id: str) -> dict[str, Any]:
+        """What an answer link shows: the bundle read, its task's title and description, and
+        the winning response once there is one (the page says who answered)."""
+        view = await self.bundle(pending_id)
+        bundle = await self._store.find_bundle(pending_id)
+        if bundle is None:  # never deleted once read; kept for the type
+            raise NotFound("clarification request not found", pending_id=pending_id)
+        task = await self._store.get_task(bundle.session.task_id)
+        view["task"] = {"id": task.id, "title": task.title, "description": task.description}
+        view["response"] = winning_response(bundle)
+        return view
+
+    def _with_answer_url(self, view: dict[str, Any], pending_id: str) -> dict[str, Any]:
+        url_for = self._answer_url
+        active = view.get("state") in ACTIONABLE
+        view["answer_url"] = url_for(pending_id) if url_for is not None and active else None
         return view
 
     async def _bundle_views(self, pending_ids: Sequence[str]) -> dict[str, dict[str, Any]]:

@@ -25,6 +25,7 @@ from clarion.store.engine import Db, open_engine
 from clarion.store.failures import FailureQueries
 from clarion.store.figures import FigureQueries
 from clarion.store.inbox import InboxQueries
+from clarion.store.link_secret import LinkSecretQueries
 from clarion.store.messages import MessageQueries
 from clarion.store.meta import MetaQueries
 from clarion.store.migrations import migrate
@@ -87,6 +88,7 @@ class SqlStore(
     InboxQueries,
     SummaryQueries,
     MetaQueries,
+    LinkSecretQueries,
     RevisionQueries,
     ReservationRecoveryQueries,
     IntentRecoveryQueries,
@@ -106,7 +108,8 @@ class SqlStore(
     rows hold that session's write lock for the whole transaction.
 
     Implements `clarion.ports.Store`, the union of the consumers' narrow protocols. Four
-    methods belong to no port: `list_open_turns`, `find_live_reservation`, `clear_outbox`
+    methods belong to no port (and `answer_link_secret`, which only the composition root
+    reads, at start): `list_open_turns`, `find_live_reservation`, `clear_outbox`
     and `list_detachable_bundles` are probes the store's contract tests use to
     look at rows directly; no service may call them (mypy checks services against the ports)."""
 

@@ -18,7 +18,7 @@ from typing import Any
 from sqlalchemy import and_, insert, select, update
 
 from clarion.domain.ids import new_id
-from clarion.domain.webhooks import WebhookFact, encode_body, webhook_body
+from clarion.domain.webhooks import WebhookFact, encode_body, wants_answer_url, webhook_body
 from clarion.ports import QueuedDelivery
 from clarion.store.rows import StoreBase
 from clarion.store.schema import tasks, webhook_deliveries
@@ -36,6 +36,8 @@ class Outbox:
     hooks: tuple[tuple[str, frozenset[str]], ...] = ()
     base_url: Callable[[], str] = lambda: "http://127.0.0.1"
     wake: Callable[[], None] = lambda: None
+    # A bundle's answer link (pending id -> URL), for events whose question is still open.
+    answer_url: Callable[[str], str] | None = None
 
     def urls_for(self, event: str) -> list[str]:
         return [url for url, events in self.hooks if event in events]
@@ -55,10 +57,17 @@ async def enqueue(
         return
     title = (await conn.execute(select(tasks.c.title).where(tasks.c.id == task_id))).scalar()
     fact = fact_of(str(title or ""))
+    answer_url = None
+    if outbox.answer_url is not None and fact.pending_id is not None and wants_answer_url(fact):
+        answer_url = outbox.answer_url(fact.pending_id)
     for url in urls:
         delivery_id = new_id()
         body = webhook_body(
-            fact, delivery_id=delivery_id, occurred_at=now, base_url=outbox.base_url()
+            fact,
+            delivery_id=delivery_id,
+            occurred_at=now,
+            base_url=outbox.base_url(),
+            answer_url=answer_url,
         )
         await conn.execute(
             insert(webhook_deliveries).values(

@@ -1,0 +1,37 @@
+"""Answer links for question bundles: issue one (an absolute URL with a signed token that
+expires) and read one back to the pending id it names. Imported by the composition root, which
+hands it to the read models, the HTTP edge, the outbox and cluster routing.
+
+The key is the database's (generated once, shared by every replica) or the operator's; the
+expiry is counted from when the link was issued, so every read hands out a link good for the
+whole configured time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import timedelta
+
+from clarion.domain.links import answer_url, sign, verify
+from clarion.ports import Clock
+
+
+class AnswerLinks:
+    def __init__(
+        self, secret: str, ttl_s: float, clock: Clock, base_url: Callable[[], str]
+    ) -> None:
+        self._secret = secret.encode()
+        self._ttl = timedelta(seconds=ttl_s)
+        self._clock = clock
+        self._base_url = base_url
+
+    def token_for(self, pending_id: str) -> str:
+        return sign(self._secret, pending_id, self._clock.now() + self._ttl)
+
+    def url_for(self, pending_id: str) -> str:
+        """The absolute address of the page that answers this bundle."""
+        return answer_url(self._base_url(), self.token_for(pending_id))
+
+    def pending_of(self, token: str) -> str | None:
+        """The pending id a genuine, unexpired token names; None otherwise."""
+        return verify(self._secret, token, self._clock.now())

@@ -1,0 +1,63 @@
+"""Answer-link tokens: signed, naming one pending id, expiring; anything else reads as None."""
+
+from __future__ import annotations
+
+import base64
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from clarion.domain.links import answer_url, sign, verify
+
+KEY = b"k" * 32
+NOW = datetime(2026, 5, 1, 9, 0, tzinfo=UTC)
+PENDING = "0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b"
+
+
+def test_a_signed_token_names_its_pending_id_until_it_expires() -> None:
+    token = sign(KEY, PENDING, NOW + timedelta(days=7))
+    assert verify(KEY, token, NOW) == PENDING
+    assert verify(KEY, token, NOW + timedelta(days=7) - timedelta(seconds=1)) == PENDING
+    assert verify(KEY, token, NOW + timedelta(days=7)) is None
+
+
+def test_a_token_signed_with_another_key_is_refused() -> None:
+    token = sign(b"other key", PENDING, NOW + timedelta(days=1))
+    assert verify(KEY, token, NOW) is None
+
+
+def test_an_altered_payload_is_refused_even_with_the_old_mac() -> None:
+    token = sign(KEY, PENDING, NOW + timedelta(days=1))
+    _, mac = token.split(".")
+    forged_payload = base64.urlsafe_b64encode(f"{PENDING[:-1]}c.9999999999".encode())
+    forged = forged_payload.rstrip(b"=").decode() + "." + mac
+    assert verify(KEY, forged, NOW) is None
+    # A later expiry with the same pending id is an alteration too.
+    longer = base64.urlsafe_b64encode(f"{PENDING}.9999999999".encode()).rstrip(b"=").decode()
+    assert verify(KEY, f"{longer}.{mac}", NOW) is None
+
+
+@pytest.mark.parametrize(
+    "garbage",
+    ["", ".", "a.b.c", "not-base64!.x", "x" * 600, "abc", "%%%.%%%", "YQ.YQ"],
+)
+def test_garbage_is_refused(garbage: str) -> None:
+    assert verify(KEY, garbage, NOW) is None
+
+
+def test_every_flipped_character_is_refused() -> None:
+    token = sign(KEY, PENDING, NOW + timedelta(days=1))
+    for i, ch in enumerate(token):
+        if ch == ".":
+            continue
+        swapped = token[:i] + ("A" if ch != "A" else "B") + token[i + 1 :]
+        assert verify(KEY, swapped, NOW) is None, i
+
+
+def test_a_pending_id_with_unexpected_characters_cannot_be_signed() -> None:
+    with pytest.raises(ValueError, match="not a pending id"):
+        sign(KEY, "a.b", NOW)
+
+
+def test_the_answer_url_puts_the_token_under_a() -> None:
+    assert answer_url("https://c.example/", "T.M") == "https://c.example/a/T.M"
