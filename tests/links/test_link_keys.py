@@ -85,3 +85,18 @@ def test_a_short_configured_key_is_refused(tmp_path: Path) -> None:
     config.write_text('answer_link_secret = "short"\n')
     with pytest.raises(ValueError, match="answer_link_secret"):
         load_answer_links(str(config), {})
+
+
+async def test_reads_close_together_hand_out_the_same_link(
+    store_url: str, clock: ManualClock
+) -> None:
+    async with linked_app(settings_on(store_url), clock) as rig:
+        _, session_id = await rig.life.start_session()
+        pending_id = await detached_question(rig.life, session_id)
+        clock.advance(1)  # just past an hour: the expiry rounds up to the next one
+        first = await rig.link_for(pending_id)
+        clock.advance(1800)  # within the default week's one-hour step
+        inbox = (await rig.http.get("/api/v1/inbox")).json()
+        assert rig.token_of(inbox["items"][0]["answer_url"]) == first
+        clock.advance(3600)
+        assert await rig.link_for(pending_id) != first

@@ -4,13 +4,15 @@ hands it to the read models, the HTTP edge, the outbox and cluster routing.
 
 The key is the database's (generated once, shared by every replica) or the operator's; the
 expiry is counted from when the link was issued, so every read hands out a link good for the
-whole configured time.
+whole configured time. It is rounded up to a step of 1/168 of that time (an hour for the
+default week; at least a second), so reads close together hand out the same link.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
-from datetime import timedelta
+from datetime import UTC, datetime
 
 from clarion.domain.links import answer_url, sign, verify
 from clarion.ports import Clock
@@ -21,12 +23,15 @@ class AnswerLinks:
         self, secret: str, ttl_s: float, clock: Clock, base_url: Callable[[], str]
     ) -> None:
         self._secret = secret.encode()
-        self._ttl = timedelta(seconds=ttl_s)
+        self._ttl_s = ttl_s
+        self._step_s = min(3600.0, max(1.0, ttl_s / 168))
         self._clock = clock
         self._base_url = base_url
 
     def token_for(self, pending_id: str) -> str:
-        return sign(self._secret, pending_id, self._clock.now() + self._ttl)
+        until = self._clock.now().timestamp() + self._ttl_s
+        rounded = math.ceil(until / self._step_s) * self._step_s
+        return sign(self._secret, pending_id, datetime.fromtimestamp(rounded, UTC))
 
     def url_for(self, pending_id: str) -> str:
         """The absolute address of the page that answers this bundle."""
