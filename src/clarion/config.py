@@ -14,10 +14,10 @@ from typing import Any
 
 from clarion.config_files import http_url, positive, read_config
 from clarion.domain.waiting import WaitingPolicy, parse_duration
+from clarion.link_config import AnswerLinkSettings, load_answer_links
 from clarion.ops_config import OperationsConfig
 from clarion.permission_config import permission_rules
 from clarion.waiting_config import load_workspace_policies, waiting_policy
-from clarion.link_config import AnswerLinkSettings, load_answer_links
 from clarion.webhook_config import (
     Webhook,
     WebhookDelivery,

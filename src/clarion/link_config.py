@@ -1,6 +1,7 @@
 """`answer_link_ttl` and `answer_link_secret` from the config file: how long an answer link
 stays valid, and the key that signs it when the operator sets one (otherwise the server
-generates one and keeps it in the database). Imports only `clarion.config_files`.
+generates one and keeps it in the database). Imports only `clarion.config_files` and the
+pure domain's duration parser.
 """
 
 from __future__ import annotations
@@ -10,7 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from clarion.config_files import duration, read_config
+from clarion.config_files import read_config
+from clarion.domain.waiting import parse_duration
 
 DEFAULT_TTL_S = 7 * 24 * 3600.0
 MIN_SECRET = 16
@@ -23,11 +25,11 @@ class AnswerLinkSettings:
 
 
 def duration_s(value: Any, where: str) -> float:
-    """A lifetime in the config file's duration form (`"30m"`, `"8h"`, `"7d"`), never 0."""
-    seconds = duration(value, where)
-    if seconds <= 0:
-        raise ValueError(f"{where} must be longer than 0, got {value!r}")
-    return seconds
+    """A lifetime in the config file's one duration form (`"30m"`, `"8h"`, `"7d"`)."""
+    try:
+        return float(parse_duration(value).seconds)
+    except ValueError as exc:
+        raise ValueError(f"{where} {exc}") from exc
 
 
 def load_answer_links(config_file: str | None, env: Mapping[str, str]) -> AnswerLinkSettings:

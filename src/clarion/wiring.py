@@ -18,8 +18,8 @@ from clarion.bus import open_bus
 from clarion.clarification.asker import Asker, AskLimits
 from clarion.clarification.canceller import ClarificationCanceller
 from clarion.clarification.deadlines import DeadlineScheduler
-from clarion.clarification.policies import WaitingPolicies
 from clarion.clarification.links import AnswerLinks
+from clarion.clarification.policies import WaitingPolicies
 from clarion.clarification.resolver import Resolver
 from clarion.clarification.waiters import LiveWaiters
 from clarion.clock import SystemClock
