@@ -121,7 +121,7 @@ def text_of(fact: WebhookFact, link: str, answer_url: str | None = None) -> str:
 
 
 # Clarification events after which the bundle can no longer be answered: no answer link.
-_CLOSED = frozenset({CLARIFICATION_ANSWERED, "clarification.expired"})
+_CLOSED = frozenset({CLARIFICATION_ANSWERED, CLARIFICATION_EXPIRED})
 
 
 def wants_answer_url(fact: WebhookFact) -> bool:
