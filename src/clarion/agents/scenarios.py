@@ -151,6 +151,18 @@ def ask_arguments() -> dict[str, Any]:
     return {"questions": [_DB_QUESTION]}
 
 
+def ask_default_arguments(expires_in: str | None = None) -> dict[str, Any]:
+    """The `db` question with SQLite marked as the option an expiry may choose."""
+    options = [
+        {**option, "default": True} if option["option_id"] == "sqlite" else option
+        for option in _DB_QUESTION["options"]
+    ]
+    arguments: dict[str, Any] = {"questions": [{**_DB_QUESTION, "options": options}]}
+    if expires_in is not None:
+        arguments["expires_in"] = expires_in
+    return arguments
+
+
 def ask_multi_arguments() -> dict[str, Any]:
     return {
         "questions": [_DB_QUESTION, _LANGUAGE_QUESTION, _DEPLOY_QUESTION],
@@ -188,6 +200,15 @@ async def _ask_multi(host: ScenarioHost, call: ScenarioCall) -> None:
 async def _ask_timeout(host: ScenarioHost, call: ScenarioCall) -> None:
     seconds = _number(call, "t")
     outcome = await host.ask(ask_arguments(), read_timeout=seconds, report_end=True)
+    await host.say(_reply_for(outcome))
+
+
+async def _ask_default(host: ScenarioHost, call: ScenarioCall) -> None:
+    # `t=S`: our own client gives up after S seconds, as in ask-timeout; `expires=D`: the
+    # call's `expires_in` (it may shorten the person's waiting policy, never lengthen it).
+    seconds = _number(call, "t") if "t" in call.args else None
+    arguments = ask_default_arguments(call.args.get("expires"))
+    outcome = await host.ask(arguments, read_timeout=seconds, report_end=True)
     await host.say(_reply_for(outcome))
 
 
@@ -267,6 +288,7 @@ SCENARIOS: dict[str, Scenario] = {
     "ask": _ask,
     "ask-multi": _ask_multi,
     "ask-timeout": _ask_timeout,
+    "ask-default": _ask_default,
     "ask-silent": _ask_silent,
     "recall": _recall,
     "stream": _stream,
