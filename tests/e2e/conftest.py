@@ -66,6 +66,23 @@ def server(make_server: Callable[..., ServerProcess]) -> ServerProcess:
     return s
 
 
+@pytest.fixture(scope="module")
+def module_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    """One running server (fresh SQLite, in-process bus) for a whole test module, for tests that
+    use only tasks and sessions of their own and read nothing server-wide: a start saved per
+    test (one per pytest worker that runs any of them)."""
+    tmp = tmp_path_factory.mktemp("module-server")
+    with fresh_database_url("sqlite", tmp) as url:
+        workdir = tmp / "server"
+        workdir.mkdir()
+        process = ServerProcess(database_url=url, workdir=workdir)
+        try:
+            process.start()
+            yield process
+        finally:
+            process.stop()
+
+
 @pytest.fixture
 def cluster_db(tmp_path: Path) -> Iterator[str]:
     """A fresh PostgreSQL database for one cluster test (cluster mode needs NATS too)."""

@@ -10,6 +10,13 @@ import pytest
 from tests.e2e.harness import SKIP, ServerProcess, answer, recv_until, wait_until
 
 
+@pytest.fixture
+def server(module_server: ServerProcess) -> ServerProcess:
+    """The module's one server: each test starts a task and a session of its own and reads
+    only those."""
+    return module_server
+
+
 def test_plain_prompt_is_received_by_the_agent(server: ServerProcess) -> None:
     task_id = server.create_task()
     session_id = server.start_session(task_id, "hello there")
