@@ -8,6 +8,7 @@ import pytest
 
 from clarion.domain.models import MessageType
 from clarion.domain.permissions import (
+    CLARION_MCP_SERVER,
     RAW_INPUT_LIMIT,
     PermissionOption,
     PermissionRules,
@@ -52,6 +53,28 @@ def test_the_question_tool_is_always_allowed_whatever_the_profile_says(title: st
     assert names_ask_tool(title)
     rejecting = PermissionRules(reject=frozenset({"other"}))
     assert policy_verdict(rejecting, _tool("other", title)) == "allow"
+
+
+def _codex_mcp_approval(server: str) -> ToolCallInfo:
+    """How codex-acp asks before an MCP tool call: a generic title, the server in the input."""
+    raw = {
+        "server_name": server,
+        "request": {
+            "_meta": {"codex_approval_kind": "mcp_tool_call"},
+            "message": f'Allow the {server} MCP server to run tool "ask_user_question"?',
+        },
+    }
+    return ToolCallInfo("c1", "Approve MCP tool call", "other", raw)
+
+
+def test_a_call_to_clarions_own_mcp_server_is_allowed_whatever_its_title() -> None:
+    rejecting = PermissionRules(reject=frozenset({"other"}))
+    assert policy_verdict(rejecting, _codex_mcp_approval(CLARION_MCP_SERVER)) == "allow"
+    # Another MCP server's tool of the same name is the profile's (here: the person's) call.
+    assert policy_verdict(PermissionRules(), _codex_mcp_approval("elsewhere")) is None
+    # A tool whose input merely mentions the server is not a call to it.
+    shell = ToolCallInfo("c2", "Run echo", "execute", {"command": "echo clarion"})
+    assert policy_verdict(PermissionRules(), shell) is None
 
 
 def test_allow_picks_allow_once_first_then_allow_always() -> None:

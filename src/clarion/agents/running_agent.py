@@ -25,12 +25,13 @@ from clarion.agents.client import PermissionPolicy, SessionClient
 from clarion.agents.frames import to_output
 from clarion.agents.process import drain_stderr, shut_down
 from clarion.domain.errors import AgentBusy, AgentFailure
+from clarion.domain.permissions import CLARION_MCP_SERVER
 from clarion.ports import AgentExited, AgentOutput, AgentSink, PromptFinished
 
 logger = logging.getLogger(__name__)
 
 TOKEN_HEADER = "X-Clarion-Token"
-MCP_SERVER_NAME = "clarion"
+MCP_SERVER_NAME = CLARION_MCP_SERVER
 
 # Bounds on things that would otherwise wait on a wedged agent or sink forever.
 SEND_TIMEOUT_S = 5.0

@@ -16,6 +16,8 @@ from typing import Any
 from clarion.domain.models import Message
 
 ASK_TOOL = "ask_user_question"
+# The name Clarion gives its MCP endpoint when it offers it to an agent.
+CLARION_MCP_SERVER = "clarion"
 # The ACP tool kinds, in the protocol's order: what a permission rule of an agent profile may
 # name, and what the built-in agent's permission scenario may ask about.
 TOOL_KINDS = (
@@ -80,9 +82,19 @@ def names_ask_tool(title: str) -> bool:
     return ASK_TOOL in (title or "")
 
 
+def calls_clarion(tool: ToolCallInfo) -> bool:
+    """A call of Clarion's own tool: named in the title (most agents), or a call of any tool of
+    Clarion's MCP server, which serves nothing else (Codex's generic "Approve MCP tool call"
+    carries the server's name in its input)."""
+    if names_ask_tool(tool.title):
+        return True
+    raw = tool.raw_input
+    return isinstance(raw, Mapping) and raw.get("server_name") == CLARION_MCP_SERVER
+
+
 def policy_verdict(rules: PermissionRules, tool: ToolCallInfo) -> str | None:
     """ "allow", "reject", or None when the person must decide."""
-    if names_ask_tool(tool.title):
+    if calls_clarion(tool):
         return "allow"
     if tool.kind in rules.reject:
         return "reject"
