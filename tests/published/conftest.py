@@ -3,10 +3,12 @@
 The agent is installed by `make agents` (npm ci in agents/published). When it is missing these
 tests skip, or fail when CI or CLARION_REQUIRE_SERVICES is set, like the other services.
 
-Each test gets its own scripted model server on 127.0.0.1 (the Anthropic Messages API for Claude
-Code, the Gemini API for Gemini CLI), its own HOME (with the agent's settings) and working
-directory, and a `clarion.toml` whose profile (`claude` or `gemini`) points the agent at that
-model server with every kind of outside traffic turned off.
+Each worker runs one scripted model server per API on 127.0.0.1 (scripted.py: the Anthropic
+Messages API for Claude Code, the Gemini API for Gemini CLI, OpenAI's Responses API for Codex,
+Chat Completions for GitHub Copilot CLI); each test plays its own script on it at
+a base URL of its own. Each test gets its own HOME (with the agent's settings) and working
+directory, and a `clarion.toml` whose profile (`claude`, `gemini`, `codex`, `copilot`)
+points the agent at that model server with every kind of outside traffic turned off.
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ from tests.conftest import fresh_database_url, services_required
 from tests.e2e.harness import ServerProcess
 from tests.published.gemini_server import GeminiServer
 from tests.published.model_server import ModelServer, Script, ToolResult
+from tests.published.openai_server import MODEL, ChatCompletionsServer, ResponsesServer
+from tests.published.scripted import ScriptedServer
 
 REPO = Path(__file__).resolve().parents[2]
 CLAUDE_ACP = REPO / "agents/published/node_modules/@zed-industries/claude-agent-acp/dist/index.js"
@@ -34,6 +38,12 @@ GEMINI_CLI = REPO / "agents/published/node_modules/@google/gemini-cli/bundle/gem
 GEMINI_CLI_VERSION = "0.61.0"
 # Gemini CLI offers an MCP tool to the model as mcp_<server>_<tool>.
 GEMINI_ASK_TOOL = "mcp_clarion_ask_user_question"
+
+CODEX_ACP = REPO / "agents/published/node_modules/@zed-industries/codex-acp-linux-x64/bin/codex-acp"
+CODEX_ACP_VERSION = "0.16.0"
+CODEX_MODEL = "gpt-5.4"
+COPILOT_CLI = REPO / "agents/published/node_modules/@github/copilot/npm-loader.js"
+COPILOT_CLI_VERSION = "1.0.102"
 
 # Claude Code's documented switches for outside traffic: with them the agent talks to nothing
 # but ANTHROPIC_BASE_URL (the scripted model) and Clarion's MCP endpoint.
@@ -63,14 +73,15 @@ def _require(entry: Path) -> None:
 
 
 class Model(Protocol):
-    """What the tests read from a scripted model server (model_server, gemini_server)."""
+    """What the tests read from a scripted model server (scripted.ScriptedServer)."""
 
-    url: str
-
+    @property
+    def url(self) -> str: ...
     def main_requests(self) -> list[dict[str, Any]]: ...
     def tool_results(self) -> list[ToolResult]: ...
     def prompts_containing(self, needle: str) -> list[str]: ...
     def user_messages_containing(self, needle: str) -> int: ...
+    def offered_tools(self) -> set[str]: ...
 
 
 @dataclass
@@ -131,23 +142,81 @@ def gemini_setup(home: Path, model_url: str) -> dict[str, str]:
     }
 
 
+def codex_setup(home: Path, model_url: str) -> dict[str, str]:
+    """Codex's config.toml: a model provider at the scripted Responses API, no retries (an API
+    error shows at once), no update checks; file writes sandboxed read-only so that they need
+    an approval, which codex-acp asks over ACP."""
+    codex_home = home / ".codex"
+    codex_home.mkdir(parents=True, exist_ok=True)
+    (codex_home / "config.toml").write_text(
+        "\n".join(
+            [
+                # A model Codex knows, so that it offers its usual tools (apply_patch among them).
+                f'model = "{CODEX_MODEL}"',
+                'model_provider = "scripted"',
+                'approval_policy = "on-request"',
+                'sandbox_mode = "read-only"',
+                "check_for_update_on_startup = false",
+                "",
+                "[model_providers.scripted]",
+                'name = "Scripted"',
+                f'base_url = "{model_url}/v1"',
+                'wire_api = "responses"',
+                'env_key = "SCRIPTED_API_KEY"',
+                "request_max_retries = 0",
+                "stream_max_retries = 0",
+                "",
+                "[analytics]",
+                "enabled = false",
+                "",
+            ]
+        )
+    )
+    return {"HOME": str(home), "CODEX_HOME": str(codex_home), "SCRIPTED_API_KEY": "test-not-a-key"}
+
+
+def copilot_setup(home: Path, model_url: str) -> dict[str, str]:
+    """GitHub Copilot CLI with its own model provider (BYOK) at the scripted Chat Completions
+    API, offline: no GitHub sign-in, telemetry, update or GitHub MCP server traffic."""
+    return {
+        "HOME": str(home),
+        "COPILOT_HOME": str(home / ".copilot"),
+        "COPILOT_OFFLINE": "true",
+        "COPILOT_PROVIDER_BASE_URL": f"{model_url}/v1",
+        "COPILOT_PROVIDER_TYPE": "openai",
+        "COPILOT_PROVIDER_API_KEY": "test-not-a-key",
+        "COPILOT_MODEL": MODEL,
+        "COPILOT_AUTO_UPDATE": "false",
+    }
+
+
 @dataclass(frozen=True)
 class Published:
     profile: str
-    entry: Path
-    args: tuple[str, ...]
+    entry: Path  # what must be installed
+    command: tuple[str, ...]
     setup: Callable[[Path, str], dict[str, str]]
-    model: Callable[[Script], Any]
+    model: type[ScriptedServer]
 
 
-CLAUDE = Published("claude", CLAUDE_ACP, (), claude_setup, ModelServer)
-GEMINI = Published("gemini", GEMINI_CLI, ("--acp",), gemini_setup, GeminiServer)
+CLAUDE = Published("claude", CLAUDE_ACP, ("node", str(CLAUDE_ACP)), claude_setup, ModelServer)
+GEMINI = Published(
+    "gemini", GEMINI_CLI, ("node", str(GEMINI_CLI), "--acp"), gemini_setup, GeminiServer
+)
+CODEX = Published("codex", CODEX_ACP, (str(CODEX_ACP),), codex_setup, ResponsesServer)
+COPILOT = Published(
+    "copilot",
+    COPILOT_CLI,
+    ("node", str(COPILOT_CLI), "--acp"),
+    copilot_setup,
+    ChatCompletionsServer,
+)
 
 
 def write_config(path: Path, agent: Published, *, workdir: Path, env: dict[str, str]) -> None:
     lines = [
         f"[agents.{agent.profile}]",
-        f"command = {json.dumps(['node', str(agent.entry), *agent.args])}",
+        f"command = {json.dumps(list(agent.command))}",
         f"cwd = {json.dumps(str(workdir))}",
         "",
         f"[agents.{agent.profile}.env]",
@@ -157,7 +226,33 @@ def write_config(path: Path, agent: Published, *, workdir: Path, env: dict[str, 
     path.write_text("\n".join(lines))
 
 
-def _rig_factory(tmp_path: Path, agent: Published) -> Iterator[Callable[..., Rig]]:
+@pytest.fixture(scope="session")
+def model_servers() -> Iterator[Callable[[type[ScriptedServer]], ScriptedServer]]:
+    """One scripted model server per API for the whole worker, started when first asked for."""
+    with ExitStack() as stack:
+        servers: dict[type[ScriptedServer], ScriptedServer] = {}
+
+        def get(kind: type[ScriptedServer]) -> ScriptedServer:
+            if kind not in servers:
+                servers[kind] = stack.enter_context(kind(_nothing_scripted))
+            return servers[kind]
+
+        yield get
+
+
+def _nothing_scripted(turn: Any) -> Any:
+    raise AssertionError("no test is playing a script on this model server")
+
+
+def _dump(model: ScriptedServer, path: Path) -> None:
+    path.write_text(json.dumps(model.record(), indent=1))
+
+
+def _rig_factory(
+    tmp_path: Path,
+    agent: Published,
+    model_servers: Callable[[type[ScriptedServer]], ScriptedServer],
+) -> Iterator[Callable[..., Rig]]:
     _require(agent.entry)
     with ExitStack() as stack:
         count = 0
@@ -170,8 +265,10 @@ def _rig_factory(tmp_path: Path, agent: Published) -> Iterator[Callable[..., Rig
         ) -> Rig:
             nonlocal count
             count += 1
-            model = stack.enter_context(agent.model(script))
+            model = model_servers(agent.model).play(script)
             root = tmp_path / f"rig{count}"
+            # What the agent sent the model, kept beside the server's log for a failure's reader.
+            stack.callback(_dump, model, root / "model-requests.json")
             home, workdir, serverdir = root / "home", root / "work", root / "server"
             workdir.mkdir(parents=True)
             serverdir.mkdir()
@@ -191,14 +288,31 @@ def _rig_factory(tmp_path: Path, agent: Published) -> Iterator[Callable[..., Rig
         yield make
 
 
-@pytest.fixture
-def claude_rig(tmp_path: Path) -> Iterator[Callable[..., Rig]]:
-    """Factory: `claude_rig(script, db="sqlite", agent_env={...})` starts a model server playing
-    `script` and a Clarion server whose `claude` profile runs the published agent against it."""
-    yield from _rig_factory(tmp_path, CLAUDE)
+Servers = Callable[[type[ScriptedServer]], ScriptedServer]
 
 
 @pytest.fixture
-def gemini_rig(tmp_path: Path) -> Iterator[Callable[..., Rig]]:
+def claude_rig(tmp_path: Path, model_servers: Servers) -> Iterator[Callable[..., Rig]]:
+    """Factory: `claude_rig(script, db="sqlite", agent_env={...})` has the worker's model server
+    play `script` and starts a Clarion server whose `claude` profile runs the published agent
+    against it."""
+    yield from _rig_factory(tmp_path, CLAUDE, model_servers)
+
+
+@pytest.fixture
+def gemini_rig(tmp_path: Path, model_servers: Servers) -> Iterator[Callable[..., Rig]]:
     """The same for Gemini CLI (`gemini --acp`) against a scripted Gemini API."""
-    yield from _rig_factory(tmp_path, GEMINI)
+    yield from _rig_factory(tmp_path, GEMINI, model_servers)
+
+
+@pytest.fixture
+def codex_rig(tmp_path: Path, model_servers: Servers) -> Iterator[Callable[..., Rig]]:
+    """The same for Codex (codex-acp) against a scripted OpenAI Responses API."""
+    yield from _rig_factory(tmp_path, CODEX, model_servers)
+
+
+@pytest.fixture
+def copilot_rig(tmp_path: Path, model_servers: Servers) -> Iterator[Callable[..., Rig]]:
+    """The same for GitHub Copilot CLI (`copilot --acp`) against a scripted Chat Completions
+    API, its own-provider (BYOK) mode."""
+    yield from _rig_factory(tmp_path, COPILOT, model_servers)

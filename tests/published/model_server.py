@@ -13,222 +13,79 @@ from __future__ import annotations
 
 import itertools
 import json
-import threading
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Iterator
 from typing import Any
 
-RESUME_MARK = "You previously asked the user:"
+from tests.published.scripted import (
+    RESUME_MARK,
+    Conversation,
+    Exchange,
+    Reply,
+    Script,
+    ScriptedServer,
+    ToolResult,
+    Turn,
+    ask_then_quote,
+    sse,
+)
+
+__all__ = ["RESUME_MARK", "ModelServer", "Reply", "Script", "ToolResult", "Turn", "ask_then_quote"]
 
 
-@dataclass(frozen=True)
-class Reply:
-    """What the model answers one request: text, then optionally one tool call; or an error."""
-
-    text: str = ""
-    tool: str | None = None
-    tool_input: dict[str, Any] = field(default_factory=dict)
-    status: int = 200  # anything else answers an API error with this status
-
-    @property
-    def stop_reason(self) -> str:
-        return "tool_use" if self.tool else "end_turn"
-
-
-@dataclass(frozen=True)
-class Turn:
-    """The part of a main request a script looks at: the last user message."""
-
-    prompt: str  # its text blocks (system reminders left out), "" when it carries tool results
-    tool_results: list[ToolResult]
-    body: dict[str, Any]
-
-    @property
-    def tool_names(self) -> list[str]:
-        return [str(t.get("name")) for t in self.body.get("tools", [])]
-
-
-@dataclass(frozen=True)
-class ToolResult:
-    tool_use_id: str
-    name: str  # the tool the matching tool_use called
-    text: str
-    is_error: bool
-
-
-Script = Callable[[Turn], Reply]
-
-
-def ask_then_quote(tool: str, tool_input: dict[str, Any], *, prefix: str = "Got: ") -> Script:
-    """The usual script: any prompt makes the model call `tool`; a tool result comes back as
-    `prefix` + its text (errors as `Tool error: ...`); a resume prompt is quoted back."""
-
-    def play(turn: Turn) -> Reply:
-        if turn.tool_results:
-            result = turn.tool_results[-1]
-            if result.is_error:
-                return Reply(text=f"Tool error: {result.text}")
-            return Reply(text=prefix + result.text)
-        if RESUME_MARK in turn.prompt:
-            return Reply(text="Resumed with: " + turn.prompt)
-        return Reply(tool=tool, tool_input=tool_input)
-
-    return play
-
-
-class ModelServer:
-    """Runs on its own thread; `requests` holds every request body (JSON) in arrival order."""
+class ModelServer(ScriptedServer):
+    """The Anthropic Messages API: `POST /v1/messages`, streamed or not."""
 
     def __init__(self, script: Script) -> None:
-        self.script = script
-        self.requests: list[dict[str, Any]] = []
-        self.paths: list[str] = []
-        self._lock = threading.Lock()
+        super().__init__(script)
         self._ids = itertools.count(1)
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
 
-    @property
-    def url(self) -> str:
-        host, port = self._httpd.server_address[:2]
-        return f"http://{host!s}:{port}"
+    def is_main(self, body: dict[str, Any]) -> bool:
+        # The agent's own loop offers its tools; its side requests (titles, summaries) offer none.
+        return bool(body.get("tools"))
 
-    def __enter__(self) -> ModelServer:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._httpd.shutdown()
-        self._httpd.server_close()
-
-    # ------------------------------------------------------------------ what tests read
-
-    def main_requests(self) -> list[dict[str, Any]]:
-        with self._lock:
-            return [r for r in self.requests if _is_main(r)]
-
-    def tool_results(self) -> list[ToolResult]:
-        """Each tool result the agent sent, once (later requests repeat the history)."""
-        seen: dict[str, ToolResult] = {}
-        for body in self.main_requests():
-            for result in _tool_results(body):
-                seen.setdefault(result.tool_use_id, result)
-        return list(seen.values())
-
-    def prompts_containing(self, needle: str) -> list[str]:
-        """Distinct user text blocks containing `needle` across all main requests."""
-        seen: list[str] = []
-        for body in self.main_requests():
-            for message in body.get("messages", []):
-                if message.get("role") != "user":
-                    continue
-                for text in _texts(message):
-                    if needle in text and text not in seen:
-                        seen.append(text)
-        return seen
-
-    def user_messages_containing(self, needle: str) -> int:
-        """How many user messages in the longest conversation sent contain `needle`: a prompt
-        delivered twice would appear twice in the history the agent sends back."""
-        counts = [
-            sum(
-                any(needle in t for t in _texts(m))
-                for m in body.get("messages", [])
-                if m.get("role") == "user"
-            )
-            for body in self.main_requests()
-        ]
-        return max(counts, default=0)
-
-    # ------------------------------------------------------------------ serving
-
-    def _record(self, path: str, body: dict[str, Any]) -> None:
-        with self._lock:
-            self.paths.append(path)
-            self.requests.append(body)
-
-    def _answer(self, body: dict[str, Any]) -> Reply:
-        if not _is_main(body):
-            return Reply(text="Clarion test")
-        last = _last_user(body)
-        turn = Turn(
-            prompt="\n".join(_texts(last)) if last else "",
-            tool_results=_tool_results(body, only_last=True),
-            body=body,
+    def conversation(self, body: dict[str, Any]) -> Conversation:
+        users = [m for m in body.get("messages", []) if m.get("role") == "user"]
+        last = users[-1] if users else None
+        return Conversation(
+            user_texts=[_texts(m) for m in users],
+            tool_results=_tool_results(body),
+            turn=Turn(
+                prompt="\n".join(_texts(last)) if last else "",
+                tool_results=_tool_results(body, only_last=True),
+                body=body,
+                tool_names=[str(t.get("name")) for t in body.get("tools", [])],
+            ),
         )
-        return self.script(turn)
 
-    def _handler(self) -> type[BaseHTTPRequestHandler]:
-        server = self
+    def serve_get(self, exchange: Exchange, path: str) -> None:
+        if path == "/v1/models":
+            exchange.json(200, {"data": [], "has_more": False}, _HEADERS)
+        else:
+            exchange.json(404, _error("not_found_error", "not scripted"), _HEADERS)
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
+    def serve_post(self, exchange: Exchange, path: str, body: dict[str, Any]) -> None:
+        if path == "/v1/messages/count_tokens":
+            exchange.json(200, {"input_tokens": 10}, _HEADERS)
+            return
+        if path != "/v1/messages":
+            exchange.json(404, _error("not_found_error", f"{path} is not scripted"), _HEADERS)
+            return
+        reply = self.answer(body, Reply(text="Clarion test"))
+        if reply.status != 200:
+            kind = "authentication_error" if reply.status == 401 else "api_error"
+            exchange.json(reply.status, _error(kind, reply.text or "scripted failure"), _HEADERS)
+            return
+        message_id = f"msg_{next(self._ids):06d}"
+        tool_id = f"toolu_{next(self._ids):06d}"
+        model = str(body.get("model", "claude-test"))
+        if body.get("stream"):
+            events = _events(reply, message_id, tool_id, model)
+            exchange.stream(sse(event, event["type"]) for event in events)
+        else:
+            exchange.json(200, _message(reply, message_id, tool_id, model), _HEADERS)
 
-            def log_message(self, format: str, *args: Any) -> None:  # quiet
-                return
 
-            def do_GET(self) -> None:
-                server._record(self.path, {})
-                if self.path.split("?")[0] == "/v1/models":
-                    self._json(200, {"data": [], "has_more": False})
-                else:
-                    self._json(404, _error("not_found_error", "not scripted"))
-
-            def do_HEAD(self) -> None:
-                self._json(200, {})
-
-            def do_POST(self) -> None:
-                length = int(self.headers.get("content-length") or 0)
-                raw = self.rfile.read(length) if length else b"{}"
-                try:
-                    body = json.loads(raw or b"{}")
-                except ValueError:
-                    body = {}
-                path = self.path.split("?")[0]
-                server._record(path, body)
-                if path == "/v1/messages/count_tokens":
-                    self._json(200, {"input_tokens": 10})
-                    return
-                if path != "/v1/messages":
-                    self._json(404, _error("not_found_error", f"{path} is not scripted"))
-                    return
-                reply = server._answer(body)
-                if reply.status != 200:
-                    kind = "authentication_error" if reply.status == 401 else "api_error"
-                    self._json(reply.status, _error(kind, reply.text or "scripted failure"))
-                    return
-                message_id = f"msg_{next(server._ids):06d}"
-                tool_id = f"toolu_{next(server._ids):06d}"
-                model = str(body.get("model", "claude-test"))
-                if body.get("stream"):
-                    self._stream(_events(reply, message_id, tool_id, model))
-                else:
-                    self._json(200, _message(reply, message_id, tool_id, model))
-
-            def _json(self, status: int, payload: dict[str, Any]) -> None:
-                data = json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(data)))
-                self.send_header("request-id", "req_test")
-                self.end_headers()
-                self.wfile.write(data)
-
-            def _stream(self, events: Iterator[dict[str, Any]]) -> None:
-                self.send_response(200)
-                self.send_header("content-type", "text/event-stream")
-                self.send_header("cache-control", "no-cache")
-                self.send_header("connection", "close")
-                self.end_headers()
-                for event in events:
-                    chunk = f"event: {event['type']}\ndata: {json.dumps(event)}\n\n"
-                    self.wfile.write(chunk.encode())
-                    self.wfile.flush()
-                self.close_connection = True
-
-        return Handler
+_HEADERS = {"request-id": "req_test"}
 
 
 def _error(kind: str, message: str) -> dict[str, Any]:
@@ -301,16 +158,6 @@ def _events(reply: Reply, message_id: str, tool_id: str, model: str) -> Iterator
         "usage": {"output_tokens": 5},
     }
     yield {"type": "message_stop"}
-
-
-def _is_main(body: dict[str, Any]) -> bool:
-    # The agent's own loop offers its tools; its side requests (titles, summaries) offer none.
-    return bool(body.get("tools"))
-
-
-def _last_user(body: dict[str, Any]) -> dict[str, Any] | None:
-    users = [m for m in body.get("messages", []) if m.get("role") == "user"]
-    return users[-1] if users else None
 
 
 def _texts(message: dict[str, Any]) -> list[str]:

@@ -331,7 +331,7 @@ def test_native_ask_user_question_is_refused_and_the_question_reaches_clarion(
     _respond_ok(rig.server, pending_id, answer("db", "postgres"))
     rig.server.wait_for_agent_text(session_id, "Got: ", timeout=AGENT_WAIT_S)
 
-    offered = {name for body in rig.model.main_requests() for name in Turn("", [], body).tool_names}
+    offered = rig.model.offered_tools()
     assert ASK_TOOL in offered and "AskUserQuestion" not in offered
     native = [r for r in rig.model.tool_results() if r.name == "AskUserQuestion"]
     assert len(native) == 1 and native[0].is_error
