@@ -1,5 +1,5 @@
-"""The operator's settings from the TOML file: the metrics token (and, as they come, retention
-and telemetry). Imports only the configuration readers."""
+"""The operator's settings from the TOML file: the metrics token, retention, whether the
+server migrates the schema. Imports only the configuration readers."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from clarion.config_files import read_config
+from clarion.config_files import duration, read_config
 
 
 @dataclass(frozen=True, slots=True)
@@ -16,6 +16,11 @@ class OperationsConfig:
     metrics_token: str | None = None
     # How long a scrape's database figures are reused (0: read on every scrape).
     metrics_cache_s: float = 5.0
+    # `[retention]`: prune what finished more than `older_than` ago (0: never), every `every`.
+    retention_older_than_s: float = 0.0
+    retention_every_s: float = 3600.0
+    # `clarion serve --no-migrate`: refuse an old schema instead of migrating it.
+    migrate: bool = True
 
     @classmethod
     def load(cls, config_file: str | None, env: Mapping[str, str]) -> OperationsConfig:
@@ -26,7 +31,29 @@ class OperationsConfig:
             raise ValueError(
                 f"{config_file}: metrics_token must be a string of at least 16 characters"
             )
-        return cls(metrics_token=token or None, metrics_cache_s=_seconds(env))
+        older_than, every = _retention(data.get("retention"), config_file)
+        return cls(
+            metrics_token=token or None,
+            metrics_cache_s=_seconds(env),
+            retention_older_than_s=older_than,
+            retention_every_s=every,
+        )
+
+
+def _retention(spec: object, where: str | None) -> tuple[float, float]:
+    """`[retention] older_than = "90d"`, optional `every = "1h"`."""
+    if spec is None:
+        return 0.0, 3600.0
+    if not isinstance(spec, dict):
+        raise ValueError(f"{where}: [retention] must be a table")
+    unknown = sorted(set(spec) - {"older_than", "every"})
+    if unknown:
+        raise ValueError(f"{where}: [retention]: unknown key(s) {', '.join(unknown)}")
+    older_than = duration(spec.get("older_than", 0), f"{where}: retention.older_than")
+    every = duration(spec.get("every", "1h"), f"{where}: retention.every")
+    if every <= 0:
+        raise ValueError(f"{where}: retention.every must be longer than 0")
+    return older_than, every
 
 
 def _seconds(env: Mapping[str, str]) -> float:

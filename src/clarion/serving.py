@@ -123,6 +123,7 @@ async def run_server(
                 raise RecoveryFailed(f"startup recovery failed: {exc}") from exc
             _freeze_startup_heap()
             app.start_deadlines(joined.replica.replica_id if joined is not None else None)
+            app.start_retention()
             app.services.ready.set()
             if joined is not None:
                 await joined.replica.serving()

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Coroutine, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from clarion import failpoints
 from clarion.agents.runtime import AcpRuntime
@@ -59,6 +60,7 @@ from clarion.projection.pending import PendingProjector
 from clarion.projection.reads import Reads
 from clarion.projection.summaries import SummaryService
 from clarion.projection.waiter_lookup import local_only
+from clarion.retention import retention_loop
 from clarion.store import SqlStore, open_store
 from clarion.store.outbox import Outbox
 from clarion.supervisor import Supervisor
@@ -109,11 +111,17 @@ class App:
     deadlines: DeadlineScheduler
     metrics: PrometheusMetrics
     supervisor: Supervisor
+    # `[retention]`: the background prune, started after recovery (None: not configured).
+    retention: Callable[[], Coroutine[Any, Any, None]] | None = None
 
     def start_deadlines(self, owner: str | None) -> None:
         """Fire waiting-policy deadlines from now on (after startup recovery): every
         session's on a single server, the sessions replica `owner` runs in a cluster."""
         self.supervisor.spawn(self.deadlines.run(owner), name="deadline-scheduler")
+
+    def start_retention(self) -> None:
+        if self.retention is not None:
+            self.supervisor.spawn(self.retention(), name="retention")
 
 
 RuntimeFactory = Callable[
@@ -140,7 +148,9 @@ async def build(
     sink = _LateSink()
     metrics = PrometheusMetrics()
     async with (
-        open_store(settings.database_url, clock) as sql_store,
+        open_store(
+            settings.database_url, clock, migrate_schema=settings.operations.migrate
+        ) as sql_store,
         open_bus(settings.bus_url) as bus,
         Supervisor() as supervisor,
         _answer_links(settings, sql_store, clock, base_url) as links,
@@ -298,6 +308,7 @@ async def build(
                 deadlines=scheduler,
                 supervisor=supervisor,
                 metrics=metrics,
+                retention=_retention(settings, sql_store, clock),
             )
         finally:
             watchdogs.cancel_all()
@@ -358,6 +369,17 @@ def waiting_policies(settings: Settings, store: Store) -> WaitingPolicies:
             if profile.waiting is not None
         },
         workspaces=dict(settings.workspace_waiting),
+    )
+
+
+def _retention(
+    settings: Settings, store: SqlStore, clock: Clock
+) -> Callable[[], Coroutine[Any, Any, None]] | None:
+    ops = settings.operations
+    if ops.retention_older_than_s <= 0:
+        return None
+    return lambda: retention_loop(
+        store, clock, older_than_s=ops.retention_older_than_s, every_s=ops.retention_every_s
     )
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import faulthandler
 import ipaddress
 import os
@@ -11,7 +12,7 @@ from collections.abc import Callable
 
 import typer
 
-from clarion.cli import answer, commands, demo, permissions, token, watch
+from clarion.cli import answer, commands, db, demo, permissions, token, watch
 from clarion.cli.logs import configure_logging
 from clarion.config import Settings
 from clarion.config_files import redacted
@@ -36,6 +37,7 @@ permissions.register(app)
 watch.register(app)
 demo.register(app)
 token.register(app)
+db.register(app)
 
 
 def _event_loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
@@ -79,6 +81,11 @@ def serve(
         None, "--advertise-url", help="This replica's URL for its peers [env CLARION_ADVERTISE_URL]"
     ),
     log_level: str = typer.Option(os.environ.get("CLARION_LOG_LEVEL", "INFO"), "--log-level"),
+    no_migrate: bool = typer.Option(
+        False,
+        "--no-migrate",
+        help="Refuse to start on an old schema instead of migrating it (see clarion db)",
+    ),
     log_format: str = typer.Option(
         os.environ.get("CLARION_LOG_FORMAT", "text"),
         "--log-format",
@@ -87,6 +94,7 @@ def serve(
 ) -> None:
     """Start the server. Binds HTTP first, then runs startup recovery before admitting work."""
     from clarion.serving import AnotherServer, RecoveryFailed, ServiceUnreachable, run_server
+    from clarion.store.schema_admin import SchemaBehind
 
     try:
         configure_logging(log_level.upper(), log_format.lower())
@@ -111,6 +119,10 @@ def serve(
     except ValueError as exc:
         typer.echo(f"clarion: {exc}", err=True)
         raise typer.Exit(2) from exc
+    if no_migrate:
+        settings = dataclasses.replace(
+            settings, operations=dataclasses.replace(settings.operations, migrate=False)
+        )
     if not settings.auth and not settings.insecure_no_auth and not _is_loopback(settings.host):
         typer.echo(
             f"clarion: refusing to serve on {settings.host} without --auth "
@@ -126,7 +138,7 @@ def serve(
     try:
         with asyncio.Runner(loop_factory=_event_loop_factory()) as runner:
             runner.run(run_server(settings, announce))
-    except (RecoveryFailed, ServiceUnreachable) as exc:
+    except (RecoveryFailed, ServiceUnreachable, SchemaBehind) as exc:
         typer.echo(f"clarion: {exc}", err=True)
         raise typer.Exit(1) from exc
     except AnotherServer as exc:

@@ -34,7 +34,9 @@ from clarion.store.ownership import OwnershipQueries
 from clarion.store.permissions import PermissionQueries
 from clarion.store.projections import ProjectionQueries
 from clarion.store.reservations import ReservationQueries
+from clarion.store.retention import RetentionQueries
 from clarion.store.revisions import RevisionQueries
+from clarion.store.schema_admin import require_current
 from clarion.store.startup.intents import IntentRecoveryQueries
 from clarion.store.startup.open_turns import OpenTurnQueries
 from clarion.store.startup.orphans import OrphanQueries
@@ -103,6 +105,7 @@ class SqlStore(
     OwnershipQueries,
     AgentStopQueries,
     FigureQueries,
+    RetentionQueries,
 ):
     """Every method is one transaction. Writes that touch a session's turns or clarification
     rows hold that session's write lock for the whole transaction.
@@ -124,6 +127,10 @@ class SqlStore(
         if self._inflight:
             await asyncio.wait(set(self._inflight), timeout=within)
 
+    def close(self) -> None:
+        """Close the store's own connections; the engine stays its opener's to dispose."""
+        self._db.close()
+
     @property
     def engine(self) -> AsyncEngine:
         return self._db.engine
@@ -134,11 +141,17 @@ class SqlStore(
 
 
 @asynccontextmanager
-async def open_store(url: str, clock: Clock) -> AsyncIterator[SqlStore]:
-    """Open the database at `url`, migrate it to the latest schema, and dispose on exit."""
+async def open_store(
+    url: str, clock: Clock, *, migrate_schema: bool = True
+) -> AsyncIterator[SqlStore]:
+    """Open the database at `url`, migrate it to the latest schema, and dispose on exit.
+    Without `migrate_schema`, SchemaBehind if it needs migrations."""
     engine = open_engine(url)
     try:
-        await migrate(engine)
+        if migrate_schema:
+            await migrate(engine)
+        else:
+            await require_current(engine)
         store = SqlStore(engine, clock)
         try:
             yield store

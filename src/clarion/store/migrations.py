@@ -130,33 +130,41 @@ MIGRATIONS: tuple[Callable[[Connection], None], ...] = (
 LATEST_VERSION = len(MIGRATIONS)
 
 
-def _apply(conn: Connection) -> list[int]:
-    _version_meta.create_all(conn, checkfirst=True)
+def current_version(conn: Connection) -> int:
+    """The database's schema version; 0 for a database Clarion never migrated."""
+    if not inspect(conn).has_table(schema_version.name):
+        return 0
     current = conn.execute(
         select(schema_version.c.version).order_by(schema_version.c.version.desc()).limit(1)
     ).scalar()
-    current = current or 0
+    return int(current or 0)
+
+
+def _apply(conn: Connection, upto: int = LATEST_VERSION) -> list[int]:
+    _version_meta.create_all(conn, checkfirst=True)
+    current = current_version(conn)
     if current > LATEST_VERSION:
         raise RuntimeError(
             f"database schema version {current} is newer than this Clarion ({LATEST_VERSION})"
         )
     applied: list[int] = []
-    for version in range(current + 1, LATEST_VERSION + 1):
+    for version in range(current + 1, upto + 1):
         MIGRATIONS[version - 1](conn)
         conn.execute(insert(schema_version).values(version=version, applied_at=datetime.now(UTC)))
         applied.append(version)
     return applied
 
 
-async def migrate(engine: AsyncEngine) -> int:
-    """Bring the database to LATEST_VERSION; returns the version it is at."""
+async def migrate(engine: AsyncEngine, *, upto: int = LATEST_VERSION) -> int:
+    """Bring the database to LATEST_VERSION (`upto`: only that far, which is how tests build
+    the database an earlier release left); returns the version it is at."""
     db = Db(engine)
     try:
         async with db.write() as conn:
             await db.lock_key(conn, "clarion-schema-migration")
-            applied = await conn.run_sync(_apply)
+            applied = await conn.run_sync(lambda c: _apply(c, upto))
     finally:
         db.close()
     if applied:
         log.info("schema migrated", extra={"versions": applied})
-    return LATEST_VERSION
+    return upto

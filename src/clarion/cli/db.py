@@ -1,0 +1,211 @@
+"""`clarion db`: the schema version and its migrations, a backup, and pruning what finished
+long ago. Each opens the database directly, with or without a server running on it.
+
+Exit codes: 0 done (status: up to date), 1 migrations pending (status) or the command failed,
+2 usage (a bad duration, a backup file that exists, a backup of PostgreSQL).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import sqlite3
+from collections.abc import AsyncIterator, Coroutine
+from datetime import timedelta
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import typer
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from clarion.clock import SystemClock
+from clarion.config import default_database_url
+from clarion.config_files import duration, redacted
+from clarion.store import SqlStore, migrate, open_engine
+from clarion.store.retention import Pruned, prune
+from clarion.store.schema_admin import pending_sql, schema_status
+
+T = TypeVar("T")
+
+db_app = typer.Typer(
+    help="The database: schema version and migrations, backup, pruning.",
+    no_args_is_help=True,
+    add_completion=False,
+)
+
+DatabaseOpt = typer.Option(
+    None,
+    "--database",
+    help="sqlite:///PATH or postgresql://... [env CLARION_DATABASE_URL, default as serve]",
+)
+
+
+@db_app.callback()
+def _group() -> None:
+    """The database: schema version and migrations, backup, pruning."""
+
+
+def _url(database: str | None) -> str:
+    return database or os.environ.get("CLARION_DATABASE_URL") or default_database_url(os.environ)
+
+
+def _fail(message: str, code: int = 1) -> typer.Exit:
+    typer.echo(f"clarion: {message}", err=True)
+    return typer.Exit(code)
+
+
+@contextlib.asynccontextmanager
+async def _engine(url: str) -> AsyncIterator[AsyncEngine]:
+    engine = open_engine(url)
+    try:
+        yield engine
+    finally:
+        await engine.dispose()
+
+
+def _run(url: str, work: Coroutine[Any, Any, T]) -> T:
+    try:
+        return asyncio.run(work)
+    except typer.Exit:
+        raise
+    except Exception as exc:
+        raise _fail(f"{redacted(url)}: {exc}") from exc
+
+
+@db_app.command("status")
+def status(database: str | None = DatabaseOpt) -> None:
+    """Print the schema version and `up to date` or the pending migrations (exit 1)."""
+    url = _url(database)
+
+    async def read() -> tuple[int, int, tuple[int, ...]]:
+        async with _engine(url) as engine:
+            found = await schema_status(engine)
+            return found.version, found.latest, found.pending
+
+    version, latest, pending = _run(url, read())
+    if version > latest:
+        typer.echo(f"schema version {version}: newer than this Clarion ({latest})")
+        raise typer.Exit(1)
+    if not pending:
+        typer.echo(f"schema version {version}: up to date")
+        return
+    listed = ", ".join(str(v) for v in pending)
+    typer.echo(f"schema version {version} of {latest}: pending migrations {listed}")
+    raise typer.Exit(1)
+
+
+@db_app.command("upgrade")
+def upgrade(
+    sql: bool = typer.Option(False, "--sql", help="Print the SQL for review; change nothing"),
+    database: str | None = DatabaseOpt,
+) -> None:
+    """Run the pending migrations (with --sql: print their SQL instead)."""
+    url = _url(database)
+
+    async def work() -> tuple[int, int, list[str]]:
+        async with _engine(url) as engine:
+            before = await schema_status(engine)
+            if sql:
+                return before.version, before.version, list(await pending_sql(engine))
+            after = await migrate(engine)
+            return before.version, after, []
+
+    before, after, statements = _run(url, work())
+    if sql:
+        if not statements:
+            typer.echo(f"-- schema version {before}: up to date, nothing to run")
+            return
+        typer.echo(f"-- clarion db upgrade: schema version {before} -> the latest")
+        typer.echo("-- run in one transaction, as `clarion db upgrade` does")
+        for statement in statements:
+            typer.echo(statement)
+        return
+    if before == after:
+        typer.echo(f"schema version {after}: up to date, nothing to run")
+    else:
+        typer.echo(f"schema upgraded from version {before} to {after}")
+
+
+@db_app.command("backup")
+def backup(
+    file: Annotated[Path, typer.Argument(help="The backup file to write (must not exist)")],
+    database: str | None = DatabaseOpt,
+) -> None:
+    """SQLite: an online backup (consistent while a server writes). PostgreSQL: use pg_dump."""
+    url = _url(database)
+    if not url.startswith("sqlite"):
+        raise _fail(
+            "backup copies SQLite databases only; for PostgreSQL use pg_dump, for example: "
+            f"pg_dump --format=custom --file {file} '{redacted(url)}'",
+            2,
+        )
+    if file.exists():
+        raise _fail(f"{file} exists; choose a new file", 2)
+    source_path = open_engine(url).url.database or ""
+    if not Path(source_path).is_file():
+        raise _fail(f"no database at {source_path}")
+    try:
+        with (
+            contextlib.closing(sqlite3.connect(source_path)) as source,
+            contextlib.closing(sqlite3.connect(file)) as target,
+        ):
+            # Page by page, so a running server's writes are never blocked for long.
+            source.backup(target, pages=1024)
+    except sqlite3.Error as exc:
+        file.unlink(missing_ok=True)
+        raise _fail(f"backup of {source_path} failed: {exc}") from exc
+    typer.echo(f"backed up {source_path} to {file} ({file.stat().st_size} bytes)")
+
+
+def _describe(pruned: Pruned) -> str:
+    return (
+        f"{pruned.sessions} sessions, {pruned.turns} turns, {pruned.messages} messages, "
+        f"{pruned.webhook_deliveries} webhook deliveries"
+    )
+
+
+@db_app.command("prune")
+def prune_command(
+    older_than: str = typer.Option(
+        ..., "--older-than", help="Age such as 90d, 12h: what finished before then goes"
+    ),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Count only; delete nothing"),
+    database: str | None = DatabaseOpt,
+) -> None:
+    """Delete finished sessions' rows older than the cutoff; never a task still running or
+    waiting. Prints what it deleted (or, with --dry-run, would)."""
+    try:
+        seconds = duration(older_than, "--older-than")
+    except ValueError as exc:
+        raise _fail(str(exc), 2) from exc
+    if seconds <= 0:
+        raise _fail("--older-than must be longer than 0", 2)
+    url = _url(database)
+
+    def report(done: int, total: int) -> None:
+        typer.echo(f"… {done}/{total} sessions", err=True)
+
+    async def work() -> tuple[str, Pruned]:
+        async with _engine(url) as engine:
+            found = await schema_status(engine)
+            if found.pending or found.newer_than_code:
+                raise _fail(
+                    f"the schema is at version {found.version}, this Clarion's is "
+                    f"{found.latest}: run `clarion db upgrade` first"
+                )
+            store = SqlStore(engine, SystemClock())
+            cutoff = SystemClock().now() - timedelta(seconds=seconds)
+            try:
+                pruned = await prune(store, cutoff, dry_run=dry_run, progress=report)
+            finally:
+                store.close()
+            return cutoff.isoformat(timespec="seconds"), pruned
+
+    cutoff, pruned = _run(url, work())
+    verb = "would delete" if dry_run else "deleted"
+    typer.echo(f"{verb} {_describe(pruned)} that finished before {cutoff}")
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(db_app, name="db")
