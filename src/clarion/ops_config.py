@@ -7,7 +7,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from clarion.config_files import duration, read_config
+from clarion.config_files import read_config
+from clarion.domain.waiting import parse_duration
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,11 +50,17 @@ def _retention(spec: object, where: str | None) -> tuple[float, float]:
     unknown = sorted(set(spec) - {"older_than", "every"})
     if unknown:
         raise ValueError(f"{where}: [retention]: unknown key(s) {', '.join(unknown)}")
-    older_than = duration(spec.get("older_than", 0), f"{where}: retention.older_than")
-    every = duration(spec.get("every", "1h"), f"{where}: retention.every")
-    if every <= 0:
-        raise ValueError(f"{where}: retention.every must be longer than 0")
-    return older_than, every
+    seconds = []
+    for key, default in (("older_than", None), ("every", "1h")):
+        raw = spec.get(key, default)
+        if raw is None:
+            seconds.append(0.0)
+            continue
+        try:
+            seconds.append(float(parse_duration(raw).seconds))
+        except ValueError as exc:
+            raise ValueError(f"{where}: retention.{key} {exc}") from None
+    return seconds[0], seconds[1]
 
 
 def _seconds(env: Mapping[str, str]) -> float:

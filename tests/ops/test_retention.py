@@ -27,8 +27,8 @@ def test_retention_is_off_unless_configured_and_every_defaults_to_an_hour(tmp_pa
 @pytest.mark.parametrize(
     ("toml", "message"),
     [
-        ('[retention]\nolder_than = "90 days"\n', "retention.older_than must be a duration"),
-        ('[retention]\nolder_than = "9d"\nevery = "0"\n', "retention.every must be longer"),
+        ('[retention]\nolder_than = "90 days"\n', "retention.older_than must be a positive"),
+        ('[retention]\nolder_than = "9d"\nevery = "0"\n', "retention.every must be a positive"),
         ('[retention]\nolder = "9d"\n', "unknown key(s) older"),
         ('retention = "9d"\n', "[retention] must be a table"),
     ],

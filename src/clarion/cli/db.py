@@ -21,7 +21,8 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from clarion.clock import SystemClock
 from clarion.config import default_database_url
-from clarion.config_files import duration, redacted
+from clarion.config_files import redacted
+from clarion.domain.waiting import parse_duration
 from clarion.store import SqlStore, migrate, open_engine
 from clarion.store.retention import Pruned, prune
 from clarion.store.schema_admin import pending_sql, schema_status
@@ -176,11 +177,9 @@ def prune_command(
     """Delete finished sessions' rows older than the cutoff; never a task still running or
     waiting. Prints what it deleted (or, with --dry-run, would)."""
     try:
-        seconds = duration(older_than, "--older-than")
+        seconds = parse_duration(older_than).seconds
     except ValueError as exc:
-        raise _fail(str(exc), 2) from exc
-    if seconds <= 0:
-        raise _fail("--older-than must be longer than 0", 2)
+        raise _fail(f"--older-than {exc}", 2) from exc
     url = _url(database)
 
     def report(done: int, total: int) -> None:
