@@ -1,7 +1,7 @@
 """Idle agents: what sessions waiting on a person cost before and after their agents stop.
 
 N sessions on one server, each with the built-in agent (a real subprocess) holding a detached
-question (`/scenario ask-timeout t=1`: the agent's own MCP client gives up, the question stays
+question (`/scenario ask-timeout t=2`: the agent's own MCP client gives up, the question stays
 open, the turn ends). The profile's `agent_idle_stop_after` is set just above the time the
 set-up takes, so every agent runs when the first figure is read:
 
@@ -29,7 +29,7 @@ from bench.server import BenchServer, fresh_database
 
 # Seconds the set-up may take per session before the first agent could idle out, on top of a
 # fixed margin: the stop must come after every agent is running and measured.
-_SETUP_S_PER_SESSION = 1.5
+_SETUP_S_PER_SESSION = 2.0
 _SETUP_MARGIN_S = 30.0
 IDLE_CPU_WINDOW_S = 10.0
 
@@ -41,6 +41,7 @@ class IdleAgents:
     server_before: int = 0
     # RSS of each process below the server: each agent and the guard shell of its group.
     agents_before: list[int] = field(default_factory=list)
+    running_before: int = 0  # sessions whose agent ran when the "before" figures were read
     server_after: int = 0
     agents_after: list[int] = field(default_factory=list)
     idle_cpu: float = 0.0  # server CPU seconds per wall second, after the stop
@@ -57,7 +58,7 @@ class IdleAgents:
     @property
     def per_session(self) -> float:
         """What one session's running agent costs: its processes' RSS, guard included."""
-        return sum(self.agents_before) / self.sessions
+        return sum(self.agents_before) / max(1, self.running_before)
 
 
 def descendants(pid: int) -> list[int]:
@@ -92,18 +93,30 @@ def _rss_of(pids: list[int]) -> list[int]:
 
 
 async def _detached_session(api: Api, i: int) -> tuple[str, str]:
-    """A session whose built-in agent asked and whose question detached: (session, pending)."""
+    """A session whose built-in agent asked and whose question detached: (session, pending).
+
+    Under load the agent's MCP client can give up before its call reaches the server: the turn
+    then ends without a question, and the prompt is sent again."""
     task_id = await api.create_task(f"idle agent {i}")
-    session_id = await api.start_session(task_id, ask_timeout(1))
-    deadline = time.perf_counter() + 300
+    session_id = await api.start_session(task_id, ask_timeout(2))
+    prompts = 1
+    deadline = time.perf_counter() + 600
     while time.perf_counter() < deadline:
         page = await api.ok("GET", f"/task-sessions/{session_id}/messages?limit=100")
         asked = [m for m in page["messages"] if m["type"] == "clarification_request"]
-        ended = any("No answer yet" in str(m["content"]) for m in page["messages"])
+        ended = sum("No answer yet" in str(m["content"]) for m in page["messages"])
         if asked and ended:
             return session_id, str(asked[0]["metadata"]["pending_id"])
-        await asyncio.sleep(0.25)
+        if ended >= prompts and not asked and prompts < 5:
+            await api.prompt(session_id, ask_timeout(2))
+            prompts += 1
+        await asyncio.sleep(0.5)
     raise RuntimeError(f"session {session_id} never left a detached question")
+
+
+async def _running(api: Api, session_ids: list[str]) -> int:
+    reads = [await api.ok("GET", f"/task-sessions/{s}") for s in session_ids]
+    return sum(r["session"]["agent_process"] == "running" for r in reads)
 
 
 async def _all_stopped(api: Api, session_ids: list[str], limit_s: float) -> None:
@@ -127,8 +140,14 @@ async def _processes_gone(pid: int, limit_s: float) -> None:
     await asyncio.sleep(1)  # the server's own follow-up work
 
 
-async def measure(db: str, workdir: Path, sessions: int, answers: int) -> IdleAgents:
-    idle_stop_s = int(_SETUP_MARGIN_S + _SETUP_S_PER_SESSION * sessions)
+async def measure(
+    db: str, workdir: Path, sessions: int, answers: int, idle_stop_s: int | None = None
+) -> IdleAgents:
+    """`idle_stop_s`: the profile's `agent_idle_stop_after`; by default a margin over the
+    set-up's usual length. A set-up longer than it (a loaded host) lets the first agents stop
+    before the "running" figures are read: they report how many ran then."""
+    if idle_stop_s is None:
+        idle_stop_s = int(_SETUP_MARGIN_S + _SETUP_S_PER_SESSION * sessions)
     result = IdleAgents(sessions=sessions, idle_stop_s=idle_stop_s)
     async with fresh_database(db, workdir) as url:
         server = BenchServer(
@@ -153,6 +172,7 @@ async def measure(db: str, workdir: Path, sessions: int, answers: int) -> IdleAg
             await asyncio.sleep(1)  # the turn ends' follow-up work
             result.server_before = rss_bytes(pid)
             result.agents_before = _rss_of(descendants(pid))
+            result.running_before = await _running(ctx.api, [s for s, _ in held])
             progress(
                 f"{db}: {sessions} sessions with a detached question (set up in {setup_s:.0f} s): "
                 f"server {result.server_before / 2**20:.0f} MiB + "

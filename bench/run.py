@@ -50,6 +50,7 @@ class Sizes:
     # (the figure is 1,000; 100 fits a shared machine, per-agent RSS projects the rest).
     idle_agents: int = 100
     restart_answers: int = 5  # answers to sessions whose agent was stopped
+    idle_stop_s: int | None = None  # the built-in profile's idle stop there (None: by size)
 
 
 QUICK = Sizes(
@@ -203,7 +204,9 @@ async def _memory(db: str, workdir: Path, sizes: Sizes, out: Results) -> None:
 
 
 async def _idle_agents(db: str, workdir: Path, sizes: Sizes, out: Results) -> None:
-    r = await idle_agents.measure(db, workdir, sizes.idle_agents, sizes.restart_answers)
+    r = await idle_agents.measure(
+        db, workdir, sizes.idle_agents, sizes.restart_answers, sizes.idle_stop_s
+    )
     n, mib = r.sessions, 2**20
     projected = (r.server_before + 1000 * r.per_session) / 2**30
     out.rows.append(
@@ -212,7 +215,7 @@ async def _idle_agents(db: str, workdir: Path, sizes: Sizes, out: Results) -> No
             f"RSS server + agents, {n} sessions with a detached question, agents running",
             f"{r.total_before / mib:.0f} MiB",
             note=(
-                f"server {r.server_before / mib:.0f} MiB + {n} built-in agents at "
+                f"server {r.server_before / mib:.0f} MiB + {r.running_before} built-in agents at "
                 f"{r.per_session / mib:.1f} MiB each ({len(r.agents_before)} processes: agents "
                 f"and their process-group guards); 1,000 would be ~{projected:.1f} GiB"
             ),
@@ -428,6 +431,11 @@ def main(argv: list[str] | None = None) -> int:
         help="sessions holding a detached question in the idle-agents rows (default 100)",
     )
     parser.add_argument(
+        "--idle-stop",
+        type=int,
+        help="agent_idle_stop_after (seconds) in the idle-agents rows; default 30 + 2 per session",
+    )
+    parser.add_argument(
         "--only", choices=["all", "idle-agents"], default="all", help="run only these rows"
     )
     args = parser.parse_args(argv)
@@ -436,6 +444,10 @@ def main(argv: list[str] | None = None) -> int:
         if args.sessions < 1:
             parser.error("--sessions must be at least 1")
         sizes = replace(sizes, idle_agents=args.sessions)
+    if args.idle_stop is not None:
+        if args.idle_stop < 1:
+            parser.error("--idle-stop must be at least 1 second")
+        sizes = replace(sizes, idle_stop_s=args.idle_stop)
     with tempfile.TemporaryDirectory(prefix="clarion-bench-") as tmp:
         results = asyncio.run(main_async(sizes, args.db.split(","), Path(tmp), only=args.only))
     table = render(results.rows)
