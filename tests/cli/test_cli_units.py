@@ -109,3 +109,20 @@ def test_client_commands_start_without_the_database_layer() -> None:
         [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True
     )
     assert done.stdout.strip() == "[]"
+
+
+def test_a_deadline_reads_as_time_left_and_what_follows() -> None:
+    from datetime import UTC, datetime
+
+    from clarion.cli.render import waiting_line
+
+    now = datetime(2026, 1, 1, 12, tzinfo=UTC)
+    bundle = {"expires_at": "2026-01-01T15:00:00+00:00", "on_expiry": "default"}
+    line = waiting_line({**bundle, "escalated_to": ["bob"]}, now)
+    assert line is not None
+    assert line.startswith("expires in 3 h (2026-01-01T15:00:00+00:00), then the default answer")
+    assert line.endswith("; escalated to bob")
+    assert waiting_line({"expires_at": None, "escalated_to": []}, now) is None
+    assert waiting_line({**bundle, "on_expiry": "skip"}, datetime(2026, 1, 2, tzinfo=UTC)) == (
+        "expires now (2026-01-01T15:00:00+00:00), then Skip"
+    )

@@ -119,3 +119,20 @@ def test_the_adopter_fires_the_deadline_of_a_dead_owners_question_once(
     late = second.respond(pending_id, {"answers": [], "rejected": True, "reject_reason": "x"})
     assert late.status_code == 409, "the expiry won once; nothing claims it again"
     assert second.resume_prompts_seen(session_id) == 1
+
+
+def test_clarion_questions_shows_the_deadline_and_what_follows(
+    make_server: Callable[..., ServerProcess],
+) -> None:
+    from tests.cli.cli_runner import run_cli
+
+    server = _configured(make_server(), "8h", "skip")
+    server.start()
+    session_id = server.start_session(server.create_task(), "/scenario ask")
+    pending_id = server.wait_for_bundle(session_id)
+
+    listed = run_cli(server, "questions")
+
+    assert listed.exit_code == 0, listed
+    assert f"{pending_id}  active_live" in listed.stdout
+    assert "expires in 8 h" in listed.stdout and "then Skip" in listed.stdout

@@ -5,6 +5,7 @@ Registered on the root Typer app by `register`; each talks to a running server o
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Annotated, Any
 
 import typer
@@ -13,7 +14,7 @@ from rich.text import Text
 from clarion.cli.client import ClarionClient
 from clarion.cli.connection import DEFAULT_SERVER, ServerOpt, TokenOpt, client_for
 from clarion.cli.permissions import pending_permissions, show_permission
-from clarion.cli.render import question_block, stdout, tasks_table
+from clarion.cli.render import question_block, stdout, tasks_table, waiting_line
 from clarion.cli.sanitize import safe
 
 ACTIVE_STATES = ("active_live", "active_detached")
@@ -175,6 +176,9 @@ def questions(
         state = "answered, delivery ambiguous" if ambiguous else bundle["state"]
         header.append(safe(f"  {state}  task {task['id']}: {task.get('title', '')}"))
         console.print(header)
+        deadline = waiting_line(bundle, datetime.now(UTC))
+        if deadline is not None:
+            console.print(Text(safe(f"  {deadline}"), style="magenta"))
         total = len(bundle["questions"])
         for number, question in enumerate(bundle["questions"], start=1):
             console.print(question_block(number, total, question))

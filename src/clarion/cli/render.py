@@ -8,6 +8,7 @@ written, never as Rich markup.
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta
 from typing import Any
 
 from rich.console import Console
@@ -155,3 +156,31 @@ def _row_response(meta: dict[str, Any]) -> dict[str, Any] | None:
     if not isinstance(response, dict) or "question_id" not in response:
         return None
     return {"answers": [response]}
+
+
+_THEN = {"skip": "Skip", "default": "the default answer"}
+
+
+def waiting_line(bundle: dict[str, Any], now: datetime) -> str | None:
+    """The question's deadline and escalation in words ("expires in 3 h, then Skip"), or
+    None when it waits under no policy that fires."""
+    parts: list[str] = []
+    expires_at = bundle.get("expires_at")
+    if isinstance(expires_at, str):
+        when = datetime.fromisoformat(expires_at)
+        then = _THEN.get(str(bundle.get("on_expiry")), "Skip")
+        parts.append(f"expires {_relative(when - now)} ({expires_at}), then {then}")
+    escalated = bundle.get("escalated_to") or []
+    if escalated:
+        parts.append("escalated to " + ", ".join(str(u) for u in escalated))
+    return "; ".join(parts) if parts else None
+
+
+def _relative(delta: timedelta) -> str:
+    seconds = int(delta.total_seconds())
+    if seconds <= 0:
+        return "now"
+    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size:
+            return f"in {round(seconds / size)} {unit}"
+    return f"in {seconds} s"
