@@ -1,6 +1,9 @@
 """`clarion db`: the schema version and its migrations, a backup, and pruning what finished
 long ago. Each opens the database directly, with or without a server running on it.
 
+The database layer is imported inside each command: every other `clarion` command starts
+without it.
+
 Exit codes: 0 done (status: up to date), 1 migrations pending (status) or the command failed,
 2 usage (a bad duration, a backup file that exists, a backup of PostgreSQL).
 """
@@ -14,18 +17,18 @@ import sqlite3
 from collections.abc import AsyncIterator, Coroutine
 from datetime import timedelta
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
-from sqlalchemy.ext.asyncio import AsyncEngine
 
-from clarion.clock import SystemClock
 from clarion.config import default_database_url
 from clarion.config_files import redacted
 from clarion.domain.waiting import parse_duration
-from clarion.store import SqlStore, migrate, open_engine
-from clarion.store.retention import Pruned, prune
-from clarion.store.schema_admin import pending_sql, schema_status
+
+if TYPE_CHECKING:
+    from sqlalchemy.ext.asyncio import AsyncEngine
+
+    from clarion.store.retention import Pruned
 
 T = TypeVar("T")
 
@@ -58,6 +61,8 @@ def _fail(message: str, code: int = 1) -> typer.Exit:
 
 @contextlib.asynccontextmanager
 async def _engine(url: str) -> AsyncIterator[AsyncEngine]:
+    from clarion.store import open_engine
+
     engine = open_engine(url)
     try:
         yield engine
@@ -77,6 +82,8 @@ def _run(url: str, work: Coroutine[Any, Any, T]) -> T:
 @db_app.command("status")
 def status(database: str | None = DatabaseOpt) -> None:
     """Print the schema version and `up to date` or the pending migrations (exit 1)."""
+    from clarion.store.schema_admin import schema_status
+
     url = _url(database)
 
     async def read() -> tuple[int, int, tuple[int, ...]]:
@@ -102,6 +109,9 @@ def upgrade(
     database: str | None = DatabaseOpt,
 ) -> None:
     """Run the pending migrations (with --sql: print their SQL instead)."""
+    from clarion.store import migrate
+    from clarion.store.schema_admin import pending_sql, schema_status
+
     url = _url(database)
 
     async def work() -> tuple[int, int, list[str]]:
@@ -143,7 +153,9 @@ def backup(
         )
     if file.exists():
         raise _fail(f"{file} exists; choose a new file", 2)
-    source_path = open_engine(url).url.database or ""
+    from sqlalchemy.engine import make_url
+
+    source_path = make_url(url).database or ""
     if not Path(source_path).is_file():
         raise _fail(f"no database at {source_path}")
     try:
@@ -176,6 +188,11 @@ def prune_command(
 ) -> None:
     """Delete finished sessions' rows older than the cutoff; never a task still running or
     waiting. Prints what it deleted (or, with --dry-run, would)."""
+    from clarion.clock import SystemClock
+    from clarion.store import SqlStore
+    from clarion.store.retention import prune
+    from clarion.store.schema_admin import schema_status
+
     try:
         seconds = parse_duration(older_than).seconds
     except ValueError as exc:
