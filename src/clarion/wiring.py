@@ -20,6 +20,7 @@ from clarion.clarification.asker import Asker, AskLimits
 from clarion.clarification.canceller import ClarificationCanceller
 from clarion.clarification.deadlines import DeadlineScheduler
 from clarion.clarification.links import AnswerLinks
+from clarion.clarification.live_confirmation import LiveConfirmation
 from clarion.clarification.policies import WaitingPolicies
 from clarion.clarification.resolver import Resolver
 from clarion.clarification.waiters import LiveWaiters
@@ -205,13 +206,14 @@ async def build(
             metrics=metrics,
         )
 
+        handoffs = OrchestratorHandoffs(resume, watchdogs)
         resolver = Resolver(
             store=store,
             waiters=waiters,
             publisher=publisher,
             supervisor=supervisor,
             clock=clock,
-            handoffs=OrchestratorHandoffs(resume, watchdogs),
+            handoffs=handoffs,
             live_confirm_s=t.live_confirm,
             persist_s=t.persist,
         )
@@ -226,6 +228,13 @@ async def build(
             canceller,
             AskLimits(wait_s=t.clarification_wait, keepalive_s=t.keepalive),
             clock,
+            LiveConfirmation(
+                store=store,
+                publisher=publisher,
+                supervisor=supervisor,
+                handoffs=handoffs,
+                persist_s=t.persist,
+            ),
             policies=waiting_policies(settings, store),
             deadline_written=scheduler.wake,
         )

@@ -16,6 +16,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 
 from clarion.clarification.canceller import ClarificationCanceller
+from clarion.clarification.live_confirmation import LiveConfirmation
 from clarion.clarification.policies import WaitingPolicies
 from clarion.clarification.waiters import Cancelled, Delivery, LiveWaiters, Waiter
 from clarion.domain.answers import tool_result_text
@@ -53,10 +54,12 @@ class Asker:
         canceller: ClarificationCanceller,
         limits: AskLimits,
         clock: Clock,
+        confirmation: LiveConfirmation,
         policies: WaitingPolicies | None = None,
         deadline_written: Callable[[], None] = _no_wake,
     ) -> None:
         self._clock = clock
+        self._confirmation = confirmation
         self._policies = policies or WaitingPolicies()
         # Wakes the deadline scheduler once a question's deadlines are committed.
         self._deadline_written = deadline_written
@@ -174,7 +177,7 @@ class Asker:
             if isinstance(item, Cancelled):
                 return json.dumps({"rejected": True, "reject_reason": "cancelled"})
             try:
-                confirmed = await item.run_confirmation()
+                confirmed = await item.run_confirmation(self._confirmation.confirm)
             except Exception:
                 log.exception(
                     "live delivery confirmation failed; still waiting",

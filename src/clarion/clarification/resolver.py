@@ -37,9 +37,8 @@ from clarion.domain.models import (
     BundleState,
     ClarificationResponse,
     Message,
-    SessionState,
 )
-from clarion.ports import AnswerStore, ClaimResult, Clock, Written
+from clarion.ports import AnswerStore, ClaimResult, Clock
 from clarion.projection.events import EventPublisher
 from clarion.supervisor import Supervisor, bounded
 
@@ -213,16 +212,10 @@ class Resolver:
     async def _deliver_live(
         self, claim: ClaimResult, response: ClarificationResponse
     ) -> RespondResult:
+        """Offer the claim to the live waiter and wait for its outcome: the waiter confirms it
+        durably (clarification/live_confirmation.py) before the agent sees the answer."""
         pending_id = response.pending_id
-        confirmed: list[Written] = []
-
-        async def confirm() -> bool:
-            written = await self._supervisor.run_shielded(self._confirm_live(claim, response))
-            if written is not None:
-                confirmed.append(written)
-            return written is not None
-
-        delivery = Delivery(response=response, confirm=confirm)
+        delivery = Delivery(response=response, claim=claim)
         if self._waiters.offer(pending_id, delivery):
             try:
                 await bounded(delivery.settled.wait(), self._live_confirm_s)
@@ -240,40 +233,14 @@ class Resolver:
         else:
             delivery.abandon()
         if delivery.state is DeliveryState.CONFIRMED:
-            self._publish_in_background(claim, confirmed[0].rows if confirmed else None)
+            written = delivery.written
+            self._publish_in_background(claim, written.rows if written is not None else None)
             return RespondResult(
                 response=response, resumed=False, successor_turn_id=None, live=True
             )
         await self._restorer.restore_or_fail(
             claim, code="delivery_failed", message="failed to deliver clarification response"
         )
-
-    async def _confirm_live(
-        self, claim: ClaimResult, response: ClarificationResponse
-    ) -> Written | None:
-        await failpoints.hit("live.before_confirm")
-        ids = [row.id for row in claim.claimed]
-        written = await bounded(
-            self._store.confirm_delivery(
-                response.pending_id, ids, DELIVER, session_state=SessionState.RUNNING
-            ),
-            self._persist_s,
-        )
-        if written is not None:
-            log.info(
-                "live delivery confirmed",
-                extra={
-                    "pending_id": response.pending_id,
-                    "session_id": claim.bundle.session.id,
-                    "turn_id": claim.bundle.current_turn_id,
-                },
-            )
-            if written.session is not None:
-                # Announced before the agent has the answer, so every state it moves the
-                # session to afterwards is announced after this one.
-                await self._publisher.session_state(written.session)
-            self._handoffs.arm_watchdog(claim, response)
-        return written
 
     async def _persist_detached_rejection(
         self, claim: ClaimResult, response: ClarificationResponse

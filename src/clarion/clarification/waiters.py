@@ -1,8 +1,9 @@
 """Live waiters: the in-memory side of an `ask_user_question` call that is still waiting.
 
 A waiter exists only while the agent's tool call is open in this process. A responder hands it
-a `Delivery`; the waiter runs the delivery's durable confirmation *before* it returns the answer
-to the agent, so the agent never sees an answer that is not durable. Whoever moves a delivery
+a `Delivery` (the claimed response); the waiter confirms it durably (live_confirmation.py)
+*before* it returns the answer to the agent, so the agent never sees an answer that is not
+durable, and the responder only waits for the outcome. Whoever moves a delivery
 out of `OFFERED` first owns it: the waiter by starting the confirmation, the responder by
 abandoning it after its bounded wait. That is the in-process half of the serialization; the
 guarded UPDATEs in the store are the durable half.
@@ -19,6 +20,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from clarion.domain.models import ClarificationResponse, Question
+from clarion.ports import ClaimResult, Written
 
 log = logging.getLogger(__name__)
 
@@ -31,17 +33,17 @@ class DeliveryState(StrEnum):
     ABANDONED = "abandoned"
 
 
-Confirm = Callable[[], Awaitable[bool]]
-
-
 @dataclass(eq=False)
 class Delivery:
-    """One response offered to one waiter, with the callback that makes it durable."""
+    """One claimed response offered to one waiter. The waiter makes it durable; the
+    responder that offered it only waits for `settled` and reads the outcome (`state`, and
+    `written`, what the confirmation wrote): it is never called back."""
 
     response: ClarificationResponse
-    confirm: Confirm
+    claim: ClaimResult
     state: DeliveryState = DeliveryState.OFFERED
     settled: asyncio.Event = field(default_factory=asyncio.Event)
+    written: Written | None = None
 
     def abandon(self) -> bool:
         """Responder side: withdraw an offer nobody started confirming. True if withdrawn."""
@@ -51,20 +53,26 @@ class Delivery:
             return True
         return False
 
-    async def run_confirmation(self) -> bool:
-        """Waiter side: confirm durably unless the responder withdrew the offer first."""
+    async def run_confirmation(self, confirm: Confirm) -> bool:
+        """Waiter side: confirm durably with the waiter's own `confirm`, unless the responder
+        withdrew the offer first."""
         if self.state is not DeliveryState.OFFERED:
             return False
         self.state = DeliveryState.CONFIRMING
         try:
-            ok = await self.confirm()
+            self.written = await confirm(self)
         except BaseException:
             self.state = DeliveryState.FAILED
             self.settled.set()
             raise
+        ok = self.written is not None
         self.state = DeliveryState.CONFIRMED if ok else DeliveryState.FAILED
         self.settled.set()
         return ok
+
+
+Confirm = Callable[[Delivery], Awaitable[Written | None]]
+"""The waiter's durable confirmation of a delivery (clarification/live_confirmation.py)."""
 
 
 class Cancelled:
