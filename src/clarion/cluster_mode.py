@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass
 from starlette.types import ASGIApp
 
 from clarion import log_fields
-from clarion.api.forwarding import Carrier, replay
+from clarion.api.forwarding import Carrier
 from clarion.api.mcp_proxy import McpToOwner
 from clarion.api.routing import ClusterRouting, placement_order
 from clarion.api.session_gate import SessionGate
@@ -162,7 +162,7 @@ class ClusterMode:
         await serve_waiters(
             nc, replica.replica_id, lambda ids: {i for i in ids if app.waiters.has(i)}
         )
-        await self.forwarding.serve(self.member.replica_id, lambda request: replay(routed, request))
+        await routed.listen(self.forwarding)
         return joined, routed
 
 

@@ -39,12 +39,20 @@ from clarion.api.forwarding import (
     carried_request,
     forwarded_by,
     read_body,
+    replay,
     send_reply,
 )
 from clarion.api.mcp_proxy import McpToOwner
 from clarion.api.session_gate import SessionGate
 from clarion.domain.errors import ReplicaUnavailable, ReplicaUnreachable
-from clarion.ports.cluster import Directory, ForwardedRequest, ForwardFailed, SessionRoute
+from clarion.ports.cluster import (
+    CarriedRequests,
+    Directory,
+    ForwardedReply,
+    ForwardedRequest,
+    ForwardFailed,
+    SessionRoute,
+)
 
 log = logging.getLogger(__name__)
 
@@ -126,6 +134,15 @@ class ClusterRouting:
         # adopts it, once the owner is gone, so a route to this replica stays true for as long
         # as this replica lives; a route to another replica is read afresh every time.
         self._own: dict[Target, SessionRoute] = {}
+
+    async def listen(self, carried: CarriedRequests) -> None:
+        """Serve the requests other replicas carry here: each is replayed through this same
+        routing (which serves a carried request here) and its reply goes back. The HTTP edge
+        answers carried requests itself; nothing outside it sits on their path."""
+        await carried.serve(self._id, self._replay)
+
+    async def _replay(self, request: ForwardedRequest) -> ForwardedReply:
+        return await replay(self, request)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         target = None if scope["type"] != "http" else target_of(scope["method"], scope["path"])

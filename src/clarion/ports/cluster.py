@@ -8,6 +8,7 @@ its session. In single mode there is none.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal, Protocol
@@ -106,6 +107,18 @@ class ForwardFailed(Exception):
     def __init__(self, message: str, *, delivered: bool) -> None:
         super().__init__(message)
         self.delivered = delivered
+
+
+CarriedHandler = Callable[[ForwardedRequest], Awaitable[ForwardedReply]]
+"""Serves one request carried to this replica and returns its reply."""
+
+
+class CarriedRequests(Protocol):
+    """The serving side of request-reply between replicas (`clarion.bus.replica_requests`)."""
+
+    async def serve(self, replica_id: str, handler: CarriedHandler) -> None:
+        """From now on, answer the requests carried to `replica_id` with `handler`."""
+        ...
 
 
 class Forwarder(Protocol):
