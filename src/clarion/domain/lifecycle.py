@@ -103,8 +103,7 @@ ASK = Transition(
     "ask",
     sources=frozenset({None}),
     targets=frozenset({LIVE}),
-    sets={MetaKey.STATUS: ClarificationStatus.PENDING.value},
-    writes=False,  # the rows are created pending (domain.questions), nothing is rewritten
+    sets={MetaKey.STATUS: ClarificationStatus.PENDING.value},  # on the rows it creates
 )
 DETACH = Transition(
     "detach",

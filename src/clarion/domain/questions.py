@@ -17,7 +17,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from clarion.domain.errors import InvalidInput
-from clarion.domain.models import ClarificationStatus, MetaKey, Question, QuestionOption
+from clarion.domain.lifecycle import ASK
+from clarion.domain.models import MetaKey, Question, QuestionOption
 
 MIN_QUESTIONS = 1
 MAX_QUESTIONS = 4
@@ -158,20 +159,22 @@ def _option_wire(option: QuestionOption) -> dict[str, Any]:
 def bundle_row_metadata(
     pending_id: str, questions: Sequence[Question], context: str, *, waiting: bool = False
 ) -> list[dict[str, Any]]:
-    """The metadata of each row of a new bundle, one per question, with kandev's keys; with
-    `waiting`, the mark of a bundle asked under a waiting policy that can fire."""
+    """The metadata of each row of a new bundle, one per question, with kandev's keys: the
+    question's own, then what the ASK transition writes (pending); with `waiting`, the mark of
+    a bundle asked under a waiting policy that can fire."""
     total = len(questions)
     marks: dict[str, Any] = {MetaKey.WAITING: True} if waiting else {}
     return [
-        {
-            **marks,
-            MetaKey.PENDING_ID: pending_id,
-            MetaKey.QUESTION_ID: q.id,
-            MetaKey.QUESTION: question_wire(q),
-            MetaKey.QUESTION_INDEX: i,
-            MetaKey.QUESTION_TOTAL: total,
-            MetaKey.CONTEXT: context,
-            MetaKey.STATUS: ClarificationStatus.PENDING.value,
-        }
+        ASK.change(
+            {
+                **marks,
+                MetaKey.PENDING_ID: pending_id,
+                MetaKey.QUESTION_ID: q.id,
+                MetaKey.QUESTION: question_wire(q),
+                MetaKey.QUESTION_INDEX: i,
+                MetaKey.QUESTION_TOTAL: total,
+                MetaKey.CONTEXT: context,
+            }
+        )
         for i, q in enumerate(questions)
     ]
