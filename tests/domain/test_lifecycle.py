@@ -198,14 +198,25 @@ def test_no_transition_leaves_a_terminal_or_superseded_bundle_for_an_active_stat
 # ------------------------------------------------------------- who writes the keys
 
 
+def _meta_key(node: ast.AST) -> str | None:
+    """X when `node` is `MetaKey.X`."""
+    if (
+        isinstance(node, ast.Attribute)
+        and isinstance(node.value, ast.Name)
+        and node.value.id == "MetaKey"
+    ):
+        return node.attr
+    return None
+
+
+def _tree(path: Path) -> ast.AST:
+    return ast.parse(path.read_text(), filename=str(path))
+
+
 def _meta_key_uses(path: Path) -> Iterator[tuple[int, str]]:
-    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
-        if (
-            isinstance(node, ast.Attribute)
-            and isinstance(node.value, ast.Name)
-            and node.value.id == "MetaKey"
-        ):
-            yield node.lineno, node.attr
+    for node in ast.walk(_tree(path)):
+        if (attr := _meta_key(node)) is not None:
+            yield getattr(node, "lineno", 0), attr
 
 
 def test_no_module_outside_the_domain_and_the_store_names_a_metadata_key() -> None:
@@ -228,7 +239,7 @@ def _lifecycle_attrs() -> set[str]:
 
 def _written_keys(path: Path) -> Iterator[tuple[int, str]]:
     """`MetaKey.X` as a dict literal's key or an assignment's subscript: a direct write."""
-    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+    for node in ast.walk(_tree(path)):
         targets: list[ast.expr] = []
         if isinstance(node, ast.Dict):
             targets = [k for k in node.keys if k is not None]
@@ -236,12 +247,8 @@ def _written_keys(path: Path) -> Iterator[tuple[int, str]]:
             found = node.targets if isinstance(node, ast.Assign | ast.Delete) else [node.target]
             targets = [t.slice for t in found if isinstance(t, ast.Subscript)]
         for key in targets:
-            if (
-                isinstance(key, ast.Attribute)
-                and isinstance(key.value, ast.Name)
-                and key.value.id == "MetaKey"
-            ):
-                yield key.lineno, key.attr
+            if (attr := _meta_key(key)) is not None:
+                yield key.lineno, attr
 
 
 def test_the_store_writes_lifecycle_keys_only_through_the_transition_table() -> None:
