@@ -28,6 +28,13 @@ DBS = [
 ]
 
 
+@pytest.fixture
+def server(module_server: ServerProcess) -> ServerProcess:
+    """The module's one server, for the tests that take `server`: each asks and decides in a
+    task and session of its own and reads only those (per-database tests make their own)."""
+    return module_server
+
+
 def _asking(server: ServerProcess, prompt: str = "/scenario permission") -> tuple[str, str, str]:
     task_id = server.create_task()
     session_id = server.start_session(task_id, prompt)
