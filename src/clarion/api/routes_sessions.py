@@ -50,6 +50,14 @@ async def list_sessions(task_id: str, request: Request) -> dict[str, Any]:
     return {"sessions": sessions, "total": len(sessions)}
 
 
+@router.get(
+    "/agents", summary="The agent profiles a session can be started with", responses=errors()
+)
+async def agent_profiles(request: Request) -> dict[str, Any]:
+    """Names only: a profile's command and environment stay on the server."""
+    return {"agents": [{"name": name} for name in sorted(services(request).sessions.agents)]}
+
+
 @router.get("/task-sessions/{session_id}", summary="One session", responses=errors(404))
 async def get_session(session_id: str, request: Request) -> dict[str, Any]:
     svc = services(request)

@@ -92,6 +92,7 @@ export function createApi(options = {}) {
       /** @type {{agent: string, prompt?: string, is_primary?: boolean}} */ body) =>
       call("POST", `/tasks/${enc(taskId)}/task-sessions`, body),
     getSession: (/** @type {string} */ id) => call("GET", `/task-sessions/${enc(id)}`),
+    agents: () => call("GET", "/agents"),
     prompt: (/** @type {string} */ id, /** @type {string} */ text) =>
       call("POST", `/task-sessions/${enc(id)}/prompt`, { text }),
     cancel: (/** @type {string} */ id) => call("POST", `/task-sessions/${enc(id)}/cancel`, {}),

@@ -2,6 +2,7 @@
 // question icon while its summary advertises a pending action. Imported by main.js.
 
 import { h } from "./dom.js";
+import { taskMatches } from "./board-filter.js";
 import { taskPendingAction } from "./store.js";
 
 /** @typedef {import("./store.js").StoreState} StoreState */
@@ -23,7 +24,7 @@ export function stepLabel(step) {
 
 /**
  * @typedef {{steps: string[], selectedTaskId: string | null, onOpen: (taskId: string) => void,
- *   onMove: (taskId: string, step: string) => void}} BoardView
+ *   onMove: (taskId: string, step: string) => void, filter?: import("./board-filter.js").BoardFilter}} BoardView
  */
 
 /** The drag payload type: a task id dragged from a card. */
@@ -108,14 +109,16 @@ function card(state, taskId, view) {
       { class: "card-meta" },
       h("span", { class: "card-state", testid: "task-state", text: stateText }),
       pending
-        ? h("span", {
+        ? h("span", { class: "pending-badge", title: pending === "permission" ? "Waiting for a permission" : "Waiting for your answer" },
+          h("span", {
             class: "pending-icon",
             testid: "pending-icon",
             dataset: { action: pending },
-            title: pending === "permission" ? "Waiting for a permission" : "Waiting for your answer",
-            "aria-label": pending === "permission" ? "Permission pending" : "Question pending",
+            "aria-hidden": "true",
             text: "?",
-          })
+          }),
+          h("span", { class: "pending-words", testid: "pending-words",
+            text: pending === "permission" ? "Needs a decision" : "Needs your answer" }))
         : null,
       h("span", { class: "move-buttons" }, mover(-1, "◀"), mover(1, "▶")),
     ),
@@ -176,7 +179,8 @@ export function renderBoard(root, state, view) {
   const byStep = Object.fromEntries(steps.map((s) => [s, []]));
   const ordered = Object.values(state.tasks).sort((a, b) =>
     String(a.created_at ?? "").localeCompare(String(b.created_at ?? "")) || a.id.localeCompare(b.id));
-  for (const task of ordered) {
+  const shown = view.filter ? ordered.filter((t) => taskMatches(t, taskPendingAction(state, t.id), /** @type {any} */ (view.filter))) : ordered;
+  for (const task of shown) {
     const step = String(task.workflow_step ?? "backlog");
     (byStep[step] ?? byStep[steps[0]]).push(task.id);
   }
@@ -185,6 +189,11 @@ export function renderBoard(root, state, view) {
   // button follows the card to its new column).
   const active = document.activeElement;
   const focused = active instanceof HTMLElement && root.contains(active) ? active.dataset.testid : undefined;
-  root.replaceChildren(...steps.map((step) => column(step, byStep[step], state, full)));
+  const empty = ordered.length === 0
+    ? h("div", { class: "board-empty", testid: "board-empty" },
+      h("strong", { text: "No tasks yet." }),
+      h("span", { text: " To start an agent: create a task with the form at the top (a title, and a description the agent can read), open it, pick an agent profile and press Start session. A first prompt is optional: the agent starts from the description. Its questions then appear here and in the Inbox." }))
+    : null;
+  root.replaceChildren(...(empty ? [empty] : []), ...steps.map((step) => column(step, byStep[step], state, full)));
   if (focused) /** @type {HTMLElement | null} */ (root.querySelector(`[data-testid="${CSS.escape(focused)}"]`))?.focus();
 }

@@ -27,6 +27,9 @@
 
 import { createApi } from "./api.js";
 import { DEFAULT_STEPS, renderBoard, stepLabel } from "./board.js";
+import { noFilter, workspacesOf } from "./board-filter.js";
+import { h } from "./dom.js";
+import { SHORTCUTS, moveIndex, shortcutFor } from "./shortcuts.js";
 import { ErrorLine, humanError, showConnection } from "./errors.js";
 import { beginOwnerLoad, decideOwnerLoad } from "./navigation.js";
 import { formatRoute, parseRoute } from "./router.js";
@@ -111,7 +114,8 @@ function renderAll() {
   const route = parseRoute(location.hash);
   const selected = route.name === "board" || route.name === "inbox" ? null : route.taskId;
   renderBoard(boardEl, store.state, { steps, selectedTaskId: selected, onOpen: (id) => void openTask(id),
-    onMove: (id, step) => void moveTask(id, step) });
+    onMove: (id, step) => void moveTask(id, step), filter: boardFilter });
+  renderWorkspaceChoice();
   if (route.name === "task") renderTaskView(route.taskId);
   if (route.name === "inbox") inboxView.render();
 }
@@ -262,6 +266,9 @@ const live = new LiveConnection({
   onReconnect: () => {
     void loadBoard(true);
     void inbox.refresh();
+// The profiles a session can start with, for the task view's choice.
+api.agents().then((body) => taskView.setAgents((body.agents ?? []).map((/** @type {any} */ a) => String(a.name))),
+  () => { /* the choice keeps `builtin`; starting still says what went wrong */ });
     inboxView.clearErrors();
     const route = parseRoute(location.hash);
     if (route.name === "task") void loadTaskSessions(route.taskId);
@@ -285,6 +292,69 @@ $("new-task-form").addEventListener("submit", async (e) => {
   }
 });
 
+// ---- search, filters and keyboard shortcuts -------------------------------------------------
+
+let boardFilter = noFilter();
+const searchEl = /** @type {HTMLInputElement} */ ($("board-search"));
+const stateEl = /** @type {HTMLSelectElement} */ ($("board-filter-state"));
+const workspaceEl = /** @type {HTMLSelectElement} */ ($("board-filter-workspace"));
+const helpEl = /** @type {HTMLDialogElement} */ ($("shortcuts-help"));
+
+function readFilter() {
+  boardFilter = { text: searchEl.value, state: /** @type {any} */ (stateEl.value), workspace: workspaceEl.value };
+  renderAll();
+}
+searchEl.addEventListener("input", readFilter);
+stateEl.addEventListener("change", readFilter);
+workspaceEl.addEventListener("change", readFilter);
+
+/** The workspace choice appears once tasks of two or more workspaces are on the board. */
+function renderWorkspaceChoice() {
+  const names = workspacesOf(Object.values(store.state.tasks));
+  const key = names.join("\n");
+  if (workspaceEl.dataset.names === key) return;
+  workspaceEl.dataset.names = key;
+  const chosen = workspaceEl.value;
+  workspaceEl.replaceChildren(h("option", { value: "", text: "All workspaces" }),
+    ...names.map((n) => h("option", { value: n, text: n })));
+  workspaceEl.value = names.includes(chosen) ? chosen : "";
+  workspaceEl.hidden = names.length < 2;
+}
+
+helpEl.append(h("h2", { class: "confirm-question", text: "Keyboard shortcuts" }),
+  h("dl", { class: "shortcut-list" }, ...SHORTCUTS.flatMap(([keys, what]) => [h("dt", {}, h("kbd", { text: keys })), h("dd", { text: what })])),
+  h("form", { method: "dialog", class: "confirm-actions" }, h("button", { type: "submit", testid: "shortcuts-close" }, "Close")));
+$("shortcuts-button").addEventListener("click", () => helpEl.showModal());
+
+/** Moves the focus to the next or previous card (board) or line (inbox). @param {1 | -1} step */
+function moveFocus(step) {
+  const route = parseRoute(location.hash);
+  const selector = route.name === "inbox" ? "[data-testid=inbox-row]" : "#board .card-open";
+  const items = /** @type {HTMLElement[]} */ ([...document.querySelectorAll(selector)]).filter((el) => el.getClientRects().length);
+  const next = moveIndex(items.indexOf(/** @type {HTMLElement} */ (document.activeElement)), items.length, step);
+  if (next >= 0) items[next].focus();
+}
+
+let afterG = false;
+document.addEventListener("keydown", (e) => {
+  const target = /** @type {HTMLElement} */ (e.target);
+  const inText = ["INPUT", "TEXTAREA", "SELECT"].includes(target.tagName) || target.isContentEditable;
+  // The question box and the permission panel have their own keys while they have focus.
+  if (target.closest?.(".overlay, dialog")) return;
+  const result = shortcutFor({ key: e.key, ctrlKey: e.ctrlKey, altKey: e.altKey, metaKey: e.metaKey, inText }, afterG);
+  afterG = result.afterG;
+  if (!result.shortcut) return;
+  e.preventDefault();
+  if (result.shortcut === "help") helpEl.open ? helpEl.close() : helpEl.showModal();
+  else if (result.shortcut === "search") {
+    if (document.body.classList.contains("has-detail") && matchMedia("(max-width: 700px)").matches) navigate({ name: "board" });
+    requestAnimationFrame(() => searchEl.focus());
+  } else if (result.shortcut === "next") moveFocus(1);
+  else if (result.shortcut === "previous") moveFocus(-1);
+  else if (result.shortcut === "inbox") navigate({ name: "inbox" });
+  else if (result.shortcut === "board") navigate({ name: "board" });
+});
+
 $("connection-retry").addEventListener("click", () => live.retryNow());
 window.addEventListener("online", () => live.retryNow());
 store.subscribe(() => renderAll());
@@ -292,3 +362,6 @@ window.addEventListener("hashchange", onRoute);
 live.start();
 void loadBoard(true).then(onRoute);
 void inbox.refresh();
+// The profiles a session can start with, for the task view's choice.
+api.agents().then((body) => taskView.setAgents((body.agents ?? []).map((/** @type {any} */ a) => String(a.name))),
+  () => { /* the choice keeps `builtin`; starting still says what went wrong */ });

@@ -18,6 +18,7 @@ import {
 } from "./answer-form.js";
 import { h } from "./dom.js";
 import { forgetDraft, restoreDraft, saveDraft } from "./drafts.js";
+import { renderMarkdown } from "./markdown.js";
 import { canRefocus, touchScreen, trapTab } from "./focus.js";
 import { optionGroup, refreshControls, skipConfirmation, stepChips } from "./overlay-parts.js";
 
@@ -150,11 +151,11 @@ export class ClarificationOverlay {
           ? h("p", { class: "notice", testid: "detached-notice" },
             "The agent stopped waiting. It will resume with your answer when you send it.")
           : null,
-        form.context ? h("p", { class: "context", testid: "clarification-context", text: form.context }) : null,
+        form.context ? h("div", { class: "context markdown", testid: "clarification-context" }, ...renderMarkdown(form.context)) : null,
         multi ? stepChips(form, this.submitting, step) : null,
         h("div", { class: "question", testid: "clarification-question", dataset: { questionId: question.id } },
           question.title && !multi ? h("p", { class: "question-title", text: question.title }) : null,
-          h("p", { class: "question-prompt", testid: "question-prompt", id: promptId, text: question.prompt }),
+          h("div", { class: "question-prompt markdown", testid: "question-prompt", id: promptId }, ...renderMarkdown(question.prompt)),
           optionGroup(question, draft.selected, promptId, this.submitting,
             (optionId) => { if (this.form) this.setForm(selectOption(this.form, question.id, optionId)); }),
           h("label", { class: "custom" },

@@ -1,6 +1,7 @@
 // The task view: title, description, its sessions, and a form to start a session with an agent
 // profile and an optional first prompt. Imported by main.js, which owns loading and routing.
 
+import { renderMarkdown } from "./markdown.js";
 import { stepLabel } from "./board.js";
 import { h } from "./dom.js";
 import { sessionName, stateWords } from "./session-words.js";
@@ -22,9 +23,9 @@ export class TaskView {
     this.body = h("div", { class: "task-body" });
     this.sessions = h("ul", { class: "session-list", testid: "session-list" });
     this.status = h("p", { class: "status-line", testid: "task-status-line", role: "status" });
-    this.agent = /** @type {HTMLInputElement} */ (h("input", {
-      type: "text", value: "builtin", testid: "new-session-agent", "aria-label": "Agent profile",
-    }));
+    // The configured profiles (GET /agents) as a choice; `builtin` until they are read.
+    this.agent = /** @type {HTMLSelectElement} */ (h("select", { testid: "new-session-agent", "aria-label": "Agent profile" },
+      h("option", { value: "builtin", text: "builtin" })));
     this.prompt = /** @type {HTMLTextAreaElement} */ (h("textarea", {
       rows: "3", placeholder: "First prompt (optional: defaults to the task description)",
       testid: "new-session-prompt", "aria-label": "First prompt",
@@ -37,6 +38,17 @@ export class TaskView {
       void this.start();
     } }, h("h3", {}, "Start a session"), h("label", {}, "Agent", this.agent), h("label", {}, "Prompt", this.prompt), this.submit);
     this.root.append(this.header, this.body, h("h3", {}, "Sessions"), this.sessions, this.status, form);
+  }
+
+  /**
+   * The agent profiles the server offers, the previous choice kept when it is still offered.
+   * @param {string[]} names
+   */
+  setAgents(names) {
+    if (!names.length) return;
+    const chosen = this.agent.value;
+    this.agent.replaceChildren(...names.map((n) => h("option", { value: n, text: n })));
+    this.agent.value = names.includes(chosen) ? chosen : names.includes("builtin") ? "builtin" : names[0];
   }
 
   async start() {
@@ -65,7 +77,8 @@ export class TaskView {
     this.body.replaceChildren(
       task ? h("p", { class: "task-meta" }, h("span", { testid: "task-view-step", text: stepLabel(String(task.workflow_step ?? "")) }),
         pending ? h("span", { class: "pending-icon", testid: "task-view-pending", text: "?", title: `Pending ${pending}` }) : null) : "",
-      task?.description ? h("p", { class: "task-description", testid: "task-description", text: String(task.description) }) : "",
+      task?.description ? h("div", { class: "task-description markdown", testid: "task-description" },
+        ...renderMarkdown(String(task.description))) : "",
     );
     const sessions = sessionsOfTask(state, model.taskId);
     this.sessions.replaceChildren(
