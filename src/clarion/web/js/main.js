@@ -66,6 +66,7 @@ let taskViewState = { taskId: null, loading: false, error: null };
 /** @type {SessionView | null} */
 let sessionView = null;
 let loadCounter = 0;
+let boardScrollY = 0;
 let latestLoadId = 0;
 
 const rememberKey = (/** @type {string} */ taskId) => `clarion.session.${taskId}`;
@@ -227,7 +228,12 @@ function onRoute() {
   const route = parseRoute(location.hash);
   const loadingTask = taskViewState.taskId;
   if (route.name === "board" || route.name === "inbox" || route.taskId !== loadingTask) latestLoadId = ++loadCounter;
+  // On a phone the board is hidden under an open sheet: back on the board, the list is where
+  // the person left it.
+  const wasBoard = !document.body.classList.contains("has-detail");
+  if (wasBoard && route.name !== "board") boardScrollY = window.scrollY;
   document.body.classList.toggle("has-detail", route.name !== "board");
+  if (!wasBoard && route.name === "board") requestAnimationFrame(() => window.scrollTo(0, boardScrollY));
   if (route.name !== "session" && sessionView) {
     sessionView.destroy();
     sessionView = null;
