@@ -14,6 +14,7 @@ from typing import Any
 
 from clarion.config_files import http_url, positive, read_config
 from clarion.domain.waiting import WaitingPolicy, parse_duration
+from clarion.email_config import EmailSettings, load_email
 from clarion.link_config import AnswerLinkSettings, load_answer_links
 from clarion.ops_config import OperationsConfig
 from clarion.permission_config import permission_rules
@@ -117,6 +118,8 @@ class Settings:
     public_url: str | None = None
     # Answer links (docs/notifications.md): how long one stays valid, and an optional key.
     answer_links: AnswerLinkSettings = field(default_factory=AnswerLinkSettings)
+    # `[notifications.email]` and each workspace's (docs/notifications.md).
+    email: EmailSettings = field(default_factory=EmailSettings)
     # Cluster mode (docs/cluster.md): replicas on one PostgreSQL database and one NATS.
     cluster: bool = False
     advertise_url: str | None = None
@@ -168,6 +171,7 @@ class Settings:
                 env.get("CLARION_PUBLIC_URL") or load_public_url(config_file)
             ),
             answer_links=load_answer_links(config_file, env),
+            email=load_email(config_file, env),
             cluster=cluster
             if cluster is not None
             else _flag(env.get("CLARION_CLUSTER", ""), "CLARION_CLUSTER"),

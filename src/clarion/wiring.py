@@ -26,7 +26,9 @@ from clarion.clarification.resolver import Resolver
 from clarion.clarification.waiters import LiveWaiters
 from clarion.clock import SystemClock
 from clarion.config import AgentProfile, Settings
+from clarion.domain.emails import MailTarget
 from clarion.domain.permissions import PermissionRules
+from clarion.email_config import EmailChannel
 from clarion.mcp.tools import McpEndpoint, build_mcp_server
 from clarion.metrics import MetricsExposition, PrometheusMetrics
 from clarion.orchestrator.access import AccessControl
@@ -66,6 +68,7 @@ from clarion.store import SqlStore, open_store
 from clarion.store.outbox import Outbox
 from clarion.supervisor import Supervisor
 from clarion.webhooks.deliverer import WebhookDeliverer
+from clarion.webhooks.mailer import send_mail
 from clarion.webhooks.sender import http_sender
 
 log = logging.getLogger(__name__)
@@ -345,20 +348,32 @@ async def _webhooks(
     metrics: PrometheusMetrics,
     links: AnswerLinks,
 ) -> AsyncIterator[None]:
-    """With `[[webhooks]]` configured: the store queues deliveries and a supervised deliverer
-    sends them. Without, nothing is queued and nothing runs."""
-    if not settings.webhooks:
+    """With `[[webhooks]]` or `[notifications.email]` configured: the store queues deliveries
+    and a supervised deliverer sends them. Without, nothing is queued and nothing runs."""
+    channels = settings.email.channels()
+    if not settings.webhooks and not channels:
         yield
         return
     policy = settings.webhook_delivery
     async with http_sender(policy.timeout_s) as send:
-        deliverer = WebhookDeliverer(store, clock, settings.webhooks, policy, send, metrics)
+        deliverer = WebhookDeliverer(
+            store,
+            clock,
+            settings.webhooks,
+            policy,
+            send,
+            metrics,
+            mail=channels,
+            send_mail=send_mail,
+        )
         store.configure_webhooks(
             Outbox(
                 hooks=tuple((h.url, h.events) for h in settings.webhooks),
                 base_url=lambda: settings.public_url or base_url(),
                 wake=deliverer.wake,
                 answer_url=links.url_for,
+                mail_for=lambda workspace: _mail_target(settings.email.channel_for(workspace)),
+                mail_events=frozenset().union(*(c.events for c in channels)),
             )
         )
         running = supervisor.spawn(deliverer.run(), name="webhook-deliverer")
@@ -390,6 +405,12 @@ def _retention(
     return lambda: retention_loop(
         store, clock, older_than_s=ops.retention_older_than_s, every_s=ops.retention_every_s
     )
+
+
+def _mail_target(channel: EmailChannel | None) -> MailTarget | None:
+    if channel is None:
+        return None
+    return MailTarget(key=channel.key, events=channel.events, sender=channel.sender, to=channel.to)
 
 
 def permission_rules(settings: Settings) -> dict[str, PermissionRules]:

@@ -93,6 +93,14 @@ def _tool(fact: WebhookFact) -> str:
 def text_of(fact: WebhookFact, link: str, answer_url: str | None = None) -> str:
     """One readable line (what a chat's incoming webhook shows), ending with the link; a
     question still open also names its answer link."""
+    line = headline_of(fact)
+    if answer_url:
+        return f"{line} Answer: {answer_url} Open: {link}"
+    return f"{line} {link}"
+
+
+def headline_of(fact: WebhookFact) -> str:
+    """What happened, in one line of words naming the task (no link)."""
     where = fact.task_title or fact.task_id
     lines = {
         CLARIFICATION_REQUESTED: f"Agent asks in {where}: {_first_question(fact)}",
@@ -114,10 +122,7 @@ def text_of(fact: WebhookFact, link: str, answer_url: str | None = None) -> str:
             f"No answer in time in {where} ({fact.detail or 'expired'}): {_first_question(fact)}"
         ),
     }
-    line = " ".join(lines.get(fact.event, f"{fact.event} in {where}").split())
-    if answer_url:
-        return f"{line} Answer: {answer_url} Open: {link}"
-    return f"{line} {link}"
+    return " ".join(lines.get(fact.event, f"{fact.event} in {where}").split())
 
 
 # Clarification events after which the bundle can no longer be answered: no answer link.

@@ -1,9 +1,11 @@
-"""The webhook outbox: deliveries queued inside the transaction that caused their event, and the
-guarded updates the deliverer records attempts with. Imported by the facade and by the query
-mixins whose writes cause events (they call `enqueue` with their open transaction).
+"""The notification outbox: webhook deliveries and email messages queued inside the
+transaction that caused their event, and the guarded updates the deliverer records attempts
+with. Imported by the facade and by the query mixins whose writes cause events (they call
+`enqueue` with their open transaction). An email row's destination is its channel's key
+(`email:default`, `email:workspace:NAME`) and its body the whole message.
 
-With no webhook configured `enqueue` returns before touching the database, so a server without
-webhooks pays nothing.
+With no webhook and no email configured `enqueue` returns before touching the database, so a
+server without them pays nothing.
 """
 
 from __future__ import annotations
@@ -17,11 +19,18 @@ from typing import Any
 
 from sqlalchemy import and_, insert, select, update
 
+from clarion.domain.emails import MailTarget, email_message
 from clarion.domain.ids import new_id
-from clarion.domain.webhooks import WebhookFact, encode_body, wants_answer_url, webhook_body
+from clarion.domain.webhooks import (
+    WebhookFact,
+    encode_body,
+    link_for,
+    wants_answer_url,
+    webhook_body,
+)
 from clarion.ports import QueuedDelivery
 from clarion.store.rows import StoreBase
-from clarion.store.schema import tasks, webhook_deliveries
+from clarion.store.schema import tasks, webhook_deliveries, workspaces
 from clarion.store.tx import Tx
 
 log = logging.getLogger(__name__)
@@ -38,9 +47,16 @@ class Outbox:
     wake: Callable[[], None] = lambda: None
     # A bundle's answer link (pending id -> URL), for events whose question is still open.
     answer_url: Callable[[str], str] | None = None
+    # Email: the workspace's name -> where its notifications go (None: no email for it).
+    mail_for: Callable[[str], MailTarget | None] | None = None
+    mail_events: frozenset[str] = frozenset()
 
     def urls_for(self, event: str) -> list[str]:
         return [url for url, events in self.hooks if event in events]
+
+    def wants(self, event: str) -> bool:
+        """Whether anything (a webhook, an email channel) would queue a delivery of `event`."""
+        return bool(self.urls_for(event)) or event in self.mail_events
 
 
 NO_WEBHOOKS = Outbox()
@@ -51,12 +67,19 @@ FactOf = Callable[[str], WebhookFact]  # the task's title -> the fact
 async def enqueue(
     conn: Tx, outbox: Outbox, event: str, task_id: str, fact_of: FactOf, now: datetime
 ) -> None:
-    """Queue one delivery per webhook that wants `event`, in the caller's transaction."""
+    """Queue one delivery per webhook and email channel that wants `event`, in the caller's
+    transaction. An email is stored as the whole message, so each retry sends the same one."""
     urls = outbox.urls_for(event)
-    if not urls:
+    if not urls and event not in outbox.mail_events:
         return
-    title = (await conn.execute(select(tasks.c.title).where(tasks.c.id == task_id))).scalar()
-    fact = fact_of(str(title or ""))
+    query = (
+        select(tasks.c.title, workspaces.c.name)
+        .select_from(tasks.join(workspaces, workspaces.c.id == tasks.c.workspace_id))
+        .where(tasks.c.id == task_id)
+    )
+    found = (await conn.execute(query)).first()
+    title, workspace = (str(found[0] or ""), str(found[1])) if found is not None else ("", "")
+    fact = fact_of(title)
     answer_url = None
     if outbox.answer_url is not None and fact.pending_id is not None and wants_answer_url(fact):
         answer_url = outbox.answer_url(fact.pending_id)
@@ -69,26 +92,45 @@ async def enqueue(
             base_url=outbox.base_url(),
             answer_url=answer_url,
         )
-        await conn.execute(
-            insert(webhook_deliveries).values(
-                id=delivery_id,
-                url=url,
-                event=event,
-                body=encode_body(body),
-                attempts=0,
-                next_attempt_at=now,
-                created_at=now,
-            )
+        await _insert(conn, delivery_id, url, event, encode_body(body), now, fact)
+    mail = None if outbox.mail_for is None else outbox.mail_for(workspace)
+    if mail is not None and event in mail.events:
+        delivery_id = new_id()
+        message = email_message(
+            fact,
+            delivery_id=delivery_id,
+            occurred_at=now,
+            sender=mail.sender,
+            to=mail.to,
+            link=link_for(outbox.base_url(), fact.task_id, fact.session_id),
+            answer_url=answer_url,
         )
-        log.info(
-            "webhook delivery queued",
-            extra={
-                "delivery_id": delivery_id,
-                "event": event,
-                "url": url,
-                "session_id": fact.session_id,
-            },
+        await _insert(conn, delivery_id, mail.key, event, message, now, fact)
+
+
+async def _insert(
+    conn: Tx, delivery_id: str, url: str, event: str, body: str, now: datetime, fact: WebhookFact
+) -> None:
+    await conn.execute(
+        insert(webhook_deliveries).values(
+            id=delivery_id,
+            url=url,
+            event=event,
+            body=body,
+            attempts=0,
+            next_attempt_at=now,
+            created_at=now,
         )
+    )
+    log.info(
+        "webhook delivery queued" if not url.startswith("email:") else "email queued",
+        extra={
+            "delivery_id": delivery_id,
+            "event": event,
+            "url": url,
+            "session_id": fact.session_id,
+        },
+    )
 
 
 def _queued(row: Any) -> QueuedDelivery:
@@ -118,7 +160,7 @@ class OutboxQueries(StoreBase):
     async def _enqueue(
         self, conn: Tx, event: str, task_id: str, fact_of: FactOf, now: datetime
     ) -> None:
-        if not self._outbox.urls_for(event):
+        if not self._outbox.wants(event):
             return
         await enqueue(conn, self._outbox, event, task_id, fact_of, now)
         task = asyncio.current_task()

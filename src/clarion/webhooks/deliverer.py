@@ -1,4 +1,5 @@
-"""The webhook deliverer: one supervised loop that sends due deliveries from the outbox.
+"""The outbox deliverer: one supervised loop that sends due deliveries, webhooks over HTTP and
+email over SMTP (a row whose destination is an email channel's key).
 
 At least once: a delivery leaves the outbox only through a guarded update recorded after its
 receiver answered 2xx, so a crash between sending and recording sends it again after the
@@ -17,6 +18,7 @@ import logging
 from collections.abc import Mapping
 from datetime import timedelta
 
+from clarion import failpoints
 from clarion.domain.webhooks import (
     DELIVERY_HEADER,
     EVENT_HEADER,
@@ -24,9 +26,11 @@ from clarion.domain.webhooks import (
     retry_delay,
     signature,
 )
+from clarion.email_config import EmailChannel
 from clarion.ports import Clock, QueuedDelivery, WebhookStore
 from clarion.ports.metrics import NO_METRICS, Metrics
 from clarion.webhook_config import Webhook, WebhookDelivery
+from clarion.webhooks.mailer import SendMail
 from clarion.webhooks.sender import Send
 
 log = logging.getLogger(__name__)
@@ -44,13 +48,17 @@ class WebhookDeliverer:
         policy: WebhookDelivery,
         send: Send,
         metrics: Metrics = NO_METRICS,
+        mail: tuple[EmailChannel, ...] = (),
+        send_mail: SendMail | None = None,
     ) -> None:
         self._metrics = metrics
         self._store = store
         self._clock = clock
         self._hooks: Mapping[str, Webhook] = {h.url: h for h in hooks}
+        self._mail: Mapping[str, EmailChannel] = {c.key: c for c in mail}
         self._policy = policy
         self._send = send
+        self._send_mail = send_mail
         self._wake = asyncio.Event()
 
     def wake(self) -> None:
@@ -59,7 +67,10 @@ class WebhookDeliverer:
 
     async def run(self) -> None:
         """Deliver until cancelled."""
-        log.info("webhook deliverer started", extra={"webhooks": len(self._hooks)})
+        log.info(
+            "webhook deliverer started",
+            extra={"webhooks": len(self._hooks), "email_channels": len(self._mail)},
+        )
         while True:
             self._wake.clear()
             try:
@@ -92,7 +103,8 @@ class WebhookDeliverer:
             "attempt": delivery.attempts + 1,
         }
         hook = self._hooks.get(delivery.url)
-        if hook is None:
+        channel = self._mail.get(delivery.url)
+        if hook is None and (channel is None or self._send_mail is None):
             await self._store.record_webhook_attempt(
                 delivery.id,
                 attempts_before=delivery.attempts,
@@ -102,26 +114,23 @@ class WebhookDeliverer:
             log.warning("webhook delivery given up: webhook no longer configured", extra=extra)
             return
         now = self._clock.now()
+        timeout_s = self._policy.timeout_s if channel is None else channel.timeout_s
         # The lease outlasts the attempt's deadline, so only a deliverer that died mid-attempt
         # lets it lapse (then the delivery is sent again: at least once).
-        lease = now + timedelta(seconds=self._policy.timeout_s * 2 + 1)
+        lease = now + timedelta(seconds=timeout_s * 2 + 1)
         if not await self._store.claim_webhook_delivery(
             delivery.id, attempts_before=delivery.attempts, now=now, lease_until=lease
         ):
             return  # another deliverer took it
-        raw = delivery.body.encode()
-        headers = {
-            "Content-Type": "application/json",
-            EVENT_HEADER: delivery.event,
-            DELIVERY_HEADER: delivery.id,
-            SIGNATURE_HEADER: signature(hook.secret, raw),
-            "User-Agent": "Clarion-Webhooks",
-        }
         try:
-            status = await asyncio.wait_for(
-                self._send(delivery.url, headers, raw), self._policy.timeout_s
-            )
-            error = None if 200 <= status < 300 else f"HTTP {status}"
+            if channel is not None and self._send_mail is not None:
+                await asyncio.wait_for(self._send_mail(channel, delivery.body), timeout_s)
+                await failpoints.hit("email.after_send")
+                error = None
+            else:
+                assert hook is not None
+                status = await asyncio.wait_for(self._post(hook, delivery), timeout_s)
+                error = None if 200 <= status < 300 else f"HTTP {status}"
         except Exception as exc:  # a timeout, a refused connection, a broken answer
             error = f"{type(exc).__name__}: {exc}"[:500]
         if error is None:
@@ -152,3 +161,14 @@ class WebhookDeliverer:
             "webhook delivery failed; will retry",
             extra={**extra, "error": error, "retry_in_s": round(delay, 3)},
         )
+
+    async def _post(self, hook: Webhook, delivery: QueuedDelivery) -> int:
+        raw = delivery.body.encode()
+        headers = {
+            "Content-Type": "application/json",
+            EVENT_HEADER: delivery.event,
+            DELIVERY_HEADER: delivery.id,
+            SIGNATURE_HEADER: signature(hook.secret, raw),
+            "User-Agent": "Clarion-Webhooks",
+        }
+        return await self._send(delivery.url, headers, raw)

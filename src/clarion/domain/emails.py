@@ -1,0 +1,168 @@
+"""Email notifications: the message for one event, built once when the event is queued, and
+the address check the configuration uses. Pure (the standard library's `email` package only).
+
+Headers are set only through `email.message.EmailMessage` with a strict policy, and every text
+that comes from an agent or a person (the task title, a question) is folded to one line of
+printable characters before it reaches the Subject: a newline in a question can never start a
+header of its own. The message is kept ASCII (quoted-printable or base64 bodies, RFC 2047
+encoded words), so any SMTP server relays it unchanged.
+"""
+
+from __future__ import annotations
+
+import html
+import unicodedata
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from email.headerregistry import Address
+from email.message import EmailMessage
+from email.policy import SMTP
+from email.utils import format_datetime, parseaddr
+from typing import Any
+
+from clarion.domain.webhooks import WebhookFact, headline_of
+
+POLICY = SMTP.clone(cte_type="7bit", raise_on_defect=True)
+SUBJECT_MAX = 150
+
+
+def one_line(text: str, limit: int | None = None) -> str:
+    """`text` as one line: control characters and every kind of line break become spaces, runs
+    of white space one space; cut at `limit` characters with an ellipsis."""
+    cleaned = "".join(" " if unicodedata.category(c) in ("Cc", "Zl", "Zp") else c for c in text)
+    line = " ".join(cleaned.split())
+    if limit is not None and len(line) > limit:
+        line = line[: limit - 1].rstrip() + "…"
+    return line
+
+
+def checked_address(value: Any, where: str) -> str:
+    """A configured address (`"Clarion <bot@example.com>"` or `bot@example.com`), or
+    ValueError naming `where`."""
+    if not isinstance(value, str) or one_line(value) != value.strip() or not value.strip():
+        raise ValueError(f"{where} must be an email address on one line")
+    _, spec = parseaddr(value)
+    if "@" not in spec:
+        raise ValueError(f"{where} must be an email address, got {value!r}")
+    try:
+        Address(addr_spec=spec)
+    except (ValueError, IndexError) as exc:
+        raise ValueError(f"{where} must be an email address, got {value!r}") from exc
+    return value.strip()
+
+
+def envelope_address(configured: str) -> str:
+    """The bare address SMTP's envelope needs (`MAIL FROM`, `RCPT TO`)."""
+    return parseaddr(configured)[1]
+
+
+def subject_of(fact: WebhookFact) -> str:
+    """The subject: what happened, naming the task, on one line. An RFC 2047 encoded word in
+    the text (`=?utf-8?q?...=0D=0A...?=`) is broken up: the email package would decode it, and
+    the line break inside would reach the header."""
+    return one_line(f"[Clarion] {headline_of(fact)}", SUBJECT_MAX).replace("=?", "= ?")
+
+
+def _options(question: Mapping[str, Any]) -> list[tuple[str, str]]:
+    return [
+        (str(o.get("label") or o.get("option_id") or ""), str(o.get("description") or ""))
+        for o in question.get("options") or []
+    ]
+
+
+def _text_body(fact: WebhookFact, link: str, answer_url: str | None) -> str:
+    lines = [headline_of(fact), ""]
+    for number, question in enumerate(fact.questions or (), start=1):
+        title = str(question.get("title") or "")
+        prompt = str(question.get("prompt") or "")
+        lines.append(
+            f"{number}. {title}: {prompt}" if title and title != prompt else f"{number}. {prompt}"
+        )
+        for label, description in _options(question):
+            lines.append(f"   - {label}" + (f": {description}" if description else ""))
+        lines.append("")
+    if answer_url:
+        lines += ["Answer here (no login needed):", answer_url, ""]
+    lines += ["Open in Clarion:", link, ""]
+    return "\n".join(lines)
+
+
+def _html_body(fact: WebhookFact, link: str, answer_url: str | None) -> str:
+    e = html.escape
+    parts = [
+        '<!doctype html><html><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1"></head>'
+        '<body style="margin:0;padding:16px;font-family:system-ui,-apple-system,Segoe UI,'
+        'Roboto,sans-serif;font-size:16px;line-height:1.45;color:#1d2330">'
+        '<div style="max-width:600px;margin:0 auto">',
+        f'<p style="font-size:18px;font-weight:600;margin:0 0 16px">{e(headline_of(fact))}</p>',
+    ]
+    for question in fact.questions or ():
+        title = str(question.get("title") or "")
+        prompt = str(question.get("prompt") or "")
+        parts.append(
+            '<div style="border:1px solid #d9dde5;border-radius:10px;padding:12px;margin:0 0 12px">'
+        )
+        if title and title != prompt:
+            parts.append(f'<p style="margin:0 0 4px;font-weight:600">{e(title)}</p>')
+        parts.append(
+            f'<p style="margin:0 0 8px;white-space:pre-wrap">{e(prompt)}</p>'
+            '<ul style="margin:0;padding-left:20px">'
+        )
+        for label, description in _options(question):
+            more = f' <span style="color:#5b6474">{e(description)}</span>' if description else ""
+            parts.append(f"<li>{e(label)}{more}</li>")
+        parts.append("</ul></div>")
+    if answer_url:
+        parts.append(
+            f'<p style="margin:20px 0"><a href="{e(answer_url)}" style="display:inline-block;'
+            "background:#2f5bea;color:#fff;text-decoration:none;font-weight:600;"
+            'padding:14px 22px;border-radius:10px">Answer now</a></p>'
+            '<p style="color:#5b6474;font-size:14px;margin:0 0 8px">No login needed. Or copy '
+            f"this link: {e(answer_url)}</p>"
+        )
+    parts.append(
+        f'<p style="font-size:14px;margin:16px 0 0"><a href="{e(link)}">Open in Clarion</a></p>'
+        "</div></body></html>"
+    )
+    return "\n".join(parts)
+
+
+def email_message(
+    fact: WebhookFact,
+    *,
+    delivery_id: str,
+    occurred_at: datetime,
+    sender: str,
+    to: Sequence[str],
+    link: str,
+    answer_url: str | None,
+) -> str:
+    """The whole message (headers and a text/plain + text/html body), ASCII, CRLF line ends.
+    Its Message-ID is derived from the delivery id, so a resent delivery keeps it."""
+    message = EmailMessage(policy=POLICY)
+    message["Subject"] = subject_of(fact)
+    if one_line(str(message["Subject"])) != str(message["Subject"]):
+        raise ValueError("a subject must stay on one line")  # never sent, never reached
+    message["From"] = sender
+    message["To"] = ", ".join(to)
+    message["Date"] = format_datetime(occurred_at)
+    domain = envelope_address(sender).rpartition("@")[2] or "clarion.invalid"
+    message["Message-ID"] = f"<{delivery_id}@{domain}>"
+    message["Auto-Submitted"] = "auto-generated"
+    message["X-Clarion-Event"] = fact.event
+    message.set_content(_text_body(fact, link, answer_url))
+    message.add_alternative(_html_body(fact, link, answer_url), subtype="html")
+    return message.as_string()
+
+
+@dataclass(frozen=True, slots=True)
+class MailTarget:
+    """Where one workspace's email notifications go, as the outbox needs it: the channel's key
+    (the outbox row's destination), the events it wants, the sender and the recipients."""
+
+    key: str
+    events: frozenset[str]
+    sender: str
+    to: tuple[str, ...]

@@ -1,0 +1,160 @@
+"""Email messages: a subject naming the task, a text and an HTML part with the questions and
+the answer link, a Message-ID from the delivery id, ASCII on the wire, and no header that
+question or task text can add (header injection)."""
+
+from __future__ import annotations
+
+import email
+import email.policy
+from datetime import UTC, datetime
+from email.message import EmailMessage
+from typing import Any
+
+import pytest
+
+from clarion.domain.emails import checked_address, email_message, one_line, subject_of
+from clarion.domain.webhooks import WebhookFact
+
+AT = datetime(2026, 5, 1, 9, 0, tzinfo=UTC)
+DB = {
+    "id": "db",
+    "title": "Database",
+    "prompt": "Which database should the service use?",
+    "options": [
+        {"option_id": "postgres", "label": "PostgreSQL", "description": "Relational"},
+        {"option_id": "sqlite", "label": "SQLite", "description": ""},
+    ],
+}
+
+
+def _fact(title: str = "Pick a database", **changes: Any) -> WebhookFact:
+    values: dict[str, Any] = {
+        "event": "clarification.requested",
+        "task_id": "t1",
+        "task_title": title,
+        "session_id": "s1",
+        "pending_id": "p1",
+        "questions": (DB,),
+    }
+    values.update(changes)
+    return WebhookFact(**values)
+
+
+def _build(fact: WebhookFact, answer_url: str | None = "https://c.example/a/TOKEN") -> str:
+    return email_message(
+        fact,
+        delivery_id="0190-d1",
+        occurred_at=AT,
+        sender="Clarion <clarion@example.com>",
+        to=("alice@example.com", "Bob <bob@example.com>"),
+        link="https://c.example/#/tasks/t1/sessions/s1",
+        answer_url=answer_url,
+    )
+
+
+def _parse(raw: str) -> EmailMessage:
+    message = email.message_from_string(raw, policy=email.policy.default)
+    assert isinstance(message, EmailMessage)
+    return message
+
+
+def _parts(message: EmailMessage) -> dict[str, str]:
+    return {
+        part.get_content_type(): str(part.get_content())
+        for part in message.walk()
+        if not part.is_multipart()
+    }
+
+
+def test_a_question_email_names_the_task_and_carries_the_questions_and_the_answer_link() -> None:
+    raw = _build(_fact())
+    raw.encode("ascii")  # any SMTP server relays it unchanged
+    assert "\r\n" in raw
+    message = _parse(raw)
+    assert message["Subject"] == (
+        "[Clarion] Agent asks in Pick a database: Which database should the service use?"
+    )
+    assert message["From"] == "Clarion <clarion@example.com>"
+    assert message["To"] == "alice@example.com, Bob <bob@example.com>"
+    assert message["Message-ID"] == "<0190-d1@example.com>"
+    assert message["Auto-Submitted"] == "auto-generated"
+    parts = _parts(message)
+    assert set(parts) == {"text/plain", "text/html"}
+    for body in parts.values():
+        assert "Which database should the service use?" in body
+        assert "PostgreSQL" in body and "SQLite" in body
+        assert "https://c.example/a/TOKEN" in body
+        assert "https://c.example/#/tasks/t1/sessions/s1" in body
+    assert 'href="https://c.example/a/TOKEN"' in parts["text/html"]
+    assert 'name="viewport"' in parts["text/html"]  # laid out for a phone's mail app
+
+
+def test_an_event_without_a_question_is_a_plain_notice_without_an_answer_link() -> None:
+    fact = _fact(event="session.failed", pending_id=None, questions=None, detail="exit 7")
+    message = _parse(_build(fact, answer_url=None))
+    assert message["Subject"] == "[Clarion] Session failed in Pick a database: exit 7"
+    assert all("/a/" not in body for body in _parts(message).values())
+
+
+def test_non_ascii_text_survives_the_ascii_wire() -> None:
+    message = _parse(_build(_fact("Base de données — été")))
+    assert message["Subject"].startswith("[Clarion] Agent asks in Base de données — été")
+    assert "Base de données — été" in _parts(message)["text/html"]
+
+
+INJECTIONS = [
+    "Pick\r\nBcc: evil@attacker.example",
+    "Pick\nBcc: evil@attacker.example",
+    "Pick\rBcc: evil@attacker.example",
+    "Pick\u2028Bcc: evil@attacker.example",
+    "Pick\x85Bcc: evil@attacker.example",
+    "Pick\r\n\r\n<html>body takeover</html>",
+    "Pick\x00\x0b\x0cBcc: evil@attacker.example",
+    "=?utf-8?q?Pick=0D=0ABcc=3A_evil=40attacker=2Eexample?=",
+]
+
+
+@pytest.mark.parametrize("evil", INJECTIONS)
+def test_newlines_in_task_or_question_text_never_reach_a_header(evil: str) -> None:
+    question = {**DB, "title": evil, "prompt": evil}
+    raw = _build(_fact(title=evil, questions=(question,)))
+    head = raw.split("\r\n\r\n", 1)[0]
+    names = [line.split(":", 1)[0] for line in head.split("\r\n") if not line[:1].isspace()]
+    assert names == [
+        "Subject",
+        "From",
+        "To",
+        "Date",
+        "Message-ID",
+        "Auto-Submitted",
+        "X-Clarion-Event",
+        "MIME-Version",
+        "Content-Type",
+    ]
+    message = _parse(raw)
+    assert message["Bcc"] is None
+    assert message.get_all("To") == ["alice@example.com, Bob <bob@example.com>"]
+    assert "\n" not in message["Subject"] and "\r" not in message["Subject"]
+    assert set(_parts(message)) == {"text/plain", "text/html"}
+    assert "<html>body takeover" not in _parts(message)["text/html"]
+
+
+def test_a_long_subject_is_cut_with_an_ellipsis() -> None:
+    subject = subject_of(_fact("x" * 400))
+    assert len(subject) == 150 and subject.endswith("…")
+
+
+def test_one_line_folds_every_line_break_and_control_character() -> None:
+    assert one_line("a\r\nb\nc\rd\u2028e\u2029f\x85g\x00h\t i") == "a b c d e f g h i"
+
+
+@pytest.mark.parametrize(
+    "bad", ["", "no-at-sign", "a@b.c\r\nBcc: x@y.z", "a@b.c\nBcc: x@y.z", 7, None]
+)
+def test_a_configured_address_must_be_one_address_on_one_line(bad: object) -> None:
+    with pytest.raises(ValueError, match=r"notifications\.email\.from"):
+        checked_address(bad, "notifications.email.from")
+
+
+def test_a_configured_address_may_carry_a_display_name() -> None:
+    assert checked_address("Clarion <c@example.com>", "f") == "Clarion <c@example.com>"
