@@ -222,7 +222,12 @@ async def build(
         )
 
         scheduler = DeadlineScheduler(
-            deadlines=store, answers=store, resolver=resolver, waiters=waiters, clock=clock
+            deadlines=store,
+            answers=store,
+            resolver=resolver,
+            waiters=waiters,
+            clock=clock,
+            publisher=publisher,
         )
         asker = Asker(
             store,
@@ -239,7 +244,7 @@ async def build(
                 persist_s=t.persist,
             ),
             policies=waiting_policies(settings, store),
-            deadline_written=scheduler.wake,
+            deadline_written=scheduler.asked,
         )
         sessions = SessionService(
             store=store,

@@ -63,3 +63,34 @@ async def test_a_policys_deadlines_escalation_and_answer_are_read(store_url: str
         await asyncio.wait_for(call, 30)
         read = await life.app.services.reads.bundle(pending_id)
         assert read["answered_by"] == "policy" and read["remind_at"] is None
+
+
+async def test_websocket_clients_learn_the_deadlines_and_each_change(store_url: str) -> None:
+    clock = ShiftedClock()
+    async with waiting_lifecycle(store_url, FULL, clock) as life:
+        _, session_id = await life.start_session()
+        call, pending_id = await life.ask(session_id)
+
+        def mine(event: object) -> bool:
+            return getattr(event, "payload", {}).get("pending_id") == pending_id
+
+        asked = await life.wait_for_event("clarification.waiting.updated", mine, within=30)
+        assert asked.payload["expires_at"] and asked.payload["on_expiry"] == "skip"
+        assert asked.payload["escalated_to"] == [] and asked.payload["session_id"] == session_id
+
+        clock.advance(2 * HOUR)
+        escalated = await life.wait_for_event(
+            "clarification.waiting.updated",
+            lambda e: mine(e) and e.payload["escalated_to"] == ["bob"],
+            within=30,
+        )
+        assert escalated.payload["answered_by"] is None
+
+        clock.advance(6 * HOUR)
+        await asyncio.wait_for(call, 30)
+        expired = await life.wait_for_event(
+            "clarification.waiting.updated",
+            lambda e: mine(e) and e.payload["answered_by"] == "policy",
+            within=30,
+        )
+        assert expired.payload["remind_at"] is None

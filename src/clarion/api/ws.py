@@ -42,6 +42,8 @@ NOTIFICATIONS = frozenset(
         "session.state_changed",
         "task.status_summary.updated",
         "task.created",
+        # A question's waiting policy: its deadlines, an escalation, an expiry's answer.
+        "clarification.waiting.updated",
     }
 )
 SUBSCRIBE = {"subscribe", "task.subscribe", "session.subscribe"}

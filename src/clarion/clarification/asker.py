@@ -41,7 +41,7 @@ class AskLimits:
     keepalive_s: float
 
 
-def _no_wake() -> None:
+def _no_wake(pending_id: str) -> None:
     return None
 
 
@@ -56,7 +56,7 @@ class Asker:
         clock: Clock,
         confirmation: LiveConfirmation,
         policies: WaitingPolicies | None = None,
-        deadline_written: Callable[[], None] = _no_wake,
+        deadline_written: Callable[[str], None] = _no_wake,
     ) -> None:
         self._clock = clock
         self._confirmation = confirmation
@@ -120,7 +120,7 @@ class Asker:
                 deadlines=deadlines,
             )
             if deadlines is not None:
-                self._deadline_written()
+                self._deadline_written(pending_id)
             waiter.questions = questions_of_rows(written.rows)
             log.info(
                 "clarification asked",

@@ -23,6 +23,7 @@ from clarion.domain.models import BundleState
 from clarion.domain.questions import question_wire
 from clarion.domain.waiting import expiry_body, next_reminder
 from clarion.ports import AnswerStore, Clock, DeadlineRecord, DeadlineStore
+from clarion.projection.events import EventPublisher
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +42,11 @@ class DeadlineScheduler:
         resolver: Resolver,
         waiters: LiveWaiters,
         clock: Clock,
+        publisher: EventPublisher,
     ) -> None:
+        self._publisher = publisher
+        # Questions asked under a policy since the last pass, to announce (off the asker's way).
+        self._asked: set[str] = set()
         self._deadlines = deadlines
         self._answers = answers
         self._resolver = resolver
@@ -50,7 +55,12 @@ class DeadlineScheduler:
         self._wake = asyncio.Event()
 
     def wake(self) -> None:
-        """A deadline was written (or sessions adopted): look for the next one again."""
+        """Sessions were adopted: look for the next deadline again."""
+        self._wake.set()
+
+    def asked(self, pending_id: str) -> None:
+        """A question's deadlines were written: announce them, and wait for them too."""
+        self._asked.add(pending_id)
         self._wake.set()
 
     async def run(self, owner: str | None) -> None:
@@ -59,6 +69,7 @@ class DeadlineScheduler:
         while True:
             self._wake.clear()
             try:
+                await self._announce_asked()
                 await self.fire_due(owner)
                 due = await self._deadlines.next_deadline_due(owner)
             except Exception:
@@ -78,11 +89,28 @@ class DeadlineScheduler:
         due = await self._deadlines.due_deadlines(owner, now)
         for record in due:
             try:
-                await self._fire(record, now)
+                if await self._fire(record, now):
+                    await self._announce(record.pending_id)
             except Exception:
                 log.exception("deadline not fired", extra={"pending_id": record.pending_id})
                 await self._deadlines.postpone_deadlines(record.pending_id, now + RETRY)
         return len(due)
+
+    async def _announce_asked(self) -> None:
+        asked, self._asked = self._asked, set()
+        for pending_id in sorted(asked):
+            await self._announce(pending_id)
+
+    async def _announce(self, pending_id: str) -> None:
+        """Clients learn what the question now shows (its deadlines, escalation, answer)."""
+        try:
+            bundle = await self._answers.find_bundle(pending_id)
+            if bundle is None:
+                return
+            record = (await self._deadlines.find_deadlines([pending_id])).get(pending_id)
+            await self._publisher.waiting(bundle, record)
+        except Exception:
+            log.exception("waiting update not announced", extra={"pending_id": pending_id})
 
     async def _sleep_or_wake(self, seconds: float) -> None:
         # The wake-up time is fixed now: time that passes before the sleep starts counts.
@@ -99,24 +127,24 @@ class DeadlineScheduler:
             sleep.cancel()
             woken.cancel()
 
-    async def _fire(self, record: DeadlineRecord, now: datetime) -> None:
+    async def _fire(self, record: DeadlineRecord, now: datetime) -> bool:
+        """Fire what is due; True when something the question shows changed."""
         pending_id = record.pending_id
         bundle = await self._answers.find_bundle(pending_id)
         if bundle is None:
             await self._deadlines.retire_deadlines(pending_id)
-            return
+            return False
         state = bundle_state(bundle, has_live_waiter=self._waiters.has(pending_id))
         if state is BundleState.DELIVERY_CLAIMED:
             await self._deadlines.postpone_deadlines(pending_id, now + RETRY)
-            return
+            return False
         if state not in _ACTIVE:
             await self._deadlines.retire_deadlines(pending_id)
-            return
+            return False
         due = record.deadlines
         questions = questions_of(bundle)
         if due.expire_at is not None and due.expire_at <= now:
-            await self._expire(record, expiry_body(due, questions), now)
-            return
+            return await self._expire(record, expiry_body(due, questions), now)
         wire = [question_wire(q) for q in questions]
         acted = False
         if due.escalate_at is not None and due.escalate_at <= now:
@@ -128,8 +156,9 @@ class DeadlineScheduler:
             # Due by its row but by none of its timers (written on a clock ahead of this
             # one): look again when its first timer is due, rather than at once.
             await self._deadlines.postpone_deadlines(pending_id, max(due.next_due, now + RETRY))
+        return acted
 
-    async def _expire(self, record: DeadlineRecord, body: dict[str, object], now: datetime) -> None:
+    async def _expire(self, record: DeadlineRecord, body: dict[str, object], now: datetime) -> bool:
         pending_id = record.pending_id
         try:
             result = await self._resolver.respond(pending_id, body, by_policy=True)
@@ -143,11 +172,11 @@ class DeadlineScheduler:
                 await self._deadlines.postpone_deadlines(pending_id, now + RETRY)
             else:
                 await self._deadlines.retire_deadlines(pending_id)
-            return
+            return False
         except RetryableFailure:
             log.warning("expiry answer not delivered; retrying", extra={"pending_id": pending_id})
             await self._deadlines.reopen_expiry(pending_id, now + RETRY)
-            return
+            return False
         log.info(
             "clarification expired",
             extra={
@@ -157,3 +186,4 @@ class DeadlineScheduler:
                 "resumed": result.resumed,
             },
         )
+        return True

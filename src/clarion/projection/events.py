@@ -13,11 +13,12 @@ import logging
 from collections.abc import Iterable
 from typing import Any
 
-from clarion.domain.models import Message, Session, Turn
+from clarion.domain.models import Bundle, Message, Session, Turn
 from clarion.domain.wire import iso, message_wire, turn_wire
-from clarion.ports import Bus, Event
+from clarion.ports import Bus, DeadlineRecord, Event
 from clarion.projection.pending import PendingProjector, Projection
 from clarion.projection.summaries import SummaryService
+from clarion.projection.waiting import waiting_wire
 
 log = logging.getLogger(__name__)
 
@@ -78,6 +79,19 @@ class EventPublisher:
             payload["pending_action_revision"] = projection.revision.as_wire()
         await self._publish(
             f"session.message.{action}", message.task_id, message.session_id, payload
+        )
+
+    async def waiting(self, bundle: Bundle, record: DeadlineRecord | None) -> None:
+        """`clarification.waiting.updated`: a question's waiting policy changed what it shows
+        (asked, reminded, escalated, expired); the payload is the bundle read's fields."""
+        payload = {
+            "pending_id": bundle.pending_id,
+            "task_id": bundle.session.task_id,
+            "session_id": bundle.session.id,
+            **waiting_wire(bundle, record),
+        }
+        await self._publish(
+            "clarification.waiting.updated", bundle.session.task_id, bundle.session.id, payload
         )
 
     async def refresh_summary(self, task_id: str) -> None:
