@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 import typer
 
-from clarion.cli import answer, commands, db, demo, permissions, token, watch
+from clarion.cli import answer, commands, db, demo, doctor, permissions, token, watch
 from clarion.cli.logs import configure_logging
 from clarion.config import Settings
 from clarion.config_files import redacted
@@ -38,6 +38,7 @@ watch.register(app)
 demo.register(app)
 token.register(app)
 db.register(app)
+doctor.register(app)
 
 
 def _event_loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:

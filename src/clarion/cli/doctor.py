@@ -1,0 +1,142 @@
+"""`clarion doctor [--config FILE]`: is this installation able to run? One row per check
+(config, database and schema, bus, each agent profile's command, each webhook), each `ok` or
+the reason it failed; exit 0 when all pass, 1 otherwise.
+
+It reads what `clarion serve` would read (flags' env vars, the config file) and changes
+nothing: the database is only read, a webhook only has a TCP connection opened to it (a POST
+could set off whatever the receiver does), an agent only has its command looked up.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import typer
+from rich.table import Table
+
+from clarion.cli.render import stdout
+from clarion.cli.sanitize import safe
+from clarion.config import AgentProfile, Settings
+from clarion.config_files import redacted
+
+_REACH_S = 5.0
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    name: str
+    ok: bool
+    detail: str
+
+
+async def _database(url: str) -> Check:
+    # Imported here: every other `clarion` command starts without the database layer.
+    from clarion.store import open_engine
+    from clarion.store.schema_admin import schema_status
+
+    name = f"database {redacted(url)}"
+    engine = open_engine(url)
+    try:
+        found = await asyncio.wait_for(schema_status(engine), _REACH_S * 2)
+    except Exception as exc:
+        return Check(name, False, f"cannot read it: {exc}")
+    finally:
+        await engine.dispose()
+    if found.newer_than_code:
+        return Check(name, False, f"schema {found.version} is newer than this Clarion's")
+    if found.pending:
+        return Check(
+            name,
+            False,
+            f"schema version {found.version}, migrations pending "
+            f"({', '.join(map(str, found.pending))}): run clarion db upgrade",
+        )
+    return Check(name, True, f"ok (schema version {found.version})")
+
+
+async def _bus(url: str) -> Check:
+    from clarion.bus import open_bus
+
+    name = f"bus {url}"
+    try:
+        bus = open_bus(url)
+        async with asyncio.timeout(_REACH_S):
+            async with bus:
+                pass
+    except Exception as exc:
+        return Check(name, False, f"cannot connect: {exc or type(exc).__name__}")
+    return Check(name, True, "ok")
+
+
+def _agent(profile: AgentProfile) -> Check:
+    name = f"agent {profile.name}"
+    program = profile.command[0]
+    found = shutil.which(program, path=profile.env.get("PATH", os.environ.get("PATH")))
+    if found is None:
+        return Check(name, False, f"command not found: {program}")
+    if profile.cwd is not None and not Path(profile.cwd).is_dir():
+        return Check(name, False, f"cwd is not a directory: {profile.cwd}")
+    return Check(name, True, f"ok ({found}; found, not started)")
+
+
+async def _webhook(url: str, secret: str) -> Check:
+    name = f"webhook {url}"
+    if not secret.strip():
+        return Check(name, False, "no secret set: deliveries could not be signed")
+    parts = urlsplit(url)
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    try:
+        async with asyncio.timeout(_REACH_S):
+            _, writer = await asyncio.open_connection(parts.hostname, port)
+        writer.close()
+    except (OSError, TimeoutError) as exc:
+        return Check(name, False, f"unreachable: {exc or 'no answer in 5 s'}")
+    return Check(name, True, "ok (reachable, secret set)")
+
+
+async def run_checks(settings: Settings) -> list[Check]:
+    checks = [await _database(settings.database_url), await _bus(settings.bus_url)]
+    checks.extend(_agent(p) for p in settings.agents.values())
+    checks.extend([await _webhook(h.url, h.secret) for h in settings.webhooks])
+    return checks
+
+
+def doctor(
+    config: str | None = typer.Option(None, "--config", help="TOML file [env CLARION_CONFIG]"),
+    database: str | None = typer.Option(
+        None, "--database", help="sqlite:///PATH or postgresql://... [env CLARION_DATABASE_URL]"
+    ),
+    bus: str | None = typer.Option(
+        None, "--bus", help="memory or nats://... [env CLARION_BUS_URL]"
+    ),
+) -> None:
+    """Check config, database and schema, bus, agent profiles and webhooks; a table, exit 0
+    when all pass, 1 otherwise."""
+    where = config or os.environ.get("CLARION_CONFIG") or "(none)"
+    try:
+        settings = Settings.load(config_file=config, database_url=database, bus_url=bus)
+    except ValueError as exc:
+        _show([Check(f"config {where}", False, str(exc))])
+        raise typer.Exit(1) from exc
+    checks = [Check(f"config {where}", True, "ok"), *asyncio.run(run_checks(settings))]
+    _show(checks)
+    if not all(c.ok for c in checks):
+        raise typer.Exit(1)
+
+
+def _show(checks: list[Check]) -> None:
+    table = Table("check", "result", "detail")
+    mark: Callable[[bool], str] = lambda ok: "ok" if ok else "FAIL"  # noqa: E731
+    for check in checks:
+        table.add_row(safe(check.name), mark(check.ok), safe(check.detail))
+    stdout().print(table)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("doctor")(doctor)
