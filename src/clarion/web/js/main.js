@@ -4,13 +4,16 @@
 // Stable data-testid attributes (browser tests rely on them; keep docs/ui.md in sync):
 //   Board:        board, column-<step>, task-card-<task_id>, task-title, task-state, pending-icon
 //                 (data-action = clarification|permission), new-task-form, new-task-title,
-//                 new-task-description, new-task-submit, board-status, connection-status
+//                 new-task-description, new-task-submit, board-status, connection-status,
+//                 board-empty, pending-words, board-filters, board-search, board-filter-state,
+//                 board-filter-workspace, shortcuts-button, shortcuts-help
 //   Task view:    detail, task-view, task-back, task-view-title, task-view-step, task-view-pending,
 //                 task-description, session-list, session-item-<session_id>, session-pending-icon,
 //                 task-status-line, new-session-form, new-session-agent, new-session-prompt,
 //                 new-session-submit
 //   Session view: session-view, session-back, session-state, transcript, message-<message_id>
-//                 (data-type, data-author, data-status for questions), question-status,
+//                 (data-type, data-author, data-status for questions), speaker,
+//                 late-answer-<message_id>, question-status,
 //                 turn-start-<turn_id>, turn-end-<turn_id>, prompt-input, prompt-send,
 //                 prompt-status (data-queued="true" when the prompt was queued), session-cancel,
 //                 session-finish, clarification-notice, winning-answer, show-question,
