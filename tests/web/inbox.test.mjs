@@ -31,6 +31,7 @@ test("the inbox is read again after events that can change it, not after streame
   assert.equal(inboxMayChange("session.message.updated", { type: "message", pending_action: null }), true);
   assert.equal(inboxMayChange("session.message.updated", { type: "message", content: "chunk" }), false);
   assert.equal(inboxMayChange("task.status_summary.updated", {}), false);
+  assert.equal(inboxMayChange("clarification.waiting.updated", {}), true);
 });
 
 test("the list puts deadlines first, soonest first, then the newest", async () => {
@@ -63,4 +64,17 @@ test("ages and dates read as words", async () => {
   assert.match(stamp(new Date("2026-03-02T09:05:00").toISOString(), now), /Mar/);
   assert.match(stamp(new Date("2025-03-02T09:05:00").toISOString(), now), /2025/);
   assert.equal(age("nonsense", now), "");
+});
+
+test("a deadline reads as the time left and what follows; an escalation names who", async () => {
+  const { deadlineWords, escalationWords } = await import("../../src/clarion/web/js/inbox.js");
+  const now = Date.parse("2026-01-01T12:00:00Z");
+  const item = { ...ask, expires_at: "2026-01-01T15:00:00Z", on_expiry: "skip", escalated_to: ["bob"] };
+  assert.equal(deadlineWords(item, now), "expires in 3 h, then Skip");
+  assert.equal(deadlineWords({ ...item, on_expiry: "default" }, now), "expires in 3 h, then the default answer");
+  assert.equal(deadlineWords({ ...item, expires_at: "2026-01-01T12:10:00Z" }, now), "expires in 10 min, then Skip");
+  assert.equal(deadlineWords({ ...item, expires_at: "2026-01-01T11:00:00Z" }, now), "expires now, then Skip");
+  assert.equal(deadlineWords(ask, now), null);
+  assert.equal(escalationWords(item), "Escalated to bob");
+  assert.equal(escalationWords(ask), null);
 });

@@ -19,6 +19,7 @@ const REFRESH_MS = 250;
  */
 export function inboxMayChange(action, payload) {
   if (action === "session.state_changed" || action.startsWith("session.turn.")) return true;
+  if (action === "clarification.waiting.updated") return true; // a deadline, an escalation
   if (!action.startsWith("session.message.") || !payload) return false;
   return payload.type === "clarification_request" || payload.type === "permission_request" ||
     Object.prototype.hasOwnProperty.call(payload, "pending_action");

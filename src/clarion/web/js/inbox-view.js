@@ -6,7 +6,7 @@
 // main.js; InboxController supplies the items.
 
 import { h } from "./dom.js";
-import { inboxOrder, itemStateWords, itemSummary } from "./inbox.js";
+import { deadlineWords, escalationWords, inboxOrder, itemStateWords, itemSummary } from "./inbox.js";
 import { renderMarkdown } from "./markdown.js";
 import { formatRoute } from "./router.js";
 import { ClarificationOverlay } from "./overlay.js";
@@ -105,6 +105,7 @@ export class InboxView {
       h("span", { class: "inbox-summary", testid: "inbox-summary", text: itemSummary(item) }),
       h("time", { class: "inbox-age", testid: "inbox-age", datetime: item.created_at, title: fullStamp(item.created_at),
         text: age(item.created_at) }),
+      ...waitingMarks(item),
       h("span", { class: `inbox-state state-${item.state}`, testid: "inbox-state", text: itemStateWords(item) }));
     card.body.hidden = !open;
     card.details.replaceChildren(...this.details(item));
@@ -160,4 +161,19 @@ export class InboxView {
           ...renderMarkdown(item.last_agent_message))) : null,
     ].filter((part) => part !== null);
   }
+}
+
+/**
+ * A question's waiting policy on its line: the deadline ("expires in 3 h, then Skip") and a
+ * mark when it was escalated; nothing for a question without one.
+ * @param {InboxItem} item
+ */
+function waitingMarks(item) {
+  const deadline = deadlineWords(item, Date.now());
+  const escalated = escalationWords(item);
+  return [
+    deadline ? h("time", { class: "inbox-deadline", testid: "inbox-deadline", datetime: String(item.expires_at),
+      title: fullStamp(String(item.expires_at)), text: deadline }) : null,
+    escalated ? h("span", { class: "badge inbox-escalated", testid: "inbox-escalated", text: escalated }) : null,
+  ].filter((mark) => mark !== null);
 }

@@ -6,7 +6,8 @@
  * @typedef {{kind: "clarification" | "permission", id: string, task: {id: string, title: string},
  *   session_id: string, state: string, created_at: string, questions?: any[], tool_call?: any,
  *   options?: any[], context?: string | null, task_description?: string,
- *   last_agent_message?: string | null, expires_at?: string | null}} InboxItem
+ *   last_agent_message?: string | null, expires_at?: string | null,
+ *   on_expiry?: string | null, escalated_to?: string[] | null}} InboxItem
  */
 
 /**
@@ -26,6 +27,33 @@ export function inboxOrder(items) {
     }
     return at(b.created_at) - at(a.created_at) || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
   });
+}
+
+/**
+ * A waiting policy's deadline in words: "expires in 3 h, then Skip" (null without one).
+ * @param {InboxItem} item
+ * @param {number} now milliseconds since the epoch
+ */
+export function deadlineWords(item, now) {
+  if (!item.expires_at) return null;
+  const left = Math.round((Date.parse(item.expires_at) - now) / 1000);
+  const then = item.on_expiry === "default" ? "the default answer" : "Skip";
+  if (Number.isNaN(left)) return null;
+  if (left <= 0) return `expires now, then ${then}`;
+  /** @type {[string, number][]} */
+  const units = [["d", 86400], ["h", 3600], ["min", 60]];
+  const unit = units.find(([, size]) => left >= size);
+  const amount = unit ? `${Math.round(left / unit[1])} ${unit[0]}` : `${left} s`;
+  return `expires in ${amount}, then ${then}`;
+}
+
+/**
+ * "Escalated to bob" when the waiting policy asked more people (null otherwise).
+ * @param {InboxItem} item
+ */
+export function escalationWords(item) {
+  const users = item.escalated_to ?? [];
+  return users.length ? `Escalated to ${users.join(", ")}` : null;
 }
 
 /**
