@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from aiosmtpd.controller import Controller
+from aiosmtpd.smtp import AuthResult, LoginPassword
 
 
 @dataclass(frozen=True)
@@ -23,6 +24,7 @@ class Received:
     mail_from: str
     rcpt_tos: tuple[str, ...]
     raw: bytes
+    authenticated: bool = False
 
     @property
     def message(self) -> EmailMessage:
@@ -53,7 +55,12 @@ class Mailbox:
     async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:
         with self.arrived:
             self.received.append(
-                Received(envelope.mail_from, tuple(envelope.rcpt_tos), bytes(envelope.content))
+                Received(
+                    envelope.mail_from,
+                    tuple(envelope.rcpt_tos),
+                    bytes(envelope.content),
+                    bool(getattr(session, "authenticated", False)),
+                )
             )
             self.arrived.notify_all()
         return "250 Message accepted for delivery"
@@ -65,8 +72,16 @@ class Mailbox:
             return list(self.received)
 
     @contextmanager
-    def running(self) -> Iterator[Mailbox]:
-        controller = Controller(self, hostname="127.0.0.1", port=self.port)
+    def running(self, login: tuple[str, str] | None = None) -> Iterator[Mailbox]:
+        """Serve until the block ends; with `login`, AUTH is offered over plain TCP (loopback
+        only) and only that login is accepted."""
+        options: dict[str, Any] = {}
+        if login is not None:
+            options = {
+                "auth_require_tls": False,
+                "authenticator": _only(*login),
+            }
+        controller = Controller(self, hostname="127.0.0.1", port=self.port, **options)
         controller.start()
         try:
             yield self
@@ -74,9 +89,23 @@ class Mailbox:
             controller.stop()
 
 
+def _only(user: str, password: str) -> Any:
+    def authenticate(
+        server: Any, session: Any, envelope: Any, mechanism: str, data: Any
+    ) -> AuthResult:
+        ok = isinstance(data, LoginPassword) and (data.login, data.password) == (
+            user.encode(),
+            password.encode(),
+        )
+        return AuthResult(success=ok, handled=False)
+
+    return authenticate
+
+
 HANGING_SERVER = """
 import asyncio, sys, pathlib
 from aiosmtpd.controller import Controller
+from aiosmtpd.smtp import AuthResult, LoginPassword
 
 class Hang:
     async def handle_DATA(self, server, session, envelope):

@@ -169,4 +169,42 @@ async def test_an_smtp_server_killed_mid_message_gets_it_once_after_it_restarts(
             await call
 
 
+async def test_the_configured_login_is_used_and_accepted(
+    store_url: str,
+) -> None:
+    mailbox = Mailbox(free_port())
+    channel = _channel(mailbox.port, username="clarion", password="s3cret-from-env")
+    with mailbox.running(login=("clarion", "s3cret-from-env")):
+        async with mailing(store_url, channel) as rig:
+            _, session_id = await rig.life.start_session()
+            call, _ = await rig.life.ask(session_id)
+            [mail] = await _wait(mailbox, 1)
+            assert mail.authenticated
+            assert mail.message["X-Clarion-Event"] == "clarification.requested"
+            call.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await call
+
+
+async def test_a_wrong_login_is_retried_and_never_counted_as_delivered(store_url: str) -> None:
+    mailbox = Mailbox(free_port())
+    channel = _channel(mailbox.port, username="clarion", password="wrong")
+    with mailbox.running(login=("clarion", "right")):
+        async with mailing(store_url, channel) as rig:
+            _, session_id = await rig.life.start_session()
+            call, _ = await rig.life.ask(session_id)
+
+            async def refused_twice() -> bool:
+                rows = await rig.life.app.sql.list_webhook_deliveries()
+                return any(r.attempts >= 2 and r.delivered_at is None for r in rows)
+
+            await eventually(refused_twice)
+            [row] = await rig.life.app.sql.list_webhook_deliveries()
+            assert row.last_error and "Authentication" in row.last_error
+            assert mailbox.received == []
+            call.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await call
+
+
 pytestmark = pytest.mark.timeout(180)
