@@ -119,7 +119,8 @@ def _html_body(fact: WebhookFact, link: str, answer_url: str | None) -> str:
             f'<p style="margin:20px 0"><a href="{e(answer_url)}" style="display:inline-block;'
             "background:#2f5bea;color:#fff;text-decoration:none;font-weight:600;"
             'padding:14px 22px;border-radius:10px">Answer now</a></p>'
-            '<p style="color:#5b6474;font-size:14px;margin:0 0 8px">No login needed. Or copy '
+            '<p style="color:#5b6474;font-size:14px;margin:0 0 8px;word-break:break-all">'
+            "No login needed. Or copy "
             f"this link: {e(answer_url)}</p>"
         )
     parts.append(
