@@ -264,3 +264,30 @@ def test_a_survivor_that_dies_while_taking_over_leaves_the_answer_to_the_next_on
     assert retry.json()["resumed"] is True
     last.wait_for_agent_text(session_id, RESUME_MARK)
     assert last.resume_prompts_seen(session_id) == 1
+
+
+def test_an_answer_link_works_on_every_replica_and_reaches_the_owner(
+    replicas: Callable[..., ServerProcess],
+) -> None:
+    a, b, c = three_replicas(replicas)
+    # A live question on a (the first session goes to the oldest replica): its link, issued by
+    # b, answered through c, reaches a's live waiter; the key is the database's, shared.
+    live_session, live_pending = a.live_question()
+    assert session_owner(b, live_session) == replica_id(a)
+    token = str(b.bundle(live_pending)["answer_url"]).rsplit("/a/", 1)[1]
+    read = httpx.get(f"{c.url}/api/v1/a/{token}", timeout=30)
+    assert read.status_code == 200 and read.json()["state"] == "active_live"
+    answered = httpx.post(
+        f"{c.url}/api/v1/a/{token}/respond", json=answer("db", "sqlite"), timeout=60
+    )
+    assert answered.status_code == 200, answered.text
+    a.wait_for_agent_text(live_session, "You answered:")
+    again = httpx.post(
+        f"{b.url}/api/v1/a/{token}/respond", json=answer("db", "postgres"), timeout=60
+    )
+    assert again.status_code == 409, again.text
+    assert again.json()["error"]["response"]["answers"][0]["selected_options"] == ["sqlite"]
+    # A forged token is refused on every replica alike.
+    for server in (a, b, c):
+        forged = httpx.post(f"{server.url}/api/v1/a/{token[:-4]}AAAA/respond", json={})
+        assert forged.status_code == 404
