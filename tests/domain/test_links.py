@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from clarion.domain.links import answer_url, sign, verify
+from clarion.domain.webhooks import EVENTS, WebhookFact, wants_answer_url
 
 KEY = b"k" * 32
 NOW = datetime(2026, 5, 1, 9, 0, tzinfo=UTC)
@@ -61,3 +62,16 @@ def test_a_pending_id_with_unexpected_characters_cannot_be_signed() -> None:
 
 def test_the_answer_url_puts_the_token_under_a() -> None:
     assert answer_url("https://c.example/", "T.M") == "https://c.example/a/T.M"
+
+
+def test_only_events_whose_question_is_still_open_carry_the_answer_link() -> None:
+    def fact(event: str) -> WebhookFact:
+        return WebhookFact(event=event, task_id="t", task_title="", session_id="s", pending_id="p")
+
+    carrying = {event for event in EVENTS if wants_answer_url(fact(event))}
+    assert carrying == {
+        "clarification.requested",
+        "clarification.detached",
+        "clarification.reminder",
+        "clarification.escalated",
+    }
