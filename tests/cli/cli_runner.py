@@ -67,7 +67,7 @@ class Terminal:
         os.close(slave)
         self.output = ""
 
-    def expect(self, needle: str, timeout: float = 20.0) -> str:
+    def expect(self, needle: str, timeout: float = 60.0) -> str:
         deadline = time.monotonic() + timeout
         while needle not in self.output:
             remaining = deadline - time.monotonic()
@@ -104,4 +104,4 @@ class Terminal:
     def close(self) -> None:
         if self.proc.poll() is None:
             self.proc.kill()
-            self.proc.wait(timeout=10)
+            self.proc.wait(timeout=60)

@@ -86,4 +86,4 @@ def test_watch_prints_permission_requests_and_agent_errors(shared_server: Server
         assert failing in error and "the model is overloaded" in error
 
         proc.send_signal(signal.SIGINT)
-        assert proc.wait(timeout=10) == 0
+        assert proc.wait(timeout=60) == 0

@@ -31,7 +31,7 @@ def _lines(stream: IO[str], pumps: list[threading.Thread]) -> queue.Queue[str]:
     return out
 
 
-def _next_matching(lines: queue.Queue[str], needle: str, timeout: float = 20.0) -> str:
+def _next_matching(lines: queue.Queue[str], needle: str, timeout: float = 60.0) -> str:
     deadline = time.monotonic() + timeout
     seen: list[str] = []
     while (remaining := deadline - time.monotonic()) > 0:
@@ -65,9 +65,9 @@ def watching(
     finally:
         if proc.poll() is None:
             proc.kill()
-            proc.wait(timeout=10)
+            proc.wait(timeout=60)
         for pump in pumps:  # both pipes are at end of file once the process is gone
-            pump.join(timeout=10)
+            pump.join(timeout=60)
         for stream in (proc.stdout, proc.stderr):
             if stream is not None:
                 stream.close()
@@ -89,7 +89,7 @@ def test_watch_prints_a_line_for_a_new_question_and_stops_on_ctrl_c(
         _next_matching(out, f"task {task_id} pending=clarification")
 
         proc.send_signal(signal.SIGINT)
-        assert proc.wait(timeout=10) == 0
+        assert proc.wait(timeout=60) == 0
         _next_matching(err, "stopped")
 
 
@@ -108,7 +108,7 @@ def test_watch_notify_prints_a_line_and_rings_the_bell_for_each_new_waiting_item
         assert line.endswith("\a")
 
         proc.send_signal(signal.SIGINT)
-        assert proc.wait(timeout=10) == 0
+        assert proc.wait(timeout=60) == 0
         # Printed once: later events re-read the inbox but announce only new items.
         remaining = []
         while not out.empty():

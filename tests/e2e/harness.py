@@ -52,7 +52,7 @@ def free_port() -> int:
 def wait_until(
     predicate: Callable[[], Any],
     *,
-    timeout: float = 15.0,
+    timeout: float = 60.0,
     interval: float = 0.25,
     what: str = "condition",
 ) -> Any:
@@ -157,13 +157,13 @@ class ServerProcess:
     def kill(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
             os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait(timeout=10)
+            self.proc.wait(timeout=60)
 
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
             os.killpg(self.proc.pid, signal.SIGTERM)
             try:
-                self.proc.wait(timeout=10)
+                self.proc.wait(timeout=60)
             except subprocess.TimeoutExpired:
                 self.kill()
 
@@ -210,7 +210,7 @@ class ServerProcess:
             if m["author_type"] == "agent" and m["type"] == "message"
         ]
 
-    def wait_for_agent_text(self, session_id: str, needle: str, timeout: float = 20) -> str:
+    def wait_for_agent_text(self, session_id: str, needle: str, timeout: float = 60) -> str:
         return str(
             wait_until(
                 lambda: next((t for t in self.agent_texts(session_id) if needle in t), None),
@@ -228,7 +228,7 @@ class ServerProcess:
                     seen.append(pid)
         return seen
 
-    def wait_for_bundle(self, session_id: str, *, index: int = 0, timeout: float = 20) -> str:
+    def wait_for_bundle(self, session_id: str, *, index: int = 0, timeout: float = 60) -> str:
         ids = wait_until(
             lambda: len(self.pending_ids(session_id)) > index and self.pending_ids(session_id),
             timeout=timeout,
@@ -239,7 +239,7 @@ class ServerProcess:
     def bundle(self, pending_id: str) -> dict[str, Any]:
         return dict(self.ok("GET", f"/clarification/{pending_id}"))
 
-    def wait_for_state(self, pending_id: str, state: str, timeout: float = 20) -> dict[str, Any]:
+    def wait_for_state(self, pending_id: str, state: str, timeout: float = 60) -> dict[str, Any]:
         return dict(
             wait_until(
                 lambda: (b := self.bundle(pending_id))["state"] == state and b,
@@ -296,7 +296,7 @@ SKIP = {"rejected": True, "reject_reason": "User skipped", "answers": []}
 
 
 def recv_until(
-    ws: ClientConnection, predicate: Callable[[dict[str, Any]], bool], timeout: float = 15
+    ws: ClientConnection, predicate: Callable[[dict[str, Any]], bool], timeout: float = 60
 ) -> dict[str, Any]:
     deadline = time.monotonic() + timeout
     while True:

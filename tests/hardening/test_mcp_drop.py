@@ -35,7 +35,7 @@ ANSWER = {
 }
 
 
-async def until(probe: Callable[[], Awaitable[object]], what: str, within: float = 10) -> object:
+async def until(probe: Callable[[], Awaitable[object]], what: str, within: float = 60) -> object:
     # A bundle's state is computed from rows and the waiter registry; no one event marks it.
     async def loop() -> object:
         while not (value := await probe()):  # noqa: ASYNC110

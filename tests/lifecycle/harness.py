@@ -143,7 +143,7 @@ class ScriptedRuntime:
             del self.active[session_id]
         await self.sink.on_prompt_finished(PromptFinished(session_id, generation, stop_reason))
 
-    async def wait_for_prompts(self, count: int, within: float = 5) -> list[tuple[str, str, int]]:
+    async def wait_for_prompts(self, count: int, within: float = 60) -> list[tuple[str, str, int]]:
         async with self.prompted:
             await asyncio.wait_for(
                 self.prompted.wait_for(lambda: len(self.prompts) >= count), within
@@ -214,7 +214,7 @@ class Lifecycle:
         return [e for e in self.events if e.type == type_]
 
     async def wait_for_event(
-        self, type_: str, predicate: Callable[[Event], bool], within: float = 5.0
+        self, type_: str, predicate: Callable[[Event], bool], within: float = 60.0
     ) -> Event:
         """The first collected `type_` event matching `predicate`, waiting for it if needed."""
 

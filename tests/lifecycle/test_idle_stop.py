@@ -70,7 +70,7 @@ async def _pass(clock: ManualClock, life: Lifecycle, seconds: float) -> None:
     await life.settle()
 
 
-async def _until_stopped(life: Lifecycle, session_id: str, within: float = 10) -> None:
+async def _until_stopped(life: Lifecycle, session_id: str, within: float = 60) -> None:
     async def poll() -> None:
         while life.runtime.is_running(session_id):  # noqa: ASYNC110
             await asyncio.sleep(0.01)
