@@ -164,3 +164,31 @@ async def test_expires_in_shortens_the_policy(store_url: str) -> None:
         result = json.loads(await asyncio.wait_for(call, 30))
 
         assert result == {"rejected": True, "reject_reason": "No answer within 10m"}
+
+
+async def test_an_expiry_the_agent_refused_is_restored_and_fires_again(store_url: str) -> None:
+    clock = ShiftedClock()
+    async with waiting_lifecycle(store_url, DEFAULT_1H, clock) as life:
+        _, session_id = await life.start_session()
+        pending_id = await _detach(life, session_id, ASK_DEFAULT)
+        life.runtime.refuse_prompts = True
+        first = (await life.store.find_deadlines([pending_id]))[pending_id].scheduled_expiry
+        assert first is not None
+
+        clock.advance(HOUR)
+
+        async def reopened() -> bool:
+            record = (await life.store.find_deadlines([pending_id]))[pending_id]
+            return record.scheduled_expiry is not None and record.scheduled_expiry > first
+
+        await eventually(reopened)
+        assert await life.state(pending_id) == "active_detached", "the claim was restored"
+        read = await life.app.services.reads.bundle(pending_id)
+        assert read["answered_by"] is None
+        record = (await life.store.find_deadlines([pending_id]))[pending_id]
+        assert record.expired_at is None and record.next_due_at is not None
+        life.runtime.refuse_prompts = False
+        clock.advance(5)
+        await _terminal(life, pending_id)
+        assert len(_resume_prompts(life)) == 1
+        assert (await life.app.services.reads.bundle(pending_id))["answered_by"] == "policy"

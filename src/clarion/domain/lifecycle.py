@@ -140,7 +140,12 @@ RESTORE_CLAIM = Transition(
     "restore_claim",
     sources=frozenset({CLAIMED}),
     targets=ACTIVE,
-    drops=(MetaKey.RESPONSE, MetaKey.REJECT_REASON, MetaKey.RESPONSE_DELIVERY_PENDING),
+    drops=(
+        MetaKey.RESPONSE,
+        MetaKey.REJECT_REASON,
+        MetaKey.RESPONSE_DELIVERY_PENDING,
+        MetaKey.ANSWERED_BY,
+    ),
     sets={MetaKey.STATUS: ClarificationStatus.PENDING.value},
     stamps_time=True,
 )

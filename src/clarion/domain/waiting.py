@@ -26,6 +26,9 @@ class OnExpiry(StrEnum):
     KEEP = "keep"
 
 
+# An expiry whose answer was not delivered (its claim restored) is due again this much later.
+EXPIRY_RETRY_S = 5
+
 # Who answered a bundle, as its read reports it.
 ANSWERED_BY_POLICY = "policy"
 ANSWERED_BY_PERSON = "person"

@@ -57,7 +57,7 @@ from clarion.store.bundles import (
     rewrite,
     run_rows,
 )
-from clarion.store.deadlines import claim_expiry, insert_deadlines
+from clarion.store.deadlines import claim_expiry, insert_deadlines, reopen_restored_expiry
 from clarion.store.fastpath import hot
 from clarion.store.messages import insert_message, resolve_turn
 from clarion.store.outbox import OutboxQueries
@@ -278,6 +278,7 @@ class ClarificationQueries(OutboxQueries):
             if len(rows) != len(wanted):
                 return False
             await rewrite(conn, rows, RESTORE_CLAIM, now=self._clock.now())
+            await reopen_restored_expiry(conn, rows, self._clock.now())
         log.info("clarification claim restored", extra={"pending_id": pending_id})
         return True
 

@@ -10,12 +10,20 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import and_, insert, select, update
 
-from clarion.domain.waiting import Deadlines, Duration, OnExpiry, parse_duration
+from clarion.domain.models import Message, MetaKey
+from clarion.domain.waiting import (
+    ANSWERED_BY_POLICY,
+    EXPIRY_RETRY_S,
+    Deadlines,
+    Duration,
+    OnExpiry,
+    parse_duration,
+)
 from clarion.domain.webhooks import (
     CLARIFICATION_ESCALATED,
     CLARIFICATION_REMINDER,
@@ -77,6 +85,26 @@ async def _settle_next_due(conn: Tx, pending_id: str) -> None:
         .where(deadlines.c.pending_id == pending_id)
         .values(next_due_at=to_record(row).deadlines.next_due)
     )
+
+
+async def reopen_restored_expiry(conn: Tx, rows: Sequence[Message], now: datetime) -> None:
+    """Claimed rows the expiry answered are being restored (the answer was not delivered):
+    in the same transaction, the expiry is due again shortly, so the question does not wait on
+    as if it had none."""
+    pending_ids = sorted(
+        {
+            m.pending_id
+            for m in rows
+            if m.pending_id and m.metadata.get(MetaKey.ANSWERED_BY) == ANSWERED_BY_POLICY
+        }
+    )
+    for pending_id in pending_ids:
+        again = now + timedelta(seconds=EXPIRY_RETRY_S)
+        await conn.execute(
+            update(deadlines)
+            .where(deadlines.c.pending_id == pending_id, deadlines.c.expired_at.is_not(None))
+            .values(expired_at=None, expire_at=again, next_due_at=again)
+        )
 
 
 def to_record(row: Record) -> DeadlineRecord:

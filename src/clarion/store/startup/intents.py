@@ -12,6 +12,7 @@ from clarion.domain.models import Message, MetaKey
 from clarion.domain.scope import EVERY_SESSION, SessionScope
 from clarion.ports import IntentRecovery
 from clarion.store.bundles import rewrite, run_rows, select_rows
+from clarion.store.deadlines import reopen_restored_expiry
 from clarion.store.predicates import clarification_rows
 from clarion.store.rows import StoreBase
 from clarion.store.schema import task_session_messages as messages
@@ -27,6 +28,7 @@ async def _restore_or_retire(conn: Tx, rows: list[Message], now: datetime) -> bo
     current = await run_rows(conn, STILL_CURRENT, {"message_ids": ids})
     if rows and len(current) == len(rows):
         await rewrite(conn, rows, RESTORE_CLAIM, now=now)
+        await reopen_restored_expiry(conn, rows, now)
         return True
     await rewrite(conn, rows, RETIRE_INTENT)
     return False

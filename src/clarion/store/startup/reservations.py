@@ -30,6 +30,7 @@ from clarion.domain.scope import EVERY_SESSION, SessionScope
 from clarion.domain.turns import public_metadata
 from clarion.ports import ReservationRecovery
 from clarion.store.bundles import bundle_order, run_rows
+from clarion.store.deadlines import reopen_restored_expiry
 from clarion.store.projections import chunks
 from clarion.store.rows import StoreBase, to_message
 from clarion.store.schema import task_session_messages as messages
@@ -218,4 +219,5 @@ async def reconcile_plans(conn: Tx, plans: list[Plan], now: datetime) -> list[Re
                 for m in restore
             ],
         )
+        await reopen_restored_expiry(conn, restore, now)
     return decisions
