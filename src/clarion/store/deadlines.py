@@ -270,15 +270,6 @@ class DeadlineQueries(OutboxQueries):
         users = value.get("users", []) if isinstance(value, dict) else []
         return tuple(str(u) for u in users)
 
-    async def escalated_pending_ids(self, user: str) -> list[str]:
-        """Questions escalated to `user` (access-control reads widen visibility by these)."""
-        query = select(deadlines.c.pending_id, deadlines.c.escalate_to).where(
-            deadlines.c.escalated_at.is_not(None)
-        )
-        async with self._db.read_one() as conn:
-            rows = list(await conn.execute(query))
-        return sorted(r.pending_id for r in rows if user in r.escalate_to.get("users", []))
-
     async def _fact(
         self,
         conn: Tx,

@@ -56,7 +56,3 @@ class DeadlineStore(Protocol):
     async def reopen_expiry(self, pending_id: str, retry_at: datetime) -> bool:
         """A fired expiry whose answer was not delivered: due again at `retry_at`."""
         ...
-
-    async def escalated_pending_ids(self, user: str) -> list[str]:
-        """The questions escalated to `user`."""
-        ...
