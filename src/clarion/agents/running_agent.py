@@ -19,7 +19,13 @@ from typing import Any, cast
 import acp
 from acp.client.connection import ClientSideConnection
 from acp.connection import StreamDirection, StreamEvent
-from acp.schema import ClientCapabilities, HttpHeader, HttpMcpServer, Implementation
+from acp.schema import (
+    ClientCapabilities,
+    HttpHeader,
+    HttpMcpServer,
+    Implementation,
+    InitializeResponse,
+)
 
 from clarion.agents.client import PermissionPolicy, SessionClient
 from clarion.agents.frames import to_output
@@ -70,6 +76,7 @@ class RunningAgent:
     _run: _PromptRun | None = None
     _exit_code: int | None = None
     _closing: bool = False
+    _init: InitializeResponse | None = None
 
     # ----------------------------------------------------------------------- lifecycle
 
@@ -95,11 +102,7 @@ class RunningAgent:
         """ACP initialize, then session/load of `resume_id` when the agent supports it (it
         keeps its conversation), else session/new; either offers Clarion's MCP endpoint."""
         conn = self._require_conn()
-        init = await conn.initialize(
-            protocol_version=acp.PROTOCOL_VERSION,
-            client_capabilities=ClientCapabilities(),
-            client_info=Implementation(name="clarion", version="0.1.0"),
-        )
+        init = self._init or await self.handshake()
         caps = init.agent_capabilities
         if caps is None or caps.mcp_capabilities is None or not caps.mcp_capabilities.http:
             # Offered anyway: without it the agent cannot ask questions at all.
@@ -128,6 +131,16 @@ class RunningAgent:
                 return
         response = await conn.new_session(cwd=cwd, mcp_servers=[server])
         self.acp_session_id = response.session_id
+
+    async def handshake(self) -> InitializeResponse:
+        """ACP initialize alone (`open_session` does it when it was not done): `clarion agents
+        check` times it apart from the session."""
+        self._init = await self._require_conn().initialize(
+            protocol_version=acp.PROTOCOL_VERSION,
+            client_capabilities=ClientCapabilities(),
+            client_info=Implementation(name="clarion", version="0.1.0"),
+        )
+        return self._init
 
     @property
     def is_running(self) -> bool:
