@@ -12,7 +12,17 @@ from collections.abc import Callable
 
 import typer
 
-from clarion.cli import answer, commands, db, demo, doctor, permissions, token, watch
+from clarion.cli import (
+    agents_check,
+    answer,
+    commands,
+    db,
+    demo,
+    doctor,
+    permissions,
+    token,
+    watch,
+)
 from clarion.cli.logs import configure_logging
 from clarion.config import Settings
 from clarion.config_files import redacted
@@ -39,6 +49,7 @@ demo.register(app)
 token.register(app)
 db.register(app)
 doctor.register(app)
+agents_check.register(app)
 
 
 def _event_loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:

@@ -122,15 +122,16 @@ def doctor(
     try:
         settings = Settings.load(config_file=config, database_url=database, bus_url=bus)
     except ValueError as exc:
-        _show([Check(f"config {where}", False, str(exc))])
+        show_checks([Check(f"config {where}", False, str(exc))])
         raise typer.Exit(1) from exc
     checks = [Check(f"config {where}", True, "ok"), *asyncio.run(run_checks(settings))]
-    _show(checks)
+    show_checks(checks)
     if not all(c.ok for c in checks):
         raise typer.Exit(1)
 
 
-def _show(checks: list[Check]) -> None:
+def show_checks(checks: list[Check]) -> None:
+    """The checks as a table: name, ok or FAIL, and the detail (the reason for a failure)."""
     table = Table("check", "result", "detail")
     mark: Callable[[bool], str] = lambda ok: "ok" if ok else "FAIL"  # noqa: E731
     for check in checks:
