@@ -19,16 +19,13 @@ from clarion.bus import open_bus
 from clarion.clarification.asker import Asker, AskLimits
 from clarion.clarification.canceller import ClarificationCanceller
 from clarion.clarification.deadlines import DeadlineScheduler
-from clarion.clarification.links import AnswerLinks
 from clarion.clarification.live_confirmation import LiveConfirmation
 from clarion.clarification.policies import WaitingPolicies
 from clarion.clarification.resolver import Resolver
 from clarion.clarification.waiters import LiveWaiters
 from clarion.clock import SystemClock
 from clarion.config import AgentProfile, Settings
-from clarion.domain.emails import MailTarget
 from clarion.domain.permissions import PermissionRules
-from clarion.email_config import EmailChannel
 from clarion.mcp.tools import McpEndpoint, build_mcp_server
 from clarion.metrics import MetricsExposition, PrometheusMetrics
 from clarion.orchestrator.access import AccessControl
@@ -65,11 +62,8 @@ from clarion.projection.summaries import SummaryService
 from clarion.projection.waiter_lookup import local_only
 from clarion.retention import retention_loop
 from clarion.store import SqlStore, open_store
-from clarion.store.outbox import Outbox
 from clarion.supervisor import Supervisor
-from clarion.webhooks.deliverer import WebhookDeliverer
-from clarion.webhooks.mailer import send_mail
-from clarion.webhooks.sender import http_sender
+from clarion.wiring_outgoing import answer_links, outgoing_deliveries
 
 log = logging.getLogger(__name__)
 
@@ -157,8 +151,8 @@ async def build(
         ) as sql_store,
         open_bus(settings.bus_url) as bus,
         Supervisor() as supervisor,
-        _answer_links(settings, sql_store, clock, base_url) as links,
-        _webhooks(settings, sql_store, clock, base_url, supervisor, metrics, links),
+        answer_links(settings, sql_store, clock, base_url) as links,
+        outgoing_deliveries(settings, sql_store, clock, base_url, supervisor, metrics, links),
         runtime_factory(settings.agents, sink) as runtime,
     ):
         store: Store = sql_store if store_wrapper is None else store_wrapper(sql_store)
@@ -331,63 +325,6 @@ async def build(
             watchdogs.cancel_all()
 
 
-@contextlib.asynccontextmanager
-async def _answer_links(
-    settings: Settings, store: SqlStore, clock: Clock, base_url: Callable[[], str]
-) -> AsyncIterator[AnswerLinks]:
-    """Answer links signed with the configured key, or the database's (made once, shared by
-    every replica), pointing at the public address or this server's own."""
-    secret = settings.answer_links.secret or await store.answer_link_secret()
-    yield AnswerLinks(
-        secret, settings.answer_links.ttl_s, clock, lambda: settings.public_url or base_url()
-    )
-
-
-@contextlib.asynccontextmanager
-async def _webhooks(
-    settings: Settings,
-    store: SqlStore,
-    clock: Clock,
-    base_url: Callable[[], str],
-    supervisor: Supervisor,
-    metrics: PrometheusMetrics,
-    links: AnswerLinks,
-) -> AsyncIterator[None]:
-    """With `[[webhooks]]` or `[notifications.email]` configured: the store queues deliveries
-    and a supervised deliverer sends them. Without, nothing is queued and nothing runs."""
-    channels = settings.email.channels()
-    if not settings.webhooks and not channels:
-        yield
-        return
-    policy = settings.webhook_delivery
-    async with http_sender(policy.timeout_s) as send:
-        deliverer = WebhookDeliverer(
-            store,
-            clock,
-            settings.webhooks,
-            policy,
-            send,
-            metrics,
-            mail=channels,
-            send_mail=send_mail,
-        )
-        store.configure_webhooks(
-            Outbox(
-                hooks=tuple((h.url, h.events) for h in settings.webhooks),
-                base_url=lambda: settings.public_url or base_url(),
-                wake=deliverer.wake,
-                answer_url=links.url_for,
-                mail_for=lambda workspace: _mail_target(settings.email.channel_for(workspace)),
-                mail_events=frozenset().union(*(c.events for c in channels)),
-            )
-        )
-        running = supervisor.spawn(deliverer.run(), name="webhook-deliverer")
-        try:
-            yield
-        finally:
-            running.cancel()
-
-
 def waiting_policies(settings: Settings, store: Store) -> WaitingPolicies:
     """`[agents.NAME.waiting]` by profile, `[workspaces.NAME.waiting]` by workspace."""
     return WaitingPolicies(
@@ -410,12 +347,6 @@ def _retention(
     return lambda: retention_loop(
         store, clock, older_than_s=ops.retention_older_than_s, every_s=ops.retention_every_s
     )
-
-
-def _mail_target(channel: EmailChannel | None) -> MailTarget | None:
-    if channel is None:
-        return None
-    return MailTarget(key=channel.key, events=channel.events, sender=channel.sender, to=channel.to)
 
 
 def permission_rules(settings: Settings) -> dict[str, PermissionRules]:

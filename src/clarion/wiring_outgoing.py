@@ -1,0 +1,86 @@
+"""The composition root's outgoing half: answer links, and the webhook and email deliveries
+the store queues in the transactions that cause their events (docs/notifications.md).
+
+Only `clarion.wiring` imports this module.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Callable
+
+from clarion.clarification.links import AnswerLinks
+from clarion.config import Settings
+from clarion.domain.emails import MailTarget
+from clarion.email_config import EmailChannel
+from clarion.metrics import PrometheusMetrics
+from clarion.ports import Clock
+from clarion.store import SqlStore
+from clarion.store.outbox import Outbox
+from clarion.supervisor import Supervisor
+from clarion.webhooks.deliverer import WebhookDeliverer
+from clarion.webhooks.mailer import send_mail
+from clarion.webhooks.sender import http_sender
+
+
+@contextlib.asynccontextmanager
+async def answer_links(
+    settings: Settings, store: SqlStore, clock: Clock, base_url: Callable[[], str]
+) -> AsyncIterator[AnswerLinks]:
+    """Answer links signed with the configured key, or the database's (made once, shared by
+    every replica), pointing at the public address or this server's own."""
+    secret = settings.answer_links.secret or await store.answer_link_secret()
+    yield AnswerLinks(
+        secret, settings.answer_links.ttl_s, clock, lambda: settings.public_url or base_url()
+    )
+
+
+@contextlib.asynccontextmanager
+async def outgoing_deliveries(
+    settings: Settings,
+    store: SqlStore,
+    clock: Clock,
+    base_url: Callable[[], str],
+    supervisor: Supervisor,
+    metrics: PrometheusMetrics,
+    links: AnswerLinks,
+) -> AsyncIterator[None]:
+    """With `[[webhooks]]` or `[notifications.email]` configured: the store queues deliveries
+    and a supervised deliverer sends them. Without, nothing is queued and nothing runs."""
+    channels = settings.email.channels()
+    if not settings.webhooks and not channels:
+        yield
+        return
+    policy = settings.webhook_delivery
+    async with http_sender(policy.timeout_s) as send:
+        deliverer = WebhookDeliverer(
+            store,
+            clock,
+            settings.webhooks,
+            policy,
+            send,
+            metrics,
+            mail=channels,
+            send_mail=send_mail,
+        )
+        store.configure_webhooks(
+            Outbox(
+                hooks=tuple((h.url, h.events) for h in settings.webhooks),
+                base_url=lambda: settings.public_url or base_url(),
+                wake=deliverer.wake,
+                answer_url=links.url_for,
+                mail_for=lambda workspace: _mail_target(settings.email.channel_for(workspace)),
+                mail_events=frozenset().union(*(c.events for c in channels)),
+            )
+        )
+        running = supervisor.spawn(deliverer.run(), name="webhook-deliverer")
+        try:
+            yield
+        finally:
+            running.cancel()
+
+
+def _mail_target(channel: EmailChannel | None) -> MailTarget | None:
+    if channel is None:
+        return None
+    return MailTarget(key=channel.key, events=channel.events, sender=channel.sender, to=channel.to)
