@@ -158,3 +158,20 @@ def test_a_configured_address_must_be_one_address_on_one_line(bad: object) -> No
 
 def test_a_configured_address_may_carry_a_display_name() -> None:
     assert checked_address("Clarion <c@example.com>", "f") == "Clarion <c@example.com>"
+
+
+@pytest.mark.parametrize("bad", ["@example.com", "a b@example.com"])
+def test_an_address_the_email_package_cannot_parse_is_a_clear_error(bad: str) -> None:
+    with pytest.raises(ValueError, match=r"notifications\.email\.to must be an email address"):
+        checked_address(bad, "notifications.email.to")
+
+
+def test_a_subject_that_would_decode_to_two_lines_is_never_sent(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # subject_of breaks up encoded words; should one ever slip through, the message is refused.
+    import clarion.domain.emails as emails
+
+    monkeypatch.setattr(emails, "subject_of", lambda fact: "=?utf-8?q?a=0D=0ABcc:_x@y.z?=")
+    with pytest.raises(ValueError, match="one line"):
+        _build(_fact())

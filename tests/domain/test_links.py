@@ -75,3 +75,16 @@ def test_only_events_whose_question_is_still_open_carry_the_answer_link() -> Non
         "clarification.reminder",
         "clarification.escalated",
     }
+
+
+@pytest.mark.parametrize("payload", [b"not a pending id.4102444800", b"p1.tomorrow"])
+def test_a_correctly_signed_but_malformed_payload_is_refused(payload: bytes) -> None:
+    import hashlib
+    import hmac
+
+    def b64(raw: bytes) -> str:
+        return base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii")
+
+    secret = b"k" * 32
+    token = f"{b64(payload)}.{b64(hmac.new(secret, payload, hashlib.sha256).digest())}"
+    assert verify(secret, token, datetime(2026, 1, 1, tzinfo=UTC)) is None

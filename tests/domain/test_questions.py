@@ -339,3 +339,10 @@ def test_two_defaults_in_one_question_are_refused() -> None:
 def test_a_default_that_is_not_a_boolean_is_refused() -> None:
     odd = [{"label": "A", "default": "yes"}, {"label": "B"}]
     assert field_of({"questions": [q(options=odd)]}) == "questions[0].options[0].default"
+
+
+def test_a_null_default_means_not_the_default() -> None:
+    questions, _ = parse_ask(
+        {"questions": [q(options=[{"label": "A", "default": None}, {"label": "B"}])]}
+    )
+    assert [o.default for o in questions[0].options] == [False, False]

@@ -133,3 +133,11 @@ def test_the_agent_is_told_when_its_question_expires_and_what_then() -> None:
     notice = expiry_notice(skip)
     assert "2026-01-01T14:00:00+00:00" in notice and "skipped" in notice
     assert expiry_notice(None) == ""
+
+
+def test_a_policy_without_reminders_has_no_next_reminder() -> None:
+    due = deadlines_for(
+        WaitingPolicy(escalate_after=parse_duration("1h"), escalate_to=("bob",)), None, NOW
+    )
+    assert due is not None and due.remind_at is None
+    assert next_reminder(due, NOW + timedelta(hours=2)) is None

@@ -15,6 +15,7 @@ import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from email.errors import HeaderParseError
 from email.headerregistry import Address
 from email.message import EmailMessage
 from email.policy import SMTP
@@ -47,7 +48,7 @@ def checked_address(value: Any, where: str) -> str:
         raise ValueError(f"{where} must be an email address, got {value!r}")
     try:
         Address(addr_spec=spec)
-    except (ValueError, IndexError) as exc:
+    except (ValueError, IndexError, HeaderParseError) as exc:
         raise ValueError(f"{where} must be an email address, got {value!r}") from exc
     return value.strip()
 
