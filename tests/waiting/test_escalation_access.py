@@ -79,3 +79,42 @@ def test_escalation_lets_the_named_user_see_and_answer_that_question_only(
     assert answered.status_code == 200, answered.text
     assert alice.wait_for_agent_text(session_id, "You answered:")
     assert alice.bundle(pending_id)["answered_by"] == "person"
+
+
+def _inbox_ids(who: ServerProcess) -> list[str]:
+    return [item["id"] for item in who.ok("GET", "/inbox")["items"]]
+
+
+def test_an_escalated_users_inbox_lists_that_question_and_nothing_else_of_its_workspace(
+    server: ServerProcess, db_url: str, tmp_path: Path
+) -> None:
+    def as_user(user: str, workspace: str) -> ServerProcess:
+        token = create_token(db_url, user, workspace, tmp_path)
+        return dataclasses.replace(server, headers=bearer(token))
+
+    alice, bob, carol = as_user("alice", "alpha"), as_user("bob", "beta"), as_user("carol", "beta")
+    # Something else of alpha's that waits for a person: a permission request (never escalated).
+    other = alice.start_session(alice.create_task(), "/scenario permission")
+    task_id = alice.create_task()
+    session_id = alice.start_session(task_id, "/scenario ask")
+    pending_id = alice.wait_for_bundle(session_id)
+    wait_until(
+        lambda: any(i["session_id"] == other for i in alice.ok("GET", "/inbox")["items"]),
+        timeout=60,
+        what="the permission request in alpha's inbox",
+    )
+    if alice.bundle(pending_id)["escalated_to"] == []:
+        assert _inbox_ids(bob) == [], "nothing before the escalation"
+
+    wait_until(lambda: _inbox_ids(bob) == [pending_id], timeout=60, what="the escalated question")
+    items = bob.ok("GET", "/inbox")["items"]
+    assert [(i["kind"], i["session_id"]) for i in items] == [("clarification", session_id)]
+    assert items[0]["escalated_to"] == ["bob"]
+    assert items[0]["questions"], "the item carries the question itself"
+    assert bob.ok("GET", "/inbox")["total"] == 1
+    assert _inbox_ids(carol) == [], "nobody else's inbox gains it"
+    assert pending_id in _inbox_ids(alice), "the workspace's own members still see it"
+
+    answered = bob.request("POST", f"/clarification/{pending_id}/respond", json=answer())
+    assert answered.status_code == 200, answered.text
+    wait_until(lambda: _inbox_ids(bob) == [], timeout=60, what="the answered question to leave")

@@ -61,4 +61,5 @@ class Inbox(BaseModel):
     responses={200: {"model": Inbox, "description": "The inbox"}, **errors()},
 )
 async def inbox(request: Request) -> dict[str, Any]:
-    return await services(request).reads.inbox(caller_of(request).workspace_ids())
+    caller = caller_of(request)
+    return await services(request).reads.inbox(caller.workspace_ids(), caller.user)

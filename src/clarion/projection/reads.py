@@ -170,9 +170,12 @@ class Reads:
             "next": page.next_after,
         }
 
-    async def inbox(self, workspace_ids: Sequence[str] | None) -> dict[str, Any]:
-        """Every item the caller may act on now, oldest first (`GET /inbox`)."""
-        entries = await self._store.inbox_entries(workspace_ids)
+    async def inbox(
+        self, workspace_ids: Sequence[str] | None, user: str | None = None
+    ) -> dict[str, Any]:
+        """Every item the caller may act on now, oldest first (`GET /inbox`): their
+        workspaces' and the questions escalated to them."""
+        entries = await self._store.inbox_entries(workspace_ids, escalated_to=user)
         views = await self._bundle_views([e.id for e in entries if e.kind != "permission"])
         items = [inbox_item(e, views.get(e.id)) for e in entries]
         found = [item for item in items if item is not None]

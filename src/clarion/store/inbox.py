@@ -3,7 +3,8 @@
 Imported by the facade only. The same rule as `pending_actions` (projections.py), but instead of
 one verdict per session it names each item: every bundle with a pending clarification row in its
 session's current turn, and the newest permission request of a current turn while it is still
-pending. Non-terminal sessions of the given workspaces only.
+pending. Non-terminal sessions of the given workspaces only, and, for a user a waiting policy
+escalated questions to, those questions (nothing else of their sessions or workspaces).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from clarion.store.predicates import (
 )
 from clarion.store.projections import PERMISSIONS_IN_TURNS, chunks
 from clarion.store.rows import StoreBase
+from clarion.store.schema import clarification_deadlines as deadlines
 from clarion.store.schema import task_session_messages as messages
 from clarion.store.schema import task_sessions, tasks
 from clarion.store.tx import Tx
@@ -69,17 +71,36 @@ async def _last_agent_messages(conn: Tx, session_ids: set[str]) -> dict[str, str
     return said
 
 
-def _live_sessions(workspace_ids: Sequence[str] | None) -> Any:
-    live = task_sessions.c.state.not_in(TERMINAL_STATES)
+# Escalated questions of live sessions whose expiry has not answered them; the current-turn
+# rule below drops those a person answered.
+_ESCALATED = (
+    select(deadlines.c.pending_id, deadlines.c.session_id, deadlines.c.escalate_to)
+    .join(task_sessions, task_sessions.c.id == deadlines.c.session_id)
+    .where(
+        deadlines.c.escalated_at.is_not(None),
+        deadlines.c.expired_at.is_(None),
+        task_sessions.c.state.not_in(TERMINAL_STATES),
+    )
+)
+
+
+def _live_sessions(
+    workspace_ids: Sequence[str] | None, session_ids: Sequence[str] | None = None
+) -> Any:
+    live: Any = task_sessions.c.state.not_in(TERMINAL_STATES)
+    if session_ids is not None:
+        live = live & task_sessions.c.id.in_(list(session_ids))
     if workspace_ids is None:
         return current_turns(live)
     visible = select(tasks.c.id).where(tasks.c.workspace_id.in_(list(workspace_ids)))
     return current_turns(live & task_sessions.c.task_id.in_(visible))
 
 
-async def _current(conn: Tx, workspace_ids: Sequence[str] | None) -> dict[str, tuple[str, str]]:
+async def _current(
+    conn: Tx, workspace_ids: Sequence[str] | None, session_ids: Sequence[str] | None = None
+) -> dict[str, tuple[str, str]]:
     """session id -> (current turn id, task id) of every live visible session."""
-    query = _live_sessions(workspace_ids).add_columns(task_sessions.c.task_id)
+    query = _live_sessions(workspace_ids, session_ids).add_columns(task_sessions.c.task_id)
     return {
         str(session_id): (str(turn_id), str(task_id))
         for session_id, turn_id, task_id in await conn.execute(query)
@@ -87,10 +108,25 @@ async def _current(conn: Tx, workspace_ids: Sequence[str] | None) -> dict[str, t
     }
 
 
-async def read_inbox(conn: Tx, workspace_ids: Sequence[str] | None) -> list[InboxEntry]:
+async def read_escalated(conn: Tx, user: str) -> list[InboxEntry]:
+    """The still-open questions a waiting policy escalated to `user`, whatever their workspace."""
+    escalated: dict[str, str] = {}
+    for pending_id, session_id, escalate_to in await conn.execute(_ESCALATED):
+        users = escalate_to.get("users", []) if isinstance(escalate_to, dict) else []
+        if user in users:
+            escalated[str(pending_id)] = str(session_id)
+    if not escalated:
+        return []
+    entries = await read_inbox(conn, None, sorted(set(escalated.values())))
+    return [e for e in entries if e.kind == "clarification" and e.id in escalated]
+
+
+async def read_inbox(
+    conn: Tx, workspace_ids: Sequence[str] | None, session_ids: Sequence[str] | None = None
+) -> list[InboxEntry]:
     if workspace_ids is not None and not workspace_ids:
         return []
-    current = await _current(conn, workspace_ids)
+    current = await _current(conn, workspace_ids, session_ids)
     turns = [turn for turn, _ in current.values()]
     # pending id -> (session id, oldest row's created_at)
     bundles: dict[str, tuple[str, datetime]] = {}
@@ -141,6 +177,14 @@ async def read_inbox(conn: Tx, workspace_ids: Sequence[str] | None) -> list[Inbo
 
 
 class InboxQueries(StoreBase):
-    async def inbox_entries(self, workspace_ids: Sequence[str] | None = None) -> list[InboxEntry]:
+    async def inbox_entries(
+        self, workspace_ids: Sequence[str] | None = None, escalated_to: str | None = None
+    ) -> list[InboxEntry]:
         async with self._db.read() as conn:
-            return await read_inbox(conn, workspace_ids)
+            entries = await read_inbox(conn, workspace_ids)
+            if escalated_to is None or workspace_ids is None:
+                return entries
+            seen = {e.id for e in entries}
+            entries.extend(e for e in await read_escalated(conn, escalated_to) if e.id not in seen)
+        entries.sort(key=lambda e: (e.created_at, e.id))
+        return entries

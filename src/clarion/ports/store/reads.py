@@ -56,11 +56,15 @@ class ReadStore(Lookups, Protocol):
         terminal or clean."""
         ...
 
-    async def inbox_entries(self, workspace_ids: Sequence[str] | None = None) -> list[InboxEntry]:
+    async def inbox_entries(
+        self, workspace_ids: Sequence[str] | None = None, escalated_to: str | None = None
+    ) -> list[InboxEntry]:
         """Oldest first: every bundle with a pending row in its session's current turn and
         every session's newest current-turn permission request while it is pending, of
         non-terminal sessions of these workspaces' tasks (all when None). The same rule as
-        `pending_actions`, item by item; whether a bundle is claimable is the caller's call."""
+        `pending_actions`, item by item; whether a bundle is claimable is the caller's call.
+        With `escalated_to` (and workspaces), also the pending bundles a waiting policy
+        escalated to that user, of any workspace (their sessions' other items stay out)."""
         ...
 
     async def find_summary(self, task_id: str) -> StatusSummary | None:
