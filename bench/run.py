@@ -23,6 +23,7 @@ from bench import (
     latency,
     peer,
     recovery,
+    statements,
     throughput,
 )
 from bench.cluster import ClusterSizes
@@ -51,6 +52,7 @@ class Sizes:
     idle_agents: int = 100
     restart_answers: int = 5  # answers to sessions whose agent was stopped
     idle_stop_s: int | None = None  # the built-in profile's idle stop there (None: by size)
+    statement_cycles: int = 5  # live and detached cycles whose statements are counted
 
 
 QUICK = Sizes(
@@ -69,6 +71,7 @@ QUICK = Sizes(
     cluster=cluster.QUICK,
     idle_agents=2,
     restart_answers=1,
+    statement_cycles=1,
 )
 
 
@@ -406,6 +409,8 @@ async def main_async(sizes: Sizes, dbs: list[str], workdir: Path, *, only: str =
         await _memory(db, workdir, sizes, out)
         progress(f"{db}: latency, commits, throughput")
         await _online(db, workdir, sizes, out)
+        progress(f"{db}: statements per cycle")
+        out.rows += await statements.rows(db, workdir, sizes.statement_cycles)
         progress(f"{db}: cost growth")
         await _growth(db, workdir, sizes, out)
         progress(f"{db}: startup recovery")

@@ -11,7 +11,7 @@ from bench.run import Results, Sizes, _idle_agents, _memory, _online, _peer
 from bench.server import fresh_database, postgres_reachable
 from bench.stats import render
 
-from bench import cluster, commits, growth, peer, recovery
+from bench import cluster, commits, growth, peer, recovery, statements
 from clarion.clock import SystemClock
 from clarion.store import open_store
 from tests.conftest import services_required
@@ -50,6 +50,25 @@ async def test_online_measurements_produce_figures(
     assert "full turns, 1 concurrent sessions (builtin agent)" in names
     assert all(row.value for row in out.rows)
     assert "live answer POST -> 200 p50" in render(out.rows)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("db", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+async def test_statement_rows_count_the_live_and_the_detached_cycle(
+    tmp_path: Path, db: str
+) -> None:
+    if db == "postgres" and not await postgres_reachable():
+        if services_required():
+            pytest.fail("PostgreSQL is required")
+        pytest.skip("PostgreSQL unreachable")
+    rows = {row.name: row for row in await asyncio.wait_for(statements.rows(db, tmp_path, 1), 180)}
+    live = rows["statements per live cycle (MCP client)"]
+    detached = rows["statements per detached cycle"]
+    # A cycle writes the question and the answer at the least, whichever driver ran them.
+    assert int(live.value) >= 2 and int(detached.value) >= 2
+    assert live.note.startswith("median of 1;")
+    assert ("prepared anew" in detached.note) == (db == "postgres")
+    assert "statements per live cycle (MCP client)" in render(list(rows.values()))
 
 
 @pytest.mark.slow

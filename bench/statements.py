@@ -1,0 +1,231 @@
+"""Statements per cycle: every SQL statement the server sends its database, counted inside it.
+
+Statement counts are exact where CPU and latency figures move with the host's load, so they
+are the figure to compare between commits on a busy machine. `python -m bench.statements
+serve ...` runs `clarion serve` with a counter installed (classes patched at run time; nothing
+in `src/` changes):
+
+- statements: SQLAlchemy's `before_cursor_execute`, registered on every engine (all of them on
+  PostgreSQL, where each is one round trip), plus the SQLite fast path's plans, which run on the
+  raw driver below SQLAlchemy (`Plan.run`, counted when it ran rather than handing back).
+  Transaction control (BEGIN, COMMIT) is neither: the commit rows count commits;
+- prepares (PostgreSQL): asyncpg `Connection.prepare` calls, one more round trip each, made
+  when a statement is not in the connection's prepared-statement cache yet.
+
+The counts live in a small file (`COUNTER_ENV`) mapped into memory, so the benchmark reads
+them at any moment without asking the server. `measure` starts such a server on a fresh
+database and counts two cycles, each from the start of the cycle until the server is quiet
+(its follow-up work included), the median over `cycles` repetitions after a warm-up:
+
+- live: one simulated agent's cycle (`bench.simulated`): the MCP tool call asks, the answer is
+  POSTed, the call returns, the task summary is clean again;
+- detached: the answer to a detached question of the built-in agent (`/scenario ask-timeout`)
+  -> 200 resumed -> the successor turn has completed and the server is quiet.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import mmap
+import os
+import secrets
+import statistics
+import struct
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bench.client import ask_detaching, new_idle_session
+from bench.context import Ctx, progress
+from bench.latency import answer_detached, wait_detached
+from bench.server import BenchServer, fresh_database
+from bench.simulated import SimulatedAgent, relay_session
+from bench.stats import Row
+
+COUNTER_ENV = "CLARION_BENCH_STATEMENTS"
+# Also append every counted statement's SQL, one line each, to this file (reading aid).
+LOG_ENV = "CLARION_BENCH_STATEMENTS_LOG"
+_LAYOUT = struct.Struct("<QQ")  # statements, prepares
+# Quiet: no statement for this long after a cycle's last awaited event.
+QUIET_S = 0.5
+WARMUP = 2
+
+
+@dataclass(frozen=True)
+class Counts:
+    statements: int
+    prepares: int
+
+    def __sub__(self, other: Counts) -> Counts:
+        return Counts(self.statements - other.statements, self.prepares - other.prepares)
+
+
+@dataclass(frozen=True)
+class PerCycle:
+    """Median statements (and prepares) per cycle over the measured repetitions."""
+
+    live: Counts
+    detached: Counts
+    cycles: int
+
+
+class Counter:
+    """The benchmark's view of a counting server's file."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def read(self) -> Counts:
+        data = self.path.read_bytes()
+        return Counts(*_LAYOUT.unpack_from(data))
+
+    async def quiet(self, limit: float = 60) -> Counts:
+        """The counts once they have not moved for `QUIET_S`."""
+        deadline = time.perf_counter() + limit
+        last = self.read()
+        while time.perf_counter() < deadline:
+            await asyncio.sleep(QUIET_S)
+            now = self.read()
+            if now == last:
+                return now
+            last = now
+        raise RuntimeError(f"the server never went quiet: {last}")
+
+
+def _install(path: str) -> None:
+    """Count in this process (the server's), writing the counts to `path`."""
+    from sqlalchemy import event
+    from sqlalchemy.engine import Engine
+
+    from clarion.store import fastpath
+
+    Path(path).write_bytes(bytes(_LAYOUT.size))
+    with open(path, "r+b") as f:
+        counts = mmap.mmap(f.fileno(), _LAYOUT.size)
+    state = [0, 0]
+    log_path = os.environ.get(LOG_ENV)
+    log = open(log_path, "a", buffering=1) if log_path else None  # noqa: SIM115 - lives as long as the process
+
+    def bump(i: int, sql: str = "") -> None:
+        state[i] += 1
+        _LAYOUT.pack_into(counts, 0, *state)
+        if log is not None:
+            log.write(("PREPARE " if i else "") + " ".join(sql.split())[:160] + "\n")
+
+    @event.listens_for(Engine, "before_cursor_execute")
+    def _statement(_conn: Any, _cursor: Any, sql: str, *_args: Any) -> None:
+        bump(0, sql)
+
+    run = fastpath.Plan.run
+
+    def counted_run(self: fastpath.Plan, *args: Any, **kwargs: Any) -> Any:
+        result = run(self, *args, **kwargs)
+        if result is not None:  # None: it handed the statement back to SQLAlchemy
+            bump(0, self._sql)
+        return result
+
+    fastpath.Plan.run = counted_run  # type: ignore[method-assign]
+    try:
+        import asyncpg
+    except ImportError:  # pragma: no cover - asyncpg is a dependency
+        return
+    prepare = asyncpg.Connection.prepare
+
+    async def counted_prepare(self: Any, query: str, *args: Any, **kwargs: Any) -> Any:
+        bump(1, query)
+        return await prepare(self, query, *args, **kwargs)
+
+    asyncpg.Connection.prepare = counted_prepare
+
+
+def main() -> None:
+    _install(os.environ[COUNTER_ENV])
+    from clarion.cli import main as cli_main
+
+    sys.argv = ["clarion", *sys.argv[1:]]
+    cli_main()
+
+
+def counting_server(url: str, workdir: Path) -> tuple[BenchServer, Counter]:
+    path = workdir / f"statements-{secrets.token_hex(4)}.bin"
+    repo_root = Path(__file__).resolve().parent.parent
+    server = BenchServer(
+        url,
+        workdir,
+        launcher=[sys.executable, "-m", "bench.statements"],
+        extra_env={
+            COUNTER_ENV: str(path),
+            "PYTHONPATH": os.pathsep.join(
+                filter(None, [str(repo_root), os.environ.get("PYTHONPATH")])
+            ),
+        },
+    )
+    return server, Counter(path)
+
+
+async def _live(ctx: Ctx, counter: Counter, cycles: int) -> list[Counts]:
+    task_id = await ctx.api.create_task("statements, live")
+    session_id, endpoint = await relay_session(ctx, task_id)
+    seen: list[Counts] = []
+    async with SimulatedAgent.connect(ctx, session_id, endpoint) as agent:
+        for i in range(WARMUP + cycles):
+            before = await counter.quiet()
+            await agent.cycle(quiet_task_id=task_id)
+            if i >= WARMUP:
+                seen.append(await counter.quiet() - before)
+    await ctx.api.ok("POST", f"/task-sessions/{session_id}/finish", json={"state": "completed"})
+    return seen
+
+
+async def _detached(ctx: Ctx, counter: Counter, cycles: int) -> list[Counts]:
+    task_id = await ctx.api.create_task("statements, detached")
+    session_id = await new_idle_session(ctx.api, task_id)
+    seen: list[Counts] = []
+    for i in range(WARMUP + cycles):
+        pending_id = await ask_detaching(ctx.api, ctx.feed, session_id)
+        await wait_detached(ctx, session_id, pending_id)
+        before = await counter.quiet()
+        await answer_detached(ctx, session_id, pending_id)
+        if i >= WARMUP:
+            seen.append(await counter.quiet() - before)
+    await ctx.api.ok("POST", f"/task-sessions/{session_id}/finish", json={"state": "completed"})
+    return seen
+
+
+def _median(seen: list[Counts]) -> Counts:
+    return Counts(
+        round(statistics.median(c.statements for c in seen)),
+        round(statistics.median(c.prepares for c in seen)),
+    )
+
+
+async def measure(db: str, workdir: Path, cycles: int) -> PerCycle:
+    async with fresh_database(db, workdir) as url:
+        server, counter = counting_server(url, workdir)
+        await server.start()
+        ctx = await Ctx.connect(db, server)
+        try:
+            live = await _live(ctx, counter, cycles)
+            detached = await _detached(ctx, counter, cycles)
+        finally:
+            await ctx.close()
+            server.stop()
+    progress(f"{db}: statements counted over {cycles} live and {cycles} detached cycles")
+    return PerCycle(_median(live), _median(detached), cycles)
+
+
+async def rows(db: str, workdir: Path, cycles: int) -> list[Row]:
+    """The table's rows, measured on a server of their own (the counter costs a little CPU)."""
+    r = await measure(db, workdir, cycles)
+    out: list[Row] = []
+    for what, counts in (("live cycle (MCP client)", r.live), ("detached cycle", r.detached)):
+        prepared = f"; {counts.prepares} prepared anew" if db == "postgres" else ""
+        note = f"median of {r.cycles}; BEGIN/COMMIT not counted{prepared}"
+        out.append(Row(db, f"statements per {what}", str(counts.statements), note=note))
+    return out
+
+
+if __name__ == "__main__":
+    main()
