@@ -9,7 +9,7 @@ import contextlib
 from typing import cast
 
 from clarion.ports.cluster import DeadPeer
-from clarion.replica import Replica
+from clarion.server.replica import Replica
 from clarion.store.cluster import Membership
 
 CEILING_S = 30.0

@@ -19,7 +19,7 @@ from clarion.api.app import create_app
 from clarion.config import AgentProfile, Settings, builtin_profile
 from clarion.mcp.tools import McpEndpoint
 from clarion.ports import AcpSessionInfo, AgentLaunch, AgentSink
-from clarion.wiring import build
+from clarion.server.wiring import build
 
 ACCEPT = {"Accept": "application/json, text/event-stream"}
 INITIALIZE = {

@@ -9,7 +9,7 @@ from typing import cast
 import pytest
 
 from clarion.api.services import ApiServices
-from clarion.sample import SAMPLE_TITLE, offer_sample_task
+from clarion.server.sample import SAMPLE_TITLE, offer_sample_task
 from tests.e2e.harness import ServerProcess
 
 pytestmark = pytest.mark.e2e

@@ -20,7 +20,7 @@ import uvicorn
 from clarion.api.app import create_app
 from clarion.config import AgentProfile, Settings, builtin_profile
 from clarion.ports import AgentSink
-from clarion.wiring import App, build
+from clarion.server.wiring import App, build
 from tests.auth.test_mcp_secrets import ACCEPT, INITIALIZE, RecordingRuntime
 
 

@@ -25,8 +25,8 @@ from clarion.ports import (
     PromptFinished,
     Store,
 )
+from clarion.server.wiring import App, build
 from clarion.store import SqlStore
-from clarion.wiring import App, build
 
 ASK_DB = {
     "questions": [

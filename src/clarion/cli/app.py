@@ -105,7 +105,7 @@ def serve(
     ),
 ) -> None:
     """Start the server. Binds HTTP first, then runs startup recovery before admitting work."""
-    from clarion.serving import AnotherServer, RecoveryFailed, ServiceUnreachable, run_server
+    from clarion.server.serving import AnotherServer, RecoveryFailed, ServiceUnreachable, run_server
     from clarion.store.schema_admin import SchemaBehind
 
     try:

@@ -1,9 +1,9 @@
 """What the edges may know about cluster mode: this replica, its peers, and which replica a
 request belongs to.
 
-Implemented on the composition side (`clarion.replica`, `clarion.cluster_mode`); the HTTP edge
-reads it for `/healthz`, `GET /api/v1/cluster` and to carry a request to the replica that runs
-its session. In single mode there is none.
+Implemented on the composition side (`clarion.server.replica`, `clarion.server.cluster`); the
+HTTP edge reads it for `/healthz`, `GET /api/v1/cluster` and to carry a request to the replica
+that runs its session. In single mode there is none.
 """
 
 from __future__ import annotations

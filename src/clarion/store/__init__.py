@@ -1,6 +1,6 @@
 """Durable storage: the Store port on SQLAlchemy Core (SQLite and PostgreSQL).
 
-Only `clarion.wiring`, the CLI and tests import this package; services use `clarion.ports`.
+Only `clarion.server.wiring`, the CLI and tests import this package; services use `clarion.ports`.
 """
 
 from clarion.store.engine import open_engine

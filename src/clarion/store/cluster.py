@@ -15,7 +15,7 @@ once, with no row left behind that would need expiring.
   when the replica stops or dies: the survivor that adopts its sessions deletes it, and a
   replica whose row is gone has been taken for gone (its next heartbeat stops it).
 
-Imported by the composition side (`clarion.replica`) only.
+Imported by the composition side (`clarion.server.replica`) only.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Opening the database: URL mapping, read and write transactions, and write serialization.
 
-Imported by the rest of `clarion.store` and by `clarion.wiring`; nothing else.
+Imported by the rest of `clarion.store` and by `clarion.server.wiring`; nothing else.
 
 SQLite: see `clarion.store.sqlite` (WAL, `BEGIN IMMEDIATE` writers, transactions run inline).
 

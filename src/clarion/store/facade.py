@@ -1,6 +1,6 @@
 """SqlStore: the Store port on SQLAlchemy Core, for SQLite and PostgreSQL alike.
 
-Imported by `clarion.wiring` (through `clarion.store`) and the store tests. The queries live
+Imported by `clarion.server.wiring` (through `clarion.store`) and the store tests. The queries live
 in one mixin per concern; this class only joins them and owns the engine's lifetime.
 """
 

@@ -1,7 +1,7 @@
 """A server's life: hold the database (alone, or as a cluster replica), bind HTTP, run startup
 recovery (a replica: on the sessions it adopted at start), and only then admit work; a
 replica then watches its peers to adopt those that stop. Builds the services through
-`clarion.wiring`; the CLI's `clarion serve` calls `run_server`.
+`clarion.server.wiring`; the CLI's `clarion serve` calls `run_server`.
 """
 
 from __future__ import annotations
@@ -17,15 +17,15 @@ from starlette.types import ASGIApp
 
 from clarion.api.app import create_app
 from clarion.bus.nats import NatsUnavailable
-from clarion.cluster_mode import cluster_mode
 from clarion.config import Settings
 from clarion.config_files import redacted
 from clarion.domain.scope import EVERY_SESSION
 from clarion.orchestrator.recovery import RecoveryReport
 from clarion.ports import AgentRuntime
-from clarion.sample import offer_sample_task
+from clarion.server.cluster import cluster_mode
+from clarion.server.sample import offer_sample_task
+from clarion.server.wiring import build
 from clarion.store.guard import AnotherServer, single_server
-from clarion.wiring import build
 
 try:  # the C HTTP parser where installed (a dependency on Linux and macOS); h11 otherwise
     import httptools  # noqa: F401
@@ -129,7 +129,7 @@ async def run_server(
                 await joined.replica.serving()
                 watching = asyncio.ensure_future(joined.watch_peers())
             else:
-                # First start on an empty database: a sample task that asks (clarion.sample).
+                # First start on an empty database: a sample task that asks (clarion.server.sample).
                 # Not for a cluster: its replicas start together, and each would offer one.
                 await offer_sample_task(app.services)
             await serving

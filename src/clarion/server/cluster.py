@@ -6,7 +6,7 @@ a NATS connection for request-reply between replicas (bus/replica_requests.py), 
 every route; a request that acts on a session another replica runs is carried there
 (api/routing.py), and a peer that is gone is taken over (`take_over`).
 
-Imported by `clarion.serving` only.
+Imported by `clarion.server.serving` only.
 """
 
 from __future__ import annotations
@@ -29,10 +29,10 @@ from clarion.config import Settings
 from clarion.domain.scope import SessionScope
 from clarion.ports.cluster import ReplicaInfo, SessionRoute
 from clarion.projection.waiter_lookup import LiveWaiterLookup
-from clarion.replica import Replica
+from clarion.server.replica import Replica
+from clarion.server.wiring import App
 from clarion.store.cluster import Membership, membership
 from clarion.store.fence import OwnerFence
-from clarion.wiring import App
 
 log = logging.getLogger(__name__)
 

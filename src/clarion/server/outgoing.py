@@ -1,7 +1,7 @@
 """The composition root's outgoing half: answer links, and the webhook and email deliveries
 the store queues in the transactions that cause their events (docs/notifications.md).
 
-Only `clarion.wiring` imports this module.
+Only `clarion.server.wiring` imports this module.
 """
 
 from __future__ import annotations

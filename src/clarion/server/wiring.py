@@ -1,7 +1,7 @@
 """The composition root: the one module that knows every implementation.
 
 `build` opens the store, the bus and the agent runtime and wires the services on them;
-`clarion.serving` runs a server's life around it (bind, lead, recover, then admit work).
+`clarion.server.serving` runs a server's life around it (bind, lead, recover, then admit work).
 """
 
 from __future__ import annotations
@@ -60,10 +60,10 @@ from clarion.projection.pending import PendingProjector
 from clarion.projection.reads import Reads
 from clarion.projection.summaries import SummaryService
 from clarion.projection.waiter_lookup import local_only
-from clarion.retention import retention_loop
+from clarion.server.outgoing import answer_links, outgoing_deliveries
+from clarion.server.retention import retention_loop
 from clarion.store import SqlStore, open_store
 from clarion.supervisor import Supervisor
-from clarion.wiring_outgoing import answer_links, outgoing_deliveries
 
 log = logging.getLogger(__name__)
 
