@@ -1,4 +1,4 @@
-"""A replica watching its peers (clarion/replica.py): a peer that holds no liveness lock is
+"""A replica watching its peers (clarion/server/replica.py): a peer that holds no liveness lock is
 taken over once its silence has outlasted its fencing window, never before; a failed look at
 the peers is retried."""
 
