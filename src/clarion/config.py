@@ -18,7 +18,12 @@ from clarion.email_config import EmailSettings, load_email
 from clarion.link_config import AnswerLinkSettings, load_answer_links
 from clarion.ops_config import OperationsConfig
 from clarion.permission_config import permission_rules
-from clarion.waiting_config import load_workspace_policies, waiting_policy
+from clarion.waiting_config import (
+    load_workspace_policies,
+    load_workspace_roles,
+    role_names,
+    waiting_policy,
+)
 from clarion.webhook_config import (
     Webhook,
     WebhookDelivery,
@@ -126,6 +131,8 @@ class Settings:
     replica_timeout: float = 10.0
     # `[workspaces.NAME.waiting]`: the policy of questions asked in that workspace.
     workspace_waiting: Mapping[str, WaitingPolicy] = field(default_factory=dict)
+    # `[workspaces.NAME.roles]`: role name -> users, which `escalate_to` may name.
+    workspace_roles: Mapping[str, Mapping[str, tuple[str, ...]]] = field(default_factory=dict)
     # Metrics token, retention, telemetry (docs/operations.md).
     operations: OperationsConfig = field(default_factory=OperationsConfig)
 
@@ -178,6 +185,7 @@ class Settings:
             advertise_url=_advertise_url(advertise_url or env.get("CLARION_ADVERTISE_URL")),
             replica_timeout=positive(env, "CLARION_REPLICA_TIMEOUT_S", 10.0),
             workspace_waiting=load_workspace_policies(config_file),
+            workspace_roles=load_workspace_roles(config_file),
             operations=OperationsConfig.load(config_file, env),
         )
         if settings.cluster:
@@ -218,6 +226,7 @@ def load_agent_profiles(
     path = Path(config_file)
     data = read_config(path)
     agents = data.get("agents", {})
+    roles = role_names(load_workspace_roles(config_file))
     if not isinstance(agents, dict):
         raise ValueError(f"{path}: [agents] must be a table")
     for name, spec in agents.items():
@@ -263,7 +272,7 @@ def load_agent_profiles(
             permissions_reject=reject,
             start_timeout=None if start_timeout is None else float(start_timeout),
             idle_stop_after=_idle_stop_after(spec, f"{path}: agents.{name}"),
-            waiting=waiting_policy(spec.get("waiting"), path, f"agents.{name}.waiting"),
+            waiting=waiting_policy(spec.get("waiting"), path, f"agents.{name}.waiting", roles),
         )
     return profiles
 

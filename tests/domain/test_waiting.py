@@ -11,6 +11,7 @@ from clarion.domain.errors import InvalidInput
 from clarion.domain.models import Question, QuestionOption
 from clarion.domain.waiting import (
     OnExpiry,
+    Role,
     WaitingPolicy,
     deadlines_for,
     expiry_body,
@@ -86,6 +87,33 @@ def test_escalation_needs_someone_to_escalate_to() -> None:
     due = deadlines_for(named, None, NOW)
     assert due is not None and due.escalate_at == NOW + timedelta(hours=1)
     assert due.next_due == due.escalate_at
+
+
+def test_a_role_escalates_to_its_members_in_the_questions_workspace() -> None:
+    policy = WaitingPolicy(
+        escalate_after=parse_duration("1h"),
+        escalate_to=("alice", Role("reviewers"), Role("leads")),
+    )
+    assert policy.names_roles
+    roles = {"reviewers": ("bob", "alice", "carol"), "leads": ("dave",)}
+    resolved = policy.with_roles(roles)
+    assert resolved.escalate_to == ("alice", "bob", "carol", "dave"), "in order, once each"
+    assert not resolved.names_roles
+    due = deadlines_for(resolved, None, NOW)
+    assert due is not None and due.escalate_to == ("alice", "bob", "carol", "dave")
+
+
+def test_a_role_the_questions_workspace_lacks_escalates_to_nobody() -> None:
+    only_role = WaitingPolicy(escalate_after=parse_duration("1h"), escalate_to=(Role("leads"),))
+    assert only_role.with_roles({}).escalate_to == ()
+    assert deadlines_for(only_role.with_roles({}), None, NOW) is None
+    assert deadlines_for(only_role, None, NOW) is None, "an unresolved role names nobody"
+
+
+def test_a_policy_without_roles_is_unchanged_by_resolving() -> None:
+    users = WaitingPolicy(escalate_to=("bob",))
+    assert not users.names_roles and users.with_roles({"x": ("y",)}) is users
+    assert WaitingPolicy().with_roles({}) == WaitingPolicy()
 
 
 def test_the_next_reminder_skips_the_ones_a_stopped_server_missed() -> None:

@@ -20,10 +20,34 @@ escalate_to = ["bob"]
 """
 
 
+# A role of the question's workspace (alpha), beside a user; beta's role of the same name is
+# not alpha's, so carol gains nothing.
+ROLE_CONFIG = """
+[agents.builtin.waiting]
+escalate_after = "5s"
+escalate_to = ["dave", { role = "reviewers" }]
+
+[workspaces.alpha.roles]
+reviewers = ["bob", "dave"]
+
+[workspaces.beta.roles]
+reviewers = ["carol"]
+"""
+
+
 @pytest.fixture
 def server(db_url: str, tmp_path: Path) -> Iterator[ServerProcess]:
+    yield from _serve(db_url, tmp_path, CONFIG)
+
+
+@pytest.fixture
+def role_server(db_url: str, tmp_path: Path) -> Iterator[ServerProcess]:
+    yield from _serve(db_url, tmp_path, ROLE_CONFIG)
+
+
+def _serve(db_url: str, tmp_path: Path, text: str) -> Iterator[ServerProcess]:
     config = tmp_path / "clarion.toml"
-    config.write_text(CONFIG)
+    config.write_text(text)
     workdir = tmp_path / "server"
     workdir.mkdir()
     process = ServerProcess(
@@ -118,3 +142,25 @@ def test_an_escalated_users_inbox_lists_that_question_and_nothing_else_of_its_wo
     answered = bob.request("POST", f"/clarification/{pending_id}/respond", json=answer())
     assert answered.status_code == 200, answered.text
     wait_until(lambda: _inbox_ids(bob) == [], timeout=60, what="the answered question to leave")
+
+
+def test_escalation_to_a_role_reaches_its_members_in_the_questions_workspace(
+    role_server: ServerProcess, db_url: str, tmp_path: Path
+) -> None:
+    def as_user(user: str, workspace: str) -> ServerProcess:
+        token = create_token(db_url, user, workspace, tmp_path)
+        return dataclasses.replace(role_server, headers=bearer(token))
+
+    alice, bob, carol = as_user("alice", "alpha"), as_user("bob", "beta"), as_user("carol", "beta")
+    dave = as_user("dave", "gamma")
+    session_id = alice.start_session(alice.create_task(), "/scenario ask")
+    pending_id = alice.wait_for_bundle(session_id)
+
+    wait_until(lambda: _inbox_ids(bob) == [pending_id], timeout=60, what="the escalation")
+    assert alice.bundle(pending_id)["escalated_to"] == ["dave", "bob"], "resolved, once each"
+    assert _inbox_ids(dave) == [pending_id]
+    assert dave.request("GET", f"/clarification/{pending_id}").status_code == 200
+    assert carol.request("GET", f"/clarification/{pending_id}").status_code == 404
+    assert _inbox_ids(carol) == [], "another workspace's role of the same name gains nothing"
+    answered = bob.request("POST", f"/clarification/{pending_id}/respond", json=answer())
+    assert answered.status_code == 200, answered.text

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from clarion.config import BUILTIN_PROFILE, Settings
-from clarion.domain.waiting import OnExpiry, parse_duration
+from clarion.domain.waiting import OnExpiry, Role, parse_duration
 
 
 def _config(tmp_path: Path, text: str) -> str:
@@ -48,6 +48,76 @@ escalate_to = ["bob", "carol"]
     assert alpha.escalate_to == ("bob", "carol") and alpha.escalate_after == parse_duration("2h")
 
 
+def test_roles_are_read_and_escalate_to_may_name_them_beside_users(tmp_path: Path) -> None:
+    config = _config(
+        tmp_path,
+        """
+[agents.builtin.waiting]
+escalate_after = "1h"
+escalate_to = ["alice", { role = "leads" }]
+
+[workspaces.alpha]
+roles = { reviewers = ["bob", " carol "] }
+
+[workspaces.alpha.waiting]
+escalate_after = "2h"
+escalate_to = [{ role = "reviewers" }, "erin"]
+
+[workspaces.beta.roles]
+leads = ["dave"]
+""",
+    )
+    settings = Settings.load(config_file=config, env={"CLARION_HOME": str(tmp_path)})
+    assert settings.workspace_roles == {
+        "alpha": {"reviewers": ("bob", "carol")},
+        "beta": {"leads": ("dave",)},
+    }
+    assert settings.workspace_waiting["alpha"].escalate_to == (Role("reviewers"), "erin")
+    profile = settings.agents[BUILTIN_PROFILE].waiting
+    assert profile is not None and profile.escalate_to == ("alice", Role("leads"))
+
+
+ROLES = '[workspaces.alpha.roles]\nreviewers = ["bob"]\n'
+BAD_ROLES = [
+    (
+        ROLES + '[workspaces.alpha.waiting]\nescalate_to = [{ role = "leads" }]\n',
+        "workspaces.alpha.waiting.escalate_to: unknown role 'leads'",
+    ),
+    (
+        # A role of another workspace is not this workspace's.
+        ROLES + '[workspaces.beta.waiting]\nescalate_to = [{ role = "reviewers" }]\n',
+        "workspaces.beta.waiting.escalate_to: unknown role 'reviewers'",
+    ),
+    (
+        ROLES + '[agents.builtin.waiting]\nescalate_to = [{ role = "leads" }]\n',
+        "agents.builtin.waiting.escalate_to: unknown role 'leads'",
+    ),
+    (
+        ROLES + '[workspaces.alpha.waiting]\nescalate_to = [{ name = "reviewers" }]\n',
+        "workspaces.alpha.waiting.escalate_to",
+    ),
+    (
+        ROLES + '[workspaces.alpha.waiting]\nescalate_to = [{ role = "reviewers", x = 1 }]\n',
+        "workspaces.alpha.waiting.escalate_to",
+    ),
+    (ROLES + "[workspaces.alpha.waiting]\nescalate_to = [3]\n", "waiting.escalate_to"),
+    ('[workspaces.alpha]\nroles = ["bob"]\n', "workspaces.alpha.roles"),
+    ("[workspaces.alpha.roles]\nreviewers = []\n", "workspaces.alpha.roles.reviewers"),
+    ('[workspaces.alpha.roles]\nreviewers = "bob"\n', "workspaces.alpha.roles.reviewers"),
+    ('[workspaces.alpha.roles]\nreviewers = ["bob", ""]\n', "workspaces.alpha.roles.reviewers"),
+]
+
+
+@pytest.mark.parametrize(("text", "message"), BAD_ROLES)
+def test_a_bad_role_or_an_unknown_one_names_the_file_and_the_key(
+    tmp_path: Path, text: str, message: str
+) -> None:
+    config = _config(tmp_path, text)
+    with pytest.raises(ValueError, match="escalate_to|roles") as raised:
+        Settings.load(config_file=config, env={"CLARION_HOME": str(tmp_path)})
+    assert config in str(raised.value) and message in str(raised.value)
+
+
 BAD = [
     ('[agents.builtin.waiting]\nremind_after = "8 hours"\n', "agents.builtin.waiting.remind_after"),
     ('[agents.builtin.waiting]\nexpire_after = "0m"\n', "agents.builtin.waiting.expire_after"),
@@ -79,3 +149,19 @@ def test_serve_stops_with_status_2_and_one_line_naming_file_and_key(tmp_path: Pa
     lines = [line for line in done.stderr.splitlines() if line.strip()]
     assert len(lines) == 1, done.stderr
     assert config in lines[0] and "agents.builtin.waiting.expire_after" in lines[0]
+
+
+def test_serve_refuses_an_unknown_role_with_status_2_and_one_line(tmp_path: Path) -> None:
+    config = _config(tmp_path, '[agents.builtin.waiting]\nescalate_to = [{ role = "leads" }]\n')
+    done = subprocess.run(
+        [sys.executable, "-m", "clarion", "serve", "--port", "0", "--config", config],
+        env={"CLARION_HOME": str(tmp_path), "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2, done.stderr
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, done.stderr
+    assert config in lines[0] and "agents.builtin.waiting.escalate_to" in lines[0]
+    assert "unknown role 'leads'" in lines[0]

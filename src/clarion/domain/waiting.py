@@ -10,8 +10,8 @@ person who configured "wait on" decides, not the agent.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any
@@ -62,14 +62,39 @@ def parse_duration(raw: object) -> Duration:
 
 
 @dataclass(frozen=True, slots=True)
+class Role:
+    """A workspace role named in `escalate_to` (`{ role = "reviewers" }`): the users the
+    question's workspace lists under `[workspaces.NAME.roles]`. A table, never a string, so no
+    user name can be mistaken for it."""
+
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
 class WaitingPolicy:
     """One config table's keys; None where the table does not set a key."""
 
     remind_after: Duration | None = None
     escalate_after: Duration | None = None
-    escalate_to: tuple[str, ...] | None = None
+    # User names and roles; a question's policy has its roles resolved (`with_roles`).
+    escalate_to: tuple[str | Role, ...] | None = None
     expire_after: Duration | None = None
     on_expiry: OnExpiry | None = None
+
+    @property
+    def names_roles(self) -> bool:
+        return any(isinstance(target, Role) for target in self.escalate_to or ())
+
+    def with_roles(self, roles: Mapping[str, Sequence[str]]) -> WaitingPolicy:
+        """This policy with each role in `escalate_to` replaced by its members in `roles` (the
+        question's workspace's; a role it lacks names nobody), each user once, in order."""
+        if not self.names_roles:
+            return self
+        users: dict[str, None] = {}
+        for target in self.escalate_to or ():
+            members = roles.get(target.name, ()) if isinstance(target, Role) else (target,)
+            users.update(dict.fromkeys(members))
+        return replace(self, escalate_to=tuple(users))
 
     def over(self, base: WaitingPolicy | None) -> WaitingPolicy:
         """This policy's keys, and `base`'s where this one leaves a key unset."""
@@ -118,7 +143,7 @@ def deadlines_for(
         expire_after = min(candidates, key=lambda d: d.seconds) if candidates else None
     if expire_after is None:
         on_expiry = OnExpiry.KEEP
-    escalate_to = tuple(policy.escalate_to or ())
+    escalate_to = tuple(u for u in policy.escalate_to or () if isinstance(u, str))
     escalate_after = policy.escalate_after if escalate_to else None
     if policy.remind_after is None and escalate_after is None and expire_after is None:
         return None

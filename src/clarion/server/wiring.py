@@ -326,7 +326,8 @@ async def build(
 
 
 def waiting_policies(settings: Settings, store: Store) -> WaitingPolicies:
-    """`[agents.NAME.waiting]` by profile, `[workspaces.NAME.waiting]` by workspace."""
+    """`[agents.NAME.waiting]` by profile, `[workspaces.NAME.waiting]` and `.roles` by
+    workspace."""
     return WaitingPolicies(
         lookup=store,
         profiles={
@@ -335,6 +336,7 @@ def waiting_policies(settings: Settings, store: Store) -> WaitingPolicies:
             if profile.waiting is not None
         },
         workspaces=dict(settings.workspace_waiting),
+        roles=settings.workspace_roles,
     )
 
 
