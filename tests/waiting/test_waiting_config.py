@@ -113,7 +113,7 @@ def test_a_bad_role_or_an_unknown_one_names_the_file_and_the_key(
     tmp_path: Path, text: str, message: str
 ) -> None:
     config = _config(tmp_path, text)
-    with pytest.raises(ValueError, match="escalate_to|roles") as raised:
+    with pytest.raises(ValueError, match=r"escalate_to|roles") as raised:
         Settings.load(config_file=config, env={"CLARION_HOME": str(tmp_path)})
     assert config in str(raised.value) and message in str(raised.value)
 
