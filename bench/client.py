@@ -8,10 +8,11 @@ waiter is registered before the action that causes its event, so no event can be
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import time
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -84,12 +85,34 @@ class _Waiter:
 
 
 class Feed:
-    """One WebSocket connection receiving every notification."""
+    """One WebSocket connection receiving every notification (or those it subscribed to)."""
 
     def __init__(self, ws: ClientConnection) -> None:
         self._ws = ws
         self._waiters: dict[str, list[_Waiter]] = defaultdict(list)
+        self._replies: dict[int, asyncio.Future[Notification]] = {}
+        self._ids = itertools.count(1)
         self._task = asyncio.create_task(self._pump())
+
+    async def request(self, action: str, payload: dict[str, Any]) -> Notification:
+        """Send a request envelope and return its reply (a response or an error envelope)."""
+        id_ = next(self._ids)
+        reply = asyncio.get_running_loop().create_future()
+        self._replies[id_] = reply
+        await self._ws.send(
+            json.dumps({"id": id_, "type": "request", "action": action, "payload": payload})
+        )
+        return await asyncio.wait_for(reply, 60)
+
+    async def only_tasks(self, task_ids: Sequence[str]) -> None:
+        """Receive only these tasks' notifications (and their sessions'), as a client watching
+        its own tasks does; an empty list receives every notification again."""
+        if not task_ids:
+            await self.request("unsubscribe", {})
+        for task_id in task_ids:
+            reply = await self.request("subscribe", {"task_id": task_id})
+            if reply["type"] != "response":
+                raise RuntimeError(f"subscribe {task_id}: {reply}")
 
     @classmethod
     async def open(cls, url: str) -> Feed:
@@ -110,6 +133,9 @@ class Feed:
             at = time.perf_counter()
             note = json.loads(raw)
             if note.get("type") != "notification":
+                reply = self._replies.pop(note.get("id"), None)
+                if reply is not None and not reply.done():
+                    reply.set_result(note)
                 continue
             payload = note.get("payload") or {}
             sid = payload.get("session_id") or payload.get("task_id")
@@ -180,6 +206,33 @@ class Api:
                 f"respond {pending_id}: {response.status_code} {response.text[:500]}"
             )
         return elapsed, response.json()
+
+
+class RoundRobinApi(Api):
+    """`Api` whose every request goes to the next server (a cluster's replicas) in turn."""
+
+    def __init__(self, apis: Sequence[Api]) -> None:
+        self._apis = list(apis)
+        self._turn = itertools.cycle(self._apis)
+        self.http = self._apis[0].http
+
+    @property
+    def bases(self) -> list[str]:
+        return [str(api.http.base_url) for api in self._apis]
+
+    async def ok(self, method: str, path: str, status: int = 200, **kw: Any) -> Any:
+        return await next(self._turn).ok(method, path, status, **kw)
+
+    async def respond(self, pending_id: str) -> tuple[float, dict[str, Any]]:
+        return await next(self._turn).respond(pending_id)
+
+    async def close(self) -> None:
+        """The servers' own clients are closed by their owner."""
+
+
+def api_bases(api: Api) -> list[str]:
+    """The base URLs an `Api` sends its requests to, for an `Api` built in another process."""
+    return api.bases if isinstance(api, RoundRobinApi) else [str(api.http.base_url)]
 
 
 async def ask_and_wait(api: Api, feed: Feed, session_id: str, prompt: str = ASK) -> str:

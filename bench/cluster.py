@@ -28,7 +28,6 @@ import argparse
 import asyncio
 import contextlib
 import dataclasses
-import itertools
 import os
 import signal
 import tempfile
@@ -36,13 +35,12 @@ import time
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
 
 from bench import latency, throughput
-from bench.client import Api
+from bench.client import Api, RoundRobinApi
 from bench.context import Ctx, progress
 from bench.server import BenchServer, fresh_database, postgres_reachable
 from bench.stats import Row, ms, percentile, render
@@ -80,24 +78,6 @@ async def nats_reachable(url: str | None = None) -> bool:
         with contextlib.suppress(OSError):
             await writer.wait_closed()
     return line.startswith(b"INFO")
-
-
-class RoundRobinApi(Api):
-    """`Api` whose every request goes to the next replica in turn."""
-
-    def __init__(self, apis: Sequence[Api]) -> None:
-        self._apis = list(apis)
-        self._turn = itertools.cycle(self._apis)
-        self.http = self._apis[0].http
-
-    async def ok(self, method: str, path: str, status: int = 200, **kw: Any) -> Any:
-        return await next(self._turn).ok(method, path, status, **kw)
-
-    async def respond(self, pending_id: str) -> tuple[float, dict[str, Any]]:
-        return await next(self._turn).respond(pending_id)
-
-    async def close(self) -> None:
-        """The replicas' own clients are closed by their owner."""
 
 
 @dataclass

@@ -19,13 +19,14 @@ import asyncio
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
-from bench.client import ask_and_wait, new_asking_session
+from bench import agent_procs
+from bench.agent_procs import Agent, AgentProcesses
+from bench.client import api_bases, ask_and_wait, new_asking_session
 from bench.context import Ctx, freeze_heap, progress
 from bench.footprint import cpu_seconds
 from bench.latency import answer_live
-from bench.simulated import SimulatedAgent, relay_session
+from bench.simulated import relay_session
 
 SPAWN_CONCURRENCY = 8
 
@@ -79,27 +80,31 @@ class McpThroughput:
 
 
 async def mcp_cycles_per_second(
-    ctx: Ctx, n: int, duration: float, *, pids: Sequence[int] = ()
+    ctx: Ctx,
+    n: int,
+    duration: float,
+    *,
+    pids: Sequence[int] = (),
+    processes: int = agent_procs.PROCESSES,
 ) -> McpThroughput:
     """Cycles per second with `n` simulated MCP agents, and the CPU each cycle cost the server
     and the benchmark client (process CPU time from the start signal to the last cycle).
 
-    Every HTTP request (sessions started, answers POSTed) goes through `ctx.api`, which may
-    spread them over several servers (`bench.cluster`); the agents' MCP calls go to the URL
-    their session was given. `pids`: the server processes whose CPU is counted (default: the
-    one `ctx.server`)."""
+    The agents run in `processes` worker processes (`bench.agent_procs`), so that at 100
+    sessions the client is not the bound. Every HTTP request (sessions started, answers POSTed)
+    goes through `ctx.api` or, in the workers, through the same servers in the same way (a
+    cluster's replicas in turn, `bench.cluster`); the agents' MCP calls go to the URL their
+    session was given. `pids`: the server processes whose CPU is counted (default: the one
+    `ctx.server`). The client figure is the workers' CPU together."""
     gate = asyncio.Semaphore(SPAWN_CONCURRENCY)
 
-    async def relay(i: int) -> tuple[str, dict[str, Any]]:
+    async def relay(i: int) -> Agent:
         async with gate:
             task_id = await ctx.api.create_task(f"throughput (MCP) {n}/{i}")
-            return await relay_session(ctx, task_id)
+            session_id, endpoint = await relay_session(ctx, task_id)
+            return Agent(session_id, task_id, endpoint)
 
-    sessions = await asyncio.gather(*(relay(i) for i in range(n)))
-    ready = asyncio.Barrier(n + 1)
-    start = asyncio.Event()
-    began = stop_at = last = 0.0
-    done = 0
+    agents = list(await asyncio.gather(*(relay(i) for i in range(n))))
     if not pids:
         assert ctx.server.proc is not None
         pids = (ctx.server.proc.pid,)
@@ -107,43 +112,36 @@ async def mcp_cycles_per_second(
     def server_cpu() -> tuple[float, ...]:
         return tuple(cpu_seconds(pid) for pid in pids)
 
-    cpu_at_last: tuple[tuple[float, ...], float] = ((0.0,) * len(pids), 0.0)
-
-    async def worker(session_id: str, endpoint: dict[str, Any]) -> None:
-        nonlocal done, last, cpu_at_last
-        async with SimulatedAgent.connect(ctx, session_id, endpoint) as agent:
-            await agent.cycle()  # warm-up
-            await ready.wait()
-            await start.wait()
-            while time.perf_counter() < stop_at:
-                await agent.cycle()
-                done += 1
-                last = time.perf_counter()
-                cpu_at_last = (server_cpu(), time.process_time())
-
-    workers = [asyncio.ensure_future(worker(s, e)) for s, e in sessions]
+    # The benchmark's own feed waits for nothing here: parked on a quiet task, it is not sent
+    # every cycle's notifications a second time.
+    await ctx.feed.only_tasks([await ctx.api.create_task("throughput (MCP): feed parked")])
     try:
-        await asyncio.wait_for(ready.wait(), 300)
-        freeze_heap()
-        progress(f"{ctx.db}: throughput (MCP), {n} sessions ready; measuring for {duration:g}s")
-        server_cpu0, client_cpu0 = server_cpu(), time.process_time()
-        began = time.perf_counter()
-        stop_at = began + duration
-        start.set()
-        await asyncio.wait_for(asyncio.gather(*workers), duration + 120)
+        async with AgentProcesses.start(
+            api_bases(ctx.api), ctx.server.ws_url, agents, processes
+        ) as workers:
+            freeze_heap()
+            progress(
+                f"{ctx.db}: throughput (MCP), {n} sessions ready in "
+                f"{min(processes, n)} processes; measuring for {duration:g}s"
+            )
+            server_cpu0 = server_cpu()
+            began = time.monotonic()
+            workers.go(duration)
+            results = await workers.results()
+            server_cpu1 = server_cpu()
     finally:
-        for w in workers:
-            w.cancel()
-    elapsed = max(last - began, 1e-9)
+        await ctx.feed.only_tasks([])
+    done = sum(r.cycles for r in results)
+    elapsed = max(max(r.last for r in results) - began, 1e-9)
     cycles = max(done, 1)
     per_process = tuple(
-        (at - at0) / cycles for at, at0 in zip(cpu_at_last[0], server_cpu0, strict=True)
+        (at - at0) / cycles for at, at0 in zip(server_cpu1, server_cpu0, strict=True)
     )
     result = McpThroughput(
         rate=done / elapsed,
         cycles=done,
         server_cpu_per_cycle=sum(per_process),
-        client_cpu_per_cycle=(cpu_at_last[1] - client_cpu0) / cycles,
+        client_cpu_per_cycle=sum(r.cpu for r in results) / cycles,
         process_cpu_per_cycle=per_process,
     )
     progress(
@@ -151,7 +149,7 @@ async def mcp_cycles_per_second(
         f"server CPU {result.server_cpu_per_cycle * 1000:.2f} ms/cycle, "
         f"client {result.client_cpu_per_cycle * 1000:.2f} ms/cycle"
     )
-    await _finish(ctx, [s for s, _ in sessions])
+    await _finish(ctx, [a.session_id for a in agents])
     return result
 
 
