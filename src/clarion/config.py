@@ -18,6 +18,7 @@ from clarion.email_config import EmailSettings, load_email
 from clarion.link_config import AnswerLinkSettings, load_answer_links
 from clarion.ops_config import OperationsConfig
 from clarion.permission_config import permission_rules
+from clarion.telemetry_config import TelemetrySettings, load_telemetry
 from clarion.waiting_config import (
     load_workspace_policies,
     load_workspace_roles,
@@ -135,6 +136,8 @@ class Settings:
     workspace_roles: Mapping[str, Mapping[str, tuple[str, ...]]] = field(default_factory=dict)
     # Metrics token, retention, telemetry (docs/operations.md).
     operations: OperationsConfig = field(default_factory=OperationsConfig)
+    # `[telemetry]`: where traces go (None: nowhere, and OpenTelemetry is never loaded).
+    telemetry: TelemetrySettings | None = None
 
     @classmethod
     def load(
@@ -187,6 +190,7 @@ class Settings:
             workspace_waiting=load_workspace_policies(config_file),
             workspace_roles=load_workspace_roles(config_file),
             operations=OperationsConfig.load(config_file, env),
+            telemetry=load_telemetry(config_file),
         )
         if settings.cluster:
             _check_cluster(settings)

@@ -25,6 +25,7 @@ from clarion.ports import (
     PromptFinished,
     Store,
 )
+from clarion.ports.tracing import Tracer
 from clarion.server.wiring import App, build
 from clarion.store import SqlStore
 
@@ -274,8 +275,10 @@ async def lifecycle_on(
     *,
     store_wrapper: Callable[[Store], Store] | None = None,
     clock: Clock | None = None,
+    tracer: Tracer | None = None,
 ) -> AsyncIterator[Lifecycle]:
-    """`running_lifecycle` with settings of the test's own (webhooks, ...)."""
+    """`running_lifecycle` with settings of the test's own (webhooks, ...), and optionally a
+    tracer of the test's own."""
     holder: dict[str, ScriptedRuntime] = {}
 
     def factory(profiles: Mapping[str, AgentProfile], sink: AgentSink) -> ScriptedRuntime:
@@ -288,6 +291,7 @@ async def lifecycle_on(
         runtime_factory=factory,
         store_wrapper=store_wrapper,
         clock=clock,
+        tracer=tracer,
     ) as app:
         events: list[Event] = []
         arrived = asyncio.Condition()

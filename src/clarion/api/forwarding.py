@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -27,6 +28,7 @@ from clarion.ports.cluster import (
     ForwardFailed,
 )
 from clarion.ports.metrics import NO_METRICS, Metrics
+from clarion.ports.tracing import NO_TRACER, Tracer
 
 log = logging.getLogger(__name__)
 
@@ -87,8 +89,10 @@ class Carrier:
         directory: Directory,
         deadline_s: float,
         metrics: Metrics = NO_METRICS,
+        tracer: Tracer = NO_TRACER,
     ) -> None:
         self._metrics = metrics
+        self._tracer = tracer
         self._forwarder = forwarder
         self._directory = directory
         self._deadline_s = deadline_s
@@ -97,6 +101,17 @@ class Carrier:
         """The reply; ForwardFailed(delivered=False) if nobody received it, (delivered=True)
         if it went out and the replica died or the deadline passed before it replied."""
         self._metrics.carried_request()
+        with self._tracer.span("request.carry") as span:
+            span.set("replica", replica_id)
+            span.set("path", request.path)
+            # The owner continues this trace (the context travels in the request's headers).
+            reply = await self._carry(
+                replica_id, dataclasses.replace(request, trace=self._tracer.carrier())
+            )
+            span.set("outcome", reply.status)
+            return reply
+
+    async def _carry(self, replica_id: str, request: ForwardedRequest) -> ForwardedReply:
         forwarding = asyncio.ensure_future(
             self._forwarder.forward(replica_id, request, self._deadline_s)
         )

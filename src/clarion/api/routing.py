@@ -53,6 +53,7 @@ from clarion.ports.cluster import (
     ForwardFailed,
     SessionRoute,
 )
+from clarion.ports.tracing import NO_TRACER, Tracer
 
 log = logging.getLogger(__name__)
 
@@ -121,7 +122,9 @@ class ClusterRouting:
         gate: SessionGate,
         adoption_wait_s: float,
         link_pending: Callable[[str], str | None] | None = None,
+        tracer: Tracer = NO_TRACER,
     ) -> None:
+        self._tracer = tracer
         self._app = app
         self._link_pending = link_pending
         self._id = replica_id
@@ -142,7 +145,13 @@ class ClusterRouting:
         await carried.serve(self._id, self._replay)
 
     async def _replay(self, request: ForwardedRequest) -> ForwardedReply:
-        return await replay(self, request)
+        # The carrying replica's trace goes on here: one trace across both replicas.
+        with self._tracer.span("request.carried", parent=request.trace) as span:
+            span.set("replica", self._id)
+            span.set("path", request.path)
+            reply = await replay(self, request)
+            span.set("outcome", reply.status)
+            return reply
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         target = None if scope["type"] != "http" else target_of(scope["method"], scope["path"])

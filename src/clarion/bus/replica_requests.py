@@ -37,6 +37,8 @@ _REPLY = "Clarion-Reply"
 _MORE = "Clarion-More"
 # A request that only proves this replica's subscription is in place (see `until_served`).
 _PROBE = "Clarion-Probe"
+# Every header of a request is its trace context but these.
+_OWN = "Clarion-"
 _SUBSCRIBE_CEILING_S = 30.0
 # Room left in each reply message for the NATS headers (status, response headers).
 _HEADER_ROOM = 16 * 1024
@@ -108,7 +110,9 @@ class NatsForwarding:
                     SUBJECT.format(replica=replica_id),
                     request.body,
                     reply=inbox,
-                    headers={_REQUEST: _request_header(request)},
+                    # The trace context as headers of their own (`traceparent`, ...), where
+                    # any NATS-aware tracing would look for them.
+                    headers={**request.trace, _REQUEST: _request_header(request)},
                 )
             except (NatsError, OSError) as exc:
                 raise ForwardFailed(
@@ -195,7 +199,8 @@ def _request_header(request: ForwardedRequest) -> str:
 
 
 def _parse_request(msg: Msg) -> ForwardedRequest:
-    meta = json.loads((msg.headers or {})[_REQUEST])
+    headers = msg.headers or {}
+    meta = json.loads(headers[_REQUEST])
     if not msg.reply:
         raise ValueError("a forwarded request without a reply subject")
     return ForwardedRequest(
@@ -205,6 +210,7 @@ def _parse_request(msg: Msg) -> ForwardedRequest:
         query=str(meta["query"]),
         headers=tuple((str(k), str(v)) for k, v in meta["headers"]),
         body=msg.data,
+        trace={k: v for k, v in headers.items() if not k.startswith(_OWN)},
     )
 
 

@@ -28,6 +28,7 @@ from clarion.domain.prompts import DETACHED_TOOL_ERROR
 from clarion.domain.questions import bundle_row_metadata, parse_ask
 from clarion.domain.waiting import deadlines_for, expiry_notice, parse_expires_in
 from clarion.ports import AnswerStore, Clock, NewMessage
+from clarion.ports.tracing import NO_TRACER, Span, Tracer
 from clarion.projection.events import EventPublisher
 
 log = logging.getLogger(__name__)
@@ -57,7 +58,9 @@ class Asker:
         confirmation: LiveConfirmation,
         policies: WaitingPolicies | None = None,
         deadline_written: Callable[[str], None] = _no_wake,
+        tracer: Tracer = NO_TRACER,
     ) -> None:
+        self._tracer = tracer
         self._clock = clock
         self._confirmation = confirmation
         self._policies = policies or WaitingPolicies()
@@ -81,6 +84,17 @@ class Asker:
 
         `dropped` is set when the call's connection is gone: nothing could carry a result back,
         so the bundle detaches instead of waiting for an answer only a new prompt can deliver."""
+        with self._tracer.span("ask", session_id=session_id) as span:
+            return await self._ask(session_id, arguments, progress, dropped, span)
+
+    async def _ask(
+        self,
+        session_id: str,
+        arguments: object,
+        progress: Progress,
+        dropped: asyncio.Event | None,
+        span: Span,
+    ) -> str:
         questions, context = parse_ask(arguments)
         expires_in = parse_expires_in(
             arguments.get("expires_in") if isinstance(arguments, Mapping) else None
@@ -93,6 +107,9 @@ class Asker:
         policy = await self._policies.for_session(session)
         deadlines = deadlines_for(policy, expires_in, self._clock.now()) if policy else None
         pending_id = new_id()
+        span.set("task_id", session.task_id)
+        span.set("turn_id", turn_id)
+        span.set("pending_id", pending_id)
         metadata = bundle_row_metadata(
             pending_id, questions, context, waiting=deadlines is not None
         )
@@ -135,9 +152,10 @@ class Asker:
                 await self._publisher.session_state(written.session)
             await self._publisher.messages("added", written.rows)
             return await self._wait(
-                waiter, progress, dropped or asyncio.Event(), expiry_notice(deadlines)
+                waiter, progress, dropped or asyncio.Event(), expiry_notice(deadlines), span
             )
         except asyncio.CancelledError:
+            span.set("outcome", "detached")
             log.info(
                 "agent dropped the question call; detaching",
                 extra={"session_id": session_id, "pending_id": pending_id},
@@ -149,7 +167,7 @@ class Asker:
             self._close(waiter)
 
     async def _wait(
-        self, waiter: Waiter, progress: Progress, dropped: asyncio.Event, notice: str
+        self, waiter: Waiter, progress: Progress, dropped: asyncio.Event, notice: str, span: Span
     ) -> str:
         deadline = self._clock.monotonic() + self._limits.wait_s
         while True:
@@ -163,6 +181,7 @@ class Asker:
                 # Offers still queued are withdrawn: their responders restore the claim.
                 self._close(waiter)
                 await self._canceller.detach(waiter.session_id, pending_id=waiter.pending_id)
+                span.set("outcome", "detached")
                 message = f"{DETACHED_TOOL_ERROR} {notice}" if notice else DETACHED_TOOL_ERROR
                 raise QuestionDetached(message, pending_id=waiter.pending_id)
             try:
@@ -175,6 +194,7 @@ class Asker:
             if item is None:
                 continue  # dropped: detach at the top of the loop
             if isinstance(item, Cancelled):
+                span.set("outcome", "cancelled")
                 return json.dumps({"rejected": True, "reject_reason": "cancelled"})
             try:
                 confirmed = await item.run_confirmation(self._confirmation.confirm)
@@ -186,6 +206,7 @@ class Asker:
                 confirmed = False
             if confirmed:
                 # The confirmation moved the session to running and announced it.
+                span.set("outcome", "rejected" if item.response.rejected else "answered")
                 return tool_result_text(item.response)
             # Not confirmed: the responder restores the claim, and a retry comes back here.
 

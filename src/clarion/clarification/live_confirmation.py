@@ -20,6 +20,7 @@ from clarion.clarification.waiters import Delivery
 from clarion.domain.lifecycle import DELIVER
 from clarion.domain.models import SessionState
 from clarion.ports import AnswerStore, Written
+from clarion.ports.tracing import NO_TRACER, Tracer
 from clarion.projection.events import EventPublisher
 from clarion.supervisor import Supervisor, bounded
 
@@ -35,7 +36,9 @@ class LiveConfirmation:
         supervisor: Supervisor,
         handoffs: AnswerHandoffs,
         persist_s: float,
+        tracer: Tracer = NO_TRACER,
     ) -> None:
+        self._tracer = tracer
         self._store = store
         self._publisher = publisher
         self._supervisor = supervisor
@@ -47,6 +50,19 @@ class LiveConfirmation:
         return await self._supervisor.run_shielded(self._confirm(delivery))
 
     async def _confirm(self, delivery: Delivery) -> Written | None:
+        claim, response = delivery.claim, delivery.response
+        with self._tracer.span(
+            "confirm",
+            parent=delivery.trace,
+            session_id=claim.bundle.session.id,
+            turn_id=claim.bundle.current_turn_id,
+            pending_id=response.pending_id,
+        ) as span:
+            written = await self._settle(delivery)
+            span.set("outcome", "confirmed" if written is not None else "lost")
+            return written
+
+    async def _settle(self, delivery: Delivery) -> Written | None:
         await failpoints.hit("live.before_confirm")
         claim, response = delivery.claim, delivery.response
         ids = [row.id for row in claim.claimed]

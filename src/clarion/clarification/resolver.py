@@ -39,6 +39,7 @@ from clarion.domain.models import (
     Message,
 )
 from clarion.ports import AnswerStore, ClaimResult, Clock
+from clarion.ports.tracing import NO_TRACER, Span, Tracer
 from clarion.projection.events import EventPublisher
 from clarion.supervisor import Supervisor, bounded
 
@@ -77,7 +78,9 @@ class Resolver:
         handoffs: AnswerHandoffs,
         live_confirm_s: float,
         persist_s: float,
+        tracer: Tracer = NO_TRACER,
     ) -> None:
+        self._tracer = tracer
         self._store = store
         self._waiters = waiters
         self._publisher = publisher
@@ -93,6 +96,14 @@ class Resolver:
     ) -> RespondResult:
         """`by_policy`: the waiting policy's expiry answering, exactly as a person would, and
         only if the expiry has not fired yet (the claim applies both or neither)."""
+        with self._tracer.span("respond", pending_id=pending_id) as span:
+            result = await self._respond(pending_id, body, by_policy, span)
+            span.set("outcome", _outcome(result))
+            return result
+
+    async def _respond(
+        self, pending_id: str, body: object, by_policy: bool, span: Span
+    ) -> RespondResult:
         questions = self._waiters.questions(pending_id)
         if questions is not None:
             # A live waiter holds the questions: no read before the claim, whose guarded
@@ -114,16 +125,26 @@ class Resolver:
                 )
         if by_policy:
             response = replace(response, by_policy=True)
+            span.set("by_policy", True)
+        span.set("rejected", response.rejected)
         # From the claim on, the sequence must finish even if the HTTP request goes away.
         return await self._supervisor.run_shielded(
-            self._claim_and_hand_off(response), name=f"respond:{pending_id}"
+            self._claim_and_hand_off(response, span), name=f"respond:{pending_id}"
         )
 
-    async def _claim_and_hand_off(self, response: ClarificationResponse) -> RespondResult:
+    async def _claim_and_hand_off(
+        self, response: ClarificationResponse, span: Span
+    ) -> RespondResult:
         pending_id = response.pending_id
-        claim = await bounded(
-            self._store.claim_response(response, now=self._clock.now()), self._persist_s
-        )
+        with self._tracer.span("claim", pending_id=pending_id) as claim_span:
+            claim = await bounded(
+                self._store.claim_response(response, now=self._clock.now()), self._persist_s
+            )
+            claim_span.set("outcome", "claimed" if claim.claimed else "lost")
+        session = claim.bundle.session
+        span.set("task_id", session.task_id)
+        span.set("session_id", session.id)
+        span.set("turn_id", claim.bundle.current_turn_id)
         if not claim.claimed:
             raise self._lost(claim)
         stamped = _stamped(response, claim)
@@ -148,7 +169,11 @@ class Resolver:
         self, claim: ClaimResult, response: ClarificationResponse
     ) -> RespondResult:
         try:
-            turn = await self._handoffs.resume_detached(claim, response)
+            with self._tracer.span(
+                "resume", session_id=claim.bundle.session.id, pending_id=response.pending_id
+            ) as span:
+                turn = await self._handoffs.resume_detached(claim, response)
+                span.set("turn_id", turn.id)
         except ResumeNotAccepted:
             await self._restorer.restore_or_fail(
                 claim, code="resume_not_accepted", message="failed to resume clarification"
@@ -187,8 +212,12 @@ class Resolver:
         fan-out (a projection read and a summary refresh). `rows`: the claimed rows as the
         write that settled them returned them, when it did (saves reading them again)."""
         self._supervisor.spawn(
-            self._restorer.publish_claimed(claim, rows), name=f"publish:{claim.bundle.pending_id}"
+            self._publish(claim, rows), name=f"publish:{claim.bundle.pending_id}"
         )
+
+    async def _publish(self, claim: ClaimResult, rows: tuple[Message, ...] | None) -> None:
+        with self._tracer.span("publish", pending_id=claim.bundle.pending_id):
+            await self._restorer.publish_claimed(claim, rows)
 
     def _lost(self, claim: ClaimResult) -> Exception:
         bundle = claim.bundle
@@ -215,23 +244,11 @@ class Resolver:
         """Offer the claim to the live waiter and wait for its outcome: the waiter confirms it
         durably (clarification/live_confirmation.py) before the agent sees the answer."""
         pending_id = response.pending_id
-        delivery = Delivery(response=response, claim=claim)
-        if self._waiters.offer(pending_id, delivery):
-            try:
-                await bounded(delivery.settled.wait(), self._live_confirm_s)
-            except TimeoutError:
-                if not delivery.abandon():
-                    # The waiter started confirming: that confirmation owns the outcome.
-                    try:
-                        await bounded(delivery.settled.wait(), self._persist_s)
-                    except TimeoutError:
-                        raise AcceptedButUnfinalized(
-                            "clarification response was accepted, but delivery state could "
-                            "not be finalized",
-                            pending_id=pending_id,
-                        ) from None
-        else:
-            delivery.abandon()
+        with self._tracer.span("deliver", pending_id=pending_id) as span:
+            # The waiter's confirmation (another task) continues this span's trace.
+            delivery = Delivery(response=response, claim=claim, trace=self._tracer.carrier())
+            await self._offer_and_wait(delivery)
+            span.set("outcome", str(delivery.state))
         if delivery.state is DeliveryState.CONFIRMED:
             written = delivery.written
             self._publish_in_background(claim, written.rows if written is not None else None)
@@ -242,14 +259,36 @@ class Resolver:
             claim, code="delivery_failed", message="failed to deliver clarification response"
         )
 
+    async def _offer_and_wait(self, delivery: Delivery) -> None:
+        pending_id = delivery.response.pending_id
+        if not self._waiters.offer(pending_id, delivery):
+            delivery.abandon()
+            return
+        try:
+            await bounded(delivery.settled.wait(), self._live_confirm_s)
+        except TimeoutError:
+            if not delivery.abandon():
+                # The waiter started confirming: that confirmation owns the outcome.
+                try:
+                    await bounded(delivery.settled.wait(), self._persist_s)
+                except TimeoutError:
+                    raise AcceptedButUnfinalized(
+                        "clarification response was accepted, but delivery state could "
+                        "not be finalized",
+                        pending_id=pending_id,
+                    ) from None
+
     async def _persist_detached_rejection(
         self, claim: ClaimResult, response: ClarificationResponse
     ) -> RespondResult:
         ids = [row.id for row in claim.claimed]
-        if not await bounded(
-            self._store.confirm_delivery(response.pending_id, ids, RETIRE_INTENT),
-            self._persist_s,
-        ):
+        with self._tracer.span("confirm", pending_id=response.pending_id) as span:
+            written = await bounded(
+                self._store.confirm_delivery(response.pending_id, ids, RETIRE_INTENT),
+                self._persist_s,
+            )
+            span.set("outcome", "confirmed" if written else "lost")
+        if not written:
             raise AcceptedButUnfinalized(
                 "clarification rejection was accepted, but its state could not be finalized",
                 pending_id=response.pending_id,
@@ -260,6 +299,12 @@ class Resolver:
         )
         self._publish_in_background(claim)
         return RespondResult(response=response, resumed=False, successor_turn_id=None)
+
+
+def _outcome(result: RespondResult) -> str:
+    if result.live:
+        return "delivered"
+    return "resumed" if result.resumed else "rejected"
 
 
 def _stamped(response: ClarificationResponse, claim: ClaimResult) -> ClarificationResponse:

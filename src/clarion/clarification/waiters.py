@@ -21,6 +21,7 @@ from enum import StrEnum
 
 from clarion.domain.models import ClarificationResponse, Question
 from clarion.ports import ClaimResult, Written
+from clarion.ports.tracing import Carrier, no_context
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +45,8 @@ class Delivery:
     state: DeliveryState = DeliveryState.OFFERED
     settled: asyncio.Event = field(default_factory=asyncio.Event)
     written: Written | None = None
+    # The responder's trace context: the confirmation, in the waiter's task, continues it.
+    trace: Carrier = field(default_factory=no_context)
 
     def abandon(self) -> bool:
         """Responder side: withdraw an offer nobody started confirming. True if withdrawn."""

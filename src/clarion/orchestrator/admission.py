@@ -19,6 +19,7 @@ from clarion.orchestrator.lanes import Lane, Lanes
 from clarion.orchestrator.launch import Launcher
 from clarion.ports import AgentRuntime, NewMessage, TurnStore
 from clarion.ports.metrics import NO_METRICS, Metrics
+from clarion.ports.tracing import NO_TRACER, Span, Tracer
 from clarion.projection.events import EventPublisher
 
 log = logging.getLogger(__name__)
@@ -39,7 +40,9 @@ class TurnAdmission:
         failures: AgentFailures | None = None,
         idle: IdleStops | None = None,
         metrics: Metrics = NO_METRICS,
+        tracer: Tracer = NO_TRACER,
     ) -> None:
+        self._tracer = tracer
         self._failures = failures
         self._idle = idle
         self._metrics = metrics
@@ -85,6 +88,13 @@ class TurnAdmission:
         load its ACP session), else ""."""
         if self._runtime.is_running(session.id):
             return ""
+        with self._tracer.span(
+            "agent.start", task_id=session.task_id, session_id=session.id
+        ) as span:
+            span.set("agent", session.agent)
+            return await self._start_agent(session, fail_session, span)
+
+    async def _start_agent(self, session: Session, fail_session: bool, span: Span) -> str:
         await self.transition(session.id, SessionState.STARTING)
         try:
             started = await self._runtime.ensure_started(self._launcher.launch_for(session))
@@ -98,7 +108,9 @@ class TurnAdmission:
                 f"agent {session.agent!r} could not start: {exc}", session_id=session.id
             ) from exc
         if not started:
+            span.set("outcome", "already_running")
             return ""
+        span.set("outcome", "started")
         self._metrics.agent_started()
         acp = self._runtime.acp_session(session.id)
         context = "loaded" if acp is not None and acp.loaded else "new"
@@ -107,6 +119,7 @@ class TurnAdmission:
         turn = await self._store.create_turn(session.id, lifecycle_only=True)
         await self._store.complete_turn(turn.id, metadata_patch={"agent_context": context})
         turn = await self._store.get_turn(turn.id)
+        span.set("turn_id", turn.id)
         log.info(
             "agent started; lifecycle turn recorded",
             extra={"session_id": session.id, "turn_id": turn.id, "agent_context": context},

@@ -9,9 +9,11 @@ that runs its session. In single mode there is none.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal, Protocol
+
+from clarion.ports.tracing import Carrier, no_context
 
 Role = Literal["starting", "active"]
 
@@ -90,6 +92,8 @@ class ForwardedRequest:
     query: str
     headers: tuple[tuple[str, str], ...]
     body: bytes
+    # The carrying replica's trace context: the replica that serves it continues the trace.
+    trace: Carrier = field(default_factory=no_context)
 
 
 @dataclass(frozen=True, slots=True)

@@ -138,11 +138,14 @@ class ClusterMode:
             asgi,
             replica_id=replica.replica_id,
             directory=directory,
-            carrier=Carrier(self.forwarding, directory, forward_deadline(settings), app.metrics),
+            carrier=Carrier(
+                self.forwarding, directory, forward_deadline(settings), app.metrics, app.tracer
+            ),
             mcp=self.mcp,
             gate=joined.gate,
             adoption_wait_s=replica.adoption_horizon_s + settings.replica_timeout,
             link_pending=None if app.services.links is None else app.services.links.pending_of,
+            tracer=app.tracer,
         )
         nc = self.forwarding.client
         app.services.reads.use_live_waiters(

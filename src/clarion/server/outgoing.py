@@ -15,6 +15,7 @@ from clarion.domain.emails import MailTarget
 from clarion.email_config import EmailChannel
 from clarion.metrics import PrometheusMetrics
 from clarion.ports import Clock
+from clarion.ports.tracing import Tracer
 from clarion.store import SqlStore
 from clarion.store.outbox import Outbox
 from clarion.supervisor import Supervisor
@@ -44,6 +45,7 @@ async def outgoing_deliveries(
     supervisor: Supervisor,
     metrics: PrometheusMetrics,
     links: AnswerLinks,
+    tracer: Tracer,
 ) -> AsyncIterator[None]:
     """With `[[webhooks]]` or `[notifications.email]` configured: the store queues deliveries
     and a supervised deliverer sends them. Without, nothing is queued and nothing runs."""
@@ -62,6 +64,7 @@ async def outgoing_deliveries(
             metrics,
             mail=channels,
             send_mail=send_mail,
+            tracer=tracer,
         )
         store.configure_webhooks(
             Outbox(

@@ -55,6 +55,7 @@ from clarion.ports import (
     PromptFinished,
     Store,
 )
+from clarion.ports.tracing import NO_TRACER, Tracer
 from clarion.projection.events import EventPublisher
 from clarion.projection.pending import PendingProjector
 from clarion.projection.reads import Reads
@@ -109,6 +110,8 @@ class App:
     deadlines: DeadlineScheduler
     metrics: PrometheusMetrics
     supervisor: Supervisor
+    # `[telemetry]`'s tracer (the no-op without it); cluster mode traces carried requests.
+    tracer: Tracer
     # `[retention]`: the background prune, started after recovery (None: not configured).
     retention: Callable[[], Coroutine[Any, Any, None]] | None = None
 
@@ -135,24 +138,29 @@ async def build(
     runtime_factory: RuntimeFactory = AcpRuntime,
     store_wrapper: Callable[[Store], Store] | None = None,
     clock: Clock | None = None,
+    tracer: Tracer | None = None,
 ) -> AsyncIterator[App]:
     """Open every resource and wire the services; close them all on exit.
 
     Tests may swap the agent runtime (the port agents sit behind), wrap the store to inject
-    failures and drive time with a manual clock; production uses the defaults."""
+    failures, drive time with a manual clock and trace into memory; production uses the
+    defaults."""
     failpoints.configure(settings.failpoints)
     clock = clock or SystemClock()
     t = settings.timeouts
     sink = _LateSink()
     metrics = PrometheusMetrics()
     async with (
+        tracing(settings, tracer) as tracer,
         open_store(
             settings.database_url, clock, migrate_schema=settings.operations.migrate
         ) as sql_store,
         open_bus(settings.bus_url) as bus,
         Supervisor() as supervisor,
         answer_links(settings, sql_store, clock, base_url) as links,
-        outgoing_deliveries(settings, sql_store, clock, base_url, supervisor, metrics, links),
+        outgoing_deliveries(
+            settings, sql_store, clock, base_url, supervisor, metrics, links, tracer
+        ),
         runtime_factory(settings.agents, sink) as runtime,
     ):
         store: Store = sql_store if store_wrapper is None else store_wrapper(sql_store)
@@ -178,8 +186,9 @@ async def build(
                 bool(waiters.for_session(sid)) or permissions.has_pending(sid)
             ),
         )
+        launcher = Launcher(tokens, base_url)
         admission = TurnAdmission(
-            store, runtime, publisher, lanes, Launcher(tokens, base_url), failures, idle, metrics
+            store, runtime, publisher, lanes, launcher, failures, idle, metrics, tracer
         )
         canceller = ClarificationCanceller(store, publisher, waiters, supervisor, t.persist)
         watchdogs = Watchdogs(
@@ -213,6 +222,7 @@ async def build(
             handoffs=handoffs,
             live_confirm_s=t.live_confirm,
             persist_s=t.persist,
+            tracer=tracer,
         )
 
         scheduler = DeadlineScheduler(
@@ -236,9 +246,11 @@ async def build(
                 supervisor=supervisor,
                 handoffs=handoffs,
                 persist_s=t.persist,
+                tracer=tracer,
             ),
             policies=waiting_policies(settings, store),
             deadline_written=scheduler.asked,
+            tracer=tracer,
         )
         sessions = SessionService(
             store=store,
@@ -319,10 +331,23 @@ async def build(
                 deadlines=scheduler,
                 supervisor=supervisor,
                 metrics=metrics,
+                tracer=tracer,
                 retention=_retention(settings, sql_store, clock),
             )
         finally:
             watchdogs.cancel_all()
+
+
+def tracing(
+    settings: Settings, tracer: Tracer | None
+) -> contextlib.AbstractAsyncContextManager[Tracer]:
+    """The tracer given (tests), the one `[telemetry]` configures, or the no-op. OpenTelemetry
+    is imported here, when configured, and nowhere else: without it a server never loads it."""
+    if tracer is not None or settings.telemetry is None:
+        return contextlib.nullcontext(tracer or NO_TRACER)
+    from clarion.tracing import otel_tracer
+
+    return otel_tracer(settings.telemetry)
 
 
 def waiting_policies(settings: Settings, store: Store) -> WaitingPolicies:

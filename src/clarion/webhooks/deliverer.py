@@ -28,7 +28,8 @@ from clarion.domain.webhooks import (
 )
 from clarion.email_config import EmailChannel
 from clarion.ports import Clock, QueuedDelivery, WebhookStore
-from clarion.ports.metrics import NO_METRICS, Metrics
+from clarion.ports.metrics import NO_METRICS, Metrics, WebhookResult
+from clarion.ports.tracing import NO_TRACER, Tracer
 from clarion.webhook_config import Webhook, WebhookDelivery
 from clarion.webhooks.mailer import SendMail
 from clarion.webhooks.sender import Send
@@ -50,7 +51,9 @@ class WebhookDeliverer:
         metrics: Metrics = NO_METRICS,
         mail: tuple[EmailChannel, ...] = (),
         send_mail: SendMail | None = None,
+        tracer: Tracer = NO_TRACER,
     ) -> None:
+        self._tracer = tracer
         self._metrics = metrics
         self._store = store
         self._clock = clock
@@ -122,6 +125,24 @@ class WebhookDeliverer:
             delivery.id, attempts_before=delivery.attempts, now=now, lease_until=lease
         ):
             return  # another deliverer took it
+        with self._tracer.span("webhook.send") as span:
+            span.set("delivery_id", delivery.id)
+            span.set("event", delivery.event)
+            span.set("url", delivery.url)
+            span.set("attempt", delivery.attempts + 1)
+            result = await self._send_and_record(delivery, hook, channel, timeout_s, extra)
+            span.set("outcome", result)
+        self._metrics.webhook_attempt(result)
+
+    async def _send_and_record(
+        self,
+        delivery: QueuedDelivery,
+        hook: Webhook | None,
+        channel: EmailChannel | None,
+        timeout_s: float,
+        extra: dict[str, object],
+    ) -> WebhookResult:
+        """One attempt of a claimed delivery, recorded; what came of it."""
         try:
             if channel is not None and self._send_mail is not None:
                 await asyncio.wait_for(self._send_mail(channel, delivery.body), timeout_s)
@@ -137,17 +158,15 @@ class WebhookDeliverer:
             applied = await self._store.record_webhook_attempt(
                 delivery.id, attempts_before=delivery.attempts, delivered=True
             )
-            self._metrics.webhook_attempt("delivered")
             log.info("webhook delivered", extra={**extra, "recorded": applied})
-            return
+            return "delivered"
         attempts = delivery.attempts + 1
         if attempts >= self._policy.attempts:
             await self._store.record_webhook_attempt(
                 delivery.id, attempts_before=delivery.attempts, delivered=False, error=error
             )
-            self._metrics.webhook_attempt("failed")
             log.warning("webhook delivery given up", extra={**extra, "error": error})
-            return
+            return "failed"
         delay = retry_delay(attempts, self._policy.backoff_s, self._policy.max_delay_s)
         await self._store.record_webhook_attempt(
             delivery.id,
@@ -156,11 +175,11 @@ class WebhookDeliverer:
             next_attempt_at=self._clock.now() + timedelta(seconds=delay),
             error=error,
         )
-        self._metrics.webhook_attempt("retry")
         log.info(
             "webhook delivery failed; will retry",
             extra={**extra, "error": error, "retry_in_s": round(delay, 3)},
         )
+        return "retry"
 
     async def _post(self, hook: Webhook, delivery: QueuedDelivery) -> int:
         raw = delivery.body.encode()

@@ -1,0 +1,176 @@
+"""The OpenTelemetry adapter of `ports.tracing`: spans through an SDK tracer provider of its own,
+exported over OTLP/HTTP (protobuf) or printed on standard output, and the trace context carried
+as W3C `traceparent`/`tracestate` headers.
+
+The one module that imports OpenTelemetry (an import-linter rule holds it), and only the
+composition root imports it, when `[telemetry]` is configured: a server without telemetry never
+pays for loading it. Each server gets a provider of its own (not the process-global one), so
+two replicas in one process (tests) export to two places.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import sys
+import threading
+from collections.abc import AsyncIterator, Iterator
+
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
+from opentelemetry.sdk.trace.export import (
+    BatchSpanProcessor,
+    ConsoleSpanExporter,
+    SimpleSpanProcessor,
+    SpanExporter,
+)
+from opentelemetry.trace import Span as OtelSpan
+from opentelemetry.trace import Status, StatusCode
+from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+
+from clarion.ports.tracing import AttributeValue, Carrier
+from clarion.telemetry_config import TelemetrySettings
+
+log = logging.getLogger(__name__)
+
+# Every attribute Clarion records is named `clarion.<key>`.
+PREFIX = "clarion."
+# How long one OTLP export may take (retries included), and how long a stopping server waits
+# for the spans still queued: an unreachable collector must not hold the shutdown.
+_EXPORT_TIMEOUT_S = 5.0
+_SHUTDOWN_WAIT_S = 5.0
+
+_PROPAGATOR = TraceContextTextMapPropagator()
+
+
+class _Span:
+    """`ports.tracing.Span` over an SDK span."""
+
+    __slots__ = ("_span", "outcome_set")
+
+    def __init__(self, span: OtelSpan) -> None:
+        self._span = span
+        self.outcome_set = False
+
+    def set(self, key: str, value: AttributeValue | None) -> None:
+        if value is None:
+            return
+        if key == "outcome":
+            self.outcome_set = True
+        self._span.set_attribute(PREFIX + key, value)
+
+
+class OtelTracer:
+    """`ports.tracing.Tracer` over an SDK tracer provider."""
+
+    def __init__(self, provider: TracerProvider) -> None:
+        self._tracer = provider.get_tracer("clarion")
+
+    @contextlib.contextmanager
+    def span(
+        self,
+        name: str,
+        *,
+        parent: Carrier | None = None,
+        task_id: str | None = None,
+        session_id: str | None = None,
+        turn_id: str | None = None,
+        pending_id: str | None = None,
+    ) -> Iterator[_Span]:
+        # An empty carrier (no trace where it came from) leaves the current span the parent.
+        context = _PROPAGATOR.extract(parent) if parent else None
+        # Failures are recorded below, with the outcome; the SDK's own handling would record a
+        # cancellation (a BaseException) as nothing.
+        with self._tracer.start_as_current_span(
+            name, context=context, record_exception=False, set_status_on_exception=False
+        ) as otel_span:
+            span = _Span(otel_span)
+            span.set("task_id", task_id)
+            span.set("session_id", session_id)
+            span.set("turn_id", turn_id)
+            span.set("pending_id", pending_id)
+            try:
+                yield span
+            except BaseException as exc:
+                if not span.outcome_set:
+                    span.set("outcome", type(exc).__name__)
+                if isinstance(exc, Exception):
+                    otel_span.record_exception(exc)
+                otel_span.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {exc}"))
+                raise
+
+    def carrier(self) -> Carrier:
+        carrier: dict[str, str] = {}
+        _PROPAGATOR.inject(carrier)
+        return carrier
+
+
+def provider_for(
+    settings: TelemetrySettings, exporter: SpanExporter | None = None
+) -> TracerProvider:
+    """A provider exporting where `settings` say, or to `exporter` (tests: in memory)."""
+    provider = TracerProvider(resource=Resource.create({"service.name": settings.service_name}))
+    processor: SpanProcessor
+    if exporter is not None:
+        processor = SimpleSpanProcessor(exporter)
+    elif settings.exporter == "console":
+        # One JSON object per line on standard output, as each span ends: the operator asked
+        # to see them there, now.
+        processor = SimpleSpanProcessor(ConsoleSpanExporter(out=sys.stdout, formatter=_one_line))
+    else:
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
+        processor = BatchSpanProcessor(
+            OTLPSpanExporter(endpoint=settings.endpoint, timeout=_EXPORT_TIMEOUT_S),
+            export_timeout_millis=_EXPORT_TIMEOUT_S * 1000,
+        )
+    provider.add_span_processor(processor)
+    return provider
+
+
+@contextlib.asynccontextmanager
+async def otel_tracer(
+    settings: TelemetrySettings, exporter: SpanExporter | None = None
+) -> AsyncIterator[OtelTracer]:
+    """A tracer for one server's life; on exit, the spans still queued are sent (waiting no
+    longer than a few seconds, off the event loop)."""
+    provider = provider_for(settings, exporter)
+    log.info(
+        "tracing on",
+        extra={"exporter": settings.exporter, "endpoint": settings.endpoint or "stdout"},
+    )
+    try:
+        yield OtelTracer(provider)
+    finally:
+        await _shut_down(provider)
+
+
+async def _shut_down(provider: TracerProvider) -> None:
+    loop = asyncio.get_running_loop()
+    done = loop.create_future()
+
+    def shut_down() -> None:
+        try:
+            provider.shutdown()
+        finally:
+            # The loop may be gone already, when the wait below gave up and the process ended.
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(_resolve, done)
+
+    # A daemon thread, not the loop's executor: a collector that does not answer must not
+    # hold the process past this wait.
+    threading.Thread(target=shut_down, name="otel-shutdown", daemon=True).start()
+    try:
+        await asyncio.wait_for(asyncio.shield(done), _SHUTDOWN_WAIT_S)
+    except TimeoutError:
+        log.warning("spans still queued were not sent before the server stopped")
+
+
+def _one_line(span: ReadableSpan) -> str:
+    return str(span.to_json(indent=None)) + "\n"
+
+
+def _resolve(done: asyncio.Future[None]) -> None:
+    if not done.done():
+        done.set_result(None)
