@@ -29,6 +29,7 @@ FLOORS: dict[str, float] = {
     "bus": 94.0,  # 96.4
     "clarification": 88.0,  # 90.2
     "cli": 85.0,  # 87.7
+    "config": 90.0,  # moved out of the top level; not yet measured alone (as "server" below)
     "demo": 84.0,  # 87.0
     "domain": 100.0,  # pure rules: in-process tests cover every branch, no subprocess needed
     "mcp": 92.0,  # 94.2

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from clarion.config import BUILTIN_PROFILE, Settings, Timeouts, load_agent_profiles
-from clarion.config_files import redacted
+from clarion.config.files import redacted
 
 TIMEOUT_VARS = {
     "CLARION_CLARIFICATION_WAIT_S": ("clarification_wait", 7200.0),

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from clarion.config import Settings
+from clarion.config.email import load_email
 from clarion.domain.webhooks import EVENTS
-from clarion.email_config import load_email
 
 CONFIG = """
 [notifications.email]

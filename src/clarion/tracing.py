@@ -29,8 +29,8 @@ from opentelemetry.trace import Span as OtelSpan
 from opentelemetry.trace import Status, StatusCode
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
+from clarion.config.telemetry import TelemetrySettings
 from clarion.ports.tracing import AttributeValue, Carrier
-from clarion.telemetry_config import TelemetrySettings
 
 log = logging.getLogger(__name__)
 

@@ -14,8 +14,8 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any, cast
 
+from clarion.config.webhooks import Webhook, WebhookDelivery
 from clarion.store import SqlStore
-from clarion.webhook_config import Webhook, WebhookDelivery
 from tests.lifecycle.harness import Lifecycle, answer_db, fast_settings, lifecycle_on
 
 SECRET = "k"

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from clarion.clock import ManualClock
-from clarion.link_config import AnswerLinkSettings, duration_s, load_answer_links
+from clarion.config.links import AnswerLinkSettings, duration_s, load_answer_links
 from tests.lifecycle.harness import detached_question
 from tests.links.conftest import linked_app, settings_on
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from clarion.config import Settings
-from clarion.telemetry_config import TelemetrySettings
+from clarion.config.telemetry import TelemetrySettings
 
 
 def _config(tmp_path: Path, toml: str) -> str:

@@ -12,9 +12,9 @@ import pytest
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from clarion.telemetry_config import TelemetrySettings
+from clarion.config.telemetry import TelemetrySettings
+from clarion.config.webhooks import Webhook, WebhookDelivery
 from clarion.tracing import otel_tracer
-from clarion.webhook_config import Webhook, WebhookDelivery
 from tests.e2e.harness import free_port
 from tests.lifecycle.harness import (
     SKIP,

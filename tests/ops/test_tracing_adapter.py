@@ -16,10 +16,10 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import StatusCode
 
 from clarion.config import Settings
+from clarion.config.telemetry import TelemetrySettings
 from clarion.domain.errors import NotActive
 from clarion.ports.tracing import NO_CONTEXT, NO_TRACER
 from clarion.server.wiring import build
-from clarion.telemetry_config import TelemetrySettings
 from clarion.tracing import OtelTracer, otel_tracer, provider_for
 
 CONSOLE = TelemetrySettings(exporter="console", service_name="clarion-test")

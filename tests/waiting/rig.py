@@ -13,8 +13,8 @@ from typing import Any
 
 from clarion.clock import ManualClock
 from clarion.config import Settings, builtin_profile
+from clarion.config.webhooks import Webhook
 from clarion.domain.waiting import OnExpiry, WaitingPolicy, parse_duration
-from clarion.webhook_config import Webhook
 from tests.lifecycle.harness import Lifecycle, fast_settings, lifecycle_on
 
 ASK_DEFAULT = {

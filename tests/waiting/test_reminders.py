@@ -8,10 +8,10 @@ import asyncio
 import json
 from typing import Any, cast
 
+from clarion.config.webhooks import Webhook
 from clarion.domain.waiting import OnExpiry
 from clarion.domain.webhooks import SIGNATURE_HEADER, signature
 from clarion.store import SqlStore
-from clarion.webhook_config import Webhook
 from tests.lifecycle.harness import Lifecycle, answer_db
 from tests.lifecycle.test_webhook_delivery import Receiver, receiving
 from tests.waiting.rig import ShiftedClock, eventually, policy, waiting_lifecycle

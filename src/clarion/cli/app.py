@@ -25,7 +25,7 @@ from clarion.cli import (
 )
 from clarion.cli.logs import configure_logging
 from clarion.config import Settings
-from clarion.config_files import redacted
+from clarion.config.files import redacted
 
 app = typer.Typer(
     help="Clarion: durable clarification lifecycle for AI coding agents.",

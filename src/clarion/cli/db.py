@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 import typer
 
 from clarion.config import default_database_url
-from clarion.config_files import redacted
+from clarion.config.files import redacted
 from clarion.domain.waiting import parse_duration
 
 if TYPE_CHECKING:

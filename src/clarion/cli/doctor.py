@@ -23,7 +23,7 @@ from rich.table import Table
 from clarion.cli.render import stdout
 from clarion.cli.sanitize import safe
 from clarion.config import AgentProfile, Settings
-from clarion.config_files import redacted
+from clarion.config.files import redacted
 
 _REACH_S = 5.0
 

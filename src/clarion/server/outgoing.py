@@ -11,8 +11,8 @@ from collections.abc import AsyncIterator, Callable
 
 from clarion.clarification.links import AnswerLinks
 from clarion.config import Settings
+from clarion.config.email import EmailChannel
 from clarion.domain.emails import MailTarget
-from clarion.email_config import EmailChannel
 from clarion.metrics import PrometheusMetrics
 from clarion.ports import Clock
 from clarion.ports.tracing import Tracer

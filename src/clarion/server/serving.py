@@ -18,7 +18,7 @@ from starlette.types import ASGIApp
 from clarion.api.app import create_app
 from clarion.bus.nats import NatsUnavailable
 from clarion.config import Settings
-from clarion.config_files import redacted
+from clarion.config.files import redacted
 from clarion.domain.scope import EVERY_SESSION
 from clarion.orchestrator.recovery import RecoveryReport
 from clarion.ports import AgentRuntime

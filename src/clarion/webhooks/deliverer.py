@@ -19,6 +19,8 @@ from collections.abc import Mapping
 from datetime import timedelta
 
 from clarion import failpoints
+from clarion.config.email import EmailChannel
+from clarion.config.webhooks import Webhook, WebhookDelivery
 from clarion.domain.webhooks import (
     DELIVERY_HEADER,
     EVENT_HEADER,
@@ -26,11 +28,9 @@ from clarion.domain.webhooks import (
     retry_delay,
     signature,
 )
-from clarion.email_config import EmailChannel
 from clarion.ports import Clock, QueuedDelivery, WebhookStore
 from clarion.ports.metrics import NO_METRICS, Metrics, WebhookResult
 from clarion.ports.tracing import NO_TRACER, Tracer
-from clarion.webhook_config import Webhook, WebhookDelivery
 from clarion.webhooks.mailer import SendMail
 from clarion.webhooks.sender import Send
 

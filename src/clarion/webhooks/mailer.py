@@ -13,8 +13,8 @@ import smtplib
 import ssl
 from collections.abc import Awaitable, Callable
 
+from clarion.config.email import EmailChannel
 from clarion.domain.emails import envelope_address
-from clarion.email_config import EmailChannel
 
 # channel, the stored message -> None once the server accepted it; raises otherwise.
 SendMail = Callable[[EmailChannel, str], Awaitable[None]]

@@ -1,7 +1,7 @@
 """`[agents.NAME.waiting]`, `[workspaces.NAME.waiting]` and `[workspaces.NAME.roles]` from the
 config file.
 
-Imports only the pure domain (the policy and its durations) and `clarion.config_files`. A bad
+Imports only the pure domain (the policy and its durations) and `clarion.config.files`. A bad
 value raises ValueError naming the file and the key, which `clarion serve` prints on one line
 before it exits with status 2.
 """
@@ -12,7 +12,7 @@ from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Any
 
-from clarion.config_files import read_config
+from clarion.config.files import read_config
 from clarion.domain.waiting import OnExpiry, Role, WaitingPolicy, parse_duration
 
 _KEYS = ("remind_after", "escalate_after", "escalate_to", "expire_after", "on_expiry")

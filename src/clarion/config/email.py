@@ -3,7 +3,7 @@ where email notifications go and which events they carry. A workspace's table ov
 top-level one key by key for that workspace's tasks (say its own `to`, keep the server). The
 password is read from the environment variable that `password_env` names, at start.
 
-Imports only the pure domain (the event names, the address check) and `clarion.config_files`.
+Imports only the pure domain (the event names, the address check) and `clarion.config.files`.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from clarion.config_files import read_config
+from clarion.config.files import read_config
 from clarion.domain.emails import checked_address
 from clarion.domain.webhooks import EVENTS
 

@@ -1,6 +1,6 @@
 """`[[webhooks]]` and `public_url` from the config file, and the delivery policy from env vars.
 
-Imports only the pure domain (the event names) and `clarion.config_files`.
+Imports only the pure domain (the event names) and `clarion.config.files`.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from clarion.config_files import http_url, positive, read_config
+from clarion.config.files import http_url, positive, read_config
 from clarion.domain.webhooks import EVENTS as WEBHOOK_EVENTS
 
 

@@ -1,5 +1,5 @@
 """Reading configuration values: the TOML file, positive durations from env vars, http(s)
-URLs. Shared by `clarion.config` and `clarion.webhook_config`; imports nothing internal."""
+URLs. Shared by every reader in `clarion.config`; imports nothing internal."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """`answer_link_ttl` and `answer_link_secret` from the config file: how long an answer link
 stays valid, and the key that signs it when the operator sets one (otherwise the server
-generates one and keeps it in the database). Imports only `clarion.config_files` and the
+generates one and keeps it in the database). Imports only `clarion.config.files` and the
 pure domain's duration parser.
 """
 
@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from clarion.config_files import read_config
+from clarion.config.files import read_config
 from clarion.domain.waiting import parse_duration
 
 DEFAULT_TTL_S = 7 * 24 * 3600.0

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from clarion.config_files import read_config
+from clarion.config.files import read_config
 from clarion.domain.waiting import parse_duration
 
 

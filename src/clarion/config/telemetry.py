@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Literal
 from urllib.parse import urlsplit
 
-from clarion.config_files import http_url, read_config
+from clarion.config.files import http_url, read_config
 
 Exporter = Literal["otlp", "console"]
 _KEYS = frozenset({"exporter", "endpoint", "service_name"})

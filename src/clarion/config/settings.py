@@ -1,5 +1,6 @@
 """Settings, read once from flags, env vars and the TOML config file. Imports only the
-configuration readers (`config_files`, `webhook_config`), which import only the pure domain."""
+configuration readers beside it (`files`, `webhooks`, `email`, ...), which import only the pure
+domain."""
 
 from __future__ import annotations
 
@@ -12,26 +13,26 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from clarion.config_files import http_url, positive, read_config
-from clarion.domain.waiting import WaitingPolicy, parse_duration
-from clarion.email_config import EmailSettings, load_email
-from clarion.link_config import AnswerLinkSettings, load_answer_links
-from clarion.ops_config import OperationsConfig
-from clarion.permission_config import permission_rules
-from clarion.telemetry_config import TelemetrySettings, load_telemetry
-from clarion.waiting_config import (
+from clarion.config.email import EmailSettings, load_email
+from clarion.config.files import http_url, positive, read_config
+from clarion.config.links import AnswerLinkSettings, load_answer_links
+from clarion.config.ops import OperationsConfig
+from clarion.config.permissions import permission_rules
+from clarion.config.telemetry import TelemetrySettings, load_telemetry
+from clarion.config.waiting import (
     load_workspace_policies,
     load_workspace_roles,
     role_names,
     waiting_policy,
 )
-from clarion.webhook_config import (
+from clarion.config.webhooks import (
     Webhook,
     WebhookDelivery,
     checked_public_url,
     load_public_url,
     load_webhooks,
 )
+from clarion.domain.waiting import WaitingPolicy, parse_duration
 
 DEFAULT_IDLE_STOP_AFTER = 600.0
 
