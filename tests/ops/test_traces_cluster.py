@@ -20,10 +20,10 @@ from starlette.types import ASGIApp
 
 from clarion.api.app import create_app
 from clarion.config import AgentProfile
+from clarion.config.telemetry import TelemetrySettings
 from clarion.ports import AgentSink
 from clarion.server.cluster import cluster_mode
 from clarion.server.wiring import App, build
-from clarion.telemetry_config import TelemetrySettings
 from clarion.tracing import otel_tracer
 from tests.bus.conftest import NATS_URL, require_nats
 from tests.lifecycle.harness import ASK_DB, ScriptedRuntime, answer_db, fast_settings
