@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 from sqlalchemy.engine import make_url
 
-pytest_plugins = ["tests.process_leaks"]
+pytest_plugins = ["tests.process_leaks", "tests.cpu_report"]
 
 POSTGRES_URL = os.environ.get(
     "CLARION_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test"
