@@ -12,13 +12,16 @@ import logging
 import os
 from collections.abc import Mapping
 from types import TracebackType
+from typing import TYPE_CHECKING
 
-from clarion.agents.client import PermissionPolicy, sink_policy
 from clarion.agents.process import build_env, spawn
-from clarion.agents.running_agent import RunningAgent
 from clarion.config import AgentProfile
 from clarion.domain.errors import AgentFailure, NotFound
 from clarion.ports import AcpSessionInfo, AgentLaunch, AgentSink
+
+if TYPE_CHECKING:
+    from clarion.agents.client import PermissionPolicy
+    from clarion.agents.running_agent import RunningAgent
 
 logger = logging.getLogger(__name__)
 
@@ -45,7 +48,7 @@ class AcpRuntime:
         self._profiles = dict(profiles)
         self._sink = sink
         self._base_env = dict(base_env or {})
-        self._permissions = permissions or sink_policy(sink)
+        self._permissions = permissions  # None: the sink decides (see _start)
         self._start_timeout = start_timeout
         self._accept_timeout = accept_timeout
         self._stop_grace = stop_grace
@@ -91,6 +94,14 @@ class AcpRuntime:
             return True
 
     async def _start(self, profile: AgentProfile, launch: AgentLaunch) -> RunningAgent:
+        # The ACP library is imported with the first agent, not with the server: its schema
+        # (hundreds of pydantic models) is about a third of a server's import time, which a
+        # server that never starts an agent need not pay.
+        from clarion.agents.client import sink_policy
+        from clarion.agents.running_agent import RunningAgent
+
+        if self._permissions is None:
+            self._permissions = sink_policy(self._sink)
         sid = launch.session_id
         extra = {"session_id": sid, "profile": profile.name}
         cwd = _absolute(profile.cwd)
