@@ -12,8 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import fresh_database_url
-from tests.e2e.harness import ServerProcess
+from tests.e2e.harness import ServerProcess, running_server
 
 
 def create_token(database_url: str | None, user: str, workspace: str, home: Path) -> str:
@@ -62,26 +61,15 @@ class Team:
 @pytest.fixture(scope="module")
 def team(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Team]:
     tmp = tmp_path_factory.mktemp("auth")
-    with fresh_database_url("sqlite", tmp) as url:
-        workdir = tmp / "server"
-        workdir.mkdir()
-        server = ServerProcess(
-            database_url=url,
-            workdir=workdir,
-            args=["--auth"],
-            env={"CLARION_CLARIFICATION_WAIT_S": "600"},  # the live bundle stays live
+    # CLARION_CLARIFICATION_WAIT_S: the live bundle stays live.
+    with running_server(tmp, args=["--auth"], CLARION_CLARIFICATION_WAIT_S="600") as server:
+        # Issued while the server runs on the same database.
+        alice_token = create_token(server.database_url, "alice", "alpha", tmp)
+        bob_token = create_token(server.database_url, "bob", "beta", tmp)
+        yield Team(
+            server=server,
+            alice=dataclasses.replace(server, headers=bearer(alice_token)),
+            bob=dataclasses.replace(server, headers=bearer(bob_token)),
+            alice_token=alice_token,
+            bob_token=bob_token,
         )
-        try:
-            server.start()
-            # Issued while the server runs on the same database.
-            alice_token = create_token(url, "alice", "alpha", tmp)
-            bob_token = create_token(url, "bob", "beta", tmp)
-            yield Team(
-                server=server,
-                alice=dataclasses.replace(server, headers=bearer(alice_token)),
-                bob=dataclasses.replace(server, headers=bearer(bob_token)),
-                alice_token=alice_token,
-                bob_token=bob_token,
-            )
-        finally:
-            server.stop()

@@ -11,22 +11,15 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import fresh_database_url
-from tests.e2e.harness import FAST_TIMEOUTS, ServerProcess, free_port, recv_until
+from tests.e2e.harness import FAST_TIMEOUTS, ServerProcess, free_port, recv_until, running_server
 
 pytestmark = pytest.mark.e2e
 
 
 @pytest.fixture(scope="module")
 def open_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    tmp = tmp_path_factory.mktemp("open")
-    with fresh_database_url("sqlite", tmp) as url:
-        server = ServerProcess(database_url=url, workdir=tmp)
-        try:
-            server.start()
-            yield server
-        finally:
-            server.kill()
+    with running_server(tmp_path_factory.mktemp("open")) as server:
+        yield server
 
 
 def test_without_auth_every_caller_sees_everything_in_the_default_workspace(

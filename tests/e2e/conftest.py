@@ -9,7 +9,7 @@ import pytest
 
 from tests.conftest import fresh_database_url, services_required
 from tests.e2e.cluster import NATS, TIMEOUT_S
-from tests.e2e.harness import ServerProcess
+from tests.e2e.harness import ServerProcess, running_server
 
 pytestmark = pytest.mark.e2e
 
@@ -71,16 +71,8 @@ def module_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerPr
     """One running server (fresh SQLite, in-process bus) for a whole test module, for tests that
     use only tasks and sessions of their own and read nothing server-wide: a start saved per
     test (one per pytest worker that runs any of them)."""
-    tmp = tmp_path_factory.mktemp("module-server")
-    with fresh_database_url("sqlite", tmp) as url:
-        workdir = tmp / "server"
-        workdir.mkdir()
-        process = ServerProcess(database_url=url, workdir=workdir)
-        try:
-            process.start()
-            yield process
-        finally:
-            process.stop()
+    with running_server(tmp_path_factory.mktemp("module-server")) as server:
+        yield server
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ import ssl
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -293,6 +293,22 @@ def answer(question_id: str = "db", option: str = "postgres", text: str = "") ->
 
 
 SKIP = {"rejected": True, "reject_reason": "User skipped", "answers": []}
+
+
+@contextmanager
+def running_server(tmp: Path, *, args: Sequence[str] = (), **env: str) -> Iterator[ServerProcess]:
+    """A started server (`clarion serve ARGS`, in-process bus) on a fresh SQLite database in
+    `tmp`, stopped on exit: a graceful stop lets it and its agents write their coverage data."""
+    workdir = tmp / "server"
+    workdir.mkdir()
+    server = ServerProcess(
+        database_url=f"sqlite:///{tmp / 'clarion.db'}", workdir=workdir, args=list(args), env=env
+    )
+    try:
+        server.start()
+        yield server
+    finally:
+        server.stop()
 
 
 def recv_until(

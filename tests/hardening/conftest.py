@@ -11,8 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.conftest import fresh_database_url
-from tests.e2e.harness import ServerProcess
+from tests.e2e.harness import ServerProcess, running_server
 
 pytestmark = pytest.mark.e2e
 
@@ -24,13 +23,5 @@ def assert_no_traceback(server: ServerProcess) -> None:
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    tmp = tmp_path_factory.mktemp("hardening")
-    with fresh_database_url("sqlite", tmp) as url:
-        workdir = tmp / "server"
-        workdir.mkdir()
-        process = ServerProcess(database_url=url, workdir=workdir)
-        try:
-            process.start()
-            yield process
-        finally:
-            process.kill()
+    with running_server(tmp_path_factory.mktemp("hardening")) as process:
+        yield process

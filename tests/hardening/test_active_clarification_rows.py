@@ -4,30 +4,14 @@ prompts says so in its response and in the transcript, with no traceback on /mcp
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.conftest import fresh_database_url
 from tests.e2e.harness import ServerProcess, answer, wait_until
 from tests.hardening.conftest import assert_no_traceback
 
 pytestmark = pytest.mark.e2e
-
-
-@pytest.fixture
-def server(tmp_path: Path) -> Iterator[ServerProcess]:
-    with fresh_database_url("sqlite", tmp_path) as url:
-        workdir = tmp_path / "server"
-        workdir.mkdir()
-        process = ServerProcess(database_url=url, workdir=workdir)
-        try:
-            process.start()
-            yield process
-        finally:
-            process.kill()
 
 
 def question_rows(server: ServerProcess, session_id: str) -> list[dict[str, Any]]:

@@ -15,8 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.auth.conftest import bearer, create_token
-from tests.conftest import fresh_database_url
-from tests.e2e.harness import ServerProcess
+from tests.e2e.harness import ServerProcess, running_server
 from tests.hardening.conftest import assert_no_traceback
 
 pytestmark = pytest.mark.e2e
@@ -27,19 +26,10 @@ SEED = 18
 
 @pytest.fixture(params=[False, True], ids=["open", "auth"])
 def target(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[ServerProcess]:
-    with fresh_database_url("sqlite", tmp_path) as url:
-        workdir = tmp_path / "server"
-        workdir.mkdir()
-        server = ServerProcess(
-            database_url=url, workdir=workdir, args=["--auth"] if request.param else []
-        )
-        try:
-            server.start()
-            if request.param:
-                server.headers = bearer(create_token(url, "fuzzer", "lab", tmp_path))
-            yield server
-        finally:
-            server.kill()
+    with running_server(tmp_path, args=["--auth"] if request.param else []) as server:
+        if request.param:
+            server.headers = bearer(create_token(server.database_url, "fuzzer", "lab", tmp_path))
+        yield server
 
 
 # Alone it takes ~15 s per mode; the ceiling is for a loaded machine running the whole suite.
