@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 from playwright.sync_api import Browser, BrowserContext, Page, expect, sync_playwright
 
-from tests.conftest import fresh_database_url, services_required
+from tests.conftest import services_required
 from tests.e2e.conftest import make_server, server  # noqa: F401
-from tests.e2e.harness import ServerProcess
+from tests.e2e.harness import ServerProcess, running_server
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -68,16 +68,8 @@ def browser() -> Iterator[Browser]:
 @pytest.fixture(scope="package")
 def shared_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     """One real server for the browser tests; they keep apart by using their own tasks."""
-    tmp = tmp_path_factory.mktemp("browser-server")
-    with fresh_database_url("sqlite", tmp) as url:
-        workdir = tmp / "server"
-        workdir.mkdir()
-        process = ServerProcess(database_url=url, workdir=workdir, env={"CLARION_NO_SAMPLE": "1"})
-        try:
-            process.start()
-            yield process
-        finally:
-            process.stop()
+    with running_server(tmp_path_factory.mktemp("browser-server")) as process:
+        yield process
 
 
 def _open_page(context: BrowserContext, errors: list[str]) -> Page:

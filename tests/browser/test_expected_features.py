@@ -14,24 +14,15 @@ from playwright.sync_api import Page, expect
 
 from tests.browser.conftest import LAPTOP
 from tests.browser.ui_steps import open_board, start_session
-from tests.conftest import fresh_database_url
-from tests.e2e.harness import ServerProcess
+from tests.e2e.harness import ServerProcess, running_server
 
 pytestmark = pytest.mark.browser
 
 
 @pytest.fixture(scope="module")
 def empty_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    tmp = tmp_path_factory.mktemp("empty-server")
-    with fresh_database_url("sqlite", tmp) as url:
-        workdir = tmp / "server"
-        workdir.mkdir()
-        process = ServerProcess(database_url=url, workdir=workdir, env={"CLARION_NO_SAMPLE": "1"})
-        try:
-            process.start()
-            yield process
-        finally:
-            process.stop()
+    with running_server(tmp_path_factory.mktemp("empty-server")) as server:
+        yield server
 
 
 def test_an_empty_board_says_how_to_start_an_agent_and_offers_the_configured_profiles(
@@ -115,18 +106,19 @@ def test_search_filters_shortcuts_markdown_badge_words_and_dates(
 def test_dark_mode_follows_the_system(shared_server: ServerProcess, page: Page) -> None:
     page.emulate_media(color_scheme="dark")
     open_board(page, shared_server)
-    background = page.evaluate(
-        "() => { const [r, g, b] = getComputedStyle(document.body).backgroundColor"
-        ".match(/\\d+/g).map(Number); return (0.2126 * r + 0.7152 * g + 0.0722 * b) / 255; }"
-    )
-    ink = page.evaluate(
-        "() => { const [r, g, b] = getComputedStyle(document.querySelector('.topbar h1')).color"
-        ".match(/\\d+/g).map(Number); return (0.2126 * r + 0.7152 * g + 0.0722 * b) / 255; }"
-    )
+    background = _luminance(page, "document.body", "backgroundColor")
+    ink = _luminance(page, "document.querySelector('.topbar h1')", "color")
     assert background < 0.2 and ink > 0.8, (background, ink)
     page.emulate_media(color_scheme="light")
-    light = page.evaluate(
-        "() => { const [r, g, b] = getComputedStyle(document.body).backgroundColor"
-        ".match(/\\d+/g).map(Number); return (0.2126 * r + 0.7152 * g + 0.0722 * b) / 255; }"
-    )
+    light = _luminance(page, "document.body", "backgroundColor")
     assert light > 0.9
+
+
+def _luminance(page: Page, element: str, prop: str) -> float:
+    """The relative luminance (0 dark .. 1 light) of an element's computed colour `prop`."""
+    return float(
+        page.evaluate(
+            f"() => {{ const [r, g, b] = getComputedStyle({element}).{prop}"
+            ".match(/\\d+/g).map(Number); return (0.2126 * r + 0.7152 * g + 0.0722 * b) / 255; }"
+        )
+    )

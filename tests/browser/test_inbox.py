@@ -12,8 +12,7 @@ from playwright.sync_api import Page, expect
 
 from tests.browser.conftest import LAPTOP
 from tests.browser.ui_steps import screenshot, start_session
-from tests.conftest import fresh_database_url
-from tests.e2e.harness import ServerProcess
+from tests.e2e.harness import ServerProcess, running_server
 
 pytestmark = pytest.mark.browser
 
@@ -34,16 +33,8 @@ window.Notification = class {
 
 @pytest.fixture(scope="module")
 def inbox_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    tmp = tmp_path_factory.mktemp("inbox-server")
-    with fresh_database_url("sqlite", tmp) as url:
-        workdir = tmp / "server"
-        workdir.mkdir()
-        process = ServerProcess(database_url=url, workdir=workdir, env={"CLARION_NO_SAMPLE": "1"})
-        try:
-            process.start()
-            yield process
-        finally:
-            process.stop()
+    with running_server(tmp_path_factory.mktemp("inbox-server")) as server:
+        yield server
 
 
 def _open_inbox(page: Page, server: ServerProcess) -> None:
