@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 from websockets.sync.client import ClientConnection, connect
 
 # One TLS context for every request the tests make: `httpx.get` and friends otherwise build one
@@ -280,6 +281,28 @@ class ServerProcess:
             f"ws://127.0.0.1:{self.port}/api/v1/ws", additional_headers=self.headers or None
         ) as ws:
             yield ws
+
+
+def answer_survives_a_crash_while_the_agent_starts(
+    server: ServerProcess, session_id: str, pending_id: str
+) -> None:
+    """On a server started with `resume.agent_ready=crash` whose agent for `session_id` is not
+    running: the answer that must start it crashes the server; after a restart the question is
+    still open and undelivered, and answering again resumes the agent once."""
+    with pytest.raises(httpx.HTTPError):
+        server.respond(pending_id, answer("db", "sqlite"))
+    assert server.wait_exit() == 137
+    server.start()
+
+    bundle = server.bundle(pending_id)
+    assert bundle["state"] == "active_detached"
+    assert bundle["delivery"] is None
+    assert all(r["metadata"]["status"] == "pending" for r in bundle["rows"])
+    again = server.respond(pending_id, answer("db", "sqlite"))
+    assert again.status_code == 200, again.text
+    assert again.json()["resumed"] is True
+    server.wait_for_agent_text(session_id, RESUME_MARK)
+    assert server.resume_prompts_seen(session_id) == 1
 
 
 def answer(question_id: str = "db", option: str = "postgres", text: str = "") -> dict[str, Any]:

@@ -9,11 +9,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 from tests.e2e.cluster import RESUME_MARK, replica_id, session_owner, wait_role
-from tests.e2e.harness import ServerProcess, answer, wait_until
+from tests.e2e.harness import (
+    ServerProcess,
+    answer,
+    answer_survives_a_crash_while_the_agent_starts,
+    wait_until,
+)
 
 DBS = [
     pytest.param("sqlite", id="sqlite"),
@@ -40,18 +44,6 @@ def _wait_process(server: ServerProcess, session_id: str, process: str) -> dict[
         what=f"agent_process {process}",
     )
     return found
-
-
-def _resumes(server: ServerProcess, session_id: str) -> int:
-    return sum(RESUME_MARK in text for text in server.agent_texts(session_id))
-
-
-def _detached_question(server: ServerProcess) -> tuple[str, str]:
-    session_id = server.start_session(server.create_task(), "/scenario ask-timeout t=1")
-    pending_id = server.wait_for_bundle(session_id)
-    server.wait_for_agent_text(session_id, "No answer yet; ending turn.")
-    server.wait_for_state(pending_id, "active_detached")
-    return session_id, pending_id
 
 
 @pytest.mark.parametrize("db", DBS)
@@ -89,7 +81,7 @@ def test_a_detached_answer_restarts_a_stopped_agent_and_resumes_once(
     server = make_server(db=db)
     server.args = _idle_config(server.workdir)
     server.start()
-    session_id, pending_id = _detached_question(server)
+    session_id, pending_id = server.detached_question()
     stopped = _wait_process(server, session_id, "stopped")
     assert stopped["state"] == "WAITING_FOR_INPUT"
     assert stopped["pending_action"] == "clarification"
@@ -99,7 +91,7 @@ def test_a_detached_answer_restarts_a_stopped_agent_and_resumes_once(
     assert response.status_code == 200, response.text
     assert response.json()["resumed"] is True
     server.wait_for_agent_text(session_id, RESUME_MARK)
-    assert _resumes(server, session_id) == 1
+    assert server.resume_prompts_seen(session_id) == 1
 
 
 @pytest.mark.parametrize("db", DBS)
@@ -109,23 +101,10 @@ def test_a_crash_while_a_stopped_agent_restarts_leaves_the_answer_answerable(
     server = make_server(db=db)
     server.args = _idle_config(server.workdir)
     server.start(failpoints="resume.agent_ready=crash")
-    session_id, pending_id = _detached_question(server)
+    session_id, pending_id = server.detached_question()
     _wait_process(server, session_id, "stopped")
 
-    with pytest.raises(httpx.HTTPError):
-        server.respond(pending_id, answer("db", "sqlite"))
-    assert server.wait_exit() == 137
-    server.start()
-
-    bundle = server.bundle(pending_id)
-    assert bundle["state"] == "active_detached"
-    assert bundle["delivery"] is None
-    assert all(r["metadata"]["status"] == "pending" for r in bundle["rows"])
-    again = server.respond(pending_id, answer("db", "sqlite"))
-    assert again.status_code == 200, again.text
-    assert again.json()["resumed"] is True
-    server.wait_for_agent_text(session_id, RESUME_MARK)
-    assert _resumes(server, session_id) == 1
+    answer_survives_a_crash_while_the_agent_starts(server, session_id, pending_id)
 
 
 @pytest.mark.postgres
@@ -140,7 +119,7 @@ def test_a_replica_adopting_a_session_whose_agent_stopped_while_idle_starts_it_f
     second.args += _idle_config(second.workdir, after="0")
     second.start(wait_ready=False)
     wait_role(second, "active")
-    session_id, pending_id = _detached_question(first)
+    session_id, pending_id = first.detached_question()
     assert session_owner(first, session_id) == replica_id(first)
     _wait_process(first, session_id, "stopped")
     # Any replica reads the stop from the session's record.
@@ -158,7 +137,7 @@ def test_a_replica_adopting_a_session_whose_agent_stopped_while_idle_starts_it_f
     assert response.status_code == 200, response.text
     assert response.json()["resumed"] is True
     second.wait_for_agent_text(session_id, RESUME_MARK)
-    assert _resumes(second, session_id) == 1
+    assert second.resume_prompts_seen(session_id) == 1
     adopted = _session(second, session_id)
     assert adopted["agent_process"] == "running"
     assert adopted["agent_process_note"] is None

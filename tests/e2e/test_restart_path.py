@@ -16,26 +16,30 @@ import httpx
 import pytest
 
 from tests.cli.cli_runner import run_cli
-from tests.e2e.harness import ServerProcess, answer, wait_until
+from tests.e2e.harness import (
+    RESUME_MARK,
+    ServerProcess,
+    answer,
+    answer_survives_a_crash_while_the_agent_starts,
+    wait_until,
+)
 from tests.ops.scrape import scrape, value
 
 DBS = [
     pytest.param("sqlite", id="sqlite"),
     pytest.param("postgres", id="postgres", marks=pytest.mark.postgres),
 ]
-RESUME_MARK = "You previously asked the user:"
-
-
-def _resume_prompts_seen(server: ServerProcess, session_id: str) -> int:
-    return sum(RESUME_MARK in text for text in server.agent_texts(session_id))
 
 
 def _conversational_turns(server: ServerProcess, session_id: str) -> list[dict[str, object]]:
     return [t for t in server.turns(session_id) if not t["metadata"].get("lifecycle_only")]
 
 
-def _question_left_by_a_restart(server: ServerProcess, agent: str = "builtin") -> tuple[str, str]:
-    """A detached question whose agent is gone: the next answer must start the agent again."""
+def _question_left_by_a_restart(
+    server: ServerProcess, agent: str = "builtin", failpoints: str = ""
+) -> tuple[str, str]:
+    """A detached question whose agent is gone (the server was killed and started again, with
+    `failpoints`): the next answer must start the agent again."""
     session_id = server.start_session(
         server.create_task(), "/scenario ask-timeout t=1", agent=agent
     )
@@ -43,7 +47,7 @@ def _question_left_by_a_restart(server: ServerProcess, agent: str = "builtin") -
     server.wait_for_agent_text(session_id, "No answer yet; ending turn.")
     server.wait_for_state(pending_id, "active_detached")
     server.kill()
-    server.start()
+    server.start(failpoints=failpoints)
     assert server.bundle(pending_id)["state"] == "active_detached"
     return session_id, pending_id
 
@@ -64,24 +68,11 @@ def test_crash_while_the_agent_starts_leaves_the_answer_answerable_and_resumes_o
 ) -> None:
     server = make_server(db=db)
     server.start()
-    session_id, pending_id = _question_left_by_a_restart(server)
-    server.kill()
-    server.start(failpoints="resume.agent_ready=crash")
+    session_id, pending_id = _question_left_by_a_restart(
+        server, failpoints="resume.agent_ready=crash"
+    )
 
-    with pytest.raises(httpx.HTTPError):
-        server.respond(pending_id, answer("db", "sqlite"))
-    assert server.wait_exit() == 137
-    server.start()
-
-    bundle = server.bundle(pending_id)
-    assert bundle["state"] == "active_detached"
-    assert bundle["delivery"] is None
-    assert all(r["metadata"]["status"] == "pending" for r in bundle["rows"])
-    again = server.respond(pending_id, answer("db", "sqlite"))
-    assert again.status_code == 200, again.text
-    assert again.json()["resumed"] is True
-    server.wait_for_agent_text(session_id, RESUME_MARK)
-    assert _resume_prompts_seen(server, session_id) == 1
+    answer_survives_a_crash_while_the_agent_starts(server, session_id, pending_id)
 
 
 def _slow_agent_config(workdir: Path, seconds: float) -> Path:
@@ -118,7 +109,7 @@ def test_kill_while_a_slow_agent_boots_leaves_the_answer_answerable(
     again = server.respond(pending_id, answer("db", "sqlite"))
     assert again.status_code == 200, again.text
     server.wait_for_agent_text(session_id, RESUME_MARK, timeout=60)
-    assert _resume_prompts_seen(server, session_id) == 1
+    assert server.resume_prompts_seen(session_id) == 1
 
 
 @pytest.mark.parametrize("db", DBS)
@@ -127,9 +118,9 @@ def test_crash_after_the_attempt_marker_reads_ambiguous_and_one_resend_starts_on
 ) -> None:
     server = make_server(db=db)
     server.start()
-    session_id, pending_id = _question_left_by_a_restart(server)
-    server.kill()
-    server.start(failpoints="resume.after_attempt=crash")
+    session_id, pending_id = _question_left_by_a_restart(
+        server, failpoints="resume.after_attempt=crash"
+    )
     with pytest.raises(httpx.HTTPError):
         server.respond(pending_id, answer("db", "sqlite"))
     assert server.wait_exit() == 137
@@ -138,7 +129,7 @@ def test_crash_after_the_attempt_marker_reads_ambiguous_and_one_resend_starts_on
     bundle = server.bundle(pending_id)
     assert bundle["state"] == "terminal"
     assert bundle["delivery"] == "ambiguous"
-    assert _resume_prompts_seen(server, session_id) == 0
+    assert server.resume_prompts_seen(session_id) == 0
     refused = server.respond(pending_id, answer("db", "sqlite"))
     assert refused.status_code == 409
     turns_before = len(_conversational_turns(server, session_id))
@@ -155,7 +146,7 @@ def test_crash_after_the_attempt_marker_reads_ambiguous_and_one_resend_starts_on
     assert match, resent.stdout
     turn_id = match.group(1)
     server.wait_for_agent_text(session_id, RESUME_MARK)
-    assert _resume_prompts_seen(server, session_id) == 1
+    assert server.resume_prompts_seen(session_id) == 1
     turns = _conversational_turns(server, session_id)
     assert len(turns) == turns_before + 1 and turns[-1]["id"] == turn_id
     settled = server.bundle(pending_id)
@@ -164,7 +155,7 @@ def test_crash_after_the_attempt_marker_reads_ambiguous_and_one_resend_starts_on
     twice = server.request("POST", f"/clarification/{pending_id}/resend")
     assert twice.status_code == 409
     assert twice.json()["error"]["delivery"] == "delivered"
-    assert _resume_prompts_seen(server, session_id) == 1
+    assert server.resume_prompts_seen(session_id) == 1
 
 
 def test_resend_is_refused_for_an_answer_that_was_delivered(server: ServerProcess) -> None:
@@ -208,7 +199,7 @@ def test_publication_failure_after_acceptance_reads_terminal_at_once(
     server.start()
     assert server.bundle(pending_id)["state"] == "terminal"
     assert server.bundle(pending_id)["delivery"] == "delivered"
-    assert _resume_prompts_seen(server, session_id) == 1
+    assert server.resume_prompts_seen(session_id) == 1
 
 
 @pytest.mark.parametrize("db", DBS)
@@ -286,4 +277,4 @@ def test_live_answer_killed_before_the_agent_spoke_reads_ambiguous_and_can_be_re
     resent = server.request("POST", f"/clarification/{pending_id}/resend")
     assert resent.status_code == 200, resent.text
     server.wait_for_agent_text(session_id, RESUME_MARK)
-    assert _resume_prompts_seen(server, session_id) == 1
+    assert server.resume_prompts_seen(session_id) == 1
