@@ -6,7 +6,8 @@
  * @typedef {{option_id: string, label: string, description?: string}} Option
  * @typedef {{id: string, title?: string, prompt: string, options: Option[]}} Question
  * @typedef {{pending_id: string, state: string, questions: Question[], context?: string | null,
- *   session_id?: string, task_id?: string, turn_id?: string}} Bundle
+ *   session_id?: string, task_id?: string, turn_id?: string, expires_at?: string | null,
+ *   on_expiry?: string | null, escalated_to?: string[] | null}} Bundle
  * @typedef {{selected: string | null, custom: string}} Draft
  * @typedef {{pendingId: string, questions: Question[], context: string, step: number,
  *   drafts: Record<string, Draft>}} AnswerForm

@@ -30,8 +30,9 @@ export function inboxOrder(items) {
 }
 
 /**
- * A waiting policy's deadline in words: "expires in 3 h, then Skip" (null without one).
- * @param {InboxItem} item
+ * A waiting policy's deadline in words: "expires in 3 h, then Skip" (null without one). An
+ * inbox item or a bundle read.
+ * @param {{expires_at?: string | null, on_expiry?: string | null}} item
  * @param {number} now milliseconds since the epoch
  */
 export function deadlineWords(item, now) {
@@ -49,7 +50,7 @@ export function deadlineWords(item, now) {
 
 /**
  * "Escalated to bob" when the waiting policy asked more people (null otherwise).
- * @param {InboxItem} item
+ * @param {{escalated_to?: string[] | null}} item
  */
 export function escalationWords(item) {
   const users = item.escalated_to ?? [];

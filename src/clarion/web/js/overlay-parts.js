@@ -4,8 +4,26 @@
 
 import { canSubmit, isAnswered, submitHint } from "./answer-form.js";
 import { h } from "./dom.js";
+import { deadlineWords, escalationWords } from "./inbox.js";
+import { fullStamp } from "./time-words.js";
 
 /** @typedef {import("./answer-form.js").AnswerForm} AnswerForm */
+/** @typedef {import("./answer-form.js").Bundle} Bundle */
+
+/**
+ * The question's waiting policy, as the inbox line shows it: its deadline ("expires in 3 h,
+ * then Skip", the time on hover) and whom it was escalated to; null without either.
+ * @param {Bundle} bundle
+ */
+export function waitingLine(bundle) {
+  const deadline = deadlineWords(bundle, Date.now());
+  const escalated = escalationWords(bundle);
+  if (!deadline && !escalated) return null;
+  return h("p", { class: "notice question-waiting", testid: "question-waiting" },
+    deadline ? h("time", { testid: "question-deadline", datetime: String(bundle.expires_at),
+      title: fullStamp(String(bundle.expires_at)), text: deadline }) : null,
+    escalated ? h("span", { class: "badge inbox-escalated", testid: "question-escalated", text: escalated }) : null);
+}
 /** @typedef {import("./answer-form.js").Question} Question */
 
 /**

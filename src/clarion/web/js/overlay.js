@@ -20,7 +20,7 @@ import { h } from "./dom.js";
 import { forgetDraft, restoreDraft, saveDraft } from "./drafts.js";
 import { renderMarkdown } from "./markdown.js";
 import { canRefocus, touchScreen, trapTab } from "./focus.js";
-import { optionGroup, refreshControls, skipConfirmation, stepChips } from "./overlay-parts.js";
+import { optionGroup, refreshControls, skipConfirmation, stepChips, waitingLine } from "./overlay-parts.js";
 
 /** @typedef {import("./answer-form.js").Bundle} Bundle */
 /** @typedef {import("./answer-form.js").AnswerForm} AnswerForm */
@@ -151,6 +151,7 @@ export class ClarificationOverlay {
           ? h("p", { class: "notice", testid: "detached-notice" },
             "The agent stopped waiting. It will resume with your answer when you send it.")
           : null,
+        waitingLine(bundle),
         form.context ? h("div", { class: "context markdown", testid: "clarification-context" }, ...renderMarkdown(form.context)) : null,
         multi ? stepChips(form, this.submitting, step) : null,
         h("div", { class: "question", testid: "clarification-question", dataset: { questionId: question.id } },

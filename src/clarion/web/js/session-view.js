@@ -140,8 +140,9 @@ export class SessionView {
         action === "session.state_changed") {
       void this.reloadSession();
     }
+    // `clarification.waiting.updated`: a deadline moved or the question was escalated.
     if (payload.type === "clarification_request" || action === "session.turn.started" ||
-        action === "session.turn.completed") {
+        action === "session.turn.completed" || action === "clarification.waiting.updated") {
       void this.refreshBundle();
     }
   }
