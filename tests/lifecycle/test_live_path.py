@@ -9,7 +9,7 @@ import json
 import pytest
 
 from clarion import failpoints
-from clarion.clarification.resolver import RespondResult
+from clarion.clarification.respond_result import RespondResult
 from clarion.domain.errors import (
     AcceptedButUnfinalized,
     InvalidInput,

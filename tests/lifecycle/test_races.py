@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator, Sequence
 
 import pytest
 
-from clarion.clarification.resolver import RespondResult
+from clarion.clarification.respond_result import RespondResult
 from clarion.domain.errors import NotActive
 from tests.lifecycle.harness import Lifecycle, answer_db, running_lifecycle
 

@@ -8,7 +8,7 @@ import asyncio
 import contextlib
 from datetime import timedelta
 
-from clarion.clarification.resolver import RespondResult
+from clarion.clarification.respond_result import RespondResult
 from clarion.domain.errors import NotActive
 from clarion.domain.models import MetaKey
 from clarion.domain.waiting import OnExpiry

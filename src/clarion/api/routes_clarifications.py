@@ -14,7 +14,7 @@ from clarion.api.routes_tasks import services
 from clarion.api.schemas import Respond
 from clarion.api.services import ApiServices
 from clarion.api.waiting_schema import BundleRead, documented
-from clarion.clarification.resolver import RespondResult
+from clarion.clarification.respond_result import RespondResult
 
 router = APIRouter(prefix="/api/v1")
 

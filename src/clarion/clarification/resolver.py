@@ -10,14 +10,14 @@ their turn is still current, and say the request may be retried.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, replace
-from typing import Any
+from dataclasses import replace
 
 from clarion import failpoints
 from clarion.clarification.handoffs import AnswerHandoffs
+from clarion.clarification.respond_result import RespondResult, as_recorded, outcome_of
 from clarion.clarification.restorer import ClaimRestorer
 from clarion.clarification.waiters import Delivery, DeliveryState, LiveWaiters
-from clarion.domain.answers import response_wire, validate_response
+from clarion.domain.answers import validate_response
 from clarion.domain.bundles import (
     bundle_state,
     lost_to_cancellation,
@@ -46,24 +46,6 @@ from clarion.supervisor import Supervisor, bounded
 log = logging.getLogger(__name__)
 
 ACTIVE = (BundleState.ACTIVE_LIVE, BundleState.ACTIVE_DETACHED)
-
-
-@dataclass(frozen=True, slots=True)
-class RespondResult:
-    response: ClarificationResponse
-    resumed: bool
-    successor_turn_id: str | None
-    # Handed to the agent's waiting call (not stored for a detached question); not on the wire.
-    live: bool = False
-
-    def wire(self) -> dict[str, Any]:
-        return {
-            "success": True,
-            "status": "rejected" if self.response.rejected else "answered",
-            "response": response_wire(self.response),
-            "resumed": self.resumed,
-            "successor_turn_id": self.successor_turn_id,
-        }
 
 
 class Resolver:
@@ -98,7 +80,7 @@ class Resolver:
         only if the expiry has not fired yet (the claim applies both or neither)."""
         with self._tracer.span("respond", pending_id=pending_id) as span:
             result = await self._respond(pending_id, body, by_policy, span)
-            span.set("outcome", _outcome(result))
+            span.set("outcome", outcome_of(result))
             return result
 
     async def _respond(
@@ -147,7 +129,7 @@ class Resolver:
         span.set("turn_id", claim.bundle.current_turn_id)
         if not claim.claimed:
             raise self._lost(claim)
-        stamped = _stamped(response, claim)
+        stamped = as_recorded(response, claim)
         log.info(
             "clarification response claimed",
             extra={
@@ -299,22 +281,3 @@ class Resolver:
         )
         self._publish_in_background(claim)
         return RespondResult(response=response, resumed=False, successor_turn_id=None)
-
-
-def _outcome(result: RespondResult) -> str:
-    if result.live:
-        return "delivered"
-    return "resumed" if result.resumed else "rejected"
-
-
-def _stamped(response: ClarificationResponse, claim: ClaimResult) -> ClarificationResponse:
-    """The response as recorded: its responded_at is the claim's commit time."""
-    first = claim.claimed[0]
-    return ClarificationResponse(
-        pending_id=response.pending_id,
-        answers=response.answers,
-        rejected=response.rejected,
-        reject_reason=response.reject_reason,
-        responded_at=first.updated_at,
-        by_policy=response.by_policy,
-    )
