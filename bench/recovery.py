@@ -143,8 +143,8 @@ async def detached_so_far(url: str) -> int:
     """Bundle rows already marked agent_disconnected (progress of a recovery cut short)."""
     from sqlalchemy import func, select
 
-    from clarion.store.engine import open_engine
-    from clarion.store.schema import task_session_messages as messages
+    from clarion.store.db.engine import open_engine
+    from clarion.store.db.schema import task_session_messages as messages
 
     engine = open_engine(url)
     try:

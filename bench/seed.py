@@ -17,10 +17,10 @@ from typing import Any
 from sqlalchemy import insert, select
 
 from clarion.domain.ids import new_id
-from clarion.store.engine import open_engine
-from clarion.store.schema import task_session_messages as messages
-from clarion.store.schema import task_session_turns as turns
-from clarion.store.schema import task_sessions as sessions
+from clarion.store.db.engine import open_engine
+from clarion.store.db.schema import task_session_messages as messages
+from clarion.store.db.schema import task_session_turns as turns
+from clarion.store.db.schema import task_sessions as sessions
 
 BATCH = 2_000
 

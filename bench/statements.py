@@ -99,7 +99,7 @@ def _install(path: str) -> None:
     from sqlalchemy import event
     from sqlalchemy.engine import Engine
 
-    from clarion.store import fastpath
+    from clarion.store.db import fastpath
 
     Path(path).write_bytes(bytes(_LAYOUT.size))
     with open(path, "r+b") as f:

@@ -46,7 +46,7 @@ def main() -> None:
     from clarion.projection.events import EventPublisher
     from clarion.projection.pending import PendingProjector
     from clarion.projection.summaries import SummaryService
-    from clarion.store.facade import SqlStore
+    from clarion.store.sql_store import SqlStore
 
     out = open(os.environ["TRACE_OUT"], "a", buffering=1)  # noqa: SIM115 - lives as long as the process
     for cls in SqlStore.__mro__:

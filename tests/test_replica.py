@@ -10,7 +10,7 @@ from typing import cast
 
 from clarion.ports.cluster import DeadPeer
 from clarion.server.replica import Replica
-from clarion.store.cluster import Membership
+from clarion.store.db.membership import Membership
 
 CEILING_S = 30.0
 

@@ -10,8 +10,8 @@ from sqlalchemy import Connection, insert, inspect, select
 
 from clarion.clock import ManualClock
 from clarion.store import migrate, open_engine, open_store
-from clarion.store.migrations import MIGRATIONS, schema_version
-from clarion.store.schema import api_tokens, workspaces
+from clarion.store.db.migrations import MIGRATIONS, schema_version
+from clarion.store.db.schema import api_tokens, workspaces
 from tests.auth.conftest import create_token
 
 

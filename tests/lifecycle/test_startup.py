@@ -12,7 +12,7 @@ from clarion.domain.models import AuthorType, MessageType, MetaKey, Question, Se
 from clarion.domain.questions import bundle_row_metadata, parse_ask
 from clarion.domain.scope import SessionScope
 from clarion.ports import NewMessage
-from clarion.store.schema import task_session_turns
+from clarion.store.db.schema import task_session_turns
 from tests.lifecycle.harness import ASK_DB, answer_db, detached_question, running_lifecycle
 
 

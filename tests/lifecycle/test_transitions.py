@@ -189,7 +189,7 @@ async def test_row_without_a_durable_turn_stays_inert_and_drains_its_waiter(
     # Malformed pre-turn history: the row has no durable turn at all.
     from sqlalchemy import update
 
-    from clarion.store.schema import task_session_messages
+    from clarion.store.db.schema import task_session_messages
 
     async with life.app.store.engine.begin() as conn:  # type: ignore[attr-defined]
         await conn.execute(

@@ -18,9 +18,9 @@ from clarion.cli.app import app
 from clarion.clock import ManualClock
 from clarion.domain.models import SessionState
 from clarion.store import SqlStore, migrate, open_engine
-from clarion.store.migrations import LATEST_VERSION
+from clarion.store.db.migrations import LATEST_VERSION
+from clarion.store.db.schema import task_session_messages, task_sessions, tasks, webhook_deliveries
 from clarion.store.retention import Pruned
-from clarion.store.schema import task_session_messages, task_sessions, tasks, webhook_deliveries
 from tests.conftest import _run
 
 PREVIOUS = LATEST_VERSION - 1

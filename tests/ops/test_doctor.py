@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 from clarion.cli.app import app
 from clarion.store import migrate, open_engine
-from clarion.store.migrations import LATEST_VERSION
+from clarion.store.db.migrations import LATEST_VERSION
 from tests.conftest import _run
 from tests.e2e.harness import free_port
 

@@ -28,7 +28,7 @@ from clarion.domain.models import (
 )
 from clarion.ports import NewMessage, Written
 from clarion.store import SqlStore, open_store
-from clarion.store.schema import task_session_messages, task_session_turns, task_sessions
+from clarion.store.db.schema import task_session_messages, task_session_turns, task_sessions
 
 
 @pytest.fixture

@@ -26,17 +26,17 @@ from clarion.domain.permissions import PermissionOption, ToolCallInfo, request_m
 from clarion.ports import NewMessage
 from clarion.store import (
     SqlStore,
-    bundles,
     clarifications,
     messages,
-    projections,
     summaries,
     tasks,
     turns,
 )
-from clarion.store.fastpath import hot_statements
-from clarion.store.fastrows import FastResult
-from clarion.store.tx import Result, Tx
+from clarion.store import bundle_rows as bundles
+from clarion.store import pending_actions as projections
+from clarion.store.db.fastpath import hot_statements
+from clarion.store.db.fastpath_rows import FastResult
+from clarion.store.db.transactions import Result, Tx
 
 from .conftest import World
 

@@ -13,8 +13,8 @@ from sqlalchemy import text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import OperationalError
 
-from clarion.store import sqlite
-from clarion.store.sqlite import CHECKPOINT_EVERY, InlineSqlite
+from clarion.store.db import sqlite
+from clarion.store.db.sqlite import CHECKPOINT_EVERY, InlineSqlite
 
 
 def _inline(tmp_path: Path) -> InlineSqlite:

@@ -14,8 +14,8 @@ from clarion.clock import ManualClock
 from clarion.domain.errors import NotFound
 from clarion.domain.models import SessionState, WorkflowStep
 from clarion.store import SqlStore, migrate, open_engine, open_store
-from clarion.store.engine import async_url
-from clarion.store.migrations import LATEST_VERSION, schema_version
+from clarion.store.db.engine import async_url
+from clarion.store.db.migrations import LATEST_VERSION, schema_version
 
 from .conftest import World
 
@@ -167,7 +167,7 @@ async def test_bundle_lookup_uses_the_indexed_pending_id_column(world: World) ->
     session = await world.session()
     await world.turn(session)
     await world.bundle(session, ("a", "b"), pending_id="p-index")
-    from clarion.store.schema import task_session_messages as m
+    from clarion.store.db.schema import task_session_messages as m
 
     async with world.store.engine.connect() as conn:
         count = (

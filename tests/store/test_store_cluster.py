@@ -14,8 +14,8 @@ from sqlalchemy import text
 
 from clarion.clock import ManualClock
 from clarion.store import SqlStore, migrate, open_engine, open_store
-from clarion.store.cluster import membership
-from clarion.store.guard import AnotherServer, single_server
+from clarion.store.db.membership import membership
+from clarion.store.db.single_server import AnotherServer, single_server
 from tests.conftest import fresh_database_url
 
 pytestmark = pytest.mark.postgres

@@ -20,7 +20,7 @@ from clarion.clock import ManualClock
 from clarion.domain.models import Session
 from clarion.domain.scope import SessionScope
 from clarion.store import SqlStore, open_store
-from clarion.store.fence import FencedOut, OwnerFence
+from clarion.store.db.owner_fence import FencedOut, OwnerFence
 from tests.store.conftest import World, until_a_backend_waits_on_a_lock
 
 pytestmark = pytest.mark.postgres

@@ -7,7 +7,7 @@ from datetime import timedelta
 from sqlalchemy import insert
 
 from clarion.domain.models import SessionState
-from clarion.store.schema import webhook_deliveries
+from clarion.store.db.schema import webhook_deliveries
 
 from .conftest import World
 

@@ -9,8 +9,8 @@ import pytest
 from sqlalchemy import select
 
 from clarion.domain.flags import is_truthy
-from clarion.store.schema import task_session_turns as turns
-from clarion.store.sql import flag, meta_text
+from clarion.store.db.portable_sql import flag, meta_text
+from clarion.store.db.schema import task_session_turns as turns
 
 from .conftest import World
 

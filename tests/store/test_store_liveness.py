@@ -11,9 +11,10 @@ import pytest
 from sqlalchemy import text
 
 from clarion.clock import ManualClock
-from clarion.store import SqlStore, cluster, open_store
-from clarion.store.cluster import membership
-from clarion.store.liveness import LIVENESS_NAMESPACE, liveness_key, owner_not_running
+from clarion.store import SqlStore, open_store
+from clarion.store.db import membership as cluster
+from clarion.store.db.liveness import LIVENESS_NAMESPACE, liveness_key, owner_not_running
+from clarion.store.db.membership import membership
 
 from .conftest import World, until_a_backend_waits_on_a_lock
 

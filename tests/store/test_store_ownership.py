@@ -11,8 +11,8 @@ from sqlalchemy import Connection, delete, inspect, text
 from clarion.domain.models import SessionState
 from clarion.ports.cluster import SessionRoute
 from clarion.store import SqlStore, migrate, open_engine
-from clarion.store.fence import OwnerFence
-from clarion.store.migrations import LATEST_VERSION, schema_version
+from clarion.store.db.migrations import LATEST_VERSION, schema_version
+from clarion.store.db.owner_fence import OwnerFence
 
 from .conftest import World
 

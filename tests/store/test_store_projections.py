@@ -8,7 +8,7 @@ from sqlalchemy import update
 from clarion.domain.models import MessageType, PendingAction, SessionState
 from clarion.ports import NewMessage
 from clarion.store import CorruptEpochError
-from clarion.store.schema import kandev_meta
+from clarion.store.db.schema import kandev_meta
 
 from .conftest import World
 

@@ -13,7 +13,7 @@ from sqlalchemy import delete, text
 from clarion.clock import ManualClock
 from clarion.domain.models import Revision
 from clarion.store import SqlStore, migrate, open_engine, open_store
-from clarion.store.migrations import LATEST_VERSION, schema_version
+from clarion.store.db.migrations import LATEST_VERSION, schema_version
 from clarion.store.revisions import SharedRevisionsNeedPostgres
 from tests.conftest import fresh_database_url
 

@@ -16,7 +16,7 @@ from clarion.domain.permissions import PermissionOption, ToolCallInfo, request_m
 from clarion.domain.scope import EVERY_SESSION, SessionScope
 from clarion.ports import NewMessage
 from clarion.store import CorruptReservationError
-from clarion.store.schema import task_session_messages, task_session_turns, task_sessions
+from clarion.store.db.schema import task_session_messages, task_session_turns, task_sessions
 
 from .conftest import World
 

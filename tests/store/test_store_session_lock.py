@@ -1,7 +1,7 @@
 """The session lock on PostgreSQL: one statement takes the session's advisory key and then its
 row (every writer takes them in that order, or two writers could deadlock), for one session, for
 many, and for the session of a bundle named by its pending id. It reads each session's owner
-in the same statement, which in cluster mode is the ownership fence (store/fence.py)."""
+in the same statement, which in cluster mode is the ownership fence (store/db/owner_fence.py)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from sqlalchemy import text
 
 from clarion.domain.models import Session
 from clarion.store import SqlStore
-from clarion.store.fence import OwnerFence
-from clarion.store.tx import Tx
+from clarion.store.db.owner_fence import OwnerFence
+from clarion.store.db.transactions import Tx
 from tests.store.conftest import World, statements_run, until_a_backend_waits_on_a_lock
 
 pytestmark = pytest.mark.postgres

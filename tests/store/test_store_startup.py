@@ -8,8 +8,8 @@ from sqlalchemy import Connection, insert, inspect
 
 from clarion.domain.models import MetaKey, SessionState
 from clarion.store import SqlStore, migrate, open_engine
-from clarion.store.migrations import LATEST_VERSION, MIGRATIONS, schema_version
-from clarion.store.projections import PERMISSIONS_IN_TURNS
+from clarion.store.db.migrations import LATEST_VERSION, MIGRATIONS, schema_version
+from clarion.store.pending_actions import PERMISSIONS_IN_TURNS
 
 from .conftest import World
 

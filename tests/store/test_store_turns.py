@@ -10,7 +10,7 @@ from sqlalchemy import select
 from clarion.domain import turns as rules
 from clarion.domain.errors import NotFound
 from clarion.domain.models import MetaKey
-from clarion.store.schema import task_session_messages
+from clarion.store.db.schema import task_session_messages
 
 from .conftest import World
 
@@ -24,8 +24,8 @@ async def _referenced_ids(world: World) -> set[str]:
 async def _agrees_with_domain_rule(world: World, session_id: str) -> None:
     """The SQL rule and the pure domain rule pick the same turn."""
     async with world.store.engine.connect() as conn:
-        from clarion.store.rows import to_turn
-        from clarion.store.schema import task_session_turns as t
+        from clarion.store.db.row_conversion import to_turn
+        from clarion.store.db.schema import task_session_turns as t
 
         turns = [
             to_turn(r)
@@ -82,7 +82,7 @@ async def test_equal_started_at_ties_break_by_created_at_then_id(world: World) -
     async with world.store.engine.begin() as conn:
         from sqlalchemy import update
 
-        from clarion.store.schema import task_session_turns as t
+        from clarion.store.db.schema import task_session_turns as t
 
         await conn.execute(
             update(t)

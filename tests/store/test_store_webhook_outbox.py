@@ -25,8 +25,8 @@ from clarion.domain.permissions import (
 from clarion.domain.webhooks import EVENTS
 from clarion.ports import NewMessage
 from clarion.store import SqlStore, open_store
-from clarion.store.engine import open_engine
-from clarion.store.migrations import LATEST_VERSION, MIGRATIONS, migrate, schema_version
+from clarion.store.db.engine import open_engine
+from clarion.store.db.migrations import LATEST_VERSION, MIGRATIONS, migrate, schema_version
 from clarion.store.outbox import Outbox
 
 from .conftest import World

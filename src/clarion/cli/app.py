@@ -106,7 +106,7 @@ def serve(
 ) -> None:
     """Start the server. Binds HTTP first, then runs startup recovery before admitting work."""
     from clarion.server.serving import AnotherServer, RecoveryFailed, ServiceUnreachable, run_server
-    from clarion.store.schema_admin import SchemaBehind
+    from clarion.store.db.schema_status import SchemaBehind
 
     try:
         configure_logging(log_level.upper(), log_format.lower())

@@ -82,7 +82,7 @@ def _run(url: str, work: Coroutine[Any, Any, T]) -> T:
 @db_app.command("status")
 def status(database: str | None = DatabaseOpt) -> None:
     """Print the schema version and `up to date` or the pending migrations (exit 1)."""
-    from clarion.store.schema_admin import schema_status
+    from clarion.store.db.schema_status import schema_status
 
     url = _url(database)
 
@@ -110,7 +110,7 @@ def upgrade(
 ) -> None:
     """Run the pending migrations (with --sql: print their SQL instead)."""
     from clarion.store import migrate
-    from clarion.store.schema_admin import pending_sql, schema_status
+    from clarion.store.db.schema_status import pending_sql, schema_status
 
     url = _url(database)
 
@@ -190,8 +190,8 @@ def prune_command(
     waiting. Prints what it deleted (or, with --dry-run, would)."""
     from clarion.clock import SystemClock
     from clarion.store import SqlStore
+    from clarion.store.db.schema_status import schema_status
     from clarion.store.retention import prune
-    from clarion.store.schema_admin import schema_status
 
     try:
         seconds = parse_duration(older_than).seconds

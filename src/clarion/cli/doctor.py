@@ -38,7 +38,7 @@ class Check:
 async def _database(url: str) -> Check:
     # Imported here: every other `clarion` command starts without the database layer.
     from clarion.store import open_engine
-    from clarion.store.schema_admin import schema_status
+    from clarion.store.db.schema_status import schema_status
 
     name = f"database {redacted(url)}"
     engine = open_engine(url)

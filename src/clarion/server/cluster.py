@@ -1,6 +1,6 @@
 """Joining a cluster: the composition root's cluster-mode half.
 
-A replica holds its membership (store/cluster.py: the connection whose locks say it lives),
+A replica holds its membership (store/db/membership.py: the connection whose locks say it lives),
 a NATS connection for request-reply between replicas (bus/replica_requests.py), and its `Replica`
 (replica.py: heartbeats, fencing, watching its peers). Every replica runs agents and serves
 every route; a request that acts on a session another replica runs is carried there
@@ -31,8 +31,8 @@ from clarion.ports.cluster import ReplicaInfo, SessionRoute
 from clarion.projection.waiter_lookup import LiveWaiterLookup
 from clarion.server.replica import Replica
 from clarion.server.wiring import App
-from clarion.store.cluster import Membership, membership
-from clarion.store.fence import OwnerFence
+from clarion.store.db.membership import Membership, membership
+from clarion.store.db.owner_fence import OwnerFence
 
 log = logging.getLogger(__name__)
 

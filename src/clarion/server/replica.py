@@ -13,7 +13,7 @@ half the replica timeout (a hung connection or a starved event loop, seen by a t
 the process at once (`stop_fenced`). A survivor adopts only once the dead peer's last heartbeat
 is older than that half plus one heartbeat interval, so the two never act at the same time.
 And every session write checks the session's owner in the statement that locks it
-(store/fence.py): a replica frozen past all of that and then resumed is refused by the
+(store/db/owner_fence.py): a replica frozen past all of that and then resumed is refused by the
 database on its first write, and stopped.
 
 Imported by the composition root only.
@@ -30,7 +30,7 @@ import time
 from collections.abc import Awaitable, Callable
 
 from clarion.ports.cluster import DeadPeer, ReplicaInfo, Role
-from clarion.store.cluster import Membership
+from clarion.store.db.membership import Membership
 
 log = logging.getLogger(__name__)
 

@@ -25,7 +25,7 @@ from clarion.ports import AgentRuntime
 from clarion.server.cluster import cluster_mode
 from clarion.server.sample import offer_sample_task
 from clarion.server.wiring import build
-from clarion.store.guard import AnotherServer, single_server
+from clarion.store.db.single_server import AnotherServer, single_server
 
 try:  # the C HTTP parser where installed (a dependency on Linux and macOS); h11 otherwise
     import httptools  # noqa: F401

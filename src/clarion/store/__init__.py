@@ -3,11 +3,11 @@
 Only `clarion.server.wiring`, the CLI and tests import this package; services use `clarion.ports`.
 """
 
-from clarion.store.engine import open_engine
-from clarion.store.facade import SqlStore, open_store
-from clarion.store.meta import CorruptEpochError
-from clarion.store.migrations import migrate
-from clarion.store.startup.reservations import CorruptReservationError
+from clarion.store.db.engine import open_engine
+from clarion.store.db.migrations import migrate
+from clarion.store.projection_epoch import CorruptEpochError
+from clarion.store.sql_store import SqlStore, open_store
+from clarion.store.startup.reservation_recovery import CorruptReservationError
 
 __all__ = [
     "CorruptEpochError",

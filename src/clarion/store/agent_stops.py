@@ -13,11 +13,11 @@ from sqlalchemy import bindparam, exists, select, update
 
 from clarion.domain.agent_process import AGENT_STOPPED, IDLE_REASON, IDLE_STATES
 from clarion.domain.models import Session
-from clarion.store.predicates import authoritative
-from clarion.store.rows import StoreBase
-from clarion.store.schema import task_session_turns as turns
-from clarion.store.schema import task_sessions
-from clarion.store.sql import JsonText
+from clarion.store.db.portable_sql import JsonText
+from clarion.store.db.predicates import authoritative
+from clarion.store.db.row_conversion import StoreBase
+from clarion.store.db.schema import task_session_turns as turns
+from clarion.store.db.schema import task_sessions
 from clarion.store.tasks import read_session
 
 _OPEN_TURN = exists(

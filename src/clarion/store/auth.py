@@ -11,9 +11,9 @@ from sqlalchemy import insert, select
 from clarion.domain.ids import new_id
 from clarion.domain.models import Workspace
 from clarion.ports import TokenOwner
-from clarion.store.rows import StoreBase, to_workspace
-from clarion.store.schema import api_tokens, users, workspace_members, workspaces
-from clarion.store.tx import Tx
+from clarion.store.db.row_conversion import StoreBase, to_workspace
+from clarion.store.db.schema import api_tokens, users, workspace_members, workspaces
+from clarion.store.db.transactions import Tx
 
 
 async def _memberships(conn: Tx, user_id: str) -> tuple[Workspace, ...]:

@@ -47,7 +47,7 @@ from clarion.domain.webhooks import (
     questions_of_rows,
 )
 from clarion.ports import ClaimResult, NewMessage, Written
-from clarion.store.bundles import (
+from clarion.store.bundle_rows import (
     bundle_order,
     bundle_rows,
     bundle_session_id,
@@ -57,18 +57,18 @@ from clarion.store.bundles import (
     rewrite,
     run_rows,
 )
-from clarion.store.deadlines import claim_expiry, insert_deadlines, reopen_restored_expiry
-from clarion.store.fastpath import hot
-from clarion.store.messages import insert_message, resolve_turn
-from clarion.store.outbox import OutboxQueries
-from clarion.store.predicates import (
+from clarion.store.db.fastpath import hot
+from clarion.store.db.portable_sql import flag
+from clarion.store.db.predicates import (
     clarification_rows,
     in_current_turn,
     pending_in_current_turn,
     session_not_terminal,
 )
-from clarion.store.schema import task_session_messages as messages
-from clarion.store.sql import flag
+from clarion.store.db.schema import task_session_messages as messages
+from clarion.store.deadlines import claim_expiry, insert_deadlines, reopen_restored_expiry
+from clarion.store.messages import insert_message, resolve_turn
+from clarion.store.outbox import OutboxQueries
 from clarion.store.tasks import move_with
 from clarion.store.turns import read_session_and_current_turn
 

@@ -30,11 +30,11 @@ from clarion.domain.webhooks import (
     WebhookFact,
 )
 from clarion.ports.store.records import DeadlineRecord
+from clarion.store.db.row_conversion import Record
+from clarion.store.db.schema import clarification_deadlines as deadlines
+from clarion.store.db.schema import task_sessions
+from clarion.store.db.transactions import Tx
 from clarion.store.outbox import OutboxQueries
-from clarion.store.rows import Record
-from clarion.store.schema import clarification_deadlines as deadlines
-from clarion.store.schema import task_sessions
-from clarion.store.tx import Tx
 
 log = logging.getLogger(__name__)
 

@@ -13,10 +13,10 @@ from clarion.domain.ids import new_id
 from clarion.domain.models import Message, MetaKey, Session, SessionState, Turn
 from clarion.domain.webhooks import SESSION_FAILED, WebhookFact
 from clarion.ports import NewMessage
+from clarion.store.db.schema import task_session_turns as turns
+from clarion.store.db.schema import task_sessions
 from clarion.store.messages import insert_message, resolve_turn
 from clarion.store.outbox import OutboxQueries
-from clarion.store.schema import task_session_turns as turns
-from clarion.store.schema import task_sessions
 from clarion.store.tasks import NON_TERMINAL, read_session
 
 log = logging.getLogger(__name__)

@@ -10,10 +10,10 @@ from __future__ import annotations
 from sqlalchemy import bindparam, func, select
 
 from clarion.ports.metrics import OperationalFigures, WaitingQuestion
+from clarion.store.db.row_conversion import StoreBase
+from clarion.store.db.schema import replicas, task_sessions, tasks, webhook_deliveries, workspaces
 from clarion.store.inbox import read_inbox
-from clarion.store.projections import chunks
-from clarion.store.rows import StoreBase
-from clarion.store.schema import replicas, task_sessions, tasks, webhook_deliveries, workspaces
+from clarion.store.pending_actions import chunks
 
 _SESSIONS_BY_STATE = select(task_sessions.c.state, func.count()).group_by(task_sessions.c.state)
 _WORKSPACES_OF_TASKS = (

@@ -18,19 +18,19 @@ from sqlalchemy import bindparam, select
 
 from clarion.domain.models import AuthorType, MessageType, MetaKey
 from clarion.ports import InboxEntry
-from clarion.store.predicates import (
+from clarion.store.db.predicates import (
     PENDING_STATUSES,
     TERMINAL_STATES,
     clarification_rows,
     current_turns,
     status_pending,
 )
-from clarion.store.projections import PERMISSIONS_IN_TURNS, chunks
-from clarion.store.rows import StoreBase
-from clarion.store.schema import clarification_deadlines as deadlines
-from clarion.store.schema import task_session_messages as messages
-from clarion.store.schema import task_sessions, tasks
-from clarion.store.tx import Tx
+from clarion.store.db.row_conversion import StoreBase
+from clarion.store.db.schema import clarification_deadlines as deadlines
+from clarion.store.db.schema import task_session_messages as messages
+from clarion.store.db.schema import task_sessions, tasks
+from clarion.store.db.transactions import Tx
+from clarion.store.pending_actions import PERMISSIONS_IN_TURNS, chunks
 
 _CLARIFICATIONS_IN_TURNS = select(
     messages.c.pending_id,

@@ -12,13 +12,13 @@ from clarion.domain.flags import is_truthy as truthy
 from clarion.domain.ids import new_id
 from clarion.domain.models import AuthorType, Message, MessageType, MetaKey
 from clarion.ports import MessagePage, NewMessage
-from clarion.store.fastpath import hot
-from clarion.store.rows import StoreBase, to_message
-from clarion.store.schema import task_session_messages as messages
-from clarion.store.schema import task_session_turns as turns
+from clarion.store.db.fastpath import hot
+from clarion.store.db.row_conversion import StoreBase, to_message
+from clarion.store.db.schema import task_session_messages as messages
+from clarion.store.db.schema import task_session_turns as turns
+from clarion.store.db.transactions import Tx
 from clarion.store.tasks import read_session
 from clarion.store.turns import read_session_and_current_turn, read_turn
-from clarion.store.tx import Tx
 
 _MESSAGE_BY_ID = select(messages).where(messages.c.id == bindparam("message_id"))
 _INSERT_MESSAGE = hot(insert(messages))

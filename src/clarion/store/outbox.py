@@ -29,9 +29,9 @@ from clarion.domain.webhooks import (
     webhook_body,
 )
 from clarion.ports import QueuedDelivery
-from clarion.store.rows import StoreBase
-from clarion.store.schema import tasks, webhook_deliveries, workspaces
-from clarion.store.tx import Tx
+from clarion.store.db.row_conversion import StoreBase
+from clarion.store.db.schema import tasks, webhook_deliveries, workspaces
+from clarion.store.db.transactions import Tx
 
 log = logging.getLogger(__name__)
 

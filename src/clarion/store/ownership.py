@@ -10,7 +10,7 @@ read earlier that could have gone stale:
 - `adopt_replica`: a survivor deletes the dead replica's row and takes its sessions in one
   transaction. Deleting the row is what makes exactly one survivor the adopter (the others
   find no row), and it waits for any session the dead replica was still creating (that
-  transaction holds the row FOR KEY SHARE, store/fence.py), so none is left behind.
+  transaction holds the row FOR KEY SHARE, store/db/owner_fence.py), so none is left behind.
 - `adopt_orphans`: at a replica's start, the sessions nobody owns (a single-mode server made
   them) or whose owner left no row and does not run.
 
@@ -31,9 +31,9 @@ from sqlalchemy import TextClause, text
 
 from clarion.domain.models import TERMINAL_SESSION_STATES
 from clarion.ports.cluster import DeadPeer, SessionRoute
-from clarion.store.fence import OwnerFence
-from clarion.store.liveness import owner_not_running
-from clarion.store.rows import StoreBase
+from clarion.store.db.liveness import owner_not_running
+from clarion.store.db.owner_fence import OwnerFence
+from clarion.store.db.row_conversion import StoreBase
 
 log = logging.getLogger(__name__)
 
@@ -100,7 +100,7 @@ _BUNDLE_OWNERS = text(
 class OwnershipQueries(StoreBase):
     def own_sessions(self, fence: OwnerFence) -> None:
         """From now on sessions this store creates are `fence.replica_id`'s, and every
-        session write checks that the session still is (store/fence.py)."""
+        session write checks that the session still is (store/db/owner_fence.py)."""
         self._db.fence = fence
 
     async def adopt_replica(self, replica_id: str, dead: str) -> list[str] | None:

@@ -20,14 +20,14 @@ from clarion.domain.permissions import PermissionKey, PermissionStatus, status_o
 from clarion.domain.scope import EVERY_SESSION, SessionScope
 from clarion.domain.webhooks import PERMISSION_DECIDED, PERMISSION_REQUESTED, WebhookFact
 from clarion.ports import NewMessage, Written
+from clarion.store.db.row_conversion import to_message
+from clarion.store.db.schema import task_session_messages as messages
+from clarion.store.db.schema import task_session_turns as turns
+from clarion.store.db.transactions import Tx
 from clarion.store.messages import insert_message, read_message, resolve_turn
 from clarion.store.outbox import OutboxQueries
-from clarion.store.rows import to_message
-from clarion.store.schema import task_session_messages as messages
-from clarion.store.schema import task_session_turns as turns
 from clarion.store.tasks import move_session, move_with
 from clarion.store.turns import read_session_and_current_turn
-from clarion.store.tx import Tx
 
 log = logging.getLogger(__name__)
 

@@ -20,9 +20,9 @@ from datetime import datetime
 from sqlalchemy import Select, Table, and_, bindparam, delete, exists, func, or_, select
 from sqlalchemy.sql import ColumnElement
 
-from clarion.store.predicates import TERMINAL_STATES
-from clarion.store.rows import StoreBase
-from clarion.store.schema import (
+from clarion.store.db.predicates import TERMINAL_STATES
+from clarion.store.db.row_conversion import StoreBase
+from clarion.store.db.schema import (
     clarification_deadlines,
     task_session_messages,
     task_session_turns,

@@ -25,8 +25,8 @@ from typing import Any
 from sqlalchemy import text
 
 from clarion.domain.models import Revision
-from clarion.store.meta import EPOCH_KEY, stored_epoch
-from clarion.store.rows import StoreBase
+from clarion.store.db.row_conversion import StoreBase
+from clarion.store.projection_epoch import EPOCH_KEY, stored_epoch
 
 _RESERVE = text(
     "SELECT nextval('clarion_pending_revision') AS sequence, "

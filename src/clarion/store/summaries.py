@@ -15,12 +15,12 @@ from sqlalchemy.exc import IntegrityError
 from clarion.domain.errors import NotFound
 from clarion.domain.models import StatusSummary
 from clarion.ports import SummaryInputs
-from clarion.store.fastpath import hot
-from clarion.store.projections import read_pending_actions
-from clarion.store.rows import StoreBase, to_session
-from clarion.store.schema import task_status_summaries, tasks
+from clarion.store.db.fastpath import hot
+from clarion.store.db.row_conversion import StoreBase, to_session
+from clarion.store.db.schema import task_status_summaries, tasks
+from clarion.store.db.transactions import Tx
+from clarion.store.pending_actions import read_pending_actions
 from clarion.store.tasks import SESSIONS_OF_TASK
-from clarion.store.tx import Tx
 
 log = logging.getLogger(__name__)
 summaries = task_status_summaries

@@ -17,10 +17,10 @@ from clarion.domain.models import (
     WorkflowStep,
     Workspace,
 )
-from clarion.store.fastpath import hot
-from clarion.store.rows import StoreBase, to_session, to_task, to_workspace
-from clarion.store.schema import task_sessions, tasks, workspaces
-from clarion.store.tx import Tx
+from clarion.store.db.fastpath import hot
+from clarion.store.db.row_conversion import StoreBase, to_session, to_task, to_workspace
+from clarion.store.db.schema import task_sessions, tasks, workspaces
+from clarion.store.db.transactions import Tx
 
 NON_TERMINAL = tuple(s for s in SessionState if s not in TERMINAL_SESSION_STATES)
 

@@ -14,14 +14,14 @@ from sqlalchemy import and_, bindparam, insert, not_, or_, select, update
 from clarion.domain.errors import NotFound
 from clarion.domain.ids import new_id
 from clarion.domain.models import DISPATCH_KEYS, MetaKey, Session, Turn
-from clarion.store.fastpath import hot
-from clarion.store.predicates import authoritative, current_turn_id, referenced
-from clarion.store.rows import StoreBase, to_session, to_turn
-from clarion.store.schema import task_session_turns as turns
-from clarion.store.schema import task_sessions
-from clarion.store.sql import flag
+from clarion.store.db.fastpath import hot
+from clarion.store.db.portable_sql import flag
+from clarion.store.db.predicates import authoritative, current_turn_id, referenced
+from clarion.store.db.row_conversion import StoreBase, to_session, to_turn
+from clarion.store.db.schema import task_session_turns as turns
+from clarion.store.db.schema import task_sessions
+from clarion.store.db.transactions import Tx
 from clarion.store.tasks import read_session
-from clarion.store.tx import Tx
 
 log = logging.getLogger(__name__)
 

@@ -11,14 +11,14 @@ from clarion.domain.lifecycle import RESTORE_CLAIM, RETIRE_INTENT
 from clarion.domain.models import Message, MetaKey
 from clarion.domain.scope import EVERY_SESSION, SessionScope
 from clarion.ports import IntentRecovery
-from clarion.store.bundles import rewrite, run_rows, select_rows
+from clarion.store.bundle_rows import rewrite, run_rows, select_rows
+from clarion.store.db.portable_sql import flag
+from clarion.store.db.predicates import clarification_rows
+from clarion.store.db.row_conversion import StoreBase
+from clarion.store.db.schema import task_session_messages as messages
+from clarion.store.db.transactions import Tx
 from clarion.store.deadlines import reopen_restored_expiry
-from clarion.store.predicates import clarification_rows
-from clarion.store.rows import StoreBase
-from clarion.store.schema import task_session_messages as messages
-from clarion.store.sql import flag
-from clarion.store.startup.shared import INTENT, STARTUP_LOCK, STILL_CURRENT, reserved_turns
-from clarion.store.tx import Tx
+from clarion.store.startup.recovery_sql import INTENT, STARTUP_LOCK, STILL_CURRENT, reserved_turns
 
 
 async def _restore_or_retire(conn: Tx, rows: list[Message], now: datetime) -> bool:

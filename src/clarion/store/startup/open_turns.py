@@ -10,11 +10,11 @@ from sqlalchemy import bindparam, select, update
 
 from clarion.domain.models import Turn
 from clarion.domain.scope import EVERY_SESSION, SessionScope
-from clarion.store.predicates import authoritative
-from clarion.store.rows import StoreBase, to_turn
-from clarion.store.schema import task_session_turns as turns
-from clarion.store.sql import JsonText, UtcDateTime
-from clarion.store.startup.shared import STARTUP_LOCK
+from clarion.store.db.portable_sql import JsonText, UtcDateTime
+from clarion.store.db.predicates import authoritative
+from clarion.store.db.row_conversion import StoreBase, to_turn
+from clarion.store.db.schema import task_session_turns as turns
+from clarion.store.startup.recovery_sql import STARTUP_LOCK
 
 _OPEN_TURNS = (
     select(turns)

@@ -15,13 +15,13 @@ from clarion.domain.lifecycle import DETACH
 from clarion.domain.scope import EVERY_SESSION, SessionScope
 from clarion.domain.webhooks import CLARIFICATION_DETACHED, WebhookFact, questions_of_rows
 from clarion.ports import DetachedBundle
-from clarion.store.bundles import bundle_rows
+from clarion.store.bundle_rows import bundle_rows
+from clarion.store.db.portable_sql import UtcDateTime, flag, with_flag
+from clarion.store.db.predicates import clarification_rows, current_turns, status_pending
+from clarion.store.db.schema import task_session_messages as messages
 from clarion.store.outbox import OutboxQueries
-from clarion.store.predicates import clarification_rows, current_turns, status_pending
-from clarion.store.projections import CHUNK, chunks
-from clarion.store.schema import task_session_messages as messages
-from clarion.store.sql import UtcDateTime, flag, with_flag
-from clarion.store.startup.shared import LIVE_SESSION, STARTUP_LOCK
+from clarion.store.pending_actions import CHUNK, chunks
+from clarion.store.startup.recovery_sql import LIVE_SESSION, STARTUP_LOCK
 
 log = logging.getLogger(__name__)
 

@@ -8,9 +8,9 @@ from collections.abc import Sequence
 from sqlalchemy import update
 
 from clarion.domain.models import SessionState
-from clarion.store.projections import chunks
-from clarion.store.rows import StoreBase
-from clarion.store.schema import task_sessions
+from clarion.store.db.row_conversion import StoreBase
+from clarion.store.db.schema import task_sessions
+from clarion.store.pending_actions import chunks
 from clarion.store.tasks import NON_TERMINAL
 
 

@@ -10,11 +10,11 @@ from sqlalchemy import bindparam, select, update
 
 from clarion.domain.models import MetaKey, Turn
 from clarion.domain.scope import EVERY_SESSION, SessionScope
-from clarion.store.projections import chunks
-from clarion.store.rows import StoreBase, to_turn
-from clarion.store.schema import task_session_turns as turns
-from clarion.store.sql import flag
-from clarion.store.startup.shared import SET_TURN_METADATA
+from clarion.store.db.portable_sql import flag
+from clarion.store.db.row_conversion import StoreBase, to_turn
+from clarion.store.db.schema import task_session_turns as turns
+from clarion.store.pending_actions import chunks
+from clarion.store.startup.recovery_sql import SET_TURN_METADATA
 from clarion.store.turns import read_turn
 
 START_EVENT = MetaKey.PROMPT_DISPATCH_START_EVENT_PENDING

@@ -17,8 +17,8 @@ from clarion.domain.models import (
     MessageType,
     MetaKey,
 )
-from clarion.store.schema import task_session_messages, task_session_turns, task_sessions
-from clarion.store.sql import flag, meta_text
+from clarion.store.db.portable_sql import flag, meta_text
+from clarion.store.db.schema import task_session_messages, task_session_turns, task_sessions
 
 TERMINAL_STATES = tuple(sorted(s.value for s in TERMINAL_SESSION_STATES))
 PENDING_STATUSES = ("", ClarificationStatus.PENDING.value)

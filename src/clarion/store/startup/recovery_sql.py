@@ -8,18 +8,18 @@ from sqlalchemy import bindparam, select, update
 from sqlalchemy.sql.elements import BindParameter
 
 from clarion.domain.models import MetaKey, Turn
-from clarion.store.predicates import (
+from clarion.store.db.portable_sql import JsonText, UtcDateTime, flag
+from clarion.store.db.predicates import (
     TERMINAL_STATES,
     clarification_rows,
     in_current_turn,
     session_not_terminal,
 )
-from clarion.store.rows import to_turn
-from clarion.store.schema import task_session_messages as messages
-from clarion.store.schema import task_session_turns as turns
-from clarion.store.schema import task_sessions
-from clarion.store.sql import JsonText, UtcDateTime, flag
-from clarion.store.tx import Tx
+from clarion.store.db.row_conversion import to_turn
+from clarion.store.db.schema import task_session_messages as messages
+from clarion.store.db.schema import task_session_turns as turns
+from clarion.store.db.schema import task_sessions
+from clarion.store.db.transactions import Tx
 
 # Every step takes it, so two servers' startups (or a step run twice) never interleave.
 STARTUP_LOCK = "clarion-startup-recovery"

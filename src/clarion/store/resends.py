@@ -28,14 +28,14 @@ from clarion.domain.lifecycle import (
 )
 from clarion.domain.models import Delivery, Message, MetaKey
 from clarion.domain.scope import EVERY_SESSION, SessionScope
-from clarion.store.bundles import bundle_rows, lock_bundle_session, rewrite, select_rows
-from clarion.store.predicates import authoritative, clarification_rows
-from clarion.store.projections import chunks
-from clarion.store.rows import StoreBase, to_message
-from clarion.store.schema import task_session_messages as messages
-from clarion.store.schema import task_session_turns as turns
-from clarion.store.schema import task_sessions
-from clarion.store.sql import JsonText, UtcDateTime, flag, meta_text
+from clarion.store.bundle_rows import bundle_rows, lock_bundle_session, rewrite, select_rows
+from clarion.store.db.portable_sql import JsonText, UtcDateTime, flag, meta_text
+from clarion.store.db.predicates import authoritative, clarification_rows
+from clarion.store.db.row_conversion import StoreBase, to_message
+from clarion.store.db.schema import task_session_messages as messages
+from clarion.store.db.schema import task_session_turns as turns
+from clarion.store.db.schema import task_sessions
+from clarion.store.pending_actions import chunks
 from clarion.store.tasks import read_session
 
 log = logging.getLogger(__name__)

@@ -2,7 +2,7 @@
 
 Imported by the rest of `clarion.store` and by `clarion.server.wiring`; nothing else.
 
-SQLite: see `clarion.store.sqlite` (WAL, `BEGIN IMMEDIATE` writers, transactions run inline).
+SQLite: see `clarion.store.db.sqlite` (WAL, `BEGIN IMMEDIATE` writers, transactions run inline).
 
 PostgreSQL: writes that touch one session's clarification state take a per-session advisory
 lock and lock the session row; reads run under REPEATABLE READ so a multi-statement read sees
@@ -22,9 +22,9 @@ from sqlalchemy import TextClause, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
-from clarion.store import sqlite
-from clarion.store.fence import READ_OWN_ROW, OwnerFence
-from clarion.store.tx import AsyncTx, Tx
+from clarion.store.db import sqlite
+from clarion.store.db.owner_fence import READ_OWN_ROW, OwnerFence
+from clarion.store.db.transactions import AsyncTx, Tx
 
 log = logging.getLogger(__name__)
 
@@ -104,7 +104,7 @@ _MANY_ROWS = (
 
 
 def _session_locks(head: str, rows: str) -> TextClause:
-    # The owner comes back too: in cluster mode it is the fence (store/fence.py).
+    # The owner comes back too: in cluster mode it is the fence (store/db/owner_fence.py).
     return text(head + " SELECT s.id, s.owner_replica_id AS owner" + rows + " FOR UPDATE OF s")
 
 
@@ -129,7 +129,7 @@ class Db:
         self.is_postgres = engine.dialect.name == "postgresql"
         self._inline: sqlite.InlineSqlite | None = None
         # Cluster mode: the replica this store writes for; every session write checks that
-        # the session is still its, and new sessions are its (store/fence.py).
+        # the session is still its, and new sessions are its (store/db/owner_fence.py).
         self.fence: OwnerFence | None = None
         if self.is_postgres:
             self._async_writer = engine.execution_options(**{sqlite.WRITE_OPTION: True})
@@ -230,7 +230,7 @@ class Db:
             self.fence.check_registered(row)
 
     def _check_fence(self, rows: Sequence[Any]) -> None:
-        """Cluster mode: each locked session must still be this replica's (store/fence.py)."""
+        """Cluster mode: each locked session must still be this replica's (db/owner_fence.py)."""
         if self.fence is None:
             return
         for row in rows:

@@ -35,9 +35,9 @@ from sqlalchemy.ext.asyncio import AsyncConnection, create_async_engine
 from sqlalchemy.pool import NullPool
 
 from clarion.ports.cluster import ReplicaInfo
-from clarion.store.engine import async_url
-from clarion.store.guard import APPLICATION_PREFIX, PG_LOCK_KEY, AnotherServer, pg_holder
-from clarion.store.liveness import LIVENESS_NAMESPACE, liveness_key
+from clarion.store.db.engine import async_url
+from clarion.store.db.liveness import LIVENESS_NAMESPACE, liveness_key
+from clarion.store.db.single_server import APPLICATION_PREFIX, PG_LOCK_KEY, AnotherServer, pg_holder
 
 log = logging.getLogger(__name__)
 

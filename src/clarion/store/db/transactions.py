@@ -7,7 +7,7 @@ calling thread through the synchronous SQLite driver: a statement on a local fil
 microseconds, far less than handing it to a driver thread and back (aiosqlite does that for
 every statement, cursor fetch, BEGIN and COMMIT). The queries are written once, as coroutines,
 and cannot tell which one they got. `InlineTx` runs the statements marked hot on the raw
-driver connection, inside the same transaction (`clarion.store.fastpath`), and everything else
+driver connection, inside the same transaction (`clarion.store.db.fastpath`), and everything else
 through SQLAlchemy; both give back a `Result`.
 """
 
@@ -20,7 +20,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.sql.base import Executable
 
-from clarion.store.fastpath import Plans
+from clarion.store.db.fastpath import Plans
 
 T = TypeVar("T")
 _NO_PARAMETERS: dict[str, Any] = {}

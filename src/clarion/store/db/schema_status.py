@@ -17,8 +17,8 @@ from typing import Any
 from sqlalchemy import Connection, event
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from clarion.store.engine import Db
-from clarion.store.migrations import LATEST_VERSION, _apply, current_version
+from clarion.store.db.engine import Db
+from clarion.store.db.migrations import LATEST_VERSION, _apply, current_version
 
 _LOCK = "clarion-schema-migration"
 _READS = ("SELECT", "PRAGMA", "WITH", "SHOW")

@@ -1,6 +1,6 @@
 """The fast path's rows and result: what callers read from SQLAlchemy's, nothing more.
 
-Imported only by `clarion.store.fastpath`. A row is a named tuple of the statement's result
+Imported only by `clarion.store.db.fastpath`. A row is a named tuple of the statement's result
 columns, so it reads like SQLAlchemy's `Row`: by attribute (`row.metadata`), by index, by
 unpacking, and it compares equal to the tuple of its values. Values pass through the same
 type processors SQLAlchemy would apply (`UtcDateTime`, `JsonText`, booleans), taken from the

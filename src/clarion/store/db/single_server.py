@@ -29,7 +29,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncConnection, create_async_engine
 from sqlalchemy.pool import NullPool
 
-from clarion.store.engine import async_url
+from clarion.store.db.engine import async_url
 
 log = logging.getLogger(__name__)
 

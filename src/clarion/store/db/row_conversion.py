@@ -19,10 +19,10 @@ from clarion.domain.models import (
     Workspace,
 )
 from clarion.ports import Clock
-from clarion.store.engine import Db
+from clarion.store.db.engine import Db
 
-# A result row: SQLAlchemy's `Row`, or the fast path's named tuple (`clarion.store.fastrows`);
-# both give the columns by attribute.
+# A result row: SQLAlchemy's `Row`, or the fast path's named tuple
+# (`clarion.store.db.fastpath_rows`); both give the columns by attribute.
 Record = Any
 
 

@@ -13,8 +13,8 @@ from typing import Any
 from sqlalchemy import bindparam, select
 
 from clarion.domain.models import MessageType, MetaKey, PendingAction
-from clarion.store.fastpath import hot
-from clarion.store.predicates import (
+from clarion.store.db.fastpath import hot
+from clarion.store.db.predicates import (
     PENDING_STATUSES,
     TERMINAL_STATES,
     clarification_rows,
@@ -22,10 +22,10 @@ from clarion.store.predicates import (
     not_parent_question,
     status_pending,
 )
-from clarion.store.rows import StoreBase
-from clarion.store.schema import task_session_messages as messages
-from clarion.store.schema import task_sessions
-from clarion.store.tx import Tx
+from clarion.store.db.row_conversion import StoreBase
+from clarion.store.db.schema import task_session_messages as messages
+from clarion.store.db.schema import task_sessions
+from clarion.store.db.transactions import Tx
 
 # Bound parameters per IN list: far below every driver's limit.
 CHUNK = 500

@@ -23,7 +23,7 @@ from sqlalchemy import (
     Text,
 )
 
-from clarion.store.sql import JsonText, UtcDateTime
+from clarion.store.db.portable_sql import JsonText, UtcDateTime
 
 ID = String(36)
 schema = MetaData()
@@ -174,7 +174,7 @@ webhook_deliveries = Table(
 )
 
 # Cluster replicas (migration 6): one row per `clarion serve --cluster` process. Liveness itself
-# is the replica's advisory locks (store/cluster.py); the row is what others can see of it,
+# is the replica's advisory locks (store/db/membership.py); the row is what others can see of it,
 # `last_seen_at` (the database's clock) is what a survivor waits out before it adopts the
 # replica's sessions, and the adopter deletes the row (store/ownership.py).
 cluster_schema = MetaData()

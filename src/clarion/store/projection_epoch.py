@@ -9,8 +9,8 @@ import logging
 
 from sqlalchemy import insert, select, update
 
-from clarion.store.rows import StoreBase
-from clarion.store.schema import kandev_meta
+from clarion.store.db.row_conversion import StoreBase
+from clarion.store.db.schema import kandev_meta
 
 log = logging.getLogger(__name__)
 EPOCH_KEY = "pending_action_projection_epoch"

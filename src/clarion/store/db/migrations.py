@@ -19,15 +19,15 @@ from datetime import UTC, datetime
 from sqlalchemy import Column, Connection, Integer, MetaData, Table, insert, inspect, select, text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from clarion.store.engine import Db
-from clarion.store.schema import (
+from clarion.store.db.engine import Db
+from clarion.store.db.portable_sql import UtcDateTime
+from clarion.store.db.schema import (
     auth_schema,
     cluster_schema,
     schema,
     waiting_schema,
     webhook_schema,
 )
-from clarion.store.sql import UtcDateTime
 
 log = logging.getLogger(__name__)
 

@@ -18,15 +18,15 @@ from clarion.domain.lifecycle import DELIVER
 from clarion.domain.models import Message, MetaKey, SessionState, Turn
 from clarion.domain.turns import public_metadata
 from clarion.ports import Written
-from clarion.store.bundles import rewrite, select_rows
-from clarion.store.predicates import current_turn_id, referenced
-from clarion.store.rows import StoreBase, to_turn
-from clarion.store.schema import task_session_messages as messages
-from clarion.store.schema import task_session_turns as turns
-from clarion.store.sql import flag
+from clarion.store.bundle_rows import rewrite, select_rows
+from clarion.store.db.portable_sql import flag
+from clarion.store.db.predicates import current_turn_id, referenced
+from clarion.store.db.row_conversion import StoreBase, to_turn
+from clarion.store.db.schema import task_session_messages as messages
+from clarion.store.db.schema import task_session_turns as turns
+from clarion.store.db.transactions import Tx
 from clarion.store.tasks import move_with, read_session
 from clarion.store.turns import read_turn
-from clarion.store.tx import Tx
 
 log = logging.getLogger(__name__)
 

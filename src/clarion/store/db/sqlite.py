@@ -1,17 +1,17 @@
 """SQLite specifics: per-connection settings, the BEGIN mode, and inline transactions.
 
-Imported only by `clarion.store.engine`. Every connection runs in WAL mode (readers never wait
+Imported only by `clarion.store.db.engine`. Every connection runs in WAL mode (readers never wait
 on the writer) with foreign keys on, a busy timeout and `synchronous=NORMAL`; the driver's own
 transaction handling is switched off so a "begin" hook chooses the mode: `BEGIN IMMEDIATE` for
 writers, so two writers serialize at BEGIN instead of failing when a deferred read lock is
 upgraded, plain `BEGIN` for readers.
 
 Transactions run inline on the event loop's thread through the synchronous driver (see
-`clarion.store.tx` for why). The writers of one process queue on an asyncio lock before BEGIN,
-so the loop never sits in SQLite's busy wait behind a writer of its own; only another process's
-write transaction (the `clarion token` command, say) can make it wait, for as long as that
-transaction lasts. Connections stay open between transactions: a pool checkout would cost more
-than most of the statements in a transaction.
+`clarion.store.db.transactions` for why). The writers of one process queue on an asyncio lock
+before BEGIN, so the loop never sits in SQLite's busy wait behind a writer of its own; only
+another process's write transaction (the `clarion token` command, say) can make it wait, for as
+long as that transaction lasts. Connections stay open between transactions: a pool checkout
+would cost more than most of the statements in a transaction.
 
 WAL checkpoints (copying committed pages back into the database file, with an fsync) would
 otherwise run inside whichever commit crosses SQLite's threshold, on the loop's thread, and
@@ -37,8 +37,8 @@ from sqlalchemy import create_engine, event
 from sqlalchemy.engine import URL, Connection, Engine
 from sqlalchemy.exc import DBAPIError
 
-from clarion.store.fastpath import Plans
-from clarion.store.tx import InlineTx
+from clarion.store.db.fastpath import Plans
+from clarion.store.db.transactions import InlineTx
 
 log = logging.getLogger(__name__)
 

@@ -7,7 +7,7 @@ parameter processing, result metadata and rows) cost more than the driver did. A
 marked with `hot()` is compiled once per dialect and set of parameter names into a `Plan`: its
 SQL text, its bind parameters in driver order with their type processors, and its result
 columns with theirs. Running a plan is then one driver call and a loop over the rows; its
-result (`clarion.store.fastrows`) gives exactly what the callers read from SQLAlchemy's.
+result (`clarion.store.db.fastpath_rows`) gives exactly what the callers read from SQLAlchemy's.
 
 The queries stay written once for both databases: a plan is compiled from the same statement
 by the same dialect, and whatever a plan cannot do exactly as SQLAlchemy would (a statement
@@ -27,7 +27,7 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.sql.base import Executable
 from sqlalchemy.sql.compiler import SQLCompiler
 
-from clarion.store.fastrows import FastResult, RowShape
+from clarion.store.db.fastpath_rows import FastResult, RowShape
 
 S = TypeVar("S", bound=Executable)
 Processor = Callable[[Any], Any]

@@ -11,14 +11,14 @@ from sqlalchemy.sql.elements import ColumnElement
 
 from clarion.domain.lifecycle import Transition
 from clarion.domain.models import Bundle, Message, MetaKey
-from clarion.store.engine import Db
-from clarion.store.fastpath import hot
-from clarion.store.predicates import not_parent_question
-from clarion.store.rows import to_message
-from clarion.store.schema import task_session_messages as messages
-from clarion.store.sql import JsonText, UtcDateTime
+from clarion.store.db.engine import Db
+from clarion.store.db.fastpath import hot
+from clarion.store.db.portable_sql import JsonText, UtcDateTime
+from clarion.store.db.predicates import not_parent_question
+from clarion.store.db.row_conversion import to_message
+from clarion.store.db.schema import task_session_messages as messages
+from clarion.store.db.transactions import Tx
 from clarion.store.turns import read_session_and_current_turn
-from clarion.store.tx import Tx
 
 
 def bundle_order(message: Message) -> tuple[int, datetime, str]:

@@ -29,14 +29,15 @@ from clarion.domain.models import Message, MetaKey, Turn
 from clarion.domain.scope import EVERY_SESSION, SessionScope
 from clarion.domain.turns import public_metadata
 from clarion.ports import ReservationRecovery
-from clarion.store.bundles import bundle_order, run_rows
+from clarion.store.bundle_rows import bundle_order, run_rows
+from clarion.store.db.portable_sql import JsonText, UtcDateTime, flag
+from clarion.store.db.row_conversion import StoreBase, to_message
+from clarion.store.db.schema import task_session_messages as messages
+from clarion.store.db.schema import task_session_turns as turns
+from clarion.store.db.transactions import Tx
 from clarion.store.deadlines import reopen_restored_expiry
-from clarion.store.projections import chunks
-from clarion.store.rows import StoreBase, to_message
-from clarion.store.schema import task_session_messages as messages
-from clarion.store.schema import task_session_turns as turns
-from clarion.store.sql import JsonText, UtcDateTime, flag
-from clarion.store.startup.shared import (
+from clarion.store.pending_actions import chunks
+from clarion.store.startup.recovery_sql import (
     INTENT,
     MESSAGE_IDS,
     SET_TURN_METADATA,
@@ -44,7 +45,6 @@ from clarion.store.startup.shared import (
     STILL_CURRENT,
     reserved_turns,
 )
-from clarion.store.tx import Tx
 
 
 class CorruptReservationError(RuntimeError):
