@@ -18,8 +18,8 @@ from bench.context import Ctx, progress
 from bench.latency import answer_live
 from bench.seed import clone_turn
 from bench.server import BenchServer
-from clarion.clock import SystemClock
 from clarion.ports import NewMessage
+from clarion.runtime.clock import SystemClock
 from clarion.store import open_store
 
 TURN_SIZE = 100

@@ -18,11 +18,11 @@ from bench.context import progress
 from bench.seed import clone_sessions
 from bench.server import BenchServer
 from clarion.agents.scenarios import ask_arguments
-from clarion.clock import SystemClock
 from clarion.domain.ids import new_id
 from clarion.domain.models import Answer, ClarificationResponse, SessionState
 from clarion.domain.questions import bundle_row_metadata, parse_ask
 from clarion.ports import NewMessage, Store
+from clarion.runtime.clock import SystemClock
 from clarion.store import open_store
 
 BUNDLES_PER_SESSION = 10

@@ -23,7 +23,7 @@ TOP_LEVEL_NAME = "(top level)"
 # Measured on the full suite (make test, 4 workers, all green but one unrelated test); the
 # comment after each floor is that run's figure.
 FLOORS: dict[str, float] = {
-    TOP_LEVEL_NAME: 91.0,  # 93.0
+    TOP_LEVEL_NAME: 91.0,  # 93.0 when the top level held the modules now in config, runtime, server
     "agents": 84.0,  # 86.0 under load, 89.1 idle (agent processes killed mid-write lose data)
     "api": 85.0,  # 87.3 under load, 91.8 idle
     "bus": 94.0,  # 96.4
@@ -36,6 +36,7 @@ FLOORS: dict[str, float] = {
     "orchestrator": 86.0,  # 89.0
     "ports": 95.0,  # 100.0 (protocol bodies are excluded, what remains is small)
     "projection": 92.0,  # 94.3 (95.0 in another run)
+    "runtime": 90.0,  # moved out of the top level; not yet measured alone (as "server")
     # Moved out of the top level (93.0 together, replica.py's paths run on PostgreSQL only);
     # not yet measured alone: set to the next full run's figure rounded down.
     "server": 88.0,

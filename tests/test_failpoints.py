@@ -11,8 +11,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from clarion import failpoints
 from clarion.domain.errors import InjectedFailure
+from clarion.runtime import failpoints
 
 
 @pytest.fixture(autouse=True)
@@ -131,7 +131,7 @@ def test_crash_exits_137_at_once_without_cleanup() -> None:
     script = textwrap.dedent(
         """
         import asyncio, atexit
-        from clarion import failpoints
+        from clarion.runtime import failpoints
         atexit.register(lambda: print("cleanup ran", flush=True))
         failpoints.configure("resume.after_attempt=crash")
         asyncio.run(failpoints.hit("resume.after_attempt"))

@@ -9,7 +9,7 @@ import warnings
 
 import pytest
 
-from clarion.supervisor import Supervisor
+from clarion.runtime.supervisor import Supervisor
 
 
 async def _value(v: int) -> int:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from sqlalchemy import Connection, insert, inspect, select
 
-from clarion.clock import ManualClock
+from clarion.runtime.clock import ManualClock
 from clarion.store import migrate, open_engine, open_store
 from clarion.store.db.migrations import MIGRATIONS, schema_version
 from clarion.store.db.schema import api_tokens, workspaces

@@ -12,7 +12,7 @@ from bench.server import fresh_database, postgres_reachable
 from bench.stats import render
 
 from bench import cluster, commits, growth, peer, recovery, statements
-from clarion.clock import SystemClock
+from clarion.runtime.clock import SystemClock
 from clarion.store import open_store
 from tests.conftest import services_required
 

@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from clarion.clock import SystemClock
 from clarion.config.email import EmailChannel, EmailSettings
 from clarion.config.webhooks import WebhookDelivery
+from clarion.runtime.clock import SystemClock
 from tests.e2e.harness import free_port, wait_until
 from tests.email.smtp import Mailbox, hanging_server
 from tests.lifecycle.harness import answer_db

@@ -4,7 +4,7 @@ from collections.abc import AsyncIterator, Iterator
 
 import pytest
 
-from clarion import failpoints
+from clarion.runtime import failpoints
 from tests.lifecycle.harness import Lifecycle, running_lifecycle
 
 

@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, cast
 
-from clarion.clock import ManualClock
 from clarion.config import AgentProfile, Settings, Timeouts, builtin_profile
 from clarion.domain.models import Bundle, Turn
 from clarion.ports import (
@@ -26,6 +25,7 @@ from clarion.ports import (
     Store,
 )
 from clarion.ports.tracing import Tracer
+from clarion.runtime.clock import ManualClock
 from clarion.server.wiring import App, build
 from clarion.store import SqlStore
 

@@ -9,10 +9,10 @@ from collections.abc import Callable
 
 import pytest
 
-from clarion import failpoints
 from clarion.domain.errors import AcceptedButUnfinalized, Conflict, NotActive, RetryableFailure
 from clarion.domain.models import DISPATCH_KEYS, MetaKey
 from clarion.ports import PromptFinished
+from clarion.runtime import failpoints
 from tests.lifecycle.harness import (
     SKIP,
     Lifecycle,

@@ -11,11 +11,11 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from clarion.clock import ManualClock
 from clarion.config import builtin_profile
 from clarion.domain.agent_process import AGENT_STOPPED, IDLE_NOTE
 from clarion.domain.models import MessageType, SessionState
 from clarion.ports import Store
+from clarion.runtime.clock import ManualClock
 from tests.lifecycle.harness import (
     FailingStore,
     Lifecycle,

@@ -8,7 +8,6 @@ import json
 
 import pytest
 
-from clarion import failpoints
 from clarion.clarification.respond_result import RespondResult
 from clarion.domain.errors import (
     AcceptedButUnfinalized,
@@ -17,6 +16,7 @@ from clarion.domain.errors import (
     RetryableFailure,
 )
 from clarion.domain.models import MetaKey, SessionState
+from clarion.runtime import failpoints
 from tests.lifecycle.harness import (
     SKIP,
     Lifecycle,

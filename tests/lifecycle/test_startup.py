@@ -151,7 +151,7 @@ async def test_malformed_reservation_fails_startup_and_changes_nothing(store_url
 
 
 def _raw_store(url: str):  # type: ignore[no-untyped-def]
-    from clarion.clock import SystemClock
+    from clarion.runtime.clock import SystemClock
     from clarion.store import open_store
 
     return open_store(url, SystemClock())

@@ -8,10 +8,10 @@ import json
 
 import pytest
 
-from clarion import failpoints
 from clarion.domain.errors import NotActive, NotFound
 from clarion.domain.models import AuthorType, MessageType, MetaKey
 from clarion.ports import NewMessage
+from clarion.runtime import failpoints
 from tests.lifecycle.harness import ASK_DB, Lifecycle, answer_db, detached_question
 
 THREE = {

@@ -12,10 +12,10 @@ from typing import Any
 import httpx
 import pytest
 
-from clarion import failpoints
 from clarion.api.app import create_app
-from clarion.clock import ManualClock
 from clarion.config import Settings
+from clarion.runtime import failpoints
+from clarion.runtime.clock import ManualClock
 from tests.lifecycle.harness import Lifecycle, fast_settings, lifecycle_on
 
 BASE = "http://clarion.test"

@@ -9,8 +9,8 @@ import asyncio
 import contextlib
 from datetime import timedelta
 
-from clarion import failpoints
 from clarion.domain.links import sign
+from clarion.runtime import failpoints
 from tests.lifecycle.harness import ASK_DB, SKIP, answer_db, detached_question
 from tests.links.conftest import Linked
 

@@ -9,8 +9,8 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from clarion.clock import ManualClock
 from clarion.orchestrator.access import hash_token
+from clarion.runtime.clock import ManualClock
 from tests.lifecycle.harness import answer_db
 from tests.links.conftest import Linked, linked_app, settings_on
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from clarion.clock import ManualClock
 from clarion.config.links import AnswerLinkSettings, duration_s, load_answer_links
+from clarion.runtime.clock import ManualClock
 from tests.lifecycle.harness import detached_question
 from tests.links.conftest import linked_app, settings_on
 

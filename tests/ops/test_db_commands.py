@@ -15,8 +15,8 @@ from sqlalchemy import Table, func, insert, select
 from typer.testing import CliRunner
 
 from clarion.cli.app import app
-from clarion.clock import ManualClock
 from clarion.domain.models import SessionState
+from clarion.runtime.clock import ManualClock
 from clarion.store import SqlStore, migrate, open_engine
 from clarion.store.db.migrations import LATEST_VERSION
 from clarion.store.db.schema import task_session_messages, task_sessions, tasks, webhook_deliveries

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from clarion import log_fields
 from clarion.cli.logs import JsonFormatter, KeyValueFormatter
+from clarion.runtime import log_fields
 from tests.e2e.harness import ServerProcess, answer
 
 

@@ -23,8 +23,8 @@ from clarion.config import AgentProfile
 from clarion.config.telemetry import TelemetrySettings
 from clarion.ports import AgentSink
 from clarion.server.cluster import cluster_mode
+from clarion.server.tracing import otel_tracer
 from clarion.server.wiring import App, build
-from clarion.tracing import otel_tracer
 from tests.bus.conftest import NATS_URL, require_nats
 from tests.lifecycle.harness import ASK_DB, ScriptedRuntime, answer_db, fast_settings
 from tests.ops.traced import attributes, child_of, children, spans_named

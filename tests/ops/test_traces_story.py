@@ -14,7 +14,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from clarion.config.telemetry import TelemetrySettings
 from clarion.config.webhooks import Webhook, WebhookDelivery
-from clarion.tracing import otel_tracer
+from clarion.server.tracing import otel_tracer
 from tests.e2e.harness import free_port
 from tests.lifecycle.harness import (
     SKIP,

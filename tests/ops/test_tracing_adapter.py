@@ -1,6 +1,6 @@
-"""The OpenTelemetry adapter (clarion/tracing.py) and the no-op default (ports/tracing.py): what
-a span records, how a trace is continued from a carrier, what the console exporter prints, and
-that the no-op records nothing and costs no object per span."""
+"""The OpenTelemetry adapter (clarion/server/tracing.py) and the no-op default
+(ports/tracing.py): what a span records, how a trace is continued from a carrier, what the
+console exporter prints, and that the no-op records nothing and costs no object per span."""
 
 from __future__ import annotations
 
@@ -19,8 +19,8 @@ from clarion.config import Settings
 from clarion.config.telemetry import TelemetrySettings
 from clarion.domain.errors import NotActive
 from clarion.ports.tracing import NO_CONTEXT, NO_TRACER
+from clarion.server.tracing import OtelTracer, otel_tracer, provider_for
 from clarion.server.wiring import build
-from clarion.tracing import OtelTracer, otel_tracer, provider_for
 
 CONSOLE = TelemetrySettings(exporter="console", service_name="clarion-test")
 
@@ -141,7 +141,12 @@ async def main() -> None:
     async with build(settings, lambda: "http://127.0.0.1:1") as built:
         print(type(built.tracer).__name__)
     # FastAPI loads the OpenTelemetry API itself; the SDK and the exporter are Clarion's cost.
-    prefixes = ("clarion.tracing", "opentelemetry.sdk", "opentelemetry.exporter", "google.protobuf")
+    prefixes = (
+        "clarion.server.tracing",
+        "opentelemetry.sdk",
+        "opentelemetry.exporter",
+        "google.protobuf",
+    )
     print(sorted(m for m in sys.modules if m.startswith(prefixes)))
 
 asyncio.run(main())

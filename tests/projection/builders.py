@@ -10,7 +10,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from clarion.bus import MemoryBus
-from clarion.clock import ManualClock
 from clarion.domain.ids import new_id
 from clarion.domain.models import (
     Answer,
@@ -29,6 +28,7 @@ from clarion.projection.pending import PendingProjector
 from clarion.projection.reads import Reads
 from clarion.projection.summaries import SummaryService
 from clarion.projection.waiter_lookup import LiveWaitersOf, local_only
+from clarion.runtime.clock import ManualClock
 
 
 class TapBus(MemoryBus):

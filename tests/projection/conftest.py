@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from clarion import failpoints
-from clarion.clock import ManualClock
+from clarion.runtime import failpoints
+from clarion.runtime.clock import ManualClock
 from clarion.store import SqlStore, open_store
 from tests.projection.builders import World
 

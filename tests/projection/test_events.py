@@ -7,9 +7,9 @@ import asyncio
 import contextlib
 from typing import Any
 
-from clarion import failpoints
 from clarion.bus.fanout import Subscription
 from clarion.domain.models import SessionState
+from clarion.runtime import failpoints
 from clarion.store import SqlStore
 from tests.lifecycle.harness import running_lifecycle
 from tests.projection.builders import ClientModel, GatedStore, World, projections

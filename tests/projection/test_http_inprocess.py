@@ -15,8 +15,8 @@ import httpx
 import pytest
 from websockets.asyncio.client import connect
 
-from clarion import failpoints
 from clarion.ports import Store
+from clarion.runtime import failpoints
 from tests.lifecycle.harness import Lifecycle, running_lifecycle
 from tests.projection.builders import FailingStore
 from tests.projection.served import receive_until, serving

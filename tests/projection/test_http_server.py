@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from clarion.clock import SystemClock
 from clarion.domain.models import StatusSummary
+from clarion.runtime.clock import SystemClock
 from clarion.store import open_store
 from tests.e2e.conftest import make_server  # noqa: F401  (the fixture)
 from tests.e2e.harness import ServerProcess, answer

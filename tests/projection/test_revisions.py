@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from clarion.clock import ManualClock
 from clarion.domain.models import Revision
 from clarion.projection.pending import PendingProjector
+from clarion.runtime.clock import ManualClock
 from clarion.store import SqlStore, open_store
 from tests.conftest import fresh_database_url
 from tests.lifecycle.harness import running_lifecycle

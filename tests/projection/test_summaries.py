@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from clarion import failpoints
-from clarion.clock import ManualClock
 from clarion.domain.errors import SummaryConflict
 from clarion.domain.models import SessionState, StatusSummary
 from clarion.projection.summaries import CAS_ATTEMPTS
+from clarion.runtime import failpoints
+from clarion.runtime.clock import ManualClock
 from clarion.store import SqlStore
 from tests.projection.builders import FailingStore, World, projections
 

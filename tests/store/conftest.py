@@ -15,7 +15,6 @@ from typing import Any
 import pytest
 from sqlalchemy import event, select, text, update
 
-from clarion.clock import ManualClock
 from clarion.domain.ids import new_id
 from clarion.domain.models import (
     Answer,
@@ -27,6 +26,7 @@ from clarion.domain.models import (
     Turn,
 )
 from clarion.ports import NewMessage, Written
+from clarion.runtime.clock import ManualClock
 from clarion.store import SqlStore, open_store
 from clarion.store.db.schema import task_session_messages, task_session_turns, task_sessions
 

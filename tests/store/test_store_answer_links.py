@@ -7,8 +7,8 @@ from __future__ import annotations
 import asyncio
 import json
 
-from clarion.clock import ManualClock
 from clarion.domain.webhooks import EVENTS
+from clarion.runtime.clock import ManualClock
 from clarion.store import SqlStore, open_store
 from clarion.store.outbox import Outbox
 

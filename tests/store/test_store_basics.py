@@ -10,9 +10,9 @@ import pytest
 from sqlalchemy import func, select, text
 from sqlalchemy.engine import Connection
 
-from clarion.clock import ManualClock
 from clarion.domain.errors import NotFound
 from clarion.domain.models import SessionState, WorkflowStep
+from clarion.runtime.clock import ManualClock
 from clarion.store import SqlStore, migrate, open_engine, open_store
 from clarion.store.db.engine import async_url
 from clarion.store.db.migrations import LATEST_VERSION, schema_version

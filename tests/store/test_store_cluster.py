@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
-from clarion.clock import ManualClock
+from clarion.runtime.clock import ManualClock
 from clarion.store import SqlStore, migrate, open_engine, open_store
 from clarion.store.db.membership import membership
 from clarion.store.db.single_server import AnotherServer, single_server

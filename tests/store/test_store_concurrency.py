@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import asyncio
 
-from clarion.clock import ManualClock
 from clarion.domain.models import Answer, ClarificationResponse
+from clarion.runtime.clock import ManualClock
 from clarion.store import open_store
 
 from .conftest import World

@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 from sqlalchemy import text
 
-from clarion.clock import ManualClock
 from clarion.domain.models import Session
 from clarion.domain.scope import SessionScope
+from clarion.runtime.clock import ManualClock
 from clarion.store import SqlStore, open_store
 from clarion.store.db.owner_fence import FencedOut, OwnerFence
 from tests.store.conftest import World, until_a_backend_waits_on_a_lock

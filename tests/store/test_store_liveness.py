@@ -10,7 +10,7 @@ import uuid
 import pytest
 from sqlalchemy import text
 
-from clarion.clock import ManualClock
+from clarion.runtime.clock import ManualClock
 from clarion.store import SqlStore, open_store
 from clarion.store.db import membership as cluster
 from clarion.store.db.liveness import LIVENESS_NAMESPACE, liveness_key, owner_not_running

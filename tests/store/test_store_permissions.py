@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 
-from clarion.clock import ManualClock
 from clarion.domain.models import AuthorType, MessageType, Session, SessionState
 from clarion.domain.permissions import (
     PermissionOption,
@@ -15,6 +14,7 @@ from clarion.domain.permissions import (
     request_metadata,
 )
 from clarion.ports import NewMessage
+from clarion.runtime.clock import ManualClock
 from clarion.store import open_store
 
 from .conftest import World

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from sqlalchemy import delete, text
 
-from clarion.clock import ManualClock
 from clarion.domain.models import Revision
+from clarion.runtime.clock import ManualClock
 from clarion.store import SqlStore, migrate, open_engine, open_store
 from clarion.store.db.migrations import LATEST_VERSION, schema_version
 from clarion.store.revisions import SharedRevisionsNeedPostgres

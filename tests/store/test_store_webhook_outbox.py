@@ -13,7 +13,6 @@ from typing import Any
 import pytest
 from sqlalchemy import Connection, insert, inspect
 
-from clarion.clock import ManualClock
 from clarion.domain.errors import Conflict
 from clarion.domain.models import AuthorType, MessageType, SessionState
 from clarion.domain.permissions import (
@@ -24,6 +23,7 @@ from clarion.domain.permissions import (
 )
 from clarion.domain.webhooks import EVENTS
 from clarion.ports import NewMessage
+from clarion.runtime.clock import ManualClock
 from clarion.store import SqlStore, open_store
 from clarion.store.db.engine import open_engine
 from clarion.store.db.migrations import LATEST_VERSION, MIGRATIONS, migrate, schema_version

@@ -11,10 +11,10 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from clarion.clock import ManualClock
 from clarion.config import Settings, builtin_profile
 from clarion.config.webhooks import Webhook
 from clarion.domain.waiting import OnExpiry, WaitingPolicy, parse_duration
+from clarion.runtime.clock import ManualClock
 from tests.lifecycle.harness import Lifecycle, fast_settings, lifecycle_on
 
 ASK_DEFAULT = {

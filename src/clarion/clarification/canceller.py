@@ -15,7 +15,7 @@ from clarion.domain.errors import NotActive, NotFound
 from clarion.domain.models import Message
 from clarion.ports import AnswerStore
 from clarion.projection.events import EventPublisher
-from clarion.supervisor import Supervisor, bounded
+from clarion.runtime.supervisor import Supervisor, bounded
 
 log = logging.getLogger(__name__)
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import logging
 
-from clarion import failpoints
 from clarion.clarification.handoffs import AnswerHandoffs
 from clarion.clarification.waiters import Delivery
 from clarion.domain.lifecycle import DELIVER
@@ -22,7 +21,8 @@ from clarion.domain.models import SessionState
 from clarion.ports import AnswerStore, Written
 from clarion.ports.tracing import NO_TRACER, Tracer
 from clarion.projection.events import EventPublisher
-from clarion.supervisor import Supervisor, bounded
+from clarion.runtime import failpoints
+from clarion.runtime.supervisor import Supervisor, bounded
 
 log = logging.getLogger(__name__)
 

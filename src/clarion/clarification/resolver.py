@@ -12,7 +12,6 @@ from __future__ import annotations
 import logging
 from dataclasses import replace
 
-from clarion import failpoints
 from clarion.clarification.handoffs import AnswerHandoffs
 from clarion.clarification.respond_result import RespondResult, as_recorded, outcome_of
 from clarion.clarification.restorer import ClaimRestorer
@@ -41,7 +40,8 @@ from clarion.domain.models import (
 from clarion.ports import AnswerStore, ClaimResult, Clock
 from clarion.ports.tracing import NO_TRACER, Span, Tracer
 from clarion.projection.events import EventPublisher
-from clarion.supervisor import Supervisor, bounded
+from clarion.runtime import failpoints
+from clarion.runtime.supervisor import Supervisor, bounded
 
 log = logging.getLogger(__name__)
 

@@ -19,7 +19,7 @@ from clarion.domain.lifecycle import RETIRE_INTENT
 from clarion.domain.models import Message
 from clarion.ports import AnswerStore, ClaimResult
 from clarion.projection.events import EventPublisher
-from clarion.supervisor import bounded
+from clarion.runtime.supervisor import bounded
 
 log = logging.getLogger(__name__)
 

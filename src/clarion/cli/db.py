@@ -188,7 +188,7 @@ def prune_command(
 ) -> None:
     """Delete finished sessions' rows older than the cutoff; never a task still running or
     waiting. Prints what it deleted (or, with --dry-run, would)."""
-    from clarion.clock import SystemClock
+    from clarion.runtime.clock import SystemClock
     from clarion.store import SqlStore
     from clarion.store.db.schema_status import schema_status
     from clarion.store.retention import prune

@@ -11,7 +11,7 @@ from typing import Any
 
 import anyio
 
-from clarion.log_fields import process_fields
+from clarion.runtime.log_fields import process_fields
 
 LOG_FORMATS = ("text", "json")
 

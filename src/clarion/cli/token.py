@@ -12,9 +12,9 @@ import os
 
 import typer
 
-from clarion.clock import SystemClock
 from clarion.config import default_database_url
 from clarion.orchestrator.access import hash_token, new_api_token
+from clarion.runtime.clock import SystemClock
 
 token_app = typer.Typer(
     help="API tokens for access control (`clarion serve --auth`).",

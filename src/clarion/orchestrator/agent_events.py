@@ -28,7 +28,7 @@ from clarion.ports import (
     TurnStore,
 )
 from clarion.projection.events import EventPublisher
-from clarion.supervisor import Supervisor, bounded
+from clarion.runtime.supervisor import Supervisor, bounded
 
 log = logging.getLogger(__name__)
 

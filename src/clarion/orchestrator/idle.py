@@ -24,7 +24,7 @@ from clarion.domain.models import Session
 from clarion.orchestrator.lanes import Lane, Lanes
 from clarion.ports import AgentRuntime, Clock, TurnStore
 from clarion.projection.events import EventPublisher
-from clarion.supervisor import Supervisor
+from clarion.runtime.supervisor import Supervisor
 
 log = logging.getLogger(__name__)
 

@@ -18,7 +18,6 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from clarion import failpoints
 from clarion.domain.models import SessionState
 from clarion.domain.scope import EVERY_SESSION, SessionScope
 from clarion.orchestrator.permissions import SERVER_RESTARTED
@@ -26,6 +25,7 @@ from clarion.ports import DetachedBundle, RecoveryStore
 from clarion.ports.metrics import NO_METRICS, Metrics
 from clarion.projection.events import EventPublisher
 from clarion.projection.pending import PendingProjector
+from clarion.runtime import failpoints
 
 log = logging.getLogger(__name__)
 

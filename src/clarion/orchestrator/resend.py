@@ -26,7 +26,7 @@ from clarion.orchestrator.admission import TurnAdmission
 from clarion.orchestrator.lanes import Lanes
 from clarion.ports import AnswerStore
 from clarion.projection.events import EventPublisher
-from clarion.supervisor import bounded
+from clarion.runtime.supervisor import bounded
 
 log = logging.getLogger(__name__)
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from clarion import failpoints
 from clarion.domain.errors import (
     AcceptedButUnfinalized,
     AcceptedButUnpublished,
@@ -31,7 +30,8 @@ from clarion.orchestrator.lanes import Lane, Lanes
 from clarion.ports import AgentRuntime, AnswerStore, ClaimResult
 from clarion.ports.metrics import NO_METRICS, Metrics
 from clarion.projection.events import EventPublisher
-from clarion.supervisor import bounded
+from clarion.runtime import failpoints
+from clarion.runtime.supervisor import bounded
 
 log = logging.getLogger(__name__)
 

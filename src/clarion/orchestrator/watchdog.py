@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from clarion.orchestrator.admission import TurnAdmission
 from clarion.orchestrator.lanes import Lanes
 from clarion.ports import AgentOutput, AgentRuntime, Clock, TurnStore
-from clarion.supervisor import Supervisor, bounded
+from clarion.runtime.supervisor import Supervisor, bounded
 
 log = logging.getLogger(__name__)
 

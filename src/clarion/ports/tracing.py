@@ -1,7 +1,7 @@
 """What the services tell an operator's traces: spans around the steps of a request, and the
 trace context carried to another task or another replica.
 
-The OpenTelemetry adapter (`clarion.tracing`) implements it, and only when `[telemetry]` is
+The OpenTelemetry adapter (`clarion.server.tracing`) implements it, and only when `[telemetry]` is
 configured; everywhere else the no-op `NO_TRACER` stands in. The services and the edges never
 import OpenTelemetry, so a server without telemetry never loads it (an import-linter rule
 holds this).

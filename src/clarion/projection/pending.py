@@ -18,9 +18,9 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from clarion import failpoints
 from clarion.domain.models import PendingAction, Revision
 from clarion.ports import ReadStore, SummaryInputs
+from clarion.runtime import failpoints
 
 log = logging.getLogger(__name__)
 

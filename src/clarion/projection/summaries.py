@@ -27,11 +27,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from clarion import failpoints
 from clarion.domain.errors import SummaryConflict
 from clarion.domain.models import PendingAction, SessionState, StatusSummary
 from clarion.domain.wire import summary_wire
 from clarion.ports import Bus, Event, ReadStore, SummaryInputs
+from clarion.runtime import failpoints
 
 log = logging.getLogger(__name__)
 

@@ -18,7 +18,6 @@ from dataclasses import asdict, dataclass
 
 from starlette.types import ASGIApp
 
-from clarion import log_fields
 from clarion.api.forwarding import Carrier
 from clarion.api.mcp_proxy import McpToOwner
 from clarion.api.routing import ClusterRouting, placement_order
@@ -29,6 +28,7 @@ from clarion.config import Settings
 from clarion.domain.scope import SessionScope
 from clarion.ports.cluster import ReplicaInfo, SessionRoute
 from clarion.projection.waiter_lookup import LiveWaiterLookup
+from clarion.runtime import log_fields
 from clarion.server.replica import Replica
 from clarion.server.wiring import App
 from clarion.store.db.membership import Membership, membership

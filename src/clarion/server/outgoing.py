@@ -16,9 +16,9 @@ from clarion.domain.emails import MailTarget
 from clarion.metrics import PrometheusMetrics
 from clarion.ports import Clock
 from clarion.ports.tracing import Tracer
+from clarion.runtime.supervisor import Supervisor
 from clarion.store import SqlStore
 from clarion.store.outbox import Outbox
-from clarion.supervisor import Supervisor
 from clarion.webhooks.deliverer import WebhookDeliverer
 from clarion.webhooks.mailer import send_mail
 from clarion.webhooks.sender import http_sender

@@ -12,7 +12,6 @@ from collections.abc import AsyncIterator, Callable, Coroutine, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from clarion import failpoints
 from clarion.agents.runtime import AcpRuntime
 from clarion.api.services import ApiServices
 from clarion.bus import open_bus
@@ -23,7 +22,6 @@ from clarion.clarification.live_confirmation import LiveConfirmation
 from clarion.clarification.policies import WaitingPolicies
 from clarion.clarification.resolver import Resolver
 from clarion.clarification.waiters import LiveWaiters
-from clarion.clock import SystemClock
 from clarion.config import AgentProfile, Settings
 from clarion.domain.permissions import PermissionRules
 from clarion.mcp.tools import McpEndpoint, build_mcp_server
@@ -61,10 +59,12 @@ from clarion.projection.pending import PendingProjector
 from clarion.projection.reads import Reads
 from clarion.projection.summaries import SummaryService
 from clarion.projection.waiter_lookup import local_only
+from clarion.runtime import failpoints
+from clarion.runtime.clock import SystemClock
+from clarion.runtime.supervisor import Supervisor
 from clarion.server.outgoing import answer_links, outgoing_deliveries
 from clarion.server.retention import retention_loop
 from clarion.store import SqlStore, open_store
-from clarion.supervisor import Supervisor
 
 log = logging.getLogger(__name__)
 
@@ -345,7 +345,7 @@ def tracing(
     is imported here, when configured, and nowhere else: without it a server never loads it."""
     if tracer is not None or settings.telemetry is None:
         return contextlib.nullcontext(tracer or NO_TRACER)
-    from clarion.tracing import otel_tracer
+    from clarion.server.tracing import otel_tracer
 
     return otel_tracer(settings.telemetry)
 

@@ -18,7 +18,6 @@ import logging
 from collections.abc import Mapping
 from datetime import timedelta
 
-from clarion import failpoints
 from clarion.config.email import EmailChannel
 from clarion.config.webhooks import Webhook, WebhookDelivery
 from clarion.domain.webhooks import (
@@ -31,6 +30,7 @@ from clarion.domain.webhooks import (
 from clarion.ports import Clock, QueuedDelivery, WebhookStore
 from clarion.ports.metrics import NO_METRICS, Metrics, WebhookResult
 from clarion.ports.tracing import NO_TRACER, Tracer
+from clarion.runtime import failpoints
 from clarion.webhooks.mailer import SendMail
 from clarion.webhooks.sender import Send
 
