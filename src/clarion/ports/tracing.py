@@ -3,8 +3,8 @@ trace context carried to another task or another replica.
 
 The OpenTelemetry adapter (`clarion.server.tracing`) implements it, and only when `[telemetry]` is
 configured; everywhere else the no-op `NO_TRACER` stands in. The services and the edges never
-import OpenTelemetry, so a server without telemetry never loads it (an import-linter rule
-holds this).
+import OpenTelemetry, so a server without telemetry never loads its SDK or exporter
+(import-linter rules hold this).
 
 The no-op is on the live answer path, so it costs as little as a context manager can: `span`
 returns one shared object, the ids are named keyword parameters (no `**kwargs` dict per call),

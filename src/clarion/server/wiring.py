@@ -341,8 +341,9 @@ async def build(
 def tracing(
     settings: Settings, tracer: Tracer | None
 ) -> contextlib.AbstractAsyncContextManager[Tracer]:
-    """The tracer given (tests), the one `[telemetry]` configures, or the no-op. OpenTelemetry
-    is imported here, when configured, and nowhere else: without it a server never loads it."""
+    """The tracer given (tests), the one `[telemetry]` configures, or the no-op. The adapter,
+    and with it the OpenTelemetry SDK and exporter, is imported here, when configured, and
+    nowhere else. (FastAPI imports the OpenTelemetry API itself; the SDK is Clarion's cost.)"""
     if tracer is not None or settings.telemetry is None:
         return contextlib.nullcontext(tracer or NO_TRACER)
     from clarion.server.tracing import otel_tracer
