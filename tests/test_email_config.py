@@ -77,6 +77,14 @@ def test_no_table_no_email(tmp_path: Path) -> None:
             r"notifications.email.to\[0\]",
         ),
         (
+            '[notifications.email]\nhost = "h"\nfrom = "a@b.c"\nto = ["d@e.f", "a@b c"]',
+            r"notifications.email.to\[1\] must be an email address, got 'a@b c'",
+        ),
+        (
+            '[notifications.email]\nhost = "h"\nfrom = "\\"a@b"\nto = ["d@e.f"]',
+            r"notifications.email.from must be an email address",
+        ),
+        (
             '[notifications.email]\nhost = "h"\nfrom = "a@b.c"\nto = ["d@e.f"]\nport = 0',
             "notifications.email.port",
         ),

@@ -160,7 +160,22 @@ def test_a_configured_address_may_carry_a_display_name() -> None:
     assert checked_address("Clarion <c@example.com>", "f") == "Clarion <c@example.com>"
 
 
-@pytest.mark.parametrize("bad", ["@example.com", "a b@example.com"])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "@example.com",
+        "a b@example.com",
+        "a@b c",
+        '"a@b',
+        "<a@b",
+        "Clarion <c@example.com> x",
+        "a@example.com, b@example.com",
+        "team: a@b.c;",
+        "baa:[..><=;b",
+        "(\\a=) .?)[)",
+        "é.<> =?",
+    ],
+)
 def test_an_address_the_email_package_cannot_parse_is_a_clear_error(bad: str) -> None:
     with pytest.raises(ValueError, match=r"notifications\.email\.to must be an email address"):
         checked_address(bad, "notifications.email.to")

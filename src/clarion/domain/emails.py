@@ -16,9 +16,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from email.errors import HeaderParseError
-from email.headerregistry import Address
 from email.message import EmailMessage
 from email.policy import SMTP
+from email.policy import default as STRICT_PARSE
 from email.utils import format_datetime, parseaddr
 from typing import Any
 
@@ -40,16 +40,20 @@ def one_line(text: str, limit: int | None = None) -> str:
 
 def checked_address(value: Any, where: str) -> str:
     """A configured address (`"Clarion <bot@example.com>"` or `bot@example.com`), or
-    ValueError naming `where`."""
+    ValueError naming `where`. Parsed strictly: `parseaddr` alone reads `a@b c` as `a@bc` and
+    `"a@b` as `a@b`, so an address the header parser finds any defect in, a group, or more
+    than one address is refused rather than repaired."""
     if not isinstance(value, str) or one_line(value) != value.strip() or not value.strip():
         raise ValueError(f"{where} must be an email address on one line")
-    _, spec = parseaddr(value)
-    if "@" not in spec:
-        raise ValueError(f"{where} must be an email address, got {value!r}")
     try:
-        Address(addr_spec=spec)
-    except (ValueError, IndexError, HeaderParseError) as exc:
+        header = STRICT_PARSE.header_factory("To", value.strip())
+        addresses = header.addresses
+    except (ValueError, IndexError, TypeError, AttributeError, HeaderParseError) as exc:
+        # The header parser itself fails on some malformed input instead of noting a defect.
         raise ValueError(f"{where} must be an email address, got {value!r}") from exc
+    grouped = any(group.display_name is not None for group in header.groups)
+    if header.defects or grouped or len(addresses) != 1 or "@" not in addresses[0].addr_spec:
+        raise ValueError(f"{where} must be an email address, got {value!r}")
     return value.strip()
 
 
