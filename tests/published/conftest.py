@@ -7,8 +7,9 @@ Each worker runs one scripted model server per API on 127.0.0.1 (scripted.py: th
 Messages API for Claude Code, the Gemini API for Gemini CLI, OpenAI's Responses API for Codex,
 Chat Completions for GitHub Copilot CLI); each test plays its own script on it at
 a base URL of its own. Each test gets its own HOME (with the agent's settings) and working
-directory, and a `clarion.toml` whose profile (`claude`, `gemini`, `codex`, `copilot`)
-points the agent at that model server with every kind of outside traffic turned off.
+directory, and a `clarion.toml` whose profile (`claude`, `gemini`, `codex`, `copilot`, and
+`qwen` for `clarion agents check` only) points the agent at that model server with every kind of
+outside traffic turned off.
 """
 
 from __future__ import annotations
@@ -44,6 +45,8 @@ CODEX_ACP_VERSION = "0.16.0"
 CODEX_MODEL = "gpt-5.4"
 COPILOT_CLI = REPO / "agents/published/node_modules/@github/copilot/npm-loader.js"
 COPILOT_CLI_VERSION = "1.0.102"
+QWEN_CLI = REPO / "agents/published/node_modules/@qwen-code/qwen-code/cli-entry.js"
+QWEN_CLI_VERSION = "0.24.4"
 
 # Claude Code's documented switches for outside traffic: with them the agent talks to nothing
 # but ANTHROPIC_BASE_URL (the scripted model) and Clarion's MCP endpoint.
@@ -190,6 +193,25 @@ def copilot_setup(home: Path, model_url: str) -> dict[str, str]:
     }
 
 
+def qwen_setup(home: Path, model_url: str) -> dict[str, str]:
+    """Qwen Code with the OpenAI-compatible provider at the scripted Chat Completions API; no
+    usage statistics, no update checks."""
+    settings_dir = home / ".qwen"
+    settings_dir.mkdir(parents=True, exist_ok=True)
+    settings = {
+        "privacy": {"usageStatisticsEnabled": False},
+        "general": {"disableAutoUpdate": True, "disableUpdateNag": True},
+        "security": {"auth": {"selectedType": "openai"}},
+    }
+    (settings_dir / "settings.json").write_text(json.dumps(settings))
+    return {
+        "HOME": str(home),
+        "OPENAI_BASE_URL": f"{model_url}/v1",
+        "OPENAI_API_KEY": "test-not-a-key",
+        "OPENAI_MODEL": MODEL,
+    }
+
+
 @dataclass(frozen=True)
 class Published:
     profile: str
@@ -210,6 +232,9 @@ COPILOT = Published(
     ("node", str(COPILOT_CLI), "--acp"),
     copilot_setup,
     ChatCompletionsServer,
+)
+QWEN = Published(
+    "qwen", QWEN_CLI, ("node", str(QWEN_CLI), "--acp"), qwen_setup, ChatCompletionsServer
 )
 
 
