@@ -58,9 +58,11 @@ agents: $(PUBLISHED)/node_modules/.installed
 
 # Branch coverage of the whole suite, including the processes it starts (pyproject's
 # [tool.coverage.run]); the floors hold only for the full suite, not a run narrowed by PYTEST_ARGS.
+# Bytecode is written even where PYTHONDONTWRITEBYTECODE is set: each pytest worker otherwise
+# rewrites and compiles every test module again (about 4 CPU-s per worker under coverage).
 test: lint agents
 	$(BIN)/coverage erase
-	$(BIN)/coverage run -m pytest -n $(PYTEST_WORKERS) $(PYTEST_ARGS)
+	PYTHONDONTWRITEBYTECODE= $(BIN)/coverage run -m pytest -n $(PYTEST_WORKERS) $(PYTEST_ARGS)
 	$(BIN)/coverage combine --quiet
 	$(BIN)/python scripts/coverage_floor.py $(if $(PYTEST_ARGS),,--check)
 
