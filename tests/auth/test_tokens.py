@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import hashlib
+import subprocess
+import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -92,3 +94,23 @@ async def test_token_create_prints_one_token_and_stores_only_its_hash(tmp_path: 
     assert stored == [hashlib.sha256(token.encode()).hexdigest()]
     for file in home.glob("clarion.db*"):  # the database and its WAL
         assert token.encode() not in file.read_bytes()
+
+
+def test_token_create_on_an_unreachable_database_names_it_without_its_password(
+    tmp_path: Path,
+) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "clarion", "token", "create", "--user", "u", "--workspace", "w"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={
+            "CLARION_HOME": str(tmp_path),
+            "PATH": "/usr/bin:/bin",
+            "CLARION_DATABASE_URL": "postgresql://clarion:hunter2@127.0.0.1:1/clarion",
+        },
+        check=False,
+    )
+    assert result.returncode == 1 and result.stdout == ""
+    assert "cannot create a token in postgresql://clarion:***@127.0.0.1:1/clarion" in result.stderr
+    assert "hunter2" not in result.stderr

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import sqlite3
 from collections.abc import AsyncIterator, Coroutine
 from datetime import timedelta
@@ -21,7 +20,7 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
-from clarion.config import default_database_url
+from clarion.cli.database import DatabaseOpt, database_url
 from clarion.config.files import redacted
 from clarion.domain.waiting import parse_duration
 
@@ -38,20 +37,10 @@ db_app = typer.Typer(
     add_completion=False,
 )
 
-DatabaseOpt = typer.Option(
-    None,
-    "--database",
-    help="sqlite:///PATH or postgresql://... [env CLARION_DATABASE_URL, default as serve]",
-)
-
 
 @db_app.callback()
 def _group() -> None:
     """The database: schema version and migrations, backup, pruning."""
-
-
-def _url(database: str | None) -> str:
-    return database or os.environ.get("CLARION_DATABASE_URL") or default_database_url(os.environ)
 
 
 def _fail(message: str, code: int = 1) -> typer.Exit:
@@ -84,7 +73,7 @@ def status(database: str | None = DatabaseOpt) -> None:
     """Print the schema version and `up to date` or the pending migrations (exit 1)."""
     from clarion.store.db.schema_status import schema_status
 
-    url = _url(database)
+    url = database_url(database)
 
     async def read() -> tuple[int, int, tuple[int, ...]]:
         async with _engine(url) as engine:
@@ -112,7 +101,7 @@ def upgrade(
     from clarion.store import migrate
     from clarion.store.db.schema_status import pending_sql, schema_status
 
-    url = _url(database)
+    url = database_url(database)
 
     async def work() -> tuple[int, int, list[str]]:
         async with _engine(url) as engine:
@@ -144,7 +133,7 @@ def backup(
     database: str | None = DatabaseOpt,
 ) -> None:
     """SQLite: an online backup (consistent while a server writes). PostgreSQL: use pg_dump."""
-    url = _url(database)
+    url = database_url(database)
     if not url.startswith("sqlite"):
         raise _fail(
             "backup copies SQLite databases only; for PostgreSQL use pg_dump, for example: "
@@ -197,7 +186,7 @@ def prune_command(
         seconds = parse_duration(older_than).seconds
     except ValueError as exc:
         raise _fail(f"--older-than {exc}", 2) from exc
-    url = _url(database)
+    url = database_url(database)
 
     def report(done: int, total: int) -> None:
         typer.echo(f"… {done}/{total} sessions", err=True)

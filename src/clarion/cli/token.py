@@ -8,11 +8,11 @@ request. The token goes to stdout as one line and nothing else; only its hash is
 from __future__ import annotations
 
 import asyncio
-import os
 
 import typer
 
-from clarion.config import default_database_url
+from clarion.cli.database import DatabaseOpt, database_url
+from clarion.config.files import redacted
 from clarion.orchestrator.access import hash_token, new_api_token
 from clarion.runtime.clock import SystemClock
 
@@ -39,12 +39,12 @@ def _name(value: str, flag: str) -> str:
     return name
 
 
-async def _issue(database_url: str, user: str, workspace: str, token_hash: str) -> None:
+async def _issue(url: str, user: str, workspace: str, token_hash: str) -> None:
     # Imported here, not at the top: every other command talks HTTP, and the database layer
     # (SQLAlchemy) would double the start-up of each of them.
     from clarion.store import open_store
 
-    async with open_store(database_url, SystemClock()) as store:
+    async with open_store(url, SystemClock()) as store:
         await store.issue_api_token(user=user, workspace=workspace, token_hash=token_hash)
 
 
@@ -52,21 +52,17 @@ async def _issue(database_url: str, user: str, workspace: str, token_hash: str) 
 def create(
     user: str = typer.Option(..., "--user", help="User name; created if new"),
     workspace: str = typer.Option(..., "--workspace", help="Workspace name; created if new"),
-    database: str | None = typer.Option(
-        None,
-        "--database",
-        help="sqlite:///PATH or postgresql://... [env CLARION_DATABASE_URL, default as serve]",
-    ),
+    database: str | None = DatabaseOpt,
 ) -> None:
     """Create the user and workspace if needed, make the user a member, print a new token."""
     user_name = _name(user, "--user")
     workspace_name = _name(workspace, "--workspace")
-    url = database or os.environ.get("CLARION_DATABASE_URL") or default_database_url(os.environ)
+    url = database_url(database)
     token = new_api_token()
     try:
         asyncio.run(_issue(url, user_name, workspace_name, hash_token(token)))
     except Exception as exc:  # the reason, never a traceback with the token in a local
-        typer.echo(f"clarion: cannot create a token in {url}: {exc}", err=True)
+        typer.echo(f"clarion: cannot create a token in {redacted(url)}: {exc}", err=True)
         raise typer.Exit(1) from exc
     typer.echo(token)
 
