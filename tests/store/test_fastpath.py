@@ -26,14 +26,14 @@ from clarion.domain.permissions import PermissionOption, ToolCallInfo, request_m
 from clarion.ports import NewMessage
 from clarion.store import (
     SqlStore,
-    clarifications,
     messages,
     summaries,
     tasks,
-    turns,
 )
+from clarion.store import answer_statements as clarifications
 from clarion.store import bundle_rows as bundles
 from clarion.store import pending_actions as projections
+from clarion.store import turn_rows as turns
 from clarion.store.db.fastpath import hot_statements
 from clarion.store.db.fastpath_rows import FastResult
 from clarion.store.db.transactions import Result, Tx

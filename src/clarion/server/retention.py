@@ -13,13 +13,13 @@ from dataclasses import asdict
 from datetime import timedelta
 
 from clarion.ports import Clock
-from clarion.store.retention import RetentionQueries, prune
+from clarion.store.retention import Prunable, prune
 
 log = logging.getLogger(__name__)
 
 
 async def retention_loop(
-    store: RetentionQueries, clock: Clock, *, older_than_s: float, every_s: float
+    store: Prunable, clock: Clock, *, older_than_s: float, every_s: float
 ) -> None:
     while True:
         cutoff = clock.now() - timedelta(seconds=older_than_s)

@@ -1,6 +1,6 @@
 """Agents Clarion stopped while their session was idle: the durable record of the stop.
 
-Imported only by the SqlStore facade. The record (`agent_stopped` in the session's metadata)
+Store-internal. The record (`agent_stopped` in the session's metadata)
 is what tells every reader, on any replica, that the session's agent is not running because
 it sat idle and will start on the next prompt. Writing it is the stop's guard: it applies only
 to a session that is idle by its rows (IDLE or WAITING_FOR_INPUT, no open turn), under the
@@ -13,9 +13,10 @@ from sqlalchemy import bindparam, exists, select, update
 
 from clarion.domain.agent_process import AGENT_STOPPED, IDLE_REASON, IDLE_STATES
 from clarion.domain.models import Session
+from clarion.ports import Clock
+from clarion.store.db.engine import Db
 from clarion.store.db.portable_sql import JsonText
 from clarion.store.db.predicates import authoritative
-from clarion.store.db.row_conversion import StoreBase
 from clarion.store.db.schema import task_session_turns as turns
 from clarion.store.db.schema import task_sessions
 from clarion.store.tasks import read_session
@@ -35,39 +36,39 @@ _SET_METADATA = (
 )
 
 
-class AgentStopQueries(StoreBase):
-    async def mark_agent_stopped(self, session_id: str) -> Session | None:
-        """Record that the session's agent is stopped for idleness, if the session is idle by
-        its rows. Returns the session as it now stands, or None when it did not apply."""
-        now = self._clock.now()
-        async with self._db.write() as conn:
-            await self._db.lock_session(conn, session_id)
-            session = await read_session(conn, session_id)
-            if session.state not in IDLE_STATES:
-                return None
-            if (await conn.execute(_HAS_OPEN_TURN, {"session_id": session_id})).scalar():
-                return None
-            mark = {"reason": IDLE_REASON, "at": now.isoformat()}
-            await conn.execute(
-                _SET_METADATA,
-                {
-                    "session_id": session_id,
-                    "new_metadata": {**session.metadata, AGENT_STOPPED: mark},
-                    "updated_at": now,
-                },
-            )
-            return await read_session(conn, session_id)
+async def mark_agent_stopped(db: Db, clock: Clock, session_id: str) -> Session | None:
+    """Record that the session's agent is stopped for idleness, if the session is idle by
+    its rows. Returns the session as it now stands, or None when it did not apply."""
+    now = clock.now()
+    async with db.write() as conn:
+        await db.lock_session(conn, session_id)
+        session = await read_session(conn, session_id)
+        if session.state not in IDLE_STATES:
+            return None
+        if (await conn.execute(_HAS_OPEN_TURN, {"session_id": session_id})).scalar():
+            return None
+        mark = {"reason": IDLE_REASON, "at": now.isoformat()}
+        await conn.execute(
+            _SET_METADATA,
+            {
+                "session_id": session_id,
+                "new_metadata": {**session.metadata, AGENT_STOPPED: mark},
+                "updated_at": now,
+            },
+        )
+        return await read_session(conn, session_id)
 
-    async def clear_agent_stopped(self, session_id: str) -> bool:
-        """The agent runs again: drop the record of its stop. False when there was none."""
-        async with self._db.write() as conn:
-            await self._db.lock_session(conn, session_id)
-            session = await read_session(conn, session_id)
-            if AGENT_STOPPED not in session.metadata:
-                return False
-            rest = {k: v for k, v in session.metadata.items() if k != AGENT_STOPPED}
-            await conn.execute(
-                _SET_METADATA,
-                {"session_id": session_id, "new_metadata": rest, "updated_at": self._clock.now()},
-            )
-            return True
+
+async def clear_agent_stopped(db: Db, clock: Clock, session_id: str) -> bool:
+    """The agent runs again: drop the record of its stop. False when there was none."""
+    async with db.write() as conn:
+        await db.lock_session(conn, session_id)
+        session = await read_session(conn, session_id)
+        if AGENT_STOPPED not in session.metadata:
+            return False
+        rest = {k: v for k, v in session.metadata.items() if k != AGENT_STOPPED}
+        await conn.execute(
+            _SET_METADATA,
+            {"session_id": session_id, "new_metadata": rest, "updated_at": clock.now()},
+        )
+        return True

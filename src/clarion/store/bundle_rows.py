@@ -18,7 +18,7 @@ from clarion.store.db.predicates import not_parent_question
 from clarion.store.db.row_conversion import to_message
 from clarion.store.db.schema import task_session_messages as messages
 from clarion.store.db.transactions import Tx
-from clarion.store.turns import read_session_and_current_turn
+from clarion.store.turn_rows import read_session_and_current_turn
 
 
 def bundle_order(message: Message) -> tuple[int, datetime, str]:

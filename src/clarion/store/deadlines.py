@@ -1,156 +1,41 @@
-"""Deadlines of questions asked under a waiting policy: written with the question, read by the
-scheduler and the bundle reads, and fired by guarded updates that report whether they applied.
+"""DeadlineStore: the waiting policy's deadline rows, fired by guarded updates.
 
-Imported by the SqlStore facade (and by `clarifications`, which writes a question's deadlines
-in the transaction that writes the question, and claims its expiry in the transaction that
-claims the response). A question without a policy has no row, so it pays nothing here.
+Built and composed by `clarion.store.sql_store.SqlStore`; what it needs it is given.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
-from sqlalchemy import and_, insert, select, update
+from sqlalchemy import select, update
 
-from clarion.domain.models import Message, MetaKey
-from clarion.domain.waiting import (
-    ANSWERED_BY_POLICY,
-    EXPIRY_RETRY_S,
-    Deadlines,
-    Duration,
-    OnExpiry,
-    parse_duration,
-)
 from clarion.domain.webhooks import (
     CLARIFICATION_ESCALATED,
     CLARIFICATION_REMINDER,
     WebhookFact,
 )
+from clarion.ports import Clock
 from clarion.ports.store.records import DeadlineRecord
-from clarion.store.db.row_conversion import Record
+from clarion.store.db.engine import Db
 from clarion.store.db.schema import clarification_deadlines as deadlines
-from clarion.store.db.schema import task_sessions
 from clarion.store.db.transactions import Tx
-from clarion.store.outbox import OutboxQueries
+from clarion.store.deadline_rows import _owned, _settle_next_due, to_record
+from clarion.store.outbox import OutboxWriter
 
 log = logging.getLogger(__name__)
 
 
-async def insert_deadlines(
-    conn: Tx, pending_id: str, session_id: str, task_id: str, due: Deadlines
-) -> None:
-    """The question's deadline row, in the caller's (the question's) transaction."""
-    every = due.remind_every
-    await conn.execute(
-        insert(deadlines).values(
-            pending_id=pending_id,
-            session_id=session_id,
-            task_id=task_id,
-            waiting_since=due.waiting_since,
-            remind_every_s=every.seconds if every else None,
-            remind_after=every.text if every else None,
-            remind_at=due.remind_at,
-            reminders=0,
-            escalate_at=due.escalate_at,
-            escalate_to={"users": list(due.escalate_to)},
-            escalated_at=None,
-            expire_at=due.expire_at,
-            expire_after=due.expire_after.text if due.expire_after else None,
-            on_expiry=due.on_expiry.value,
-            expired_at=None,
-            next_due_at=due.next_due,
-        )
-    )
+class SqlDeadlines:
+    """`clarion.ports.store.deadlines.DeadlineStore` on SQL."""
 
+    def __init__(self, db: Db, clock: Clock, outbox: OutboxWriter) -> None:
+        self._db = db
+        self._clock = clock
+        self._outbox = outbox
 
-async def claim_expiry(conn: Tx, pending_id: str, now: datetime) -> bool:
-    """The expiry fires once: set `expired_at` where it is still unset. Run in the transaction
-    that claims the policy's response, so the two apply together or not at all."""
-    result = await conn.execute(
-        update(deadlines)
-        .where(deadlines.c.pending_id == pending_id, deadlines.c.expired_at.is_(None))
-        .values(expired_at=now, next_due_at=None)
-    )
-    return result.rowcount == 1
-
-
-async def _settle_next_due(conn: Tx, pending_id: str) -> None:
-    """`next_due_at` := the earliest timer still to fire, after one of them fired."""
-    row = (await conn.execute(select(deadlines).where(deadlines.c.pending_id == pending_id))).one()
-    await conn.execute(
-        update(deadlines)
-        .where(deadlines.c.pending_id == pending_id)
-        .values(next_due_at=to_record(row).deadlines.next_due)
-    )
-
-
-async def reopen_restored_expiry(conn: Tx, rows: Sequence[Message], now: datetime) -> None:
-    """Claimed rows the expiry answered are being restored (the answer was not delivered):
-    in the same transaction, the expiry is due again shortly, so the question does not wait on
-    as if it had none."""
-    pending_ids = sorted(
-        {
-            m.pending_id
-            for m in rows
-            if m.pending_id and m.metadata.get(MetaKey.ANSWERED_BY) == ANSWERED_BY_POLICY
-        }
-    )
-    for pending_id in pending_ids:
-        again = now + timedelta(seconds=EXPIRY_RETRY_S)
-        await conn.execute(
-            update(deadlines)
-            .where(deadlines.c.pending_id == pending_id, deadlines.c.expired_at.is_not(None))
-            .values(expired_at=None, expire_at=again, next_due_at=again)
-        )
-
-
-def to_record(row: Record) -> DeadlineRecord:
-    every = (
-        Duration(row.remind_after, int(row.remind_every_s))
-        if row.remind_every_s is not None and row.remind_after
-        else None
-    )
-    users = row.escalate_to.get("users", [])
-    expire_after = _duration(row.expire_after)
-    return DeadlineRecord(
-        pending_id=row.pending_id,
-        session_id=row.session_id,
-        task_id=row.task_id,
-        deadlines=Deadlines(
-            waiting_since=row.waiting_since,
-            remind_every=every,
-            remind_at=row.remind_at,
-            escalate_at=None if row.escalated_at is not None else row.escalate_at,
-            escalate_to=tuple(str(u) for u in users if isinstance(u, str)),
-            expire_at=None if row.expired_at is not None else row.expire_at,
-            expire_after=expire_after,
-            on_expiry=OnExpiry(row.on_expiry),
-        ),
-        reminders=int(row.reminders),
-        escalated_at=row.escalated_at,
-        expired_at=row.expired_at,
-        scheduled_expiry=row.expire_at,
-        next_due_at=row.next_due_at,
-    )
-
-
-def _duration(text: str | None) -> Duration | None:
-    return parse_duration(text) if text else None
-
-
-def _owned(owner: str | None) -> Any:
-    """Deadlines of sessions this server runs: all of them in single mode, a replica's own
-    (or adopted) ones in a cluster."""
-    if owner is None:
-        return deadlines.c.next_due_at.is_not(None)
-    mine = select(task_sessions.c.id).where(task_sessions.c.owner_replica_id == owner)
-    return and_(deadlines.c.next_due_at.is_not(None), deadlines.c.session_id.in_(mine))
-
-
-class DeadlineQueries(OutboxQueries):
     async def next_deadline_due(self, owner: str | None) -> datetime | None:
         query = select(deadlines.c.next_due_at).where(_owned(owner))
         query = query.order_by(deadlines.c.next_due_at).limit(1)
@@ -229,47 +114,6 @@ class DeadlineQueries(OutboxQueries):
         )
         return True
 
-    async def retire_deadlines(self, pending_id: str) -> bool:
-        """The question no longer waits (answered, cancelled, superseded): nothing more fires."""
-        async with self._db.write() as conn:
-            result = await conn.execute(
-                update(deadlines)
-                .where(deadlines.c.pending_id == pending_id, deadlines.c.next_due_at.is_not(None))
-                .values(next_due_at=None)
-            )
-        return result.rowcount == 1
-
-    async def postpone_deadlines(self, pending_id: str, until: datetime) -> bool:
-        """Look at this question again at `until` (its answer is being delivered: whether it
-        still waits is known only then)."""
-        async with self._db.write() as conn:
-            result = await conn.execute(
-                update(deadlines)
-                .where(deadlines.c.pending_id == pending_id, deadlines.c.next_due_at.is_not(None))
-                .values(next_due_at=until)
-            )
-        return result.rowcount == 1
-
-    async def reopen_expiry(self, pending_id: str, retry_at: datetime) -> bool:
-        """An expiry whose answer was not delivered (the question is pending again): fire it
-        again at `retry_at`."""
-        async with self._db.write() as conn:
-            result = await conn.execute(
-                update(deadlines)
-                .where(deadlines.c.pending_id == pending_id, deadlines.c.expired_at.is_not(None))
-                .values(expired_at=None, expire_at=retry_at, next_due_at=retry_at)
-            )
-        return result.rowcount == 1
-
-    async def escalated_users(self, pending_id: str) -> tuple[str, ...]:
-        query = select(deadlines.c.escalate_to).where(
-            deadlines.c.pending_id == pending_id, deadlines.c.escalated_at.is_not(None)
-        )
-        async with self._db.read_one() as conn:
-            value = (await conn.execute(query)).scalar()
-        users = value.get("users", []) if isinstance(value, dict) else []
-        return tuple(str(u) for u in users)
-
     async def _fact(
         self,
         conn: Tx,
@@ -279,7 +123,7 @@ class DeadlineQueries(OutboxQueries):
         now: datetime,
         detail: str = "",
     ) -> None:
-        await self._enqueue(
+        await self._outbox.enqueue(
             conn,
             event,
             record.task_id,
@@ -294,3 +138,34 @@ class DeadlineQueries(OutboxQueries):
             ),
             now,
         )
+
+    async def retire_deadlines(self, pending_id: str) -> bool:
+        """The question no longer waits (answered, cancelled, superseded): nothing more fires."""
+        return await self._move_due(pending_id, None)
+
+    async def postpone_deadlines(self, pending_id: str, until: datetime) -> bool:
+        """Look at this question again at `until` (its answer is being delivered: whether it
+        still waits is known only then)."""
+        return await self._move_due(pending_id, until)
+
+    async def _move_due(self, pending_id: str, due: datetime | None) -> bool:
+        """The one guarded update behind retiring (`due` None) and postponing: applies only
+        while something of the question is still due."""
+        async with self._db.write() as conn:
+            result = await conn.execute(
+                update(deadlines)
+                .where(deadlines.c.pending_id == pending_id, deadlines.c.next_due_at.is_not(None))
+                .values(next_due_at=due)
+            )
+        return result.rowcount == 1
+
+    async def reopen_expiry(self, pending_id: str, retry_at: datetime) -> bool:
+        """An expiry whose answer was not delivered (the question is pending again): fire it
+        again at `retry_at`."""
+        async with self._db.write() as conn:
+            result = await conn.execute(
+                update(deadlines)
+                .where(deadlines.c.pending_id == pending_id, deadlines.c.expired_at.is_not(None))
+                .values(expired_at=None, expire_at=retry_at, next_due_at=retry_at)
+            )
+        return result.rowcount == 1

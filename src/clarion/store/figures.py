@@ -1,7 +1,7 @@
 """The operator's gauges from the database: one read-only snapshot, taken when metrics are
 scraped (and cached above the store), never on the answer path.
 
-Imported by the facade only. Waiting questions are the inbox's clarification candidates (the
+Store-internal. Waiting questions are the inbox's clarification candidates (the
 pending rule's items), each with its workspace; the rest are counts by a column.
 """
 
@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from sqlalchemy import bindparam, func, select
 
+from clarion.ports import Clock
 from clarion.ports.metrics import OperationalFigures, WaitingQuestion
-from clarion.store.db.row_conversion import StoreBase
+from clarion.store.db.engine import Db
 from clarion.store.db.schema import replicas, task_sessions, tasks, webhook_deliveries, workspaces
 from clarion.store.inbox import read_inbox
 from clarion.store.pending_actions import chunks
@@ -28,7 +29,13 @@ _FAILED_WEBHOOKS = select(func.count()).where(webhook_deliveries.c.gave_up_at.is
 _REPLICAS = select(func.count()).select_from(replicas)
 
 
-class FigureQueries(StoreBase):
+class SqlFigures:
+    """The metrics gauges' one read (`clarion.ports.metrics`)."""
+
+    def __init__(self, db: Db, clock: Clock) -> None:
+        self._db = db
+        self._clock = clock
+
     async def operational_figures(self) -> OperationalFigures:
         async with self._db.read() as conn:
             entries = await read_inbox(conn, None)

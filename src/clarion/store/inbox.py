@@ -1,6 +1,6 @@
 """The inbox candidates: what the pending-action rule says a person owes, item by item.
 
-Imported by the facade only. The same rule as `pending_actions` (projections.py), but instead of
+Store-internal. The same rule as `pending_actions` (projections.py), but instead of
 one verdict per session it names each item: every bundle with a pending clarification row in its
 session's current turn, and the newest permission request of a current turn while it is still
 pending. Non-terminal sessions of the given workspaces only, and, for a user a waiting policy
@@ -25,7 +25,6 @@ from clarion.store.db.predicates import (
     current_turns,
     status_pending,
 )
-from clarion.store.db.row_conversion import StoreBase
 from clarion.store.db.schema import clarification_deadlines as deadlines
 from clarion.store.db.schema import task_session_messages as messages
 from clarion.store.db.schema import task_sessions, tasks
@@ -174,17 +173,3 @@ async def read_inbox(
     ]
     entries.sort(key=lambda e: (e.created_at, e.id))
     return entries
-
-
-class InboxQueries(StoreBase):
-    async def inbox_entries(
-        self, workspace_ids: Sequence[str] | None = None, escalated_to: str | None = None
-    ) -> list[InboxEntry]:
-        async with self._db.read() as conn:
-            entries = await read_inbox(conn, workspace_ids)
-            if escalated_to is None or workspace_ids is None:
-                return entries
-            seen = {e.id for e in entries}
-            entries.extend(e for e in await read_escalated(conn, escalated_to) if e.id not in seen)
-        entries.sort(key=lambda e: (e.created_at, e.id))
-        return entries

@@ -1,6 +1,6 @@
 """The answer links' signing key: generated once per database and kept in `kandev_meta`, so
 it survives restarts and every cluster replica on the database signs and checks with the same
-key. Imported only by the SqlStore facade."""
+key. Used by the port implementations beside it (store-internal)."""
 
 from __future__ import annotations
 
@@ -9,14 +9,19 @@ import secrets
 
 from sqlalchemy import insert, select
 
-from clarion.store.db.row_conversion import StoreBase
+from clarion.store.db.engine import Db
 from clarion.store.db.schema import kandev_meta
 
 log = logging.getLogger(__name__)
 SECRET_KEY = "answer_link_secret"
 
 
-class LinkSecretQueries(StoreBase):
+class AnswerLinkSecret:
+    """The answer links' signing secret, made once per database."""
+
+    def __init__(self, db: Db) -> None:
+        self._db = db
+
     async def answer_link_secret(self) -> str:
         """The database's answer-link key, creating it on first use. Callers racing on a new
         database (replicas starting together) all get the one that was committed first."""

@@ -1,24 +1,24 @@
-"""Transcript messages. Imported only by the SqlStore facade and sibling store modules."""
+"""Transcript messages. Used by the port implementations beside it (store-internal)."""
 
 from __future__ import annotations
 
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import and_, bindparam, delete, func, insert, or_, select, update
+from sqlalchemy import bindparam, insert, select, update
 
 from clarion.domain.errors import Conflict, NotFound
 from clarion.domain.flags import is_truthy as truthy
 from clarion.domain.ids import new_id
 from clarion.domain.models import AuthorType, Message, MessageType, MetaKey
-from clarion.ports import MessagePage, NewMessage
+from clarion.ports import NewMessage
 from clarion.store.db.fastpath import hot
-from clarion.store.db.row_conversion import StoreBase, to_message
+from clarion.store.db.row_conversion import to_message
 from clarion.store.db.schema import task_session_messages as messages
 from clarion.store.db.schema import task_session_turns as turns
 from clarion.store.db.transactions import Tx
 from clarion.store.tasks import read_session
-from clarion.store.turns import read_session_and_current_turn, read_turn
+from clarion.store.turn_rows import read_session_and_current_turn, read_turn
 
 _MESSAGE_BY_ID = select(messages).where(messages.c.id == bindparam("message_id"))
 _INSERT_MESSAGE = hot(insert(messages))
@@ -81,78 +81,6 @@ async def resolve_turn(conn: Tx, session_id: str, turn_id: str | None) -> tuple[
     if turn is None or turn.session_id != session_id:
         raise NotFound("turn not found", session_id=session_id, turn_id=turn_id)
     return session.task_id, turn_id
-
-
-class MessageQueries(StoreBase):
-    async def add_message(self, new: NewMessage) -> Message:
-        async with self._db.write() as conn:
-            await self._db.lock_session(conn, new.session_id)
-            task_id, turn_id = await resolve_turn(conn, new.session_id, new.turn_id)
-            return await insert_message(
-                conn, new, task_id=task_id, turn_id=turn_id, now=self._clock.now()
-            )
-
-    async def append_message_content(self, message_id: str, text: str) -> Message:
-        async with self._db.write() as conn:
-            row = (
-                await conn.execute(
-                    update(messages)
-                    .where(messages.c.id == message_id)
-                    .values(content=messages.c.content + text, updated_at=self._clock.now())
-                    .returning(*messages.c)
-                )
-            ).first()
-        if row is None:
-            raise NotFound("message not found", message_id=message_id)
-        return to_message(row)
-
-    async def get_message(self, message_id: str) -> Message:
-        async with self._db.read_one() as conn:
-            message = await read_message(conn, message_id)
-        if message is None:
-            raise NotFound("message not found", message_id=message_id)
-        return message
-
-    async def list_messages(
-        self, session_id: str, *, after: str | None = None, limit: int = 100
-    ) -> MessagePage:
-        limit = max(1, limit)
-        in_session = messages.c.task_session_id == session_id
-        query = select(messages).where(in_session)
-        async with self._db.read() as conn:
-            if after is not None:
-                anchor = await read_message(conn, after)
-                if anchor is None or anchor.session_id != session_id:
-                    raise NotFound("message not found", message_id=after)
-                query = query.where(
-                    or_(
-                        messages.c.created_at > anchor.created_at,
-                        and_(messages.c.created_at == anchor.created_at, messages.c.id > after),
-                    )
-                )
-            query = query.order_by(messages.c.created_at, messages.c.id).limit(limit + 1)
-            rows = [to_message(row) for row in await conn.execute(query)]
-            total = (
-                await conn.execute(select(func.count()).select_from(messages).where(in_session))
-            ).scalar_one()
-        page = tuple(rows[:limit])
-        next_after = page[-1].id if len(rows) > limit else None
-        return MessagePage(messages=page, total=int(total), next_after=next_after)
-
-    async def delete_message(self, session_id: str, message_id: str) -> Message | None:
-        # Turns are never deleted: ownership lives in the turn rows, not in their messages.
-        async with self._db.write() as conn:
-            await self._db.lock_session(conn, session_id)
-            row = (
-                await conn.execute(
-                    delete(messages)
-                    .where(messages.c.id == message_id, messages.c.task_session_id == session_id)
-                    .returning(*messages.c)
-                )
-            ).first()
-            if row is not None and row.turn_id is not None:
-                await _keep_reservation_evidence(conn, row.turn_id, self._clock.now())
-        return None if row is None else to_message(row)
 
 
 async def _keep_reservation_evidence(conn: Tx, turn_id: str, now: datetime) -> None:

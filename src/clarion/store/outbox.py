@@ -1,7 +1,7 @@
 """The notification outbox: webhook deliveries and email messages queued inside the
 transaction that caused their event, and the guarded updates the deliverer records attempts
-with. Imported by the facade and by the query mixins whose writes cause events (they call
-`enqueue` with their open transaction). An email row's destination is its channel's key
+with. `OutboxWriter` is given to the port implementations whose writes cause events (they
+call `enqueue` with their open transaction). An email row's destination is its channel's key
 (`email:default`, `email:workspace:NAME`) and its body the whole message.
 
 With no webhook and no email configured `enqueue` returns before touching the database, so a
@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import and_, insert, select, update
+from sqlalchemy import and_, insert, select
 
 from clarion.domain.emails import MailTarget, email_message
 from clarion.domain.ids import new_id
@@ -29,7 +29,6 @@ from clarion.domain.webhooks import (
     webhook_body,
 )
 from clarion.ports import QueuedDelivery
-from clarion.store.db.row_conversion import StoreBase
 from clarion.store.db.schema import tasks, webhook_deliveries, workspaces
 from clarion.store.db.transactions import Tx
 
@@ -147,17 +146,22 @@ def _queued(row: Any) -> QueuedDelivery:
     )
 
 
-class OutboxQueries(StoreBase):
-    _outbox: Outbox = NO_WEBHOOKS
-    # Store calls (each runs in its own task) that queued a delivery: the deliverer is woken
-    # when such a task is done, i.e. after its transaction committed, never before.
-    _outbox_writers: set[asyncio.Future[Any]]
+class OutboxWriter:
+    """Queues notifications inside the transaction of the write that caused their event, and
+    wakes the deliverer once that write's store call is done (its transaction committed, never
+    before). Given to the port implementations whose writes cause events; the composition
+    root configures it once, the store's cancellation shield reports each finished call."""
 
-    def configure_webhooks(self, outbox: Outbox) -> None:
-        """Which events to queue for which webhook (set once, by the composition root)."""
+    def __init__(self) -> None:
+        self._outbox = NO_WEBHOOKS
+        # Store calls (each runs in its own task) that queued a delivery.
+        self._writers: set[asyncio.Future[Any]] = set()
+
+    def configure(self, outbox: Outbox) -> None:
+        """Which events to queue for which webhook and email channel (set once, at start)."""
         self._outbox = outbox
 
-    async def _enqueue(
+    async def enqueue(
         self, conn: Tx, event: str, task_id: str, fact_of: FactOf, now: datetime
     ) -> None:
         if not self._outbox.wants(event):
@@ -165,89 +169,13 @@ class OutboxQueries(StoreBase):
         await enqueue(conn, self._outbox, event, task_id, fact_of, now)
         task = asyncio.current_task()
         if task is not None:
-            self._outbox_writers.add(task)
+            self._writers.add(task)
 
-    def _after_call(self, task: asyncio.Future[Any]) -> None:
-        if task in self._outbox_writers:
-            self._outbox_writers.discard(task)
+    def urls_for(self, event: str) -> list[str]:
+        return self._outbox.urls_for(event)
+
+    def after_call(self, task: asyncio.Future[Any]) -> None:
+        if task in self._writers:
+            self._writers.discard(task)
             if not task.cancelled() and task.exception() is None:
                 self._outbox.wake()
-
-    async def due_webhook_deliveries(self, now: datetime, limit: int) -> list[QueuedDelivery]:
-        query = (
-            select(webhook_deliveries)
-            .where(_OPEN, webhook_deliveries.c.next_attempt_at <= now)
-            .order_by(webhook_deliveries.c.next_attempt_at, webhook_deliveries.c.id)
-            .limit(limit)
-        )
-        async with self._db.read() as conn:
-            return [_queued(row) for row in await conn.execute(query)]
-
-    async def next_webhook_attempt_at(self) -> datetime | None:
-        query = (
-            select(webhook_deliveries.c.next_attempt_at)
-            .where(_OPEN)
-            .order_by(webhook_deliveries.c.next_attempt_at)
-            .limit(1)
-        )
-        async with self._db.read() as conn:
-            value = (await conn.execute(query)).scalar()
-        return value if isinstance(value, datetime) else None
-
-    async def claim_webhook_delivery(
-        self, delivery_id: str, *, attempts_before: int, now: datetime, lease_until: datetime
-    ) -> bool:
-        statement = (
-            update(webhook_deliveries)
-            .where(
-                webhook_deliveries.c.id == delivery_id,
-                webhook_deliveries.c.attempts == attempts_before,
-                webhook_deliveries.c.next_attempt_at <= now,
-                _OPEN,
-            )
-            .values(next_attempt_at=lease_until)
-        )
-        async with self._db.write() as conn:
-            result = await conn.execute(statement)
-        return bool(result.rowcount)
-
-    async def record_webhook_attempt(
-        self,
-        delivery_id: str,
-        *,
-        attempts_before: int,
-        delivered: bool,
-        next_attempt_at: datetime | None = None,
-        error: str | None = None,
-    ) -> bool:
-        now = self._clock.now()
-        values: dict[str, Any] = {"attempts": attempts_before + 1, "last_error": error}
-        if delivered:
-            values["delivered_at"] = now
-        elif next_attempt_at is None:
-            values["gave_up_at"] = now
-        else:
-            values["next_attempt_at"] = next_attempt_at
-        statement = (
-            update(webhook_deliveries)
-            .where(
-                webhook_deliveries.c.id == delivery_id,
-                webhook_deliveries.c.attempts == attempts_before,
-                _OPEN,
-            )
-            .values(**values)
-        )
-        async with self._db.write() as conn:
-            result = await conn.execute(statement)
-        return bool(result.rowcount)
-
-    async def list_webhook_deliveries(
-        self, ids: Sequence[str] | None = None
-    ) -> list[QueuedDelivery]:
-        query = select(webhook_deliveries).order_by(
-            webhook_deliveries.c.created_at, webhook_deliveries.c.id
-        )
-        if ids is not None:
-            query = query.where(webhook_deliveries.c.id.in_(list(ids)))
-        async with self._db.read() as conn:
-            return [_queued(row) for row in await conn.execute(query)]

@@ -19,7 +19,7 @@ so two adopters never both take one. Rows are locked in id order, the order ever
 multi-session write takes its session locks in, so adoption never deadlocks with a write in
 flight.
 
-Imported by the SqlStore facade only.
+Used by `SqlStore` only.
 """
 
 from __future__ import annotations
@@ -31,9 +31,8 @@ from sqlalchemy import TextClause, text
 
 from clarion.domain.models import TERMINAL_SESSION_STATES
 from clarion.ports.cluster import DeadPeer, SessionRoute
+from clarion.store.db.engine import Db
 from clarion.store.db.liveness import owner_not_running
-from clarion.store.db.owner_fence import OwnerFence
-from clarion.store.db.row_conversion import StoreBase
 
 log = logging.getLogger(__name__)
 
@@ -97,11 +96,11 @@ _BUNDLE_OWNERS = text(
 )
 
 
-class OwnershipQueries(StoreBase):
-    def own_sessions(self, fence: OwnerFence) -> None:
-        """From now on sessions this store creates are `fence.replica_id`'s, and every
-        session write checks that the session still is (store/db/owner_fence.py)."""
-        self._db.fence = fence
+class SqlOwnership:
+    """Cluster mode's reads and adoptions (the store's half of `clarion.ports.cluster`)."""
+
+    def __init__(self, db: Db) -> None:
+        self._db = db
 
     async def adopt_replica(self, replica_id: str, dead: str) -> list[str] | None:
         """Take over replica `dead`, which holds no liveness lock: delete its row and make its

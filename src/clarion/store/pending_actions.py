@@ -1,4 +1,4 @@
-"""Pending-action projections derived from the repository rule. Imported by the facade only.
+"""Pending-action projections derived from the repository rule. Store-internal.
 
 Each read first resolves the current turn of every session it looks at (once per session),
 then looks only at the rows of those turns, through the turn index: the cost depends on the
@@ -22,7 +22,6 @@ from clarion.store.db.predicates import (
     not_parent_question,
     status_pending,
 )
-from clarion.store.db.row_conversion import StoreBase
 from clarion.store.db.schema import task_session_messages as messages
 from clarion.store.db.schema import task_sessions
 from clarion.store.db.transactions import Tx
@@ -129,21 +128,3 @@ async def read_pending_actions(
         elif session_id in permitting:
             result[session_id] = PendingAction.PERMISSION
     return result
-
-
-class ProjectionQueries(StoreBase):
-    async def pending_actions(self, session_ids: Sequence[str]) -> dict[str, PendingAction | None]:
-        if not session_ids:
-            return {}
-        async with self._db.read() as conn:
-            return await read_pending_actions(conn, session_ids)
-
-    async def sessions_with_active_clarification(self, task_id: str) -> list[str]:
-        async with self._db.read() as conn:
-            ordered = [
-                (str(s), str(t))
-                for s, t in await conn.execute(_CURRENT_OF_TASK, {"task_id": task_id})
-                if t is not None
-            ]
-            clarifying = await sessions_with_pending(conn, dict(ordered))
-        return [s for s, _ in ordered if s in clarifying]

@@ -1,88 +1,55 @@
-"""Permission-request rows: the pending write, the one decision that wins, and the end-of-call
-settlements. Imported only by the SqlStore facade.
+"""PermissionStore: permission requests (asked, decided once, settled) and agent failures in
+the transcript.
 
-Every change of a row's status happens under its session's write lock and only from
-`pending`, so at most one decision, cancellation or expiry ever applies to a request.
+Built and composed by `clarion.store.sql_store.SqlStore`; what it needs it is given.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from datetime import datetime
 from typing import Any
 
-from sqlalchemy import bindparam, select, update
+from sqlalchemy import insert, update
 
 from clarion.domain.errors import NotFound
-from clarion.domain.models import Message, MessageType, SessionState
+from clarion.domain.ids import new_id
+from clarion.domain.models import Message, MessageType, MetaKey, Session, SessionState, Turn
 from clarion.domain.permissions import PermissionKey, PermissionStatus, status_of
-from clarion.domain.scope import EVERY_SESSION, SessionScope
-from clarion.domain.webhooks import PERMISSION_DECIDED, PERMISSION_REQUESTED, WebhookFact
-from clarion.ports import NewMessage, Written
+from clarion.domain.webhooks import (
+    PERMISSION_DECIDED,
+    PERMISSION_REQUESTED,
+    SESSION_FAILED,
+    WebhookFact,
+)
+from clarion.ports import Clock, NewMessage, Written
+from clarion.store.db.engine import Db
 from clarion.store.db.row_conversion import to_message
-from clarion.store.db.schema import task_session_messages as messages
 from clarion.store.db.schema import task_session_turns as turns
-from clarion.store.db.transactions import Tx
+from clarion.store.db.schema import task_sessions
+from clarion.store.failures import SESSION_ERROR_KEY
 from clarion.store.messages import insert_message, read_message, resolve_turn
-from clarion.store.outbox import OutboxQueries
-from clarion.store.tasks import move_session, move_with
-from clarion.store.turns import read_session_and_current_turn
+from clarion.store.outbox import OutboxWriter
+from clarion.store.permission_rows import (
+    _OF_SESSION,
+    _SET_METADATA,
+    _fact,
+    _settle,
+)
+from clarion.store.tasks import NON_TERMINAL, move_session, move_with, read_session
+from clarion.store.turn_rows import read_session_and_current_turn
 
 log = logging.getLogger(__name__)
 
-_TYPE = MessageType.PERMISSION_REQUEST.value
-_SET_METADATA = (
-    update(messages)
-    .where(messages.c.id == bindparam("message_id"))
-    .values(metadata=bindparam("metadata"), updated_at=bindparam("now"))
-    .returning(*messages.c)
-)
-_OF_SESSION = select(messages).where(
-    messages.c.task_session_id == bindparam("session_id"), messages.c.type == _TYPE
-)
-# A request can only be pending while the agent call that made it runs, that is in an open
-# turn (a turn's end settles its requests first); found through the turn index.
-_IN_OPEN_TURNS = select(messages).where(
-    messages.c.type == _TYPE,
-    messages.c.turn_id.in_(select(turns.c.id).where(turns.c.completed_at.is_(None))),
-)
 
+class SqlPermissions:
+    """`clarion.ports.store.permissions.PermissionStore` on SQL (`Lookups`: `SqlLookups`)."""
 
-async def _settle(
-    conn: Tx, rows: list[Message], status: PermissionStatus, reason: str, now: datetime
-) -> tuple[Message, ...]:
-    changed: list[Message] = []
-    for row in rows:
-        if status_of(row) is not PermissionStatus.PENDING:
-            continue
-        meta = {
-            **row.metadata,
-            PermissionKey.STATUS: str(status),
-            PermissionKey.REASON: reason,
-            PermissionKey.DECIDED_AT: now.isoformat(),
-        }
-        result = await conn.execute(
-            _SET_METADATA, {"message_id": row.id, "metadata": meta, "now": now}
-        )
-        changed.append(to_message(result.one()))
-    return tuple(changed)
+    def __init__(self, db: Db, clock: Clock, outbox: OutboxWriter) -> None:
+        self._db = db
+        self._clock = clock
+        self._outbox = outbox
 
-
-def _fact(event: str, row: Message, title: str, detail: str = "") -> WebhookFact:
-    meta = row.metadata
-    return WebhookFact(
-        event,
-        row.task_id,
-        title,
-        row.session_id,
-        message_id=row.id,
-        tool_call=dict(meta.get(PermissionKey.TOOL_CALL) or {}),
-        detail=detail,
-    )
-
-
-class PermissionQueries(OutboxQueries):
     async def add_permission_request(
         self, new: NewMessage, *, session_state: SessionState | None = None
     ) -> Written:
@@ -95,7 +62,7 @@ class PermissionQueries(OutboxQueries):
             row = await insert_message(conn, new, task_id=task_id, turn_id=turn_id, now=now)
             session = await move_with(conn, new.session_id, session_state, now)
             if status_of(row) is PermissionStatus.PENDING:
-                await self._enqueue(
+                await self._outbox.enqueue(
                     conn,
                     PERMISSION_REQUESTED,
                     task_id,
@@ -142,7 +109,7 @@ class PermissionQueries(OutboxQueries):
                 _SET_METADATA, {"message_id": message_id, "metadata": meta, "now": now}
             )
             decided = to_message(result.one())
-            await self._enqueue(
+            await self._outbox.enqueue(
                 conn,
                 PERMISSION_DECIDED,
                 decided.task_id,
@@ -178,17 +145,87 @@ class PermissionQueries(OutboxQueries):
             ]
             return await _settle(conn, rows, status, reason, now)
 
-    async def expire_stale_permissions(
-        self, *, reason: str, scope: SessionScope = EVERY_SESSION
-    ) -> tuple[Message, ...]:
-        """Startup: every request a previous process left pending -> expired."""
+    async def record_agent_failure(
+        self,
+        new: NewMessage,
+        *,
+        error: str,
+        session_state: SessionState | None = None,
+        turn_metadata: dict[str, object] | None = None,
+    ) -> tuple[Message, Session, Turn | None]:
+        """Write the error row and set the session's `error` (and, with `session_state`, move a
+        non-terminal session there). With `turn_metadata` the row goes into a new, completed
+        lifecycle turn carrying that metadata (a failure outside any prompt); otherwise into
+        `new.turn_id` or the current turn. Returns the row, the session and the new turn."""
         now = self._clock.now()
         async with self._db.write() as conn:
-            rows = [to_message(r) for r in await conn.execute(_IN_OPEN_TURNS)]
-            pending = [
-                r
-                for r in scope.pick(rows, lambda r: r.session_id)
-                if status_of(r) is PermissionStatus.PENDING
-            ]
-            await self._db.lock_sessions(conn, [r.session_id for r in pending])
-            return await _settle(conn, pending, PermissionStatus.EXPIRED, reason, now)
+            await self._db.lock_session(conn, new.session_id)
+            session = await read_session(conn, new.session_id)
+            turn: Turn | None = None
+            if turn_metadata is not None:
+                turn = Turn(
+                    id=new_id(),
+                    session_id=session.id,
+                    task_id=session.task_id,
+                    started_at=now,
+                    completed_at=now,
+                    metadata={**turn_metadata, MetaKey.LIFECYCLE_ONLY: True},
+                    created_at=now,
+                    updated_at=now,
+                )
+                await conn.execute(
+                    insert(turns).values(
+                        id=turn.id,
+                        task_session_id=turn.session_id,
+                        task_id=turn.task_id,
+                        started_at=now,
+                        completed_at=now,
+                        metadata=dict(turn.metadata),
+                        created_at=now,
+                        updated_at=now,
+                    )
+                )
+                task_id, turn_id = session.task_id, turn.id
+            else:
+                task_id, turn_id = await resolve_turn(conn, new.session_id, new.turn_id)
+            row = await insert_message(conn, new, task_id=task_id, turn_id=turn_id, now=now)
+            values: dict[str, object] = {
+                "metadata": {**session.metadata, SESSION_ERROR_KEY: error},
+                "updated_at": now,
+            }
+            if session_state is not None and not session.state.is_terminal:
+                values["state"] = session_state.value
+            await conn.execute(
+                update(task_sessions)
+                .where(
+                    task_sessions.c.id == session.id,
+                    task_sessions.c.state.in_([s.value for s in NON_TERMINAL]),
+                )
+                .values(**values)
+            )
+            after = await read_session(conn, session.id)
+            if after.state is SessionState.FAILED and session.state is not SessionState.FAILED:
+                await self._outbox.enqueue(
+                    conn,
+                    SESSION_FAILED,
+                    session.task_id,
+                    lambda title: WebhookFact(
+                        SESSION_FAILED,
+                        session.task_id,
+                        title,
+                        session.id,
+                        message_id=row.id,
+                        detail=error,
+                    ),
+                    now,
+                )
+        log.info(
+            "agent failure recorded",
+            extra={
+                "session_id": session.id,
+                "message_id": row.id,
+                "turn_id": turn_id,
+                "state": str(after.state),
+            },
+        )
+        return row, after, turn

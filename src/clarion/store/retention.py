@@ -8,7 +8,7 @@ under the sessions' write locks, so a session that an answer or a new prompt rev
 the listing and the delete is skipped. Tasks themselves stay (a person may still open them);
 webhook deliveries that were delivered or given up before the cutoff go too.
 
-Imported by the facade only.
+Store-internal.
 """
 
 from __future__ import annotations
@@ -16,12 +16,13 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Protocol
 
 from sqlalchemy import Select, Table, and_, bindparam, delete, exists, func, or_, select
 from sqlalchemy.sql import ColumnElement
 
+from clarion.store.db.engine import Db
 from clarion.store.db.predicates import TERMINAL_STATES
-from clarion.store.db.row_conversion import StoreBase
 from clarion.store.db.schema import (
     clarification_deadlines,
     task_session_messages,
@@ -76,7 +77,12 @@ def _count(table: Table, column: ColumnElement[str]) -> Select[int]:
     )
 
 
-class RetentionQueries(StoreBase):
+class SqlRetention:
+    """Pruning finished sessions' rows and finished webhook deliveries."""
+
+    def __init__(self, db: Db) -> None:
+        self._db = db
+
     async def prunable_sessions(self, cutoff: datetime) -> list[str]:
         """Ids of the sessions a prune at `cutoff` would delete now, in id order. A cluster
         replica's store lists only its own sessions (it may write no other)."""
@@ -143,12 +149,24 @@ class RetentionQueries(StoreBase):
             return int(result.rowcount)
 
 
+class Prunable(Protocol):
+    """What `prune` needs: `SqlRetention`'s calls, as the store exposes them."""
+
+    async def prunable_sessions(self, cutoff: datetime) -> list[str]: ...
+
+    async def count_pruned(self, session_ids: Sequence[str]) -> Pruned: ...
+
+    async def prune_sessions(self, session_ids: Sequence[str], cutoff: datetime) -> Pruned: ...
+
+    async def prune_webhook_deliveries(self, cutoff: datetime, *, dry_run: bool) -> int: ...
+
+
 Progress = Callable[[int, int], None]  # (sessions done, sessions in all)
 BATCH = 200
 
 
 async def prune(
-    store: RetentionQueries,
+    store: Prunable,
     cutoff: datetime,
     *,
     dry_run: bool = False,

@@ -14,8 +14,8 @@ So a projection read that starts after a write committed carries a larger revisi
 reserved before it, on whichever replica either ran. Overlapping reservations are not ordered,
 and need not be: neither read started after the other.
 
-SQLite has no sequences and no cluster mode: a reservation there raises. Imported only by the
-SqlStore facade.
+SQLite has no sequences and no cluster mode: a reservation there raises. Used by the port
+implementations beside it (store-internal).
 """
 
 from __future__ import annotations
@@ -24,8 +24,6 @@ from typing import Any
 
 from sqlalchemy import text
 
-from clarion.domain.models import Revision
-from clarion.store.db.row_conversion import StoreBase
 from clarion.store.projection_epoch import EPOCH_KEY, stored_epoch
 
 _RESERVE = text(
@@ -37,18 +35,6 @@ _RESERVE = text(
 class SharedRevisionsNeedPostgres(RuntimeError):
     """A shared revision was asked of SQLite: cluster mode (and its revisions) is PostgreSQL
     only."""
-
-
-class RevisionQueries(StoreBase):
-    async def reserve_revision(self) -> Revision:
-        if not self._db.is_postgres:
-            raise SharedRevisionsNeedPostgres(
-                "shared pending revisions need PostgreSQL (cluster mode); "
-                "SQLite has no clarion_pending_revision sequence"
-            )
-        async with self._db.read_one() as conn:
-            row = (await conn.execute(_RESERVE, {"key": EPOCH_KEY})).one()
-        return Revision(epoch=_epoch(row.epoch), sequence=int(row.sequence))
 
 
 def _epoch(raw: Any) -> int:

@@ -1,6 +1,6 @@
 """Detached-answer successor reservations: reserve, mark attempted, publish, roll back.
 
-Imported only by the SqlStore facade. A reservation is a turn row carrying kandev's dispatch
+Store-internal. A reservation is a turn row carrying kandev's dispatch
 keys; it becomes current-turn authority only once attempted or referenced by a message.
 """
 
@@ -17,16 +17,17 @@ from clarion.domain.ids import new_id
 from clarion.domain.lifecycle import DELIVER
 from clarion.domain.models import Message, MetaKey, SessionState, Turn
 from clarion.domain.turns import public_metadata
-from clarion.ports import Written
+from clarion.ports import Clock, Written
 from clarion.store.bundle_rows import rewrite, select_rows
+from clarion.store.db.engine import Db
 from clarion.store.db.portable_sql import flag
 from clarion.store.db.predicates import current_turn_id, referenced
-from clarion.store.db.row_conversion import StoreBase, to_turn
+from clarion.store.db.row_conversion import to_turn
 from clarion.store.db.schema import task_session_messages as messages
 from clarion.store.db.schema import task_session_turns as turns
 from clarion.store.db.transactions import Tx
 from clarion.store.tasks import move_with, read_session
-from clarion.store.turns import read_turn
+from clarion.store.turn_rows import read_turn
 
 log = logging.getLogger(__name__)
 
@@ -57,128 +58,6 @@ def is_reservation(turn: Turn | None) -> bool:
     return turn is not None and truthy(turn.metadata.get(MetaKey.PROMPT_DISPATCH_PENDING))
 
 
-class ReservationQueries(StoreBase):
-    async def reserve_successor(
-        self, session_id: str, *, source_turn_id: str, pending_id: str, message_ids: Sequence[str]
-    ) -> Turn:
-        ids = claimed_ids(message_ids)
-        now = self._clock.now()
-        async with self._db.write() as conn:
-            await self._db.lock_session(conn, session_id)
-            session = await read_session(conn, session_id)
-            if await live_reservation(conn, session_id) is not None:
-                raise Conflict("a successor reservation is already live", session_id=session_id)
-            if session.state.is_terminal:
-                raise Conflict("session has ended", session_id=session_id)
-            current = (await conn.execute(select(current_turn_id(session_id)))).scalar()
-            if current != source_turn_id:
-                # The question's turn was superseded after the claim: resuming it now would
-                # hand the agent an answer to inert history.
-                raise Conflict(
-                    "the clarification turn is no longer current",
-                    session_id=session_id,
-                    turn_id=source_turn_id,
-                )
-            turn = Turn(
-                id=new_id(),
-                session_id=session_id,
-                task_id=session.task_id,
-                started_at=now,
-                completed_at=None,
-                metadata={
-                    MetaKey.PROMPT_DISPATCH_PENDING: True,
-                    MetaKey.PROMPT_DISPATCH_TURN_ID: source_turn_id,
-                    MetaKey.PROMPT_DISPATCH_PENDING_ID: pending_id,
-                    MetaKey.PROMPT_DISPATCH_MESSAGE_IDS: ids,
-                },
-                created_at=now,
-                updated_at=now,
-            )
-            await conn.execute(
-                insert(turns).values(
-                    id=turn.id,
-                    task_session_id=session_id,
-                    task_id=turn.task_id,
-                    started_at=now,
-                    completed_at=None,
-                    metadata=dict(turn.metadata),
-                    created_at=now,
-                    updated_at=now,
-                )
-            )
-        log.info(
-            "successor reserved",
-            extra={"session_id": session_id, "turn_id": turn.id, "pending_id": pending_id},
-        )
-        return turn
-
-    async def mark_attempted(self, turn_id: str) -> bool:
-        async with self._db.write() as conn:
-            turn = await self._locked_turn(conn, turn_id)
-            if turn is None or not is_reservation(turn):
-                return False
-            await conn.execute(
-                update(turns)
-                .where(turns.c.id == turn_id)
-                .values(
-                    metadata={**turn.metadata, MetaKey.PROMPT_DISPATCH_ATTEMPTED: True},
-                    updated_at=self._clock.now(),
-                )
-            )
-        log.info("successor dispatch attempted", extra={"turn_id": turn_id})
-        return True
-
-    async def publish_successor(
-        self,
-        turn_id: str,
-        *,
-        pending_id: str,
-        message_ids: Sequence[str],
-        session_state: SessionState | None = None,
-    ) -> Written | None:
-        async with self._db.write() as conn:
-            turn = await self._locked_turn(conn, turn_id)
-            if turn is None or not is_reservation(turn):
-                return None
-            if turn.metadata.get(MetaKey.PROMPT_DISPATCH_PENDING_ID) != pending_id:
-                return None
-            await conn.execute(
-                update(turns)
-                .where(turns.c.id == turn_id)
-                .values(
-                    metadata=public_metadata(turn.metadata),
-                    updated_at=self._clock.now(),
-                )
-            )
-            finalized = await _finalize_claim(conn, pending_id, message_ids)
-            session = await move_with(conn, turn.session_id, session_state, self._clock.now())
-        log.info("successor published", extra={"turn_id": turn_id, "pending_id": pending_id})
-        return Written(finalized, session)
-
-    async def rollback_successor(self, turn_id: str) -> bool:
-        async with self._db.write() as conn:
-            turn = await self._locked_turn(conn, turn_id)
-            if turn is None or not is_reservation(turn):
-                return False
-            result = await conn.execute(
-                delete(turns).where(turns.c.id == turn_id, ~referenced(turns.c.id))
-            )
-            deleted = result.rowcount == 1
-        log.info("successor rollback", extra={"turn_id": turn_id, "deleted": deleted})
-        return deleted
-
-    async def find_live_reservation(self, session_id: str) -> Turn | None:
-        async with self._db.read() as conn:
-            return await live_reservation(conn, session_id)
-
-    async def _locked_turn(self, conn: Tx, turn_id: str) -> Turn | None:
-        turn = await read_turn(conn, turn_id)
-        if turn is None:
-            return None
-        await self._db.lock_session(conn, turn.session_id)
-        return await read_turn(conn, turn_id)
-
-
 async def _finalize_claim(
     conn: Tx, pending_id: str, message_ids: Sequence[str]
 ) -> tuple[Message, ...]:
@@ -193,3 +72,131 @@ async def _finalize_claim(
         flag(messages.c.metadata, MetaKey.RESPONSE_DELIVERY_PENDING),
     )
     return await rewrite(conn, rows, DELIVER)
+
+
+async def reserve_successor(
+    db: Db,
+    clock: Clock,
+    session_id: str,
+    *,
+    source_turn_id: str,
+    pending_id: str,
+    message_ids: Sequence[str],
+) -> Turn:
+    ids = claimed_ids(message_ids)
+    now = clock.now()
+    async with db.write() as conn:
+        await db.lock_session(conn, session_id)
+        session = await read_session(conn, session_id)
+        if await live_reservation(conn, session_id) is not None:
+            raise Conflict("a successor reservation is already live", session_id=session_id)
+        if session.state.is_terminal:
+            raise Conflict("session has ended", session_id=session_id)
+        current = (await conn.execute(select(current_turn_id(session_id)))).scalar()
+        if current != source_turn_id:
+            # The question's turn was superseded after the claim: resuming it now would
+            # hand the agent an answer to inert history.
+            raise Conflict(
+                "the clarification turn is no longer current",
+                session_id=session_id,
+                turn_id=source_turn_id,
+            )
+        turn = Turn(
+            id=new_id(),
+            session_id=session_id,
+            task_id=session.task_id,
+            started_at=now,
+            completed_at=None,
+            metadata={
+                MetaKey.PROMPT_DISPATCH_PENDING: True,
+                MetaKey.PROMPT_DISPATCH_TURN_ID: source_turn_id,
+                MetaKey.PROMPT_DISPATCH_PENDING_ID: pending_id,
+                MetaKey.PROMPT_DISPATCH_MESSAGE_IDS: ids,
+            },
+            created_at=now,
+            updated_at=now,
+        )
+        await conn.execute(
+            insert(turns).values(
+                id=turn.id,
+                task_session_id=session_id,
+                task_id=turn.task_id,
+                started_at=now,
+                completed_at=None,
+                metadata=dict(turn.metadata),
+                created_at=now,
+                updated_at=now,
+            )
+        )
+    log.info(
+        "successor reserved",
+        extra={"session_id": session_id, "turn_id": turn.id, "pending_id": pending_id},
+    )
+    return turn
+
+
+async def mark_attempted(db: Db, clock: Clock, turn_id: str) -> bool:
+    async with db.write() as conn:
+        turn = await _locked_turn(db, conn, turn_id)
+        if turn is None or not is_reservation(turn):
+            return False
+        await conn.execute(
+            update(turns)
+            .where(turns.c.id == turn_id)
+            .values(
+                metadata={**turn.metadata, MetaKey.PROMPT_DISPATCH_ATTEMPTED: True},
+                updated_at=clock.now(),
+            )
+        )
+    log.info("successor dispatch attempted", extra={"turn_id": turn_id})
+    return True
+
+
+async def publish_successor(
+    db: Db,
+    clock: Clock,
+    turn_id: str,
+    *,
+    pending_id: str,
+    message_ids: Sequence[str],
+    session_state: SessionState | None = None,
+) -> Written | None:
+    async with db.write() as conn:
+        turn = await _locked_turn(db, conn, turn_id)
+        if turn is None or not is_reservation(turn):
+            return None
+        if turn.metadata.get(MetaKey.PROMPT_DISPATCH_PENDING_ID) != pending_id:
+            return None
+        await conn.execute(
+            update(turns)
+            .where(turns.c.id == turn_id)
+            .values(
+                metadata=public_metadata(turn.metadata),
+                updated_at=clock.now(),
+            )
+        )
+        finalized = await _finalize_claim(conn, pending_id, message_ids)
+        session = await move_with(conn, turn.session_id, session_state, clock.now())
+    log.info("successor published", extra={"turn_id": turn_id, "pending_id": pending_id})
+    return Written(finalized, session)
+
+
+async def rollback_successor(db: Db, turn_id: str) -> bool:
+    async with db.write() as conn:
+        turn = await _locked_turn(db, conn, turn_id)
+        if turn is None or not is_reservation(turn):
+            return False
+        result = await conn.execute(
+            delete(turns).where(turns.c.id == turn_id, ~referenced(turns.c.id))
+        )
+        deleted = result.rowcount == 1
+    log.info("successor rollback", extra={"turn_id": turn_id, "deleted": deleted})
+    return deleted
+
+
+async def _locked_turn(db: Db, conn: Tx, turn_id: str) -> Turn | None:
+    turn = await read_turn(conn, turn_id)
+    if turn is None:
+        return None
+    await db.lock_session(conn, turn.session_id)
+    return await read_turn(conn, turn_id)

@@ -1,25 +1,21 @@
-"""Workspaces, tasks and sessions. Imported only by the SqlStore facade."""
+"""Workspaces, tasks and sessions. Used by the port implementations beside it (store-internal)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
 
-from sqlalchemy import bindparam, insert, select, update
+from sqlalchemy import bindparam, select, update
 
 from clarion.domain.errors import NotFound
-from clarion.domain.ids import new_id
 from clarion.domain.models import (
     TERMINAL_SESSION_STATES,
     Session,
     SessionState,
-    Task,
-    WorkflowStep,
-    Workspace,
 )
 from clarion.store.db.fastpath import hot
-from clarion.store.db.row_conversion import StoreBase, to_session, to_task, to_workspace
-from clarion.store.db.schema import task_sessions, tasks, workspaces
+from clarion.store.db.row_conversion import to_session
+from clarion.store.db.schema import task_sessions
 from clarion.store.db.transactions import Tx
 
 NON_TERMINAL = tuple(s for s in SessionState if s not in TERMINAL_SESSION_STATES)
@@ -87,141 +83,3 @@ async def move_with(
     if to is None:
         return None
     return await move_session(conn, session_id, to, NON_TERMINAL, now)
-
-
-class TaskQueries(StoreBase):
-    async def ensure_workspace(self, name: str) -> Workspace:
-        async with self._db.write() as conn:
-            await self._db.lock_key(conn, "workspace:" + name)
-            row = (await conn.execute(select(workspaces).where(workspaces.c.name == name))).first()
-            if row is not None:
-                return to_workspace(row)
-            workspace = Workspace(id=new_id(), name=name)
-            await conn.execute(
-                insert(workspaces).values(id=workspace.id, name=name, created_at=self._clock.now())
-            )
-            return workspace
-
-    async def get_workspace(self, workspace_id: str) -> Workspace:
-        query = select(workspaces).where(workspaces.c.id == workspace_id)
-        async with self._db.read() as conn:
-            row = (await conn.execute(query)).first()
-        if row is None:
-            raise NotFound("workspace not found", workspace_id=workspace_id)
-        return to_workspace(row)
-
-    async def create_task(self, *, title: str, description: str, workspace_id: str) -> Task:
-        now = self._clock.now()
-        task = Task(
-            id=new_id(),
-            title=title,
-            description=description,
-            workspace_id=workspace_id,
-            workflow_step=WorkflowStep.BACKLOG,
-            created_at=now,
-            updated_at=now,
-        )
-        async with self._db.write() as conn:
-            await conn.execute(
-                insert(tasks).values(
-                    id=task.id,
-                    title=title,
-                    description=description,
-                    workspace_id=workspace_id,
-                    workflow_step=task.workflow_step.value,
-                    created_at=now,
-                    updated_at=now,
-                )
-            )
-        return task
-
-    async def get_task(self, task_id: str) -> Task:
-        async with self._db.read_one() as conn:
-            row = (await conn.execute(select(tasks).where(tasks.c.id == task_id))).first()
-        if row is None:
-            raise NotFound("task not found", task_id=task_id)
-        return to_task(row)
-
-    async def list_tasks(self, workspace_ids: Sequence[str] | None = None) -> list[Task]:
-        query = select(tasks).order_by(tasks.c.created_at, tasks.c.id)
-        if workspace_ids is not None:
-            query = query.where(tasks.c.workspace_id.in_(list(workspace_ids)))
-        async with self._db.read() as conn:
-            return [to_task(row) for row in await conn.execute(query)]
-
-    async def set_task_step(self, task_id: str, step: WorkflowStep) -> Task:
-        async with self._db.write() as conn:
-            row = (
-                await conn.execute(
-                    update(tasks)
-                    .where(tasks.c.id == task_id)
-                    .values(workflow_step=step.value, updated_at=self._clock.now())
-                    .returning(*tasks.c)
-                )
-            ).first()
-        if row is None:
-            raise NotFound("task not found", task_id=task_id)
-        return to_task(row)
-
-    async def create_session(self, *, task_id: str, agent: str, is_primary: bool) -> Session:
-        now = self._clock.now()
-        session = Session(
-            id=new_id(),
-            task_id=task_id,
-            agent=agent,
-            state=SessionState.CREATED,
-            is_primary=is_primary,
-            created_at=now,
-            updated_at=now,
-            owner_replica_id=self._db.owner,
-        )
-        async with self._db.write() as conn:
-            exists = (await conn.execute(select(tasks.c.id).where(tasks.c.id == task_id))).first()
-            if exists is None:
-                raise NotFound("task not found", task_id=task_id)
-            await self._db.check_registered(conn)
-            await conn.execute(
-                insert(task_sessions).values(
-                    id=session.id,
-                    task_id=task_id,
-                    agent=agent,
-                    state=session.state.value,
-                    is_primary=is_primary,
-                    metadata={},
-                    created_at=now,
-                    updated_at=now,
-                    owner_replica_id=self._db.owner,
-                )
-            )
-        return session
-
-    async def get_session(self, session_id: str) -> Session:
-        async with self._db.read_one() as conn:
-            return await read_session(conn, session_id)
-
-    async def list_sessions(self, task_id: str) -> list[Session]:
-        async with self._db.read_one() as conn:
-            rows = await conn.execute(SESSIONS_OF_TASK, {"task_id": task_id})
-            return [to_session(row) for row in rows]
-
-    async def list_sessions_in_states(self, states: Sequence[SessionState]) -> list[Session]:
-        query = (
-            select(task_sessions)
-            .where(task_sessions.c.state.in_([s.value for s in states]))
-            .order_by(task_sessions.c.created_at, task_sessions.c.id)
-        )
-        async with self._db.read() as conn:
-            return [to_session(row) for row in await conn.execute(query)]
-
-    async def transition_session(
-        self,
-        session_id: str,
-        to: SessionState,
-        *,
-        allowed_from: Sequence[SessionState] | None = None,
-    ) -> Session | None:
-        allowed = NON_TERMINAL if allowed_from is None else tuple(allowed_from)
-        async with self._db.write() as conn:
-            # Already in the target state (and that state allowed) counts as moved; nothing is
-            # written then, so the transaction commits nothing.
-            return await move_session(conn, session_id, to, allowed, self._clock.now())

@@ -1,65 +1,165 @@
-"""Turns: creation, completion, the current turn and visible history.
+"""TurnStore: workspaces, tasks, sessions, turns and transcript messages as the agent side
+writes them, and the durable record of an agent stopped while idle.
 
-Imported only by the SqlStore facade and sibling store modules.
+Built and composed by `clarion.store.sql_store.SqlStore`; what it needs it is given.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import and_, bindparam, insert, not_, or_, select, update
+from sqlalchemy import delete, insert, select, update
 
 from clarion.domain.errors import NotFound
 from clarion.domain.ids import new_id
-from clarion.domain.models import DISPATCH_KEYS, MetaKey, Session, Turn
-from clarion.store.db.fastpath import hot
-from clarion.store.db.portable_sql import flag
-from clarion.store.db.predicates import authoritative, current_turn_id, referenced
-from clarion.store.db.row_conversion import StoreBase, to_session, to_turn
+from clarion.domain.models import (
+    Message,
+    MetaKey,
+    Session,
+    SessionState,
+    Task,
+    Turn,
+    WorkflowStep,
+    Workspace,
+)
+from clarion.ports import Clock, NewMessage
+from clarion.store import agent_stops, resends
+from clarion.store.answer_statements import (
+    _ACTIVE_IDS,
+)
+from clarion.store.db.engine import Db
+from clarion.store.db.row_conversion import to_message, to_task, to_workspace
+from clarion.store.db.schema import task_session_messages as messages
 from clarion.store.db.schema import task_session_turns as turns
-from clarion.store.db.schema import task_sessions
-from clarion.store.db.transactions import Tx
-from clarion.store.tasks import read_session
+from clarion.store.db.schema import task_sessions, tasks, workspaces
+from clarion.store.messages import (
+    _keep_reservation_evidence,
+    insert_message,
+    read_message,
+    resolve_turn,
+)
+from clarion.store.resends import (
+    _RECENT,
+)
+from clarion.store.tasks import (
+    NON_TERMINAL,
+    move_session,
+    read_session,
+)
+from clarion.store.turn_rows import (
+    _turn_values,
+    read_current_turn_id,
+    read_turn,
+)
 
 log = logging.getLogger(__name__)
 
 
-# Built once: composing the current-turn expression costs more than running it.
-_TURN_BY_ID = hot(select(turns).where(turns.c.id == bindparam("turn_id")))
-_CURRENT_TURN_ID = select(current_turn_id(bindparam("session_id")))
-_SESSION_WITH_CURRENT_TURN = hot(
-    select(task_sessions, current_turn_id(task_sessions.c.id).label("current_turn_id")).where(
-        task_sessions.c.id == bindparam("session_id")
-    )
-)
+class SqlTurns:
+    """`clarion.ports.store.turns.TurnStore` on SQL (`Lookups`: `SqlLookups`)."""
 
+    def __init__(self, db: Db, clock: Clock) -> None:
+        self._db = db
+        self._clock = clock
 
-async def read_turn(conn: Tx, turn_id: str) -> Turn | None:
-    row = (await conn.execute(_TURN_BY_ID, {"turn_id": turn_id})).first()
-    return None if row is None else to_turn(row)
+    async def ensure_workspace(self, name: str) -> Workspace:
+        async with self._db.write() as conn:
+            await self._db.lock_key(conn, "workspace:" + name)
+            row = (await conn.execute(select(workspaces).where(workspaces.c.name == name))).first()
+            if row is not None:
+                return to_workspace(row)
+            workspace = Workspace(id=new_id(), name=name)
+            await conn.execute(
+                insert(workspaces).values(id=workspace.id, name=name, created_at=self._clock.now())
+            )
+            return workspace
 
+    async def create_task(self, *, title: str, description: str, workspace_id: str) -> Task:
+        now = self._clock.now()
+        task = Task(
+            id=new_id(),
+            title=title,
+            description=description,
+            workspace_id=workspace_id,
+            workflow_step=WorkflowStep.BACKLOG,
+            created_at=now,
+            updated_at=now,
+        )
+        async with self._db.write() as conn:
+            await conn.execute(
+                insert(tasks).values(
+                    id=task.id,
+                    title=title,
+                    description=description,
+                    workspace_id=workspace_id,
+                    workflow_step=task.workflow_step.value,
+                    created_at=now,
+                    updated_at=now,
+                )
+            )
+        return task
 
-async def read_current_turn_id(conn: Tx, session_id: str) -> str | None:
-    value = (await conn.execute(_CURRENT_TURN_ID, {"session_id": session_id})).scalar()
-    return None if value is None else str(value)
+    async def set_task_step(self, task_id: str, step: WorkflowStep) -> Task:
+        async with self._db.write() as conn:
+            row = (
+                await conn.execute(
+                    update(tasks)
+                    .where(tasks.c.id == task_id)
+                    .values(workflow_step=step.value, updated_at=self._clock.now())
+                    .returning(*tasks.c)
+                )
+            ).first()
+        if row is None:
+            raise NotFound("task not found", task_id=task_id)
+        return to_task(row)
 
+    async def create_session(self, *, task_id: str, agent: str, is_primary: bool) -> Session:
+        now = self._clock.now()
+        session = Session(
+            id=new_id(),
+            task_id=task_id,
+            agent=agent,
+            state=SessionState.CREATED,
+            is_primary=is_primary,
+            created_at=now,
+            updated_at=now,
+            owner_replica_id=self._db.owner,
+        )
+        async with self._db.write() as conn:
+            exists = (await conn.execute(select(tasks.c.id).where(tasks.c.id == task_id))).first()
+            if exists is None:
+                raise NotFound("task not found", task_id=task_id)
+            await self._db.check_registered(conn)
+            await conn.execute(
+                insert(task_sessions).values(
+                    id=session.id,
+                    task_id=task_id,
+                    agent=agent,
+                    state=session.state.value,
+                    is_primary=is_primary,
+                    metadata={},
+                    created_at=now,
+                    updated_at=now,
+                    owner_replica_id=self._db.owner,
+                )
+            )
+        return session
 
-async def read_session_and_current_turn(conn: Tx, session_id: str) -> tuple[Session, str | None]:
-    """The session (NotFound if missing) and its current turn id, in one statement."""
-    row = (await conn.execute(_SESSION_WITH_CURRENT_TURN, {"session_id": session_id})).first()
-    if row is None:
-        raise NotFound("session not found", session_id=session_id)
-    current = row.current_turn_id
-    return to_session(row), None if current is None else str(current)
+    async def transition_session(
+        self,
+        session_id: str,
+        to: SessionState,
+        *,
+        allowed_from: Sequence[SessionState] | None = None,
+    ) -> Session | None:
+        allowed = NON_TERMINAL if allowed_from is None else tuple(allowed_from)
+        async with self._db.write() as conn:
+            # Already in the target state (and that state allowed) counts as moved; nothing is
+            # written then, so the transaction commits nothing.
+            return await move_session(conn, session_id, to, allowed, self._clock.now())
 
-
-def strip_private(metadata: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in metadata.items() if k not in DISPATCH_KEYS}
-
-
-class TurnQueries(StoreBase):
     async def create_turn(
         self,
         session_id: str,
@@ -121,61 +221,71 @@ class TurnQueries(StoreBase):
             raise NotFound("turn not found", turn_id=turn_id)
         return turn
 
-    async def session_with_current_turn(self, session_id: str) -> tuple[Session, str | None]:
-        async with self._db.read_one() as conn:
-            return await read_session_and_current_turn(conn, session_id)
-
     async def find_current_turn(self, session_id: str) -> Turn | None:
         async with self._db.read() as conn:
             turn_id = await read_current_turn_id(conn, session_id)
             return None if turn_id is None else await read_turn(conn, turn_id)
 
-    async def list_visible_turns(self, session_id: str) -> list[Turn]:
-        # An unpublished reservation stays hidden even once attempted; only a message in it
-        # (durable evidence that the prompt may have run) makes it history.
-        visible = or_(
-            not_(flag(turns.c.metadata, MetaKey.PROMPT_DISPATCH_PENDING)), referenced(turns.c.id)
-        )
-        query = (
-            select(turns)
-            .where(turns.c.task_session_id == session_id, visible)
-            .order_by(turns.c.started_at, turns.c.created_at, turns.c.id)
-        )
+    async def add_message(self, new: NewMessage) -> Message:
+        async with self._db.write() as conn:
+            await self._db.lock_session(conn, new.session_id)
+            task_id, turn_id = await resolve_turn(conn, new.session_id, new.turn_id)
+            return await insert_message(
+                conn, new, task_id=task_id, turn_id=turn_id, now=self._clock.now()
+            )
+
+    async def append_message_content(self, message_id: str, text: str) -> Message:
+        async with self._db.write() as conn:
+            row = (
+                await conn.execute(
+                    update(messages)
+                    .where(messages.c.id == message_id)
+                    .values(content=messages.c.content + text, updated_at=self._clock.now())
+                    .returning(*messages.c)
+                )
+            ).first()
+        if row is None:
+            raise NotFound("message not found", message_id=message_id)
+        return to_message(row)
+
+    async def get_message(self, message_id: str) -> Message:
+        async with self._db.read_one() as conn:
+            message = await read_message(conn, message_id)
+        if message is None:
+            raise NotFound("message not found", message_id=message_id)
+        return message
+
+    async def delete_message(self, session_id: str, message_id: str) -> Message | None:
+        # Turns are never deleted: ownership lives in the turn rows, not in their messages.
+        async with self._db.write() as conn:
+            await self._db.lock_session(conn, session_id)
+            row = (
+                await conn.execute(
+                    delete(messages)
+                    .where(messages.c.id == message_id, messages.c.task_session_id == session_id)
+                    .returning(*messages.c)
+                )
+            ).first()
+            if row is not None and row.turn_id is not None:
+                await _keep_reservation_evidence(conn, row.turn_id, self._clock.now())
+        return None if row is None else to_message(row)
+
+    async def list_active_bundle_ids(self, session_id: str) -> list[str]:
+        async with self._db.read_one() as conn:
+            result = await conn.execute(_ACTIVE_IDS, {"session_id": session_id})
+            return [str(value) for value in result.scalars()]
+
+    async def recent_messages(self, session_id: str, limit: int) -> list[Message]:
         async with self._db.read() as conn:
-            rows = [to_turn(row) for row in await conn.execute(query)]
-        return [_public(turn) for turn in rows]
+            result = await conn.execute(_RECENT, {"session_id": session_id, "limit": limit})
+            rows = [to_message(row) for row in result]
+        return rows[::-1]
 
-    async def list_open_turns(self) -> list[Turn]:
-        query = (
-            select(turns)
-            .where(and_(turns.c.completed_at.is_(None), authoritative(turns)))
-            .order_by(turns.c.started_at, turns.c.created_at, turns.c.id)
-        )
-        async with self._db.read() as conn:
-            return [to_turn(row) for row in await conn.execute(query)]
+    async def remember_acp_session(self, session_id: str, acp_session_id: str) -> bool:
+        return await resends.remember_acp_session(self._db, session_id, acp_session_id)
 
+    async def mark_agent_stopped(self, session_id: str) -> Session | None:
+        return await agent_stops.mark_agent_stopped(self._db, self._clock, session_id)
 
-def _public(turn: Turn) -> Turn:
-    return Turn(
-        id=turn.id,
-        session_id=turn.session_id,
-        task_id=turn.task_id,
-        started_at=turn.started_at,
-        completed_at=turn.completed_at,
-        metadata=strip_private(turn.metadata),
-        created_at=turn.created_at,
-        updated_at=turn.updated_at,
-    )
-
-
-def _turn_values(turn: Turn) -> dict[str, Any]:
-    return {
-        "id": turn.id,
-        "task_session_id": turn.session_id,
-        "task_id": turn.task_id,
-        "started_at": turn.started_at,
-        "completed_at": turn.completed_at,
-        "metadata": dict(turn.metadata),
-        "created_at": turn.created_at,
-        "updated_at": turn.updated_at,
-    }
+    async def clear_agent_stopped(self, session_id: str) -> bool:
+        return await agent_stops.clear_agent_stopped(self._db, self._clock, session_id)

@@ -1,4 +1,4 @@
-"""Row -> domain record conversion, and the base every query mixin shares.
+"""Row -> domain record conversion.
 
 Imported only inside `clarion.store`.
 """
@@ -18,19 +18,10 @@ from clarion.domain.models import (
     WorkflowStep,
     Workspace,
 )
-from clarion.ports import Clock
-from clarion.store.db.engine import Db
 
 # A result row: SQLAlchemy's `Row`, or the fast path's named tuple
 # (`clarion.store.db.fastpath_rows`); both give the columns by attribute.
 Record = Any
-
-
-class StoreBase:
-    """What every query mixin of SqlStore needs: the transactions and the clock."""
-
-    _db: Db
-    _clock: Clock
 
 
 def to_workspace(row: Record) -> Workspace:

@@ -10,5 +10,5 @@
 
 Each step is one write transaction under the startup lock (`shared.py` holds what several
 steps read), acts only on rows still carrying the markers it retires, and so is harmless to
-run twice. Imported only by the SqlStore facade.
+run twice. Used by the port implementations beside it (store-internal).
 """

@@ -10,14 +10,14 @@ from datetime import datetime
 from clarion.domain.lifecycle import RESTORE_CLAIM, RETIRE_INTENT
 from clarion.domain.models import Message, MetaKey
 from clarion.domain.scope import EVERY_SESSION, SessionScope
-from clarion.ports import IntentRecovery
+from clarion.ports import Clock, IntentRecovery
 from clarion.store.bundle_rows import rewrite, run_rows, select_rows
+from clarion.store.db.engine import Db
 from clarion.store.db.portable_sql import flag
 from clarion.store.db.predicates import clarification_rows
-from clarion.store.db.row_conversion import StoreBase
 from clarion.store.db.schema import task_session_messages as messages
 from clarion.store.db.transactions import Tx
-from clarion.store.deadlines import reopen_restored_expiry
+from clarion.store.deadline_rows import reopen_restored_expiry
 from clarion.store.startup.recovery_sql import INTENT, STARTUP_LOCK, STILL_CURRENT, reserved_turns
 
 
@@ -34,38 +34,33 @@ async def _restore_or_retire(conn: Tx, rows: list[Message], now: datetime) -> bo
     return False
 
 
-class IntentRecoveryQueries(StoreBase):
-    async def reconcile_intents(
-        self, *, scope: SessionScope = EVERY_SESSION
-    ) -> list[IntentRecovery]:
-        decisions: list[IntentRecovery] = []
-        async with self._db.write() as conn:
-            await self._db.lock_key(conn, STARTUP_LOCK)
-            # Rows a reservation names are that reservation's to settle, not this step's.
-            owned: set[str] = set()
-            for turn in await reserved_turns(conn):
-                ids = turn.metadata.get(MetaKey.PROMPT_DISPATCH_MESSAGE_IDS)
-                if isinstance(ids, list):
-                    owned.update(i for i in ids if isinstance(i, str))
-            bundles: dict[str, list[Message]] = defaultdict(list)
-            intents = await select_rows(
-                conn, clarification_rows(), flag(messages.c.metadata, INTENT)
-            )
-            for row in scope.pick(intents, lambda r: r.session_id):
-                if row.id not in owned:
-                    bundles[str(row.metadata.get(MetaKey.PENDING_ID, ""))].append(row)
-            await self._db.lock_sessions(
-                conn, [r.session_id for rows in bundles.values() for r in rows]
-            )
-            now = self._clock.now()
-            for pending_id, rows in sorted(bundles.items()):
-                restored = await _restore_or_retire(conn, rows, now)
-                decisions.append(
-                    IntentRecovery(
-                        pending_id=pending_id,
-                        session_id=rows[0].session_id,
-                        restored=restored,
-                        message_ids=tuple(r.id for r in rows),
-                    )
+async def reconcile_intents(
+    db: Db, clock: Clock, *, scope: SessionScope = EVERY_SESSION
+) -> list[IntentRecovery]:
+    decisions: list[IntentRecovery] = []
+    async with db.write() as conn:
+        await db.lock_key(conn, STARTUP_LOCK)
+        # Rows a reservation names are that reservation's to settle, not this step's.
+        owned: set[str] = set()
+        for turn in await reserved_turns(conn):
+            ids = turn.metadata.get(MetaKey.PROMPT_DISPATCH_MESSAGE_IDS)
+            if isinstance(ids, list):
+                owned.update(i for i in ids if isinstance(i, str))
+        bundles: dict[str, list[Message]] = defaultdict(list)
+        intents = await select_rows(conn, clarification_rows(), flag(messages.c.metadata, INTENT))
+        for row in scope.pick(intents, lambda r: r.session_id):
+            if row.id not in owned:
+                bundles[str(row.metadata.get(MetaKey.PENDING_ID, ""))].append(row)
+        await db.lock_sessions(conn, [r.session_id for rows in bundles.values() for r in rows])
+        now = clock.now()
+        for pending_id, rows in sorted(bundles.items()):
+            restored = await _restore_or_retire(conn, rows, now)
+            decisions.append(
+                IntentRecovery(
+                    pending_id=pending_id,
+                    session_id=rows[0].session_id,
+                    restored=restored,
+                    message_ids=tuple(r.id for r in rows),
                 )
-        return decisions
+            )
+    return decisions

@@ -9,24 +9,25 @@ import logging
 from collections import Counter
 from typing import Any
 
-from sqlalchemy import bindparam, not_, select, tuple_, update
+from sqlalchemy import bindparam, not_, tuple_, update
 
 from clarion.domain.lifecycle import DETACH
 from clarion.domain.scope import EVERY_SESSION, SessionScope
 from clarion.domain.webhooks import CLARIFICATION_DETACHED, WebhookFact, questions_of_rows
-from clarion.ports import DetachedBundle
+from clarion.ports import Clock, DetachedBundle
 from clarion.store.bundle_rows import bundle_rows
+from clarion.store.db.engine import Db
 from clarion.store.db.portable_sql import UtcDateTime, flag, with_flag
 from clarion.store.db.predicates import clarification_rows, current_turns, status_pending
 from clarion.store.db.schema import task_session_messages as messages
-from clarion.store.outbox import OutboxQueries
-from clarion.store.pending_actions import CHUNK, chunks
+from clarion.store.outbox import OutboxWriter
+from clarion.store.pending_actions import CHUNK
 from clarion.store.startup.recovery_sql import LIVE_SESSION, STARTUP_LOCK
 
 log = logging.getLogger(__name__)
 
 # DETACH (domain/lifecycle.py) written in SQL: its one key set true in place.
-(_DETACHED,) = DETACH.sets
+(DETACHED_FLAG,) = DETACH.sets
 # One statement per chunk both finds and flags the rows: each row's metadata is parsed once.
 # A row counts only in its own session's current turn, hence the (session, turn) pairs.
 _DETACH_IN_CURRENT_TURNS = (
@@ -39,10 +40,10 @@ _DETACH_IN_CURRENT_TURNS = (
         ),
         clarification_rows(),
         status_pending(),
-        not_(flag(messages.c.metadata, _DETACHED)),
+        not_(flag(messages.c.metadata, DETACHED_FLAG)),
     )
     .values(
-        metadata=with_flag(messages.c.metadata, _DETACHED),
+        metadata=with_flag(messages.c.metadata, DETACHED_FLAG),
         updated_at=bindparam("now", type_=UtcDateTime),
     )
     .returning(messages.c.task_session_id, messages.c.task_id, messages.c.pending_id)
@@ -66,70 +67,45 @@ def _detached_fact(
     )
 
 
-class OrphanQueries(OutboxQueries):
-    async def detach_all_bundles(
-        self, *, scope: SessionScope = EVERY_SESSION
-    ) -> tuple[DetachedBundle, ...]:
-        now = self._clock.now()
-        async with self._db.write() as conn:
-            await self._db.lock_key(conn, STARTUP_LOCK)
-            current = {
-                str(sid): str(tid)
-                for sid, tid in await conn.execute(current_turns(LIVE_SESSION))
-                if tid is not None and scope.covers(str(sid))
-            }
-            await self._db.lock_sessions(conn, sorted(current))
-            pairs = sorted(current.items())
-            bundles: Counter[tuple[str, str, str]] = Counter()
-            for start in range(0, len(pairs), CHUNK):
-                part = pairs[start : start + CHUNK]
-                result = await conn.execute(
-                    _DETACH_IN_CURRENT_TURNS,
-                    {"turn_ids": [turn for _, turn in part], "pairs": part, "now": now},
-                )
-                for session_id, task_id, pending_id in result:
-                    bundles[(session_id, pending_id or "", task_id)] += 1
-            wanted = self._outbox.urls_for(CLARIFICATION_DETACHED)
-            for session_id, pending_id, task_id in sorted(bundles) if wanted else ():
-                questions = questions_of_rows(await bundle_rows(conn, pending_id))
-                await self._enqueue(
-                    conn,
-                    CLARIFICATION_DETACHED,
-                    task_id,
-                    functools.partial(_detached_fact, task_id, session_id, pending_id, questions),
-                    now,
-                )
-        rows = sum(bundles.values())
-        if rows:
-            log.info(
-                "clarification bundles detached at startup",
-                extra={"rows": rows, "pending_ids": len(bundles)},
+async def detach_all_bundles(
+    db: Db, clock: Clock, outbox: OutboxWriter, *, scope: SessionScope = EVERY_SESSION
+) -> tuple[DetachedBundle, ...]:
+    now = clock.now()
+    async with db.write() as conn:
+        await db.lock_key(conn, STARTUP_LOCK)
+        current = {
+            str(sid): str(tid)
+            for sid, tid in await conn.execute(current_turns(LIVE_SESSION))
+            if tid is not None and scope.covers(str(sid))
+        }
+        await db.lock_sessions(conn, sorted(current))
+        pairs = sorted(current.items())
+        bundles: Counter[tuple[str, str, str]] = Counter()
+        for start in range(0, len(pairs), CHUNK):
+            part = pairs[start : start + CHUNK]
+            result = await conn.execute(
+                _DETACH_IN_CURRENT_TURNS,
+                {"turn_ids": [turn for _, turn in part], "pairs": part, "now": now},
             )
-        return tuple(
-            DetachedBundle(session_id=sid, task_id=tid, pending_id=pid, rows=n)
-            for (sid, pid, tid), n in sorted(bundles.items())
+            for session_id, task_id, pending_id in result:
+                bundles[(session_id, pending_id or "", task_id)] += 1
+        wanted = outbox.urls_for(CLARIFICATION_DETACHED)
+        for session_id, pending_id, task_id in sorted(bundles) if wanted else ():
+            questions = questions_of_rows(await bundle_rows(conn, pending_id))
+            await outbox.enqueue(
+                conn,
+                CLARIFICATION_DETACHED,
+                task_id,
+                functools.partial(_detached_fact, task_id, session_id, pending_id, questions),
+                now,
+            )
+    rows = sum(bundles.values())
+    if rows:
+        log.info(
+            "clarification bundles detached at startup",
+            extra={"rows": rows, "pending_ids": len(bundles)},
         )
-
-    async def list_detachable_bundles(self) -> list[tuple[str, str]]:
-        found: set[tuple[str, str]] = set()
-        async with self._db.read() as conn:
-            current = {
-                str(sid): str(tid)
-                for sid, tid in await conn.execute(current_turns(LIVE_SESSION))
-                if tid is not None
-            }
-            for part in chunks(list(current.values())):
-                query = (
-                    select(messages.c.task_session_id, messages.c.turn_id, messages.c.pending_id)
-                    .distinct()
-                    .where(
-                        messages.c.turn_id.in_(part),
-                        clarification_rows(),
-                        status_pending(),
-                        not_(flag(messages.c.metadata, _DETACHED)),
-                    )
-                )
-                for session_id, turn_id, pending_id in await conn.execute(query):
-                    if current.get(str(session_id)) == turn_id:
-                        found.add((str(session_id), str(pending_id)))
-        return sorted(found)
+    return tuple(
+        DetachedBundle(session_id=sid, task_id=tid, pending_id=pid, rows=n)
+        for (sid, pid, tid), n in sorted(bundles.items())
+    )

@@ -28,14 +28,15 @@ from clarion.domain.lifecycle import (
 from clarion.domain.models import Message, MetaKey, Turn
 from clarion.domain.scope import EVERY_SESSION, SessionScope
 from clarion.domain.turns import public_metadata
-from clarion.ports import ReservationRecovery
+from clarion.ports import Clock, ReservationRecovery
 from clarion.store.bundle_rows import bundle_order, run_rows
+from clarion.store.db.engine import Db
 from clarion.store.db.portable_sql import JsonText, UtcDateTime, flag
-from clarion.store.db.row_conversion import StoreBase, to_message
+from clarion.store.db.row_conversion import to_message
 from clarion.store.db.schema import task_session_messages as messages
 from clarion.store.db.schema import task_session_turns as turns
 from clarion.store.db.transactions import Tx
-from clarion.store.deadlines import reopen_restored_expiry
+from clarion.store.deadline_rows import reopen_restored_expiry
 from clarion.store.pending_actions import chunks
 from clarion.store.startup.recovery_sql import (
     INTENT,
@@ -101,20 +102,6 @@ _SET_METADATA_WITH_TIME = (
     )
 )
 _DELETE_TURN = delete(turns).where(turns.c.id == bindparam("turn_id"))
-
-
-class ReservationRecoveryQueries(StoreBase):
-    async def reconcile_reservations(
-        self, *, scope: SessionScope = EVERY_SESSION
-    ) -> list[ReservationRecovery]:
-        async with self._db.write() as conn:
-            await self._db.lock_key(conn, STARTUP_LOCK)
-            # Out of scope first: a malformed reservation of another replica's session is not
-            # this recovery's to refuse.
-            reserved = scope.pick(await reserved_turns(conn), lambda t: t.session_id)
-            plans = [plan(turn) for turn in reserved]
-            await self._db.lock_sessions(conn, [p.turn.session_id for p in plans])
-            return await reconcile_plans(conn, plans, self._clock.now())
 
 
 async def reconcile_plans(conn: Tx, plans: list[Plan], now: datetime) -> list[ReservationRecovery]:
@@ -221,3 +208,16 @@ async def reconcile_plans(conn: Tx, plans: list[Plan], now: datetime) -> list[Re
         )
         await reopen_restored_expiry(conn, restore, now)
     return decisions
+
+
+async def reconcile_reservations(
+    db: Db, clock: Clock, *, scope: SessionScope = EVERY_SESSION
+) -> list[ReservationRecovery]:
+    async with db.write() as conn:
+        await db.lock_key(conn, STARTUP_LOCK)
+        # Out of scope first: a malformed reservation of another replica's session is not
+        # this recovery's to refuse.
+        reserved = scope.pick(await reserved_turns(conn), lambda t: t.session_id)
+        plans = [plan(turn) for turn in reserved]
+        await db.lock_sessions(conn, [p.turn.session_id for p in plans])
+        return await reconcile_plans(conn, plans, clock.now())

@@ -1,0 +1,209 @@
+"""The answer path's statements and helpers: what `SqlAnswers` (answers.py) creates, claims,
+confirms, restores, detaches, expires and cancels bundles with.
+
+Every write runs in one write transaction holding the session lock, so "pending in the current turn
+of a non-terminal session" is checked and acted on atomically and two concurrent claims cannot both
+apply."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from datetime import datetime
+
+from sqlalchemy import bindparam, not_, select
+from sqlalchemy.sql.elements import BindParameter
+
+from clarion.domain.bundles import claim_values
+from clarion.domain.errors import InvalidInput, NotFound
+from clarion.domain.lifecycle import (
+    CLAIM,
+    CLAIM_BY_POLICY,
+    DELIVER,
+    RETIRE_INTENT,
+)
+from clarion.domain.models import (
+    Bundle,
+    ClarificationResponse,
+    Message,
+    MessageType,
+    MetaKey,
+)
+from clarion.domain.webhooks import (
+    CLARIFICATION_ANSWERED,
+    CLARIFICATION_DETACHED,
+    CLARIFICATION_EXPIRED,
+    WebhookFact,
+    questions_of_rows,
+)
+from clarion.ports import ClaimResult, NewMessage
+from clarion.store.bundle_rows import (
+    bundle_order,
+    bundle_rows,
+    is_well_formed,
+    lock_bundle_session,
+    rewrite,
+    run_rows,
+)
+from clarion.store.db.engine import Db
+from clarion.store.db.fastpath import hot
+from clarion.store.db.portable_sql import flag
+from clarion.store.db.predicates import (
+    clarification_rows,
+    in_current_turn,
+    pending_in_current_turn,
+    session_not_terminal,
+)
+from clarion.store.db.schema import task_session_messages as messages
+from clarion.store.deadline_rows import claim_expiry
+from clarion.store.outbox import OutboxWriter
+from clarion.store.turn_rows import (
+    read_session_and_current_turn,
+)
+
+log = logging.getLogger(__name__)
+INTENT = MetaKey.RESPONSE_DELIVERY_PENDING
+
+# Built once with bind parameters; see bundles.py for why.
+_SESSION: BindParameter[str] = bindparam("session_id")
+_PENDING_ID: BindParameter[str] = bindparam("pending_id")
+_IDS: BindParameter[list[str]] = bindparam("message_ids", expanding=True)
+_ACTIVE_IDS = (
+    select(messages.c.pending_id)
+    .distinct()
+    .where(pending_in_current_turn(session_id=_SESSION))
+    .order_by(messages.c.pending_id)
+)
+_CLAIMABLE = hot(
+    select(messages).where(
+        messages.c.pending_id == _PENDING_ID,
+        pending_in_current_turn(session_id=_SESSION),
+        session_not_terminal(messages.c.task_session_id),
+    )
+)
+_WITH_INTENT = hot(
+    select(messages).where(
+        messages.c.id.in_(_IDS),
+        messages.c.pending_id == _PENDING_ID,
+        flag(messages.c.metadata, INTENT),
+    )
+)
+_RESTORABLE = select(messages).where(
+    messages.c.id.in_(_IDS),
+    messages.c.pending_id == _PENDING_ID,
+    clarification_rows(),
+    flag(messages.c.metadata, INTENT),
+    in_current_turn(session_id=_SESSION),
+    session_not_terminal(messages.c.task_session_id),
+)
+_NOT_DETACHED = not_(flag(messages.c.metadata, MetaKey.AGENT_DISCONNECTED))
+_DETACHABLE = select(messages).where(pending_in_current_turn(session_id=_SESSION), _NOT_DETACHED)
+_DETACHABLE_BUNDLE = _DETACHABLE.where(messages.c.pending_id == _PENDING_ID)
+_PENDING_OF_SESSION = select(messages).where(pending_in_current_turn(session_id=_SESSION))
+_PENDING_OF_BUNDLE = _PENDING_OF_SESSION.where(messages.c.pending_id == _PENDING_ID)
+# What `confirm_delivery` may apply: its guard (every row still carries the intent) is exactly
+# the claimed state these transitions leave.
+_SETTLES_A_CLAIM = frozenset({DELIVER, RETIRE_INTENT})
+
+
+def _detached_fact(pending_id: str, rows: Sequence[Message], title: str) -> WebhookFact:
+    first = rows[0]
+    return WebhookFact(
+        CLARIFICATION_DETACHED,
+        first.task_id,
+        title,
+        first.session_id,
+        pending_id=pending_id,
+        questions=questions_of_rows(rows),
+    )
+
+
+def _answered_detail(response: ClarificationResponse) -> str:
+    if response.by_policy:
+        return response.reject_reason if response.rejected else "the default answer was chosen"
+    return "skipped" if response.rejected else "answered"
+
+
+def _pid(message: Message) -> str:
+    return str(message.metadata.get(MetaKey.PENDING_ID, ""))
+
+
+def _bundle_identity(session_id: str, rows: Sequence[NewMessage]) -> str:
+    if not rows:
+        raise InvalidInput("a bundle needs at least one row", field="questions")
+    ids = {row.metadata.get(MetaKey.PENDING_ID) for row in rows}
+    pending_id = ids.pop() if len(ids) == 1 else None
+    if not isinstance(pending_id, str) or not pending_id:
+        raise InvalidInput("bundle rows must share one non-empty pending_id", field="pending_id")
+    for row in rows:
+        if row.session_id != session_id or row.type != MessageType.CLARIFICATION_REQUEST:
+            raise InvalidInput(
+                "bundle rows must be clarification requests of the session", field="rows"
+            )
+    return pending_id
+
+
+async def claim_response(
+    db: Db, outbox: OutboxWriter, response: ClarificationResponse, *, now: datetime
+) -> ClaimResult:
+    """Claim the bundle's pending rows for `response` (CLAIM, or CLAIM_BY_POLICY with the
+    expiry): `SqlAnswers.claim_response`."""
+    pending_id = response.pending_id
+    async with db.write() as conn:
+        session_id = await lock_bundle_session(db, conn, pending_id)
+        if session_id is None:
+            raise NotFound("clarification not found", pending_id=pending_id)
+        claimed: tuple[Message, ...] = ()
+        rows = await bundle_rows(conn, pending_id)
+        # A bundle spanning sessions, turns or types has no single owner: claim nothing.
+        # A policy's response also needs its expiry still unfired, claimed with it.
+        if is_well_formed(rows):
+            pending = await run_rows(
+                conn, _CLAIMABLE, {"pending_id": pending_id, "session_id": session_id}
+            )
+            if pending and response.by_policy and not await claim_expiry(conn, pending_id, now):
+                pending = []
+            taken: list[Message] = []
+            for row in pending:
+                values = claim_values(row, response)
+                claim = CLAIM_BY_POLICY if response.by_policy else CLAIM
+                taken.extend(await rewrite(conn, [row], claim, now=now, values=values))
+            claimed = tuple(taken)
+        # The bundle as it now stands: the rows read above with the claimed ones replaced
+        # (nothing else in it can change under the session lock), so no second read.
+        updated = {row.id: row for row in claimed}
+        session, current = await read_session_and_current_turn(conn, session_id)
+        bundle = Bundle(
+            pending_id=pending_id,
+            session=session,
+            rows=tuple(sorted((updated.get(r.id, r) for r in rows), key=bundle_order)),
+            current_turn_id=current,
+        )
+        if claimed:
+            event = CLARIFICATION_EXPIRED if response.by_policy else CLARIFICATION_ANSWERED
+            await outbox.enqueue(
+                conn,
+                event,
+                session.task_id,
+                lambda title: WebhookFact(
+                    event,
+                    session.task_id,
+                    title,
+                    session_id,
+                    pending_id=pending_id,
+                    questions=questions_of_rows(bundle.rows),
+                    detail=_answered_detail(response),
+                ),
+                now,
+            )
+    log.info(
+        "clarification response claimed" if claimed else "clarification claim did not apply",
+        extra={
+            "session_id": session_id,
+            "pending_id": pending_id,
+            "turn_id": bundle.rows[0].turn_id,
+            "claimed": len(claimed),
+            "rejected": response.rejected,
+        },
+    )
+    return ClaimResult(claimed=claimed, bundle=bundle)

@@ -1,0 +1,279 @@
+"""AnswerStore: the answer path's guarded writes (ask, claim, confirm, restore, detach,
+expire, cancel), the detached resume's successor reservation and the person's resend.
+
+Built and composed by `clarion.store.sql_store.SqlStore`; what it needs it is given.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from clarion.domain.errors import Conflict
+from clarion.domain.lifecycle import (
+    CANCEL,
+    DELIVER,
+    DETACH,
+    EXPIRE,
+    RESTORE_CLAIM,
+    RETIRE_INTENT,
+    Transition,
+)
+from clarion.domain.models import (
+    ClarificationResponse,
+    Message,
+    Session,
+    SessionState,
+    Turn,
+)
+from clarion.domain.waiting import Deadlines
+from clarion.domain.webhooks import (
+    CLARIFICATION_DETACHED,
+    CLARIFICATION_REQUESTED,
+    WebhookFact,
+    questions_of_rows,
+)
+from clarion.ports import ClaimResult, Clock, NewMessage, Written
+from clarion.store import answer_statements, resends, successor_turns
+from clarion.store.answer_statements import (
+    _DETACHABLE,
+    _DETACHABLE_BUNDLE,
+    _PENDING_OF_BUNDLE,
+    _PENDING_OF_SESSION,
+    _RESTORABLE,
+    _SETTLES_A_CLAIM,
+    _WITH_INTENT,
+    _bundle_identity,
+    _detached_fact,
+    _pid,
+)
+from clarion.store.bundle_rows import (
+    bundle_session_id,
+    lock_bundle_session,
+    rewrite,
+    run_rows,
+)
+from clarion.store.db.engine import Db
+from clarion.store.deadline_rows import insert_deadlines, reopen_restored_expiry
+from clarion.store.messages import insert_message, resolve_turn
+from clarion.store.outbox import OutboxWriter
+from clarion.store.tasks import move_with
+from clarion.store.turn_rows import (
+    read_session_and_current_turn,
+)
+
+log = logging.getLogger(__name__)
+
+
+class SqlAnswers:
+    """`clarion.ports.store.answers.AnswerStore` on SQL (`Lookups`: `SqlLookups`)."""
+
+    def __init__(self, db: Db, clock: Clock, outbox: OutboxWriter) -> None:
+        self._db = db
+        self._clock = clock
+        self._outbox = outbox
+
+    async def session_with_current_turn(self, session_id: str) -> tuple[Session, str | None]:
+        async with self._db.read_one() as conn:
+            return await read_session_and_current_turn(conn, session_id)
+
+    async def create_bundle(
+        self,
+        session_id: str,
+        rows: Sequence[NewMessage],
+        *,
+        turn_id: str | None = None,
+        session_state: SessionState | None = None,
+        deadlines: Deadlines | None = None,
+    ) -> Written:
+        pending_id = _bundle_identity(session_id, rows)
+        now = self._clock.now()
+        async with self._db.write() as conn:
+            await self._db.lock_session(conn, session_id)
+            if await bundle_session_id(conn, pending_id) is not None:
+                raise Conflict("bundle already exists", pending_id=pending_id)
+            task_id, target = await resolve_turn(conn, session_id, turn_id)
+            created = [
+                await insert_message(conn, row, task_id=task_id, turn_id=target, now=now)
+                for row in rows
+            ]
+            session = await move_with(conn, session_id, session_state, self._clock.now())
+            if deadlines is not None:
+                await insert_deadlines(conn, pending_id, session_id, task_id, deadlines)
+            await self._outbox.enqueue(
+                conn,
+                CLARIFICATION_REQUESTED,
+                task_id,
+                lambda title: WebhookFact(
+                    CLARIFICATION_REQUESTED,
+                    task_id,
+                    title,
+                    session_id,
+                    pending_id=pending_id,
+                    questions=questions_of_rows(created),
+                ),
+                now,
+            )
+        log.info(
+            "clarification bundle created",
+            extra={"session_id": session_id, "turn_id": target, "pending_id": pending_id},
+        )
+        return Written(tuple(created), session)
+
+    async def claim_response(
+        self, response: ClarificationResponse, *, now: datetime
+    ) -> ClaimResult:
+        return await answer_statements.claim_response(self._db, self._outbox, response, now=now)
+
+    async def confirm_delivery(
+        self,
+        pending_id: str,
+        message_ids: Sequence[str],
+        transition: Transition = RETIRE_INTENT,
+        *,
+        session_state: SessionState | None = None,
+        delivered: bool = False,
+    ) -> Written | None:
+        settle = DELIVER if delivered else transition
+        if settle not in _SETTLES_A_CLAIM:
+            raise ValueError(f"{settle} does not settle a claim")
+        wanted = set(message_ids)
+        async with self._db.write() as conn:
+            if not wanted:
+                return None
+            session_id = await lock_bundle_session(self._db, conn, pending_id)
+            if session_id is None:
+                return None
+            rows = await run_rows(
+                conn, _WITH_INTENT, {"message_ids": sorted(wanted), "pending_id": pending_id}
+            )
+            if len(rows) != len(wanted):
+                return None
+            confirmed = await rewrite(conn, rows, settle)
+            session = await move_with(conn, session_id, session_state, self._clock.now())
+        log.info("clarification delivery confirmed", extra={"pending_id": pending_id})
+        return Written(confirmed, session)
+
+    async def restore_claim(self, pending_id: str, message_ids: Sequence[str]) -> bool:
+        wanted = set(message_ids)
+        async with self._db.write() as conn:
+            if not wanted:
+                return False
+            session_id = await lock_bundle_session(self._db, conn, pending_id)
+            if session_id is None:
+                return False
+            rows = await run_rows(
+                conn,
+                _RESTORABLE,
+                {"message_ids": sorted(wanted), "pending_id": pending_id, "session_id": session_id},
+            )
+            if len(rows) != len(wanted):
+                return False
+            await rewrite(conn, rows, RESTORE_CLAIM, now=self._clock.now())
+            await reopen_restored_expiry(conn, rows, self._clock.now())
+        log.info("clarification claim restored", extra={"pending_id": pending_id})
+        return True
+
+    async def detach_bundles(
+        self, session_id: str, *, pending_id: str | None = None
+    ) -> tuple[Message, ...]:
+        query, params = _DETACHABLE, {"session_id": session_id}
+        if pending_id is not None:
+            query, params = _DETACHABLE_BUNDLE, {**params, "pending_id": pending_id}
+        async with self._db.write() as conn:
+            await self._db.lock_session(conn, session_id)
+            rows = await run_rows(conn, query, params)
+            now = self._clock.now()
+            changed = await rewrite(conn, rows, DETACH, now=now)
+            await self._detached(conn, changed, now)
+        if changed:
+            log.info(
+                "clarification bundles detached",
+                extra={"session_id": session_id, "pending_ids": sorted({_pid(m) for m in changed})},
+            )
+        return changed
+
+    async def expire_bundles(self, session_id: str) -> tuple[Message, ...]:
+        async with self._db.write() as conn:
+            await self._db.lock_session(conn, session_id)
+            rows = await run_rows(conn, _PENDING_OF_SESSION, {"session_id": session_id})
+            changed = await rewrite(conn, rows, EXPIRE, now=self._clock.now())
+        if changed:
+            log.info("clarification bundles expired", extra={"session_id": session_id})
+        return changed
+
+    async def cancel_bundle(self, pending_id: str) -> tuple[Message, ...]:
+        # Only operationally pending rows: superseded history is never rewritten.
+        async with self._db.write() as conn:
+            session_id = await lock_bundle_session(self._db, conn, pending_id)
+            if session_id is None:
+                return ()
+            rows = await run_rows(
+                conn, _PENDING_OF_BUNDLE, {"pending_id": pending_id, "session_id": session_id}
+            )
+            changed = await rewrite(conn, rows, CANCEL, now=self._clock.now())
+        if changed:
+            log.info("clarification bundle cancelled", extra={"pending_id": pending_id})
+        return changed
+
+    async def _detached(self, conn: Any, changed: Sequence[Message], now: datetime) -> None:
+        """One `clarification.detached` per bundle that changed, with all its pending rows."""
+        by_bundle: dict[str, list[Message]] = {}
+        for row in changed:
+            by_bundle.setdefault(_pid(row), []).append(row)
+        for pending_id, rows in sorted(by_bundle.items()):
+            first = rows[0]
+            await self._outbox.enqueue(
+                conn,
+                CLARIFICATION_DETACHED,
+                first.task_id,
+                functools.partial(_detached_fact, pending_id, rows),
+                now,
+            )
+
+    async def reserve_successor(
+        self, session_id: str, *, source_turn_id: str, pending_id: str, message_ids: Sequence[str]
+    ) -> Turn:
+        return await successor_turns.reserve_successor(
+            self._db,
+            self._clock,
+            session_id,
+            source_turn_id=source_turn_id,
+            pending_id=pending_id,
+            message_ids=message_ids,
+        )
+
+    async def mark_attempted(self, turn_id: str) -> bool:
+        return await successor_turns.mark_attempted(self._db, self._clock, turn_id)
+
+    async def publish_successor(
+        self,
+        turn_id: str,
+        *,
+        pending_id: str,
+        message_ids: Sequence[str],
+        session_state: SessionState | None = None,
+    ) -> Written | None:
+        return await successor_turns.publish_successor(
+            self._db,
+            self._clock,
+            turn_id,
+            pending_id=pending_id,
+            message_ids=message_ids,
+            session_state=session_state,
+        )
+
+    async def rollback_successor(self, turn_id: str) -> bool:
+        return await successor_turns.rollback_successor(self._db, turn_id)
+
+    async def claim_resend(self, pending_id: str) -> tuple[Message, ...]:
+        return await resends.claim_resend(self._db, pending_id)
+
+    async def release_resend(self, pending_id: str) -> tuple[Message, ...]:
+        return await resends.release_resend(self._db, pending_id)
+
+    async def finish_resend(self, pending_id: str, turn_id: str) -> tuple[Message, ...]:
+        return await resends.finish_resend(self._db, pending_id, turn_id)

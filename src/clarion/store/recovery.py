@@ -1,0 +1,172 @@
+"""RecoveryStore: startup recovery's steps, each scoped to the sessions it may act on.
+
+Built and composed by `clarion.store.sql_store.SqlStore`; what it needs it is given.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from sqlalchemy import select
+
+from clarion.domain.lifecycle import (
+    MARK_UNREAD,
+    RELEASE_RESEND,
+)
+from clarion.domain.models import (
+    Message,
+    MetaKey,
+    Session,
+    SessionState,
+    Turn,
+)
+from clarion.domain.permissions import PermissionStatus, status_of
+from clarion.domain.scope import EVERY_SESSION, SessionScope
+from clarion.ports import (
+    Clock,
+    DetachedBundle,
+    IntentRecovery,
+    ReservationRecovery,
+)
+from clarion.store.bundle_rows import (
+    rewrite,
+    select_rows,
+)
+from clarion.store.db.engine import Db
+from clarion.store.db.portable_sql import flag
+from clarion.store.db.row_conversion import to_message, to_session
+from clarion.store.db.schema import task_session_messages as messages
+from clarion.store.db.schema import task_sessions
+from clarion.store.outbox import OutboxWriter
+from clarion.store.pending_actions import chunks
+from clarion.store.permission_rows import (
+    _IN_OPEN_TURNS,
+    _settle,
+)
+from clarion.store.resends import (
+    _AGENT_SPOKE_AFTER,
+    _DELIVERED_IN,
+    _OPEN_TURN_IDS,
+)
+from clarion.store.startup import (
+    intents,
+    open_turns,
+    orphans,
+    reservation_recovery,
+    sessions,
+    start_events,
+)
+
+log = logging.getLogger(__name__)
+
+
+class SqlRecovery:
+    """`clarion.ports.store.recovery.RecoveryStore` on SQL (`Lookups`: `SqlLookups`)."""
+
+    def __init__(self, db: Db, clock: Clock, outbox: OutboxWriter) -> None:
+        self._db = db
+        self._clock = clock
+        self._outbox = outbox
+
+    async def reconcile_reservations(
+        self, *, scope: SessionScope = EVERY_SESSION
+    ) -> list[ReservationRecovery]:
+        return await reservation_recovery.reconcile_reservations(self._db, self._clock, scope=scope)
+
+    async def reconcile_intents(
+        self, *, scope: SessionScope = EVERY_SESSION
+    ) -> list[IntentRecovery]:
+        return await intents.reconcile_intents(self._db, self._clock, scope=scope)
+
+    async def release_resends(self, *, scope: SessionScope = EVERY_SESSION) -> list[str]:
+        async with self._db.write() as conn:
+            rows = scope.pick(
+                await select_rows(conn, flag(messages.c.metadata, MetaKey.RESEND_PENDING)),
+                lambda r: r.session_id,
+            )
+            await self._db.lock_sessions(conn, [r.session_id for r in rows])
+            released = await rewrite(conn, rows, RELEASE_RESEND)
+        return sorted({str(r.metadata.get(MetaKey.PENDING_ID, "")) for r in released})
+
+    async def mark_unread_live_answers(self, *, scope: SessionScope = EVERY_SESSION) -> list[str]:
+        async with self._db.write() as conn:
+            await self._db.lock_key(conn, "clarion-startup-recovery")
+            open_turns = [str(t) for t in (await conn.execute(_OPEN_TURN_IDS)).scalars()]
+            delivered: list[Message] = []
+            for part in chunks(open_turns):
+                delivered.extend(
+                    await select_rows(conn, *_DELIVERED_IN, messages.c.turn_id.in_(part))
+                )
+            by_bundle: dict[tuple[str, str], list[Message]] = {}
+            for row in scope.pick(delivered, lambda r: r.session_id):
+                key = (row.turn_id or "", str(row.metadata.get(MetaKey.PENDING_ID, "")))
+                by_bundle.setdefault(key, []).append(row)
+            unread: list[Message] = []
+            for (turn_id, _), rows in sorted(by_bundle.items()):
+                answered_at = max(r.updated_at for r in rows)
+                spoke = await conn.execute(
+                    _AGENT_SPOKE_AFTER, {"turn_id": turn_id, "after": answered_at}
+                )
+                if spoke.first() is None:
+                    unread.extend(rows)
+            await self._db.lock_sessions(conn, [r.session_id for r in unread])
+            marked = await rewrite(conn, unread, MARK_UNREAD)
+        return sorted({str(r.metadata.get(MetaKey.PENDING_ID, "")) for r in marked})
+
+    async def expire_stale_permissions(
+        self, *, reason: str, scope: SessionScope = EVERY_SESSION
+    ) -> tuple[Message, ...]:
+        """Startup: every request a previous process left pending -> expired."""
+        now = self._clock.now()
+        async with self._db.write() as conn:
+            rows = [to_message(r) for r in await conn.execute(_IN_OPEN_TURNS)]
+            pending = [
+                r
+                for r in scope.pick(rows, lambda r: r.session_id)
+                if status_of(r) is PermissionStatus.PENDING
+            ]
+            await self._db.lock_sessions(conn, [r.session_id for r in pending])
+            return await _settle(conn, pending, PermissionStatus.EXPIRED, reason, now)
+
+    async def list_outbox_turns(self, *, scope: SessionScope = EVERY_SESSION) -> list[Turn]:
+        return await start_events.list_outbox_turns(self._db, scope=scope)
+
+    async def clear_outboxes(self, turn_ids: Sequence[str]) -> list[str]:
+        return await start_events.clear_outboxes(self._db, self._clock, turn_ids)
+
+    async def detach_all_bundles(
+        self, *, scope: SessionScope = EVERY_SESSION
+    ) -> tuple[DetachedBundle, ...]:
+        return await orphans.detach_all_bundles(self._db, self._clock, self._outbox, scope=scope)
+
+    async def complete_open_turns(
+        self,
+        *,
+        metadata_patch: Mapping[str, Any] | None = None,
+        scope: SessionScope = EVERY_SESSION,
+    ) -> list[Turn]:
+        return await open_turns.complete_open_turns(
+            self._db, self._clock, metadata_patch=metadata_patch, scope=scope
+        )
+
+    async def list_sessions_in_states(self, states: Sequence[SessionState]) -> list[Session]:
+        query = (
+            select(task_sessions)
+            .where(task_sessions.c.state.in_([s.value for s in states]))
+            .order_by(task_sessions.c.created_at, task_sessions.c.id)
+        )
+        async with self._db.read() as conn:
+            return [to_session(row) for row in await conn.execute(query)]
+
+    async def transition_sessions(
+        self,
+        session_ids: Sequence[str],
+        to: SessionState,
+        *,
+        allowed_from: Sequence[SessionState] | None = None,
+    ) -> list[str]:
+        return await sessions.transition_sessions(
+            self._db, self._clock, session_ids, to, allowed_from=allowed_from
+        )

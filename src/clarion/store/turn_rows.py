@@ -1,0 +1,82 @@
+"""Turns: creation, completion, the current turn and visible history.
+
+Used by the port implementations beside it (store-internal).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from sqlalchemy import bindparam, select
+
+from clarion.domain.errors import NotFound
+from clarion.domain.models import DISPATCH_KEYS, Session, Turn
+from clarion.store.db.fastpath import hot
+from clarion.store.db.predicates import current_turn_id
+from clarion.store.db.row_conversion import to_session, to_turn
+from clarion.store.db.schema import task_session_turns as turns
+from clarion.store.db.schema import task_sessions
+from clarion.store.db.transactions import Tx
+
+log = logging.getLogger(__name__)
+
+
+# Built once: composing the current-turn expression costs more than running it.
+_TURN_BY_ID = hot(select(turns).where(turns.c.id == bindparam("turn_id")))
+_CURRENT_TURN_ID = select(current_turn_id(bindparam("session_id")))
+_SESSION_WITH_CURRENT_TURN = hot(
+    select(task_sessions, current_turn_id(task_sessions.c.id).label("current_turn_id")).where(
+        task_sessions.c.id == bindparam("session_id")
+    )
+)
+
+
+async def read_turn(conn: Tx, turn_id: str) -> Turn | None:
+    row = (await conn.execute(_TURN_BY_ID, {"turn_id": turn_id})).first()
+    return None if row is None else to_turn(row)
+
+
+async def read_current_turn_id(conn: Tx, session_id: str) -> str | None:
+    value = (await conn.execute(_CURRENT_TURN_ID, {"session_id": session_id})).scalar()
+    return None if value is None else str(value)
+
+
+async def read_session_and_current_turn(conn: Tx, session_id: str) -> tuple[Session, str | None]:
+    """The session (NotFound if missing) and its current turn id, in one statement."""
+    row = (await conn.execute(_SESSION_WITH_CURRENT_TURN, {"session_id": session_id})).first()
+    if row is None:
+        raise NotFound("session not found", session_id=session_id)
+    current = row.current_turn_id
+    return to_session(row), None if current is None else str(current)
+
+
+def strip_private(metadata: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in metadata.items() if k not in DISPATCH_KEYS}
+
+
+def _public(turn: Turn) -> Turn:
+    return Turn(
+        id=turn.id,
+        session_id=turn.session_id,
+        task_id=turn.task_id,
+        started_at=turn.started_at,
+        completed_at=turn.completed_at,
+        metadata=strip_private(turn.metadata),
+        created_at=turn.created_at,
+        updated_at=turn.updated_at,
+    )
+
+
+def _turn_values(turn: Turn) -> dict[str, Any]:
+    return {
+        "id": turn.id,
+        "task_session_id": turn.session_id,
+        "task_id": turn.task_id,
+        "started_at": turn.started_at,
+        "completed_at": turn.completed_at,
+        "metadata": dict(turn.metadata),
+        "created_at": turn.created_at,
+        "updated_at": turn.updated_at,
+    }
