@@ -126,3 +126,21 @@ def test_a_deadline_reads_as_time_left_and_what_follows() -> None:
     assert waiting_line({**bundle, "on_expiry": "skip"}, datetime(2026, 1, 2, tzinfo=UTC)) == (
         "expires now (2026-01-01T15:00:00+00:00), then Skip"
     )
+
+
+def test_a_permission_requests_long_input_is_one_line_cut_at_300_characters() -> None:
+    import io
+
+    from rich.console import Console
+
+    from clarion.cli.permissions import show_permission
+
+    buffer = io.StringIO()
+    console = Console(file=buffer, force_terminal=False, width=1000, color_system=None)
+    raw = {"command": "echo   a\n" + "x" * 400}
+    request = {"message_id": "m1", "tool_call": {"title": "t", "raw_input": raw}, "options": []}
+    show_permission(console, {"id": "t1", "title": "T"}, request)
+    (line,) = [ln for ln in buffer.getvalue().splitlines() if "input:" in ln]
+    preview = line.split("input: ", 1)[1]
+    assert preview.startswith("{'command': 'echo a\\n") and preview.endswith("…")
+    assert len(preview) == 300

@@ -16,7 +16,7 @@ from rich.text import Text
 from clarion.cli.client import ClarionClient
 from clarion.cli.connection import DEFAULT_SERVER, ServerOpt, TokenOpt, client_for
 from clarion.cli.errors import EXIT_CONFLICT, CliError
-from clarion.cli.render import stdout
+from clarion.cli.render import clip, stdout
 from clarion.cli.sanitize import safe
 
 INPUT_PREVIEW = 300
@@ -100,8 +100,7 @@ def show_permission(console: Console, task: dict[str, Any], request: dict[str, A
     body.append(safe(str(tool.get("title", ""))), style="bold")
     body.append(safe(f"  (kind {tool.get('kind', 'other')})"), style="dim")
     if tool.get("raw_input") is not None:
-        raw = " ".join(str(tool["raw_input"]).split())
-        preview = raw if len(raw) <= INPUT_PREVIEW else raw[: INPUT_PREVIEW - 1] + "…"
+        preview = clip(tool["raw_input"], INPUT_PREVIEW)
         body.append(safe(f"\n  input: {preview}"), style="dim")
     for option in request.get("options") or []:
         body.append(safe(f"\n    {option.get('name', '')}"), style="cyan")

@@ -77,7 +77,8 @@ def question_block(number: int, total: int, question: dict[str, Any]) -> Text:
     return text
 
 
-def _clip(value: Any, limit: int = 120) -> str:
+def clip(value: Any, limit: int = 120) -> str:
+    """`value` on one line (runs of white space one space), cut at `limit` with an ellipsis."""
     text = " ".join(str(value).split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
@@ -96,7 +97,7 @@ def _describe(action: str, p: dict[str, Any], envelope: dict[str, Any]) -> str:
         return f"error {p.get('code')}: {p.get('message')}"
     if action == "task.created":
         task = p.get("task") or {}
-        return f'task {task.get("id")} "{_clip(task.get("title", ""), 60)}"'
+        return f'task {task.get("id")} "{clip(task.get("title", ""), 60)}"'
     if action == "task.status_summary.updated":
         summary = p.get("status_summary") or {}
         pending = summary.get("pending_action") or "none"
@@ -112,7 +113,7 @@ def _describe(action: str, p: dict[str, Any], envelope: dict[str, Any]) -> str:
         return f"session {p.get('session_id')} turn {p.get('id')}{tail}"
     if action.startswith("session.message."):
         return _describe_message(action, p)
-    return _clip(p, 160)
+    return clip(p, 160)
 
 
 def _describe_message(action: str, p: dict[str, Any]) -> str:
@@ -125,7 +126,7 @@ def _describe_message(action: str, p: dict[str, Any]) -> str:
         status = meta.get("status", "")
         if action.endswith(".added") and status == "pending":
             return (
-                f"{who} QUESTION {_clip(p.get('content', ''), 100)} "
+                f"{who} QUESTION {clip(p.get('content', ''), 100)} "
                 f"(pending {pid}; answer: clarion answer {pid})"
             )
         answer = describe_response(_row_response(meta))
@@ -133,7 +134,7 @@ def _describe_message(action: str, p: dict[str, Any]) -> str:
     if p.get("type") == "permission_request":
         tool = meta.get("tool_call") or {}
         status = meta.get("status", "")
-        title = _clip(tool.get("title") or p.get("content", ""), 100)
+        title = clip(tool.get("title") or p.get("content", ""), 100)
         if status == "pending":
             return (
                 f"{who} PERMISSION {title} (kind {tool.get('kind', 'other')}; decide: "
@@ -147,8 +148,8 @@ def _describe_message(action: str, p: dict[str, Any]) -> str:
         # The reason in full (it is one sentence); the agent's stderr follows on its own lines.
         reason, _, stderr_text = str(p.get("content", "")).partition("\n\n")
         tail = stderr_text.strip().splitlines()[-1:] if stderr_text.strip() else []
-        return f"{who} ERROR {reason}" + (f" | {_clip(tail[0], 200)}" if tail else "")
-    return f"{who}: {_clip(p.get('content', ''))}"
+        return f"{who} ERROR {reason}" + (f" | {clip(tail[0], 200)}" if tail else "")
+    return f"{who}: {clip(p.get('content', ''))}"
 
 
 def _row_response(meta: dict[str, Any]) -> dict[str, Any] | None:
