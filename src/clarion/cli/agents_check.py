@@ -14,6 +14,7 @@ import asyncio
 import typer
 
 from clarion.cli.doctor import Check, show_checks
+from clarion.cli.errors import fail
 from clarion.config import AgentProfile, Settings
 
 DEFAULT_TIMEOUT_S = 30.0
@@ -67,16 +68,13 @@ def check(
     try:
         settings = Settings.load(config_file=config)
     except ValueError as exc:
-        typer.echo(f"clarion: {exc}", err=True)
-        raise typer.Exit(2) from exc
+        raise fail(str(exc), 2) from exc
     found = settings.agents.get(profile)
     if found is None:
         known = ", ".join(sorted(settings.agents))
-        typer.echo(f"clarion: unknown agent profile {profile!r} (known: {known})", err=True)
-        raise typer.Exit(2)
+        raise fail(f"unknown agent profile {profile!r} (known: {known})", 2)
     if timeout is not None and timeout <= 0:
-        typer.echo("clarion: --timeout must be positive", err=True)
-        raise typer.Exit(2)
+        raise fail("--timeout must be positive", 2)
     bound = timeout or found.start_timeout or DEFAULT_TIMEOUT_S
     checks = asyncio.run(run_check(found, bound, prompt_timeout))
     show_checks(checks)

@@ -23,6 +23,7 @@ from clarion.cli import (
     token,
     watch,
 )
+from clarion.cli.errors import fail
 from clarion.cli.logs import configure_logging
 from clarion.config import Settings
 from clarion.config.files import redacted
@@ -111,8 +112,7 @@ def serve(
     try:
         configure_logging(log_level.upper(), log_format.lower())
     except ValueError as exc:
-        typer.echo(f"clarion: {exc}", err=True)
-        raise typer.Exit(2) from exc
+        raise fail(str(exc), 2) from exc
     # A fatal signal in C code (a driver, the event loop) leaves every thread's Python stack
     # on stderr, in the server's log, instead of a bare exit status.
     faulthandler.enable()
@@ -129,19 +129,17 @@ def serve(
             advertise_url=advertise_url,
         )
     except ValueError as exc:
-        typer.echo(f"clarion: {exc}", err=True)
-        raise typer.Exit(2) from exc
+        raise fail(str(exc), 2) from exc
     if no_migrate:
         settings = dataclasses.replace(
             settings, operations=dataclasses.replace(settings.operations, migrate=False)
         )
     if not settings.auth and not settings.insecure_no_auth and not _is_loopback(settings.host):
-        typer.echo(
-            f"clarion: refusing to serve on {settings.host} without --auth "
+        raise fail(
+            f"refusing to serve on {settings.host} without --auth "
             "(pass --insecure-no-auth to allow it)",
-            err=True,
+            2,
         )
-        raise typer.Exit(2)
 
     def announce(url: str) -> None:
         typer.echo(f"Clarion is listening on {url} (database {redacted(settings.database_url)})")
@@ -151,10 +149,8 @@ def serve(
         with asyncio.Runner(loop_factory=_event_loop_factory()) as runner:
             runner.run(run_server(settings, announce))
     except (RecoveryFailed, ServiceUnreachable, SchemaBehind) as exc:
-        typer.echo(f"clarion: {exc}", err=True)
-        raise typer.Exit(1) from exc
+        raise fail(str(exc), 1) from exc
     except AnotherServer as exc:
-        typer.echo(f"clarion: {exc}", err=True)
-        raise typer.Exit(3) from exc
+        raise fail(str(exc), 3) from exc
     except KeyboardInterrupt:
         pass

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 import typer
 
 from clarion.cli.database import DatabaseOpt, database_url
+from clarion.cli.errors import fail
 from clarion.config.files import redacted
 from clarion.domain.waiting import parse_duration
 
@@ -43,11 +44,6 @@ def _group() -> None:
     """The database: schema version and migrations, backup, pruning."""
 
 
-def _fail(message: str, code: int = 1) -> typer.Exit:
-    typer.echo(f"clarion: {message}", err=True)
-    return typer.Exit(code)
-
-
 @contextlib.asynccontextmanager
 async def _engine(url: str) -> AsyncIterator[AsyncEngine]:
     from clarion.store import open_engine
@@ -65,7 +61,7 @@ def _run(url: str, work: Coroutine[Any, Any, T]) -> T:
     except typer.Exit:
         raise
     except Exception as exc:
-        raise _fail(f"{redacted(url)}: {exc}") from exc
+        raise fail(f"{redacted(url)}: {exc}") from exc
 
 
 @db_app.command("status")
@@ -135,18 +131,18 @@ def backup(
     """SQLite: an online backup (consistent while a server writes). PostgreSQL: use pg_dump."""
     url = database_url(database)
     if not url.startswith("sqlite"):
-        raise _fail(
+        raise fail(
             "backup copies SQLite databases only; for PostgreSQL use pg_dump, for example: "
             f"pg_dump --format=custom --file {file} '{redacted(url)}'",
             2,
         )
     if file.exists():
-        raise _fail(f"{file} exists; choose a new file", 2)
+        raise fail(f"{file} exists; choose a new file", 2)
     from sqlalchemy.engine import make_url
 
     source_path = make_url(url).database or ""
     if not Path(source_path).is_file():
-        raise _fail(f"no database at {source_path}")
+        raise fail(f"no database at {source_path}")
     try:
         with (
             contextlib.closing(sqlite3.connect(source_path)) as source,
@@ -156,7 +152,7 @@ def backup(
             source.backup(target, pages=1024)
     except sqlite3.Error as exc:
         file.unlink(missing_ok=True)
-        raise _fail(f"backup of {source_path} failed: {exc}") from exc
+        raise fail(f"backup of {source_path} failed: {exc}") from exc
     typer.echo(f"backed up {source_path} to {file} ({file.stat().st_size} bytes)")
 
 
@@ -185,7 +181,7 @@ def prune_command(
     try:
         seconds = parse_duration(older_than).seconds
     except ValueError as exc:
-        raise _fail(f"--older-than {exc}", 2) from exc
+        raise fail(f"--older-than {exc}", 2) from exc
     url = database_url(database)
 
     def report(done: int, total: int) -> None:
@@ -195,7 +191,7 @@ def prune_command(
         async with _engine(url) as engine:
             found = await schema_status(engine)
             if found.pending or found.newer_than_code:
-                raise _fail(
+                raise fail(
                     f"the schema is at version {found.version}, this Clarion's is "
                     f"{found.latest}: run `clarion db upgrade` first"
                 )

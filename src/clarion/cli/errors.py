@@ -10,6 +10,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+import typer
+
 EXIT_OK = 0
 EXIT_SERVER_ERROR = 1  # 5xx, or a reply that is not the contract's shape
 EXIT_USAGE = 2  # bad flags or input, or the server refused the request body (400)
@@ -29,6 +31,13 @@ class CliError(Exception):
 
     def __str__(self) -> str:
         return self.message
+
+
+def fail(message: str, code: int = EXIT_SERVER_ERROR) -> typer.Exit:
+    """A command that runs without a server (serve, db, token, agents check) failing: one
+    line `clarion: message` on stderr, and the Exit for the caller to raise."""
+    typer.echo(f"clarion: {message}", err=True)
+    return typer.Exit(code)
 
 
 def describe_response(response: dict[str, Any] | None) -> str:

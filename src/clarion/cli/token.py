@@ -12,6 +12,7 @@ import asyncio
 import typer
 
 from clarion.cli.database import DatabaseOpt, database_url
+from clarion.cli.errors import fail
 from clarion.config.files import redacted
 from clarion.orchestrator.access import hash_token, new_api_token
 from clarion.runtime.clock import SystemClock
@@ -34,8 +35,7 @@ _MAX_NAME = 200  # the users.name and workspaces.name column width
 def _name(value: str, flag: str) -> str:
     name = value.strip()
     if not name or len(name) > _MAX_NAME:
-        typer.echo(f"clarion: {flag} must be 1 to {_MAX_NAME} characters", err=True)
-        raise typer.Exit(2)
+        raise fail(f"{flag} must be 1 to {_MAX_NAME} characters", 2)
     return name
 
 
@@ -62,8 +62,7 @@ def create(
     try:
         asyncio.run(_issue(url, user_name, workspace_name, hash_token(token)))
     except Exception as exc:  # the reason, never a traceback with the token in a local
-        typer.echo(f"clarion: cannot create a token in {redacted(url)}: {exc}", err=True)
-        raise typer.Exit(1) from exc
+        raise fail(f"cannot create a token in {redacted(url)}: {exc}") from exc
     typer.echo(token)
 
 
