@@ -13,8 +13,7 @@ from playwright.sync_api import Page, expect
 
 from tests.browser.conftest import LAPTOP
 from tests.browser.ui_steps import start_session
-from tests.conftest import fresh_database_url
-from tests.e2e.harness import ServerProcess, wait_until
+from tests.e2e.harness import ServerProcess, running_server, wait_until
 
 pytestmark = pytest.mark.browser
 
@@ -44,20 +43,8 @@ def policy_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerPr
     tmp = tmp_path_factory.mktemp("inbox-deadlines")
     config = tmp / "clarion.toml"
     config.write_text(CONFIG)
-    with fresh_database_url("sqlite", tmp) as url:
-        workdir = tmp / "server"
-        workdir.mkdir()
-        process = ServerProcess(
-            database_url=url,
-            workdir=workdir,
-            args=["--config", str(config)],
-            env={"CLARION_NO_SAMPLE": "1"},
-        )
-        try:
-            process.start()
-            yield process
-        finally:
-            process.stop()
+    with running_server(tmp, args=["--config", str(config)], CLARION_NO_SAMPLE="1") as server:
+        yield server
 
 
 def test_inbox_shows_each_deadline_and_the_escalation_and_lists_the_most_urgent_first(
