@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.requests import Request
 from starlette.types import Message
 
-from clarion.api.bodies import field_path, parse_body, read_json_object
+from clarion.api.bodies import parse_body, read_json_object
 from clarion.domain.errors import InvalidInput
 
 
@@ -107,11 +107,3 @@ def test_the_code_can_be_chosen_by_the_route() -> None:
         parse_body(Respond, {"rejected": 1}, code="invalid_response")
     assert caught.value.code == "invalid_response"
     assert caught.value.field == "rejected"
-
-
-@pytest.mark.parametrize(
-    ("loc", "path"),
-    [((), "$"), (("a",), "a"), (("a", 0, "b"), "a[0].b"), ((0,), "[0]"), (("a", 1, 2), "a[1][2]")],
-)
-def test_field_paths_read_like_accessors(loc: tuple[str | int, ...], path: str) -> None:
-    assert field_path(loc) == path

@@ -6,6 +6,8 @@ import re
 import time
 from unittest import mock
 
+import pytest
+
 from clarion.domain.errors import (
     AgentFailure,
     ClarificationActive,
@@ -14,6 +16,7 @@ from clarion.domain.errors import (
     ReplicaUnavailable,
     ReplicaUnreachable,
     RetryableFailure,
+    field_path,
 )
 from clarion.domain.ids import new_id
 
@@ -95,3 +98,15 @@ def test_an_agent_failure_keeps_its_stderr_and_exit_code() -> None:
     error = AgentFailure("the agent exited", stderr="boom", exit_code=3, session_id="s1")
     assert error.code == "agent_unavailable"
     assert (error.stderr, error.exit_code, error.ids) == ("boom", 3, {"session_id": "s1"})
+
+
+@pytest.mark.parametrize(
+    ("loc", "path"),
+    [((), "$"), (("a",), "a"), (("a", 0, "b"), "a[0].b"), ((0,), "[0]"), (("a", 1, 2), "a[1][2]")],
+)
+def test_field_paths_read_like_accessors(loc: tuple[str | int, ...], path: str) -> None:
+    assert field_path(loc, "$") == path
+
+
+def test_an_empty_field_path_is_the_root_its_edge_names() -> None:
+    assert field_path((), "arguments") == "arguments"

@@ -1,6 +1,6 @@
 """Reading request bodies: JSON objects in, pydantic models out, InvalidInput for anything else.
 
-Imported by the HTTP routes and by api/errors.py (for `field_path`). Routes read bodies through
+Imported by the HTTP routes and by api/errors.py (for `first_error`). Routes read bodies through
 these so that a bad body is always a 400 naming the field, never FastAPI's 422.
 """
 
@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 import pydantic
 from starlette.requests import Request
 
-from clarion.domain.errors import InvalidInput
+from clarion.domain.errors import InvalidInput, field_path
 
 ROOT = "$"  # the `field` of an error about the body as a whole
 # No body of the contract nests more than a few levels; anything far deeper is refused before a
@@ -23,24 +23,13 @@ MAX_DEPTH = 100
 Model = TypeVar("Model", bound=pydantic.BaseModel)
 
 
-def field_path(loc: Sequence[str | int]) -> str:
-    """`("answers", 1, "question_id")` -> `answers[1].question_id`; the empty path is `$`."""
-    path = ""
-    for part in loc:
-        if isinstance(part, int):
-            path += f"[{part}]"
-        else:
-            path += f".{part}" if path else str(part)
-    return path or ROOT
-
-
 def first_error(errors: Sequence[Any]) -> tuple[str, str]:
     """(field path, message) of the first pydantic-style error dict (`loc`, `msg`)."""
     if not errors:
         return ROOT, "invalid request body"
     first = errors[0]
     loc = tuple(part for part in first.get("loc", ()) if isinstance(part, str | int))
-    return field_path(loc), str(first.get("msg", "invalid value"))
+    return field_path(loc, ROOT), str(first.get("msg", "invalid value"))
 
 
 async def read_json_object(request: Request, *, allow_empty: bool = False) -> dict[str, Any]:

@@ -28,6 +28,7 @@ ClarionError
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 
@@ -40,6 +41,15 @@ class ClarionError(Exception):
         super().__init__(message)
         self.message = message
         self.ids = {k: v for k, v in ids.items() if v is not None}
+
+
+def field_path(loc: Sequence[Any], root: str) -> str:
+    """How an InvalidInput names the field a validator's location points at:
+    `("answers", 1, "question_id")` -> `answers[1].question_id`; `root` for the empty path."""
+    path = ""
+    for part in loc:
+        path += f"[{part}]" if isinstance(part, int) else (f".{part}" if path else str(part))
+    return path or root
 
 
 class NotFound(ClarionError):

@@ -12,18 +12,11 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from clarion.domain.errors import InvalidInput
+from clarion.domain.errors import InvalidInput, field_path
 from clarion.domain.questions import MAX_OPTIONS, MAX_QUESTIONS, MIN_OPTIONS, MIN_QUESTIONS
 
 # The same words the Asker uses for a count out of range.
 _COUNTS = {"questions": (MIN_QUESTIONS, MAX_QUESTIONS), "options": (MIN_OPTIONS, MAX_OPTIONS)}
-
-
-def field_path(loc: tuple[Any, ...]) -> str:
-    path = ""
-    for part in loc:
-        path += f"[{part}]" if isinstance(part, int) else (f".{part}" if path else str(part))
-    return path or "arguments"
 
 
 def _what(error: Any) -> str:
@@ -52,7 +45,7 @@ def from_validation(exc: ValidationError) -> str:
     if not errors:
         return "invalid arguments"
     first = errors[0]
-    return f"invalid {field_path(tuple(first.get('loc', ())))}: {_what(first)}"
+    return f"invalid {field_path(tuple(first.get('loc', ())), 'arguments')}: {_what(first)}"
 
 
 def from_invalid_input(exc: InvalidInput) -> str:
