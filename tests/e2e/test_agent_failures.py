@@ -6,12 +6,12 @@ from __future__ import annotations
 import os
 import signal
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.e2e.harness import ServerProcess, wait_until
+from tests.e2e.harness import ServerProcess, running_server, wait_until
 from tests.e2e.permission_steps import (
     builtin_command,
     decide,
@@ -50,9 +50,22 @@ command = {builtin_command()}
     )
 
 
-@pytest.fixture
-def failing(make_server: Callable[..., ServerProcess], tmp_path: Path) -> ServerProcess:
-    server = make_server(CLARION_CONFIG=_failing_profiles(tmp_path))
+@pytest.fixture(scope="module")
+def failing(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    """One server for the module (its tests use tasks and sessions of their own), with profiles
+    that fail besides the built-in agent."""
+    tmp = tmp_path_factory.mktemp("failing")
+    with running_server(tmp, CLARION_CONFIG=_failing_profiles(tmp)) as server:
+        yield server
+
+
+def _server_on(
+    db: str, failing: ServerProcess, make_server: Callable[..., ServerProcess]
+) -> ServerProcess:
+    """The module's server for SQLite, a server of its own for PostgreSQL."""
+    if db == "sqlite":
+        return failing
+    server = make_server(db=db)
     server.start()
     return server
 
@@ -115,10 +128,9 @@ def test_an_agent_that_never_answers_initialize_fails_after_its_start_timeout(
 
 @pytest.mark.parametrize("db", DBS)
 def test_an_errored_prompt_is_shown_and_leaves_the_session_usable(
-    make_server: Callable[..., ServerProcess], db: str
+    make_server: Callable[..., ServerProcess], failing: ServerProcess, db: str
 ) -> None:
-    server = make_server(db=db)
-    server.start()
+    server = _server_on(db, failing, make_server)
     session_id = server.start_session(server.create_task(), "/scenario fail quota exceeded")
 
     row = wait_until(lambda: next(iter(error_rows(server, session_id)), None), what="error row")
@@ -135,10 +147,9 @@ def test_an_errored_prompt_is_shown_and_leaves_the_session_usable(
 
 @pytest.mark.parametrize("db", DBS)
 def test_an_agent_that_exits_on_its_own_fails_only_its_own_session(
-    make_server: Callable[..., ServerProcess], db: str
+    make_server: Callable[..., ServerProcess], failing: ServerProcess, db: str
 ) -> None:
-    server = make_server(db=db)
-    server.start()
+    server = _server_on(db, failing, make_server)
     task_id = server.create_task()
     session_id = server.start_session(task_id, "/scenario permission")
     request = wait_for_permission(server, session_id)
