@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import subprocess
+import sys
 import time
 
 import pytest
 from nats.aio.client import Client
 
+import clarion.bus
 from clarion.bus import MemoryBus, NatsBus, NatsUnavailable, open_bus
 from clarion.ports import Event
 
@@ -43,6 +46,24 @@ def test_open_bus_picks_the_implementation_from_the_url() -> None:
     nats_bus = open_bus("nats://127.0.0.1:4222", subject_prefix="x.y")
     assert isinstance(nats_bus, NatsBus)
     assert nats_bus.subject_prefix == "x.y"
+
+
+def test_open_bus_defaults_to_the_clarion_events_prefix() -> None:
+    bus = open_bus("nats://127.0.0.1:4222")
+    assert isinstance(bus, NatsBus) and bus.subject_prefix == "clarion.events"
+
+
+def test_a_server_on_the_in_process_bus_does_not_import_the_nats_client() -> None:
+    probe = (
+        "import sys, clarion.server.serving, clarion.bus; clarion.bus.open_bus('memory'); "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'nats'))"
+    )
+    found = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert found.stdout.strip() == "[]"
+    assert clarion.bus.NatsBus is NatsBus  # asked for, it is there
+    assert not hasattr(clarion.bus, "NoSuchBus")
 
 
 @pytest.mark.parametrize("url", ["", "nats://", "redis://localhost", "Memory", "http://x"])

@@ -21,6 +21,7 @@ from nats.errors import Error as NatsError
 
 from clarion.bus.codec import decode_event, encode_event
 from clarion.bus.fanout import BusClosed, Fanout, Subscription
+from clarion.bus.unavailable import NatsUnavailable
 from clarion.ports import Event
 
 log = logging.getLogger(__name__)
@@ -30,10 +31,6 @@ _TOKENS = re.compile(r"[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*")
 # Headers that let a bus recognise the echo of its own publications (see `subscribe`).
 _ORIGIN = "Clarion-Origin"
 _SEQ = "Clarion-Seq"
-
-
-class NatsUnavailable(ConnectionError):
-    """NATS could not be reached, or did not accept a publication. The message names the URL."""
 
 
 class NatsBus:

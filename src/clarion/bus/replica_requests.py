@@ -26,7 +26,7 @@ from nats.errors import Error as NatsError
 from nats.errors import NoRespondersError
 from nats.errors import TimeoutError as NatsTimeout
 
-from clarion.bus.nats import NatsUnavailable
+from clarion.bus.unavailable import NatsUnavailable
 from clarion.ports.cluster import ForwardedReply, ForwardedRequest, ForwardFailed
 
 log = logging.getLogger(__name__)

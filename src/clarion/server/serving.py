@@ -16,13 +16,12 @@ import uvicorn
 from starlette.types import ASGIApp
 
 from clarion.api.app import create_app
-from clarion.bus.nats import NatsUnavailable
+from clarion.bus.unavailable import NatsUnavailable
 from clarion.config import Settings
 from clarion.config.files import redacted
 from clarion.domain.scope import EVERY_SESSION
 from clarion.orchestrator.recovery import RecoveryReport
 from clarion.ports import AgentRuntime
-from clarion.server.cluster import cluster_mode
 from clarion.server.sample import offer_sample_task
 from clarion.server.wiring import build
 from clarion.store.db.single_server import AnotherServer, single_server
@@ -70,6 +69,9 @@ async def run_server(
         cluster = None
         with _reaching(settings):
             if settings.cluster:
+                # Imported only here: a single server does not load the NATS client.
+                from clarion.server.cluster import cluster_mode
+
                 cluster = await stack.enter_async_context(cluster_mode(settings))
             else:
                 await stack.enter_async_context(single_server(settings.database_url))
