@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 import pytest
 
 from clarion.domain.errors import Conflict, InvalidInput, NotFound
+from clarion.domain.lifecycle import CLAIMED, RESTORE_CLAIM
 from clarion.domain.models import ClarificationResponse, MessageType, SessionState
 from clarion.ports import NewMessage
 from clarion.store import SqlStore
@@ -268,7 +269,9 @@ async def test_restore_claim_puts_exactly_the_claimed_rows_back_to_pending(world
     await world.turn(session)
     rows = await world.bundle(session, ("a", "b"), pending_id="p")
     result = await world.answer("p", "a", "b")
-    assert await world.store.restore_claim("p", [m.id for m in result.claimed])
+    assert await world.store.transition_bundle(
+        "p", [m.id for m in result.claimed], CLAIMED, RESTORE_CLAIM
+    )
     for row in rows:
         meta = (await world.store.get_message(row.id)).metadata
         assert meta["status"] == "pending"
@@ -283,7 +286,9 @@ async def test_restore_claim_refuses_after_a_newer_turn_started(world: World) ->
     await world.bundle(session, ("a",), pending_id="p")
     result = await world.answer("p", "a")
     await world.turn(session)
-    assert not await world.store.restore_claim("p", [m.id for m in result.claimed])
+    assert not await world.store.transition_bundle(
+        "p", [m.id for m in result.claimed], CLAIMED, RESTORE_CLAIM
+    )
     assert await world.status(result.claimed[0].id) == "answered"
 
 
@@ -293,7 +298,9 @@ async def test_restore_claim_refuses_for_a_terminal_session(world: World) -> Non
     await world.bundle(session, ("a",), pending_id="p")
     result = await world.answer("p", "a")
     await world.store.transition_session(session.id, SessionState.FAILED)
-    assert not await world.store.restore_claim("p", [m.id for m in result.claimed])
+    assert not await world.store.transition_bundle(
+        "p", [m.id for m in result.claimed], CLAIMED, RESTORE_CLAIM
+    )
 
 
 async def test_restore_claim_refuses_once_delivery_was_confirmed(world: World) -> None:
@@ -302,7 +309,7 @@ async def test_restore_claim_refuses_once_delivery_was_confirmed(world: World) -
     await world.bundle(session, ("a",), pending_id="p")
     ids = [m.id for m in (await world.answer("p", "a")).claimed]
     assert await world.store.confirm_delivery("p", ids)
-    assert not await world.store.restore_claim("p", ids)
+    assert not await world.store.transition_bundle("p", ids, CLAIMED, RESTORE_CLAIM)
     assert await world.status(ids[0]) == "answered"
 
 
@@ -335,7 +342,7 @@ async def test_expire_marks_current_pending_rows_expired_even_when_terminal(
     await world.turn(session)
     rows = await world.bundle(session, ("a", "b"), pending_id="p")
     await world.answer("p", "a", "b")
-    await world.store.restore_claim("p", [r.id for r in rows])
+    await world.store.transition_bundle("p", [r.id for r in rows], CLAIMED, RESTORE_CLAIM)
     await world.store.transition_session(session.id, SessionState.COMPLETED)
     changed = await world.store.expire_bundles(session.id)
     assert [m.metadata["status"] for m in changed] == ["expired", "expired"]

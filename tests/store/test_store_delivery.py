@@ -7,6 +7,7 @@ import asyncio
 from typing import Any
 
 from clarion.domain.bundles import delivery_of
+from clarion.domain.lifecycle import DELIVER
 from clarion.domain.models import Delivery, Session, SessionState
 
 from .conftest import World
@@ -153,7 +154,7 @@ async def _live_delivered(world: World, pending_id: str) -> tuple[Session, list[
     turn = await world.turn(session)
     await world.bundle(session, ("a",), pending_id=pending_id, turn_id=turn.id)
     ids = [m.id for m in (await world.answer(pending_id, "a")).claimed]
-    assert await world.store.confirm_delivery(pending_id, ids, delivered=True)
+    assert await world.store.confirm_delivery(pending_id, ids, DELIVER)
     world.clock.advance(1)
     return session, ids
 

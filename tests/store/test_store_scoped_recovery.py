@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
+from clarion.domain.lifecycle import DELIVER
 from clarion.domain.models import AuthorType, MessageType, Session
 from clarion.domain.permissions import PermissionOption, ToolCallInfo, request_metadata
 from clarion.domain.scope import EVERY_SESSION, SessionScope
@@ -91,7 +92,7 @@ async def _leftovers(world: World, tag: str) -> Leftovers:
     await world.turn(unread)
     await world.bundle(unread, pending_id=f"{tag}-unread")
     claimed = (await world.answer(f"{tag}-unread", "db")).claimed
-    await world.store.confirm_delivery(f"{tag}-unread", [m.id for m in claimed], delivered=True)
+    await world.store.confirm_delivery(f"{tag}-unread", [m.id for m in claimed], DELIVER)
     return Leftovers(rolled_back, kept, intent, orphan, permission, resend, unread)
 
 

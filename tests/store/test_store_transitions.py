@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from clarion.domain import lifecycle
+from clarion.domain.lifecycle import CLAIMED, RESTORE_CLAIM
 from clarion.domain.models import Message
 from clarion.store import SqlStore
 
@@ -70,8 +71,39 @@ async def test_detach_cancel_and_restore_write_their_transitions_change(
     [detached] = await store.detach_bundles(session.id, pending_id="p")
     assert detached.metadata == lifecycle.DETACH.change(asked.metadata)
     claim = await world.answer("p", "a")
-    assert await store.restore_claim("p", [m.id for m in claim.claimed])
+    assert await store.transition_bundle("p", [m.id for m in claim.claimed], CLAIMED, RESTORE_CLAIM)
     restored = await store.get_message(asked.id)
     assert restored.metadata == lifecycle.RESTORE_CLAIM.change(claim.claimed[0].metadata)
     [cancelled] = await store.cancel_bundle("p")
     assert cancelled.metadata == lifecycle.CANCEL.change(restored.metadata)
+
+
+async def test_the_guarded_transition_call_applies_a_claims_transition_once(world: World) -> None:
+    session = await world.session()
+    await world.turn(session)
+    await world.bundle(session, ("a",), pending_id="p")
+    claim = await world.answer("p", "a")
+    ids = [m.id for m in claim.claimed]
+    assert await world.store.transition_bundle("p", ids, CLAIMED, lifecycle.DELIVER)
+    [row] = (await world.store.find_bundle("p") or pytest.fail("bundle gone")).rows
+    assert row.metadata == lifecycle.DELIVER.change(claim.claimed[0].metadata)
+    # The rows left the claimed state: the same call no longer applies, and writes nothing.
+    assert not await world.store.transition_bundle("p", ids, CLAIMED, lifecycle.RETIRE_INTENT)
+    assert not await world.store.transition_bundle("p", ids, CLAIMED, RESTORE_CLAIM)
+    assert await world.store.get_message(row.id) == row
+
+
+async def test_the_guarded_transition_call_refuses_an_expected_state_the_transition_does_not_leave(
+    world: World,
+) -> None:
+    session = await world.session()
+    await world.turn(session)
+    await world.bundle(session, ("a",), pending_id="p")
+    claim = await world.answer("p", "a")
+    ids = [m.id for m in claim.claimed]
+    with pytest.raises(lifecycle.TransitionNotAllowed):
+        await world.store.transition_bundle("p", ids, lifecycle.LIVE, RESTORE_CLAIM)
+    with pytest.raises(ValueError, match="does not settle a claim"):
+        await world.store.transition_bundle("p", ids, lifecycle.LIVE, lifecycle.CANCEL)
+    [still] = (await world.store.find_bundle("p") or pytest.fail("bundle gone")).rows
+    assert _lifecycle_part(still) == _lifecycle_part(claim.claimed[0])

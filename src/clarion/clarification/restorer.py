@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from clarion.domain.errors import AcceptedButUnfinalized, RetryableFailure
-from clarion.domain.lifecycle import RETIRE_INTENT
+from clarion.domain.lifecycle import CLAIMED, RESTORE_CLAIM, RETIRE_INTENT
 from clarion.domain.models import Message
 from clarion.ports import AnswerStore, ClaimResult
 from clarion.projection.events import EventPublisher
@@ -33,10 +33,13 @@ class ClaimRestorer:
     async def restore_or_fail(self, claim: ClaimResult, *, code: str, message: str) -> NoReturn:
         bundle = claim.bundle
         ids = [row.id for row in claim.claimed]
-        restored = await bounded(self._store.restore_claim(bundle.pending_id, ids), self._persist_s)
+        restored = await bounded(
+            self._store.transition_bundle(bundle.pending_id, ids, CLAIMED, RESTORE_CLAIM),
+            self._persist_s,
+        )
         if not restored:
             await bounded(
-                self._store.confirm_delivery(bundle.pending_id, ids, RETIRE_INTENT),
+                self._store.transition_bundle(bundle.pending_id, ids, CLAIMED, RETIRE_INTENT),
                 self._persist_s,
             )
         log.warning(

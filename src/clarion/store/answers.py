@@ -15,7 +15,6 @@ from typing import Any
 from clarion.domain.errors import Conflict
 from clarion.domain.lifecycle import (
     CANCEL,
-    DELIVER,
     DETACH,
     EXPIRE,
     RESTORE_CLAIM,
@@ -23,6 +22,7 @@ from clarion.domain.lifecycle import (
     Transition,
 )
 from clarion.domain.models import (
+    BundleState,
     ClarificationResponse,
     Message,
     Session,
@@ -128,6 +128,18 @@ class SqlAnswers:
     ) -> ClaimResult:
         return await answer_statements.claim_response(self._db, self._outbox, response, now=now)
 
+    async def transition_bundle(
+        self,
+        pending_id: str,
+        message_ids: Sequence[str],
+        expected: BundleState,
+        transition: Transition,
+    ) -> bool:
+        transition.check(expected)
+        if transition is RESTORE_CLAIM:
+            return await self._restore(pending_id, message_ids)
+        return await self._settle(pending_id, message_ids, transition, None) is not None
+
     async def confirm_delivery(
         self,
         pending_id: str,
@@ -135,11 +147,19 @@ class SqlAnswers:
         transition: Transition = RETIRE_INTENT,
         *,
         session_state: SessionState | None = None,
-        delivered: bool = False,
     ) -> Written | None:
-        settle = DELIVER if delivered else transition
-        if settle not in _SETTLES_A_CLAIM:
-            raise ValueError(f"{settle} does not settle a claim")
+        return await self._settle(pending_id, message_ids, transition, session_state)
+
+    async def _settle(
+        self,
+        pending_id: str,
+        message_ids: Sequence[str],
+        transition: Transition,
+        session_state: SessionState | None,
+    ) -> Written | None:
+        """DELIVER or RETIRE_INTENT on exactly these rows, all still carrying the intent."""
+        if transition not in _SETTLES_A_CLAIM:
+            raise ValueError(f"{transition} does not settle a claim")
         wanted = set(message_ids)
         async with self._db.write() as conn:
             if not wanted:
@@ -152,12 +172,13 @@ class SqlAnswers:
             )
             if len(rows) != len(wanted):
                 return None
-            confirmed = await rewrite(conn, rows, settle)
+            confirmed = await rewrite(conn, rows, transition)
             session = await move_with(conn, session_id, session_state, self._clock.now())
         log.info("clarification delivery confirmed", extra={"pending_id": pending_id})
         return Written(confirmed, session)
 
-    async def restore_claim(self, pending_id: str, message_ids: Sequence[str]) -> bool:
+    async def _restore(self, pending_id: str, message_ids: Sequence[str]) -> bool:
+        """RESTORE_CLAIM on these rows, still claimed in a current turn; a fired expiry reopens."""
         wanted = set(message_ids)
         async with self._db.write() as conn:
             if not wanted:

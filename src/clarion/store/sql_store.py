@@ -72,7 +72,7 @@ class SqlStore:
         self.create_bundle = shield(answers.create_bundle)
         self.claim_response = shield(answers.claim_response)
         self.confirm_delivery = shield(answers.confirm_delivery)
-        self.restore_claim = shield(answers.restore_claim)
+        self.transition_bundle = shield(answers.transition_bundle)
         self.detach_bundles = shield(answers.detach_bundles)
         self.expire_bundles = shield(answers.expire_bundles)
         self.cancel_bundle = shield(answers.cancel_bundle)

@@ -8,6 +8,7 @@ from typing import Protocol
 
 from clarion.domain.lifecycle import RETIRE_INTENT, Transition
 from clarion.domain.models import (
+    BundleState,
     ClarificationResponse,
     Message,
     Session,
@@ -31,10 +32,11 @@ class AnswerStore(Lookups, Protocol):
 
     Each bundle write is the guarded call of named transitions of `domain.lifecycle` (its
     guard selects exactly the rows in the states those transitions leave): `claim_response`
-    CLAIM, `confirm_delivery` DELIVER or RETIRE_INTENT (the caller names it), `restore_claim`
-    RESTORE_CLAIM, `detach_bundles` DETACH, `expire_bundles` EXPIRE, `cancel_bundle` CANCEL,
-    `publish_successor` DELIVER, `claim_resend` CLAIM_RESEND, `release_resend`
-    RELEASE_RESEND, `finish_resend` FINISH_RESEND."""
+    CLAIM, `transition_bundle` RESTORE_CLAIM, DELIVER or RETIRE_INTENT and `confirm_delivery`
+    DELIVER or RETIRE_INTENT (the caller names the transition), `detach_bundles` DETACH,
+    `expire_bundles` EXPIRE, `cancel_bundle` CANCEL, `publish_successor` DELIVER,
+    `claim_resend` CLAIM_RESEND, `release_resend` RELEASE_RESEND, `finish_resend`
+    FINISH_RESEND."""
 
     async def session_with_current_turn(self, session_id: str) -> tuple[Session, str | None]:
         """The session (NotFound if missing) and its current turn id, from one read."""
@@ -64,6 +66,21 @@ class AnswerStore(Lookups, Protocol):
         still unfired."""
         ...
 
+    async def transition_bundle(
+        self,
+        pending_id: str,
+        message_ids: Sequence[str],
+        expected: BundleState,
+        transition: Transition,
+    ) -> bool:
+        """The guarded call of a claim's transitions: apply `transition` (RESTORE_CLAIM,
+        DELIVER or RETIRE_INTENT) to exactly these rows of the bundle, only while every one is
+        still in `expected` (delivery_claimed: it carries the delivery intent) and, for
+        RESTORE_CLAIM, its turn is current and the session not ended. True when it applied;
+        False, nothing written, when any row had moved on. TransitionNotAllowed when the
+        table does not let `transition` leave `expected`; ValueError for another transition."""
+        ...
+
     async def confirm_delivery(
         self,
         pending_id: str,
@@ -71,19 +88,13 @@ class AnswerStore(Lookups, Protocol):
         transition: Transition = RETIRE_INTENT,
         *,
         session_state: SessionState | None = None,
-        delivered: bool = False,
     ) -> Written | None:
-        """Settle a claim: apply `transition` (DELIVER: the agent has the response, recorded
-        `delivery: "delivered"`; RETIRE_INTENT: nothing to hand over) to exactly these rows,
-        which must all still carry the delivery intent (None otherwise, nothing written).
-        With `session_state`, a confirmation that applies also moves the session (from any
-        non-terminal state) to it in the same transaction, saving a commit. `delivered=True`
-        is the older spelling of DELIVER."""
-        ...
-
-    async def restore_claim(self, pending_id: str, message_ids: Sequence[str]) -> bool:
-        """Put exactly these claimed rows back to pending, only while each still carries the
-        intent, its turn is current and the session is not terminal."""
+        """Settle a claim and say what it left: apply `transition` (DELIVER: the agent has the
+        response, recorded `delivery: "delivered"`; RETIRE_INTENT: nothing to hand over) to
+        exactly these rows, which must all still carry the delivery intent (None otherwise,
+        nothing written). With `session_state`, a confirmation that applies also moves the
+        session (from any non-terminal state) to it in the same transaction, saving a
+        commit."""
         ...
 
     async def detach_bundles(
