@@ -11,7 +11,7 @@ from sqlalchemy import insert, select
 
 from clarion.domain.ids import new_id
 from clarion.ports import Clock, TokenOwner
-from clarion.store.auth import _memberships
+from clarion.store.auth import read_memberships
 from clarion.store.db.engine import Db
 from clarion.store.db.schema import api_tokens, users, workspace_members, workspaces
 from clarion.store.db.schema import clarification_deadlines as deadlines
@@ -65,7 +65,7 @@ class SqlAccess:
                 )
             )
             return TokenOwner(
-                user_id=user_id, user_name=user, workspaces=await _memberships(conn, user_id)
+                user_id=user_id, user_name=user, workspaces=await read_memberships(conn, user_id)
             )
 
     async def find_token_owner(self, token_hash: str) -> TokenOwner | None:
@@ -79,7 +79,7 @@ class SqlAccess:
             if row is None:
                 return None
             return TokenOwner(
-                user_id=row.id, user_name=row.name, workspaces=await _memberships(conn, row.id)
+                user_id=row.id, user_name=row.name, workspaces=await read_memberships(conn, row.id)
             )
 
     async def escalated_users(self, pending_id: str) -> tuple[str, ...]:

@@ -68,7 +68,7 @@ INTENT = MetaKey.RESPONSE_DELIVERY_PENDING
 _SESSION: BindParameter[str] = bindparam("session_id")
 _PENDING_ID: BindParameter[str] = bindparam("pending_id")
 _IDS: BindParameter[list[str]] = bindparam("message_ids", expanding=True)
-_ACTIVE_IDS = (
+ACTIVE_IDS = (
     select(messages.c.pending_id)
     .distinct()
     .where(pending_in_current_turn(session_id=_SESSION))
@@ -88,7 +88,7 @@ _WITH_INTENT = hot(
         flag(messages.c.metadata, INTENT),
     )
 )
-_RESTORABLE = select(messages).where(
+RESTORABLE = select(messages).where(
     messages.c.id.in_(_IDS),
     messages.c.pending_id == _PENDING_ID,
     clarification_rows(),
@@ -97,16 +97,16 @@ _RESTORABLE = select(messages).where(
     session_not_terminal(messages.c.task_session_id),
 )
 _NOT_DETACHED = not_(flag(messages.c.metadata, MetaKey.AGENT_DISCONNECTED))
-_DETACHABLE = select(messages).where(pending_in_current_turn(session_id=_SESSION), _NOT_DETACHED)
-_DETACHABLE_BUNDLE = _DETACHABLE.where(messages.c.pending_id == _PENDING_ID)
-_PENDING_OF_SESSION = select(messages).where(pending_in_current_turn(session_id=_SESSION))
-_PENDING_OF_BUNDLE = _PENDING_OF_SESSION.where(messages.c.pending_id == _PENDING_ID)
+DETACHABLE = select(messages).where(pending_in_current_turn(session_id=_SESSION), _NOT_DETACHED)
+DETACHABLE_BUNDLE = DETACHABLE.where(messages.c.pending_id == _PENDING_ID)
+PENDING_OF_SESSION = select(messages).where(pending_in_current_turn(session_id=_SESSION))
+PENDING_OF_BUNDLE = PENDING_OF_SESSION.where(messages.c.pending_id == _PENDING_ID)
 # What `confirm_delivery` may apply: its guard (every row still carries the intent) is exactly
 # the claimed state these transitions leave.
-_SETTLES_A_CLAIM = frozenset({DELIVER, RETIRE_INTENT})
+SETTLES_A_CLAIM = frozenset({DELIVER, RETIRE_INTENT})
 
 
-def _detached_fact(pending_id: str, rows: Sequence[Message], title: str) -> WebhookFact:
+def detached_fact(pending_id: str, rows: Sequence[Message], title: str) -> WebhookFact:
     first = rows[0]
     return WebhookFact(
         CLARIFICATION_DETACHED,
@@ -124,11 +124,11 @@ def _answered_detail(response: ClarificationResponse) -> str:
     return "skipped" if response.rejected else "answered"
 
 
-def _pid(message: Message) -> str:
+def pending_id_of(message: Message) -> str:
     return str(message.metadata.get(MetaKey.PENDING_ID, ""))
 
 
-def _bundle_identity(session_id: str, rows: Sequence[NewMessage]) -> str:
+def bundle_identity(session_id: str, rows: Sequence[NewMessage]) -> str:
     if not rows:
         raise InvalidInput("a bundle needs at least one row", field="questions")
     ids = {row.metadata.get(MetaKey.PENDING_ID) for row in rows}

@@ -39,16 +39,16 @@ from clarion.domain.webhooks import (
 from clarion.ports import ClaimResult, Clock, NewMessage, Written
 from clarion.store import answer_statements, resends, successor_turns
 from clarion.store.answer_statements import (
-    _DETACHABLE,
-    _DETACHABLE_BUNDLE,
-    _PENDING_OF_BUNDLE,
-    _PENDING_OF_SESSION,
-    _RESTORABLE,
-    _SETTLES_A_CLAIM,
     _WITH_INTENT,
-    _bundle_identity,
-    _detached_fact,
-    _pid,
+    DETACHABLE,
+    DETACHABLE_BUNDLE,
+    PENDING_OF_BUNDLE,
+    PENDING_OF_SESSION,
+    RESTORABLE,
+    SETTLES_A_CLAIM,
+    bundle_identity,
+    detached_fact,
+    pending_id_of,
 )
 from clarion.store.bundle_rows import (
     bundle_session_id,
@@ -89,7 +89,7 @@ class SqlAnswers:
         session_state: SessionState | None = None,
         deadlines: Deadlines | None = None,
     ) -> Written:
-        pending_id = _bundle_identity(session_id, rows)
+        pending_id = bundle_identity(session_id, rows)
         now = self._clock.now()
         async with self._db.write() as conn:
             await self._db.lock_session(conn, session_id)
@@ -158,7 +158,7 @@ class SqlAnswers:
         session_state: SessionState | None,
     ) -> Written | None:
         """DELIVER or RETIRE_INTENT on exactly these rows, all still carrying the intent."""
-        if transition not in _SETTLES_A_CLAIM:
+        if transition not in SETTLES_A_CLAIM:
             raise ValueError(f"{transition} does not settle a claim")
         wanted = set(message_ids)
         async with self._db.write() as conn:
@@ -188,7 +188,7 @@ class SqlAnswers:
                 return False
             rows = await run_rows(
                 conn,
-                _RESTORABLE,
+                RESTORABLE,
                 {"message_ids": sorted(wanted), "pending_id": pending_id, "session_id": session_id},
             )
             if len(rows) != len(wanted):
@@ -201,9 +201,9 @@ class SqlAnswers:
     async def detach_bundles(
         self, session_id: str, *, pending_id: str | None = None
     ) -> tuple[Message, ...]:
-        query, params = _DETACHABLE, {"session_id": session_id}
+        query, params = DETACHABLE, {"session_id": session_id}
         if pending_id is not None:
-            query, params = _DETACHABLE_BUNDLE, {**params, "pending_id": pending_id}
+            query, params = DETACHABLE_BUNDLE, {**params, "pending_id": pending_id}
         async with self._db.write() as conn:
             await self._db.lock_session(conn, session_id)
             rows = await run_rows(conn, query, params)
@@ -213,14 +213,17 @@ class SqlAnswers:
         if changed:
             log.info(
                 "clarification bundles detached",
-                extra={"session_id": session_id, "pending_ids": sorted({_pid(m) for m in changed})},
+                extra={
+                    "session_id": session_id,
+                    "pending_ids": sorted({pending_id_of(m) for m in changed}),
+                },
             )
         return changed
 
     async def expire_bundles(self, session_id: str) -> tuple[Message, ...]:
         async with self._db.write() as conn:
             await self._db.lock_session(conn, session_id)
-            rows = await run_rows(conn, _PENDING_OF_SESSION, {"session_id": session_id})
+            rows = await run_rows(conn, PENDING_OF_SESSION, {"session_id": session_id})
             changed = await rewrite(conn, rows, EXPIRE, now=self._clock.now())
         if changed:
             log.info("clarification bundles expired", extra={"session_id": session_id})
@@ -233,7 +236,7 @@ class SqlAnswers:
             if session_id is None:
                 return ()
             rows = await run_rows(
-                conn, _PENDING_OF_BUNDLE, {"pending_id": pending_id, "session_id": session_id}
+                conn, PENDING_OF_BUNDLE, {"pending_id": pending_id, "session_id": session_id}
             )
             changed = await rewrite(conn, rows, CANCEL, now=self._clock.now())
         if changed:
@@ -244,14 +247,14 @@ class SqlAnswers:
         """One `clarification.detached` per bundle that changed, with all its pending rows."""
         by_bundle: dict[str, list[Message]] = {}
         for row in changed:
-            by_bundle.setdefault(_pid(row), []).append(row)
+            by_bundle.setdefault(pending_id_of(row), []).append(row)
         for pending_id, rows in sorted(by_bundle.items()):
             first = rows[0]
             await self._outbox.enqueue(
                 conn,
                 CLARIFICATION_DETACHED,
                 first.task_id,
-                functools.partial(_detached_fact, pending_id, rows),
+                functools.partial(detached_fact, pending_id, rows),
                 now,
             )
 

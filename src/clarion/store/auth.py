@@ -14,7 +14,7 @@ from clarion.store.db.schema import workspace_members, workspaces
 from clarion.store.db.transactions import Tx
 
 
-async def _memberships(conn: Tx, user_id: str) -> tuple[Workspace, ...]:
+async def read_memberships(conn: Tx, user_id: str) -> tuple[Workspace, ...]:
     query = (
         select(workspaces)
         .join(workspace_members, workspace_members.c.workspace_id == workspaces.c.id)

@@ -71,7 +71,7 @@ async def claim_expiry(conn: Tx, pending_id: str, now: datetime) -> bool:
     return result.rowcount == 1
 
 
-async def _settle_next_due(conn: Tx, pending_id: str) -> None:
+async def settle_next_due(conn: Tx, pending_id: str) -> None:
     """`next_due_at` := the earliest timer still to fire, after one of them fired."""
     row = (await conn.execute(select(deadlines).where(deadlines.c.pending_id == pending_id))).one()
     await conn.execute(
@@ -135,7 +135,7 @@ def _duration(text: str | None) -> Duration | None:
     return parse_duration(text) if text else None
 
 
-def _owned(owner: str | None) -> Any:
+def owned(owner: str | None) -> Any:
     """Deadlines of sessions this server runs: all of them in single mode, a replica's own
     (or adopted) ones in a cluster."""
     if owner is None:

@@ -22,7 +22,7 @@ from clarion.ports.store.records import DeadlineRecord
 from clarion.store.db.engine import Db
 from clarion.store.db.schema import clarification_deadlines as deadlines
 from clarion.store.db.transactions import Tx
-from clarion.store.deadline_rows import _owned, _settle_next_due, to_record
+from clarion.store.deadline_rows import owned, settle_next_due, to_record
 from clarion.store.outbox import OutboxWriter
 
 log = logging.getLogger(__name__)
@@ -37,7 +37,7 @@ class SqlDeadlines:
         self._outbox = outbox
 
     async def next_deadline_due(self, owner: str | None) -> datetime | None:
-        query = select(deadlines.c.next_due_at).where(_owned(owner))
+        query = select(deadlines.c.next_due_at).where(owned(owner))
         query = query.order_by(deadlines.c.next_due_at).limit(1)
         async with self._db.read_one() as conn:
             return (await conn.execute(query)).scalar()  # type: ignore[no-any-return]
@@ -47,7 +47,7 @@ class SqlDeadlines:
     ) -> list[DeadlineRecord]:
         query = (
             select(deadlines)
-            .where(_owned(owner), deadlines.c.next_due_at <= now)
+            .where(owned(owner), deadlines.c.next_due_at <= now)
             .order_by(deadlines.c.next_due_at, deadlines.c.pending_id)
             .limit(limit)
         )
@@ -82,7 +82,7 @@ class SqlDeadlines:
             )
             if result.rowcount != 1:
                 return False
-            await _settle_next_due(conn, record.pending_id)
+            await settle_next_due(conn, record.pending_id)
             await self._fact(conn, CLARIFICATION_REMINDER, record, questions, now)
         log.info("clarification reminder due", extra={"pending_id": record.pending_id})
         return True
@@ -105,7 +105,7 @@ class SqlDeadlines:
             )
             if result.rowcount != 1:
                 return False
-            await _settle_next_due(conn, record.pending_id)
+            await settle_next_due(conn, record.pending_id)
             detail = ", ".join(due.escalate_to)
             await self._fact(conn, CLARIFICATION_ESCALATED, record, questions, now, detail)
         log.info(

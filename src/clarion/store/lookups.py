@@ -23,7 +23,7 @@ from clarion.store.db.engine import Db
 from clarion.store.db.row_conversion import to_session, to_task
 from clarion.store.db.schema import tasks
 from clarion.store.pending_actions import (
-    _CURRENT_OF_TASK,
+    CURRENT_OF_TASK,
     sessions_with_pending,
 )
 from clarion.store.tasks import (
@@ -65,7 +65,7 @@ class SqlLookups:
         async with self._db.read() as conn:
             ordered = [
                 (str(s), str(t))
-                for s, t in await conn.execute(_CURRENT_OF_TASK, {"task_id": task_id})
+                for s, t in await conn.execute(CURRENT_OF_TASK, {"task_id": task_id})
                 if t is not None
             ]
             clarifying = await sessions_with_pending(conn, dict(ordered))

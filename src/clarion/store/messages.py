@@ -83,7 +83,7 @@ async def resolve_turn(conn: Tx, session_id: str, turn_id: str | None) -> tuple[
     return session.task_id, turn_id
 
 
-async def _keep_reservation_evidence(conn: Tx, turn_id: str, now: datetime) -> None:
+async def keep_reservation_evidence(conn: Tx, turn_id: str, now: datetime) -> None:
     """A message in an unpublished reservation is evidence its prompt may have run, and that
     evidence made the reservation authoritative. Deleting the message must not move ownership
     back, so the evidence is kept as the attempt marker it stands for."""

@@ -34,7 +34,7 @@ from clarion.store.db.transactions import Tx
 
 log = logging.getLogger(__name__)
 
-_OPEN = and_(webhook_deliveries.c.delivered_at.is_(None), webhook_deliveries.c.gave_up_at.is_(None))
+OPEN = and_(webhook_deliveries.c.delivered_at.is_(None), webhook_deliveries.c.gave_up_at.is_(None))
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,7 +132,7 @@ async def _insert(
     )
 
 
-def _queued(row: Any) -> QueuedDelivery:
+def queued_delivery(row: Any) -> QueuedDelivery:
     return QueuedDelivery(
         id=row.id,
         url=row.url,

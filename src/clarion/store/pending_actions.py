@@ -33,9 +33,9 @@ _LIVE = task_sessions.c.state.not_in(TERMINAL_STATES)
 _CURRENT_OF_IDS = hot(
     current_turns(task_sessions.c.id.in_(bindparam("ids", expanding=True)) & _LIVE)
 )
-_CURRENT_OF_TASK = current_turns(
-    (task_sessions.c.task_id == bindparam("task_id")) & _LIVE
-).order_by(task_sessions.c.created_at, task_sessions.c.id)
+CURRENT_OF_TASK = current_turns((task_sessions.c.task_id == bindparam("task_id")) & _LIVE).order_by(
+    task_sessions.c.created_at, task_sessions.c.id
+)
 _PENDING_IN_TURNS = hot(
     select(messages.c.task_session_id, messages.c.turn_id)
     .distinct()

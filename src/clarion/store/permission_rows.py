@@ -29,18 +29,18 @@ _SET_METADATA = (
     .values(metadata=bindparam("metadata"), updated_at=bindparam("now"))
     .returning(*messages.c)
 )
-_OF_SESSION = select(messages).where(
+OF_SESSION = select(messages).where(
     messages.c.task_session_id == bindparam("session_id"), messages.c.type == _TYPE
 )
 # A request can only be pending while the agent call that made it runs, that is in an open
 # turn (a turn's end settles its requests first); found through the turn index.
-_IN_OPEN_TURNS = select(messages).where(
+IN_OPEN_TURNS = select(messages).where(
     messages.c.type == _TYPE,
     messages.c.turn_id.in_(select(turns.c.id).where(turns.c.completed_at.is_(None))),
 )
 
 
-async def _settle(
+async def settle_requests(
     conn: Tx, rows: list[Message], status: PermissionStatus, reason: str, now: datetime
 ) -> tuple[Message, ...]:
     changed: list[Message] = []
@@ -60,7 +60,7 @@ async def _settle(
     return tuple(changed)
 
 
-def _fact(event: str, row: Message, title: str, detail: str = "") -> WebhookFact:
+def permission_fact(event: str, row: Message, title: str, detail: str = "") -> WebhookFact:
     meta = row.metadata
     return WebhookFact(
         event,

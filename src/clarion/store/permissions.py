@@ -31,10 +31,10 @@ from clarion.store.failures import SESSION_ERROR_KEY
 from clarion.store.messages import insert_message, read_message, resolve_turn
 from clarion.store.outbox import OutboxWriter
 from clarion.store.permission_rows import (
-    _OF_SESSION,
     _SET_METADATA,
-    _fact,
-    _settle,
+    OF_SESSION,
+    permission_fact,
+    settle_requests,
 )
 from clarion.store.tasks import NON_TERMINAL, move_session, move_with, read_session
 from clarion.store.turn_rows import read_session_and_current_turn
@@ -66,7 +66,7 @@ class SqlPermissions:
                     conn,
                     PERMISSION_REQUESTED,
                     task_id,
-                    lambda t: _fact(PERMISSION_REQUESTED, row, t),
+                    lambda t: permission_fact(PERMISSION_REQUESTED, row, t),
                     now,
                 )
         return Written((row,), session)
@@ -113,7 +113,7 @@ class SqlPermissions:
                 conn,
                 PERMISSION_DECIDED,
                 decided.task_id,
-                lambda t: _fact(PERMISSION_DECIDED, decided, t, detail=str(status)),
+                lambda t: permission_fact(PERMISSION_DECIDED, decided, t, detail=str(status)),
                 now,
             )
             moved = None
@@ -141,9 +141,9 @@ class SqlPermissions:
         async with self._db.write() as conn:
             await self._db.lock_session(conn, session_id)
             rows = [
-                to_message(r) for r in await conn.execute(_OF_SESSION, {"session_id": session_id})
+                to_message(r) for r in await conn.execute(OF_SESSION, {"session_id": session_id})
             ]
-            return await _settle(conn, rows, status, reason, now)
+            return await settle_requests(conn, rows, status, reason, now)
 
     async def record_agent_failure(
         self,

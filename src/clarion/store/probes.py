@@ -26,7 +26,7 @@ from clarion.store.db.schema import task_session_turns as turns
 from clarion.store.pending_actions import chunks
 from clarion.store.startup.orphans import DETACHED_FLAG
 from clarion.store.startup.recovery_sql import LIVE_SESSION
-from clarion.store.startup.start_events import START_EVENT, _without_marker
+from clarion.store.startup.start_events import START_EVENT, without_marker
 from clarion.store.successor_turns import (
     live_reservation,
 )
@@ -70,7 +70,7 @@ class RowProbes:
                 update(turns)
                 .where(turns.c.id == turn_id)
                 .values(
-                    metadata=_without_marker(turn.metadata),
+                    metadata=without_marker(turn.metadata),
                     updated_at=self._clock.now(),
                 )
             )

@@ -44,19 +44,19 @@ from clarion.store.pending_actions import (
     read_pending_actions,
 )
 from clarion.store.projection_epoch import EPOCH_KEY, stored_epoch
-from clarion.store.revisions import _RESERVE, SharedRevisionsNeedPostgres, _epoch
+from clarion.store.revisions import RESERVE, SharedRevisionsNeedPostgres, newest_epoch
 from clarion.store.summaries import (
     _CAS_UPDATE,
-    _INSERT_SUMMARY,
-    _REVISION_OF_TASK,
-    _WORKSPACE_OF_TASK,
-    _read_summary,
+    INSERT_SUMMARY,
+    REVISION_OF_TASK,
+    WORKSPACE_OF_TASK,
+    read_summary,
 )
 from clarion.store.tasks import (
     SESSIONS_OF_TASK,
 )
 from clarion.store.turn_rows import (
-    _public,
+    public,
 )
 
 log = logging.getLogger(__name__)
@@ -97,7 +97,7 @@ class SqlReads:
         )
         async with self._db.read() as conn:
             rows = [to_turn(row) for row in await conn.execute(query)]
-        return [_public(turn) for turn in rows]
+        return [public(turn) for turn in rows]
 
     async def list_messages(
         self, session_id: str, *, after: str | None = None, limit: int = 100
@@ -145,11 +145,11 @@ class SqlReads:
 
     async def find_summary(self, task_id: str) -> StatusSummary | None:
         async with self._db.read_one() as conn:
-            return await _read_summary(conn, task_id)
+            return await read_summary(conn, task_id)
 
     async def summary_inputs(self, task_id: str) -> SummaryInputs:
         async with self._db.read() as conn:
-            summary = await _read_summary(conn, task_id)
+            summary = await read_summary(conn, task_id)
             sessions = tuple(
                 to_session(row)
                 for row in await conn.execute(SESSIONS_OF_TASK, {"task_id": task_id})
@@ -167,16 +167,16 @@ class SqlReads:
             async with self._db.write() as conn:
                 if expected_revision is None:
                     workspace_id = (
-                        await conn.execute(_WORKSPACE_OF_TASK, {"task_id": task_id})
+                        await conn.execute(WORKSPACE_OF_TASK, {"task_id": task_id})
                     ).scalar()
                     if workspace_id is None:
                         raise NotFound("task not found", task_id=task_id)
-                    exists = (await conn.execute(_REVISION_OF_TASK, {"task_id": task_id})).first()
+                    exists = (await conn.execute(REVISION_OF_TASK, {"task_id": task_id})).first()
                     if exists is not None:
                         return None
                     revision = 1
                     await conn.execute(
-                        _INSERT_SUMMARY,
+                        INSERT_SUMMARY,
                         {
                             "task_id": task_id,
                             "workspace_id": workspace_id,
@@ -231,5 +231,5 @@ class SqlReads:
                 "SQLite has no clarion_pending_revision sequence"
             )
         async with self._db.read_one() as conn:
-            row = (await conn.execute(_RESERVE, {"key": EPOCH_KEY})).one()
-        return Revision(epoch=_epoch(row.epoch), sequence=int(row.sequence))
+            row = (await conn.execute(RESERVE, {"key": EPOCH_KEY})).one()
+        return Revision(epoch=newest_epoch(row.epoch), sequence=int(row.sequence))

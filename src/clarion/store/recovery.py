@@ -42,13 +42,13 @@ from clarion.store.db.schema import task_sessions
 from clarion.store.outbox import OutboxWriter
 from clarion.store.pending_actions import chunks
 from clarion.store.permission_rows import (
-    _IN_OPEN_TURNS,
-    _settle,
+    IN_OPEN_TURNS,
+    settle_requests,
 )
 from clarion.store.resends import (
-    _AGENT_SPOKE_AFTER,
-    _DELIVERED_IN,
-    _OPEN_TURN_IDS,
+    AGENT_SPOKE_AFTER,
+    DELIVERED_IN,
+    OPEN_TURN_IDS,
 )
 from clarion.store.startup import (
     intents,
@@ -93,11 +93,11 @@ class SqlRecovery:
     async def mark_unread_live_answers(self, *, scope: SessionScope = EVERY_SESSION) -> list[str]:
         async with self._db.write() as conn:
             await self._db.lock_key(conn, "clarion-startup-recovery")
-            open_turns = [str(t) for t in (await conn.execute(_OPEN_TURN_IDS)).scalars()]
+            open_turns = [str(t) for t in (await conn.execute(OPEN_TURN_IDS)).scalars()]
             delivered: list[Message] = []
             for part in chunks(open_turns):
                 delivered.extend(
-                    await select_rows(conn, *_DELIVERED_IN, messages.c.turn_id.in_(part))
+                    await select_rows(conn, *DELIVERED_IN, messages.c.turn_id.in_(part))
                 )
             by_bundle: dict[tuple[str, str], list[Message]] = {}
             for row in scope.pick(delivered, lambda r: r.session_id):
@@ -107,7 +107,7 @@ class SqlRecovery:
             for (turn_id, _), rows in sorted(by_bundle.items()):
                 answered_at = max(r.updated_at for r in rows)
                 spoke = await conn.execute(
-                    _AGENT_SPOKE_AFTER, {"turn_id": turn_id, "after": answered_at}
+                    AGENT_SPOKE_AFTER, {"turn_id": turn_id, "after": answered_at}
                 )
                 if spoke.first() is None:
                     unread.extend(rows)
@@ -121,14 +121,14 @@ class SqlRecovery:
         """Startup: every request a previous process left pending -> expired."""
         now = self._clock.now()
         async with self._db.write() as conn:
-            rows = [to_message(r) for r in await conn.execute(_IN_OPEN_TURNS)]
+            rows = [to_message(r) for r in await conn.execute(IN_OPEN_TURNS)]
             pending = [
                 r
                 for r in scope.pick(rows, lambda r: r.session_id)
                 if status_of(r) is PermissionStatus.PENDING
             ]
             await self._db.lock_sessions(conn, [r.session_id for r in pending])
-            return await _settle(conn, pending, PermissionStatus.EXPIRED, reason, now)
+            return await settle_requests(conn, pending, PermissionStatus.EXPIRED, reason, now)
 
     async def list_outbox_turns(self, *, scope: SessionScope = EVERY_SESSION) -> list[Turn]:
         return await start_events.list_outbox_turns(self._db, scope=scope)

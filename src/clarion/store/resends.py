@@ -37,7 +37,7 @@ from clarion.store.tasks import read_session
 
 log = logging.getLogger(__name__)
 
-_RECENT = (
+RECENT = (
     select(messages)
     .where(messages.c.task_session_id == bindparam("session_id"))
     .order_by(messages.c.created_at.desc(), messages.c.id.desc())
@@ -50,14 +50,14 @@ _SET_SESSION_METADATA = (
 )
 
 
-_OPEN_TURN_IDS = select(turns.c.id).where(turns.c.completed_at.is_(None), authoritative(turns))
+OPEN_TURN_IDS = select(turns.c.id).where(turns.c.completed_at.is_(None), authoritative(turns))
 # Answers confirmed to a live waiter: the confirmation records `delivery: "delivered"`.
-_DELIVERED_IN = (
+DELIVERED_IN = (
     clarification_rows(),
     meta_text(messages.c.metadata, MetaKey.DELIVERY) == Delivery.DELIVERED.value,
 )
 # The agent wrote something in the turn after the answer was given: it read the answer.
-_AGENT_SPOKE_AFTER = (
+AGENT_SPOKE_AFTER = (
     select(messages.c.id)
     .where(
         messages.c.turn_id == bindparam("turn_id"),

@@ -26,7 +26,7 @@ from sqlalchemy import text
 
 from clarion.store.projection_epoch import EPOCH_KEY, stored_epoch
 
-_RESERVE = text(
+RESERVE = text(
     "SELECT nextval('clarion_pending_revision') AS sequence, "
     "(SELECT value FROM kandev_meta WHERE key = :key) AS epoch"
 )
@@ -37,7 +37,7 @@ class SharedRevisionsNeedPostgres(RuntimeError):
     only."""
 
 
-def _epoch(raw: Any) -> int:
+def newest_epoch(raw: Any) -> int:
     """The stored projection epoch; an error, never a guess, when it is missing or corrupt."""
     if raw is None:
         raise LookupError(

@@ -21,9 +21,9 @@ summaries = task_status_summaries
 _SUMMARY_OF_TASK = hot(select(summaries).where(summaries.c.task_id == bindparam("task_id")))
 # The compare-and-set statements, built once: building and cache-keying an UPDATE per call
 # cost more than running it.
-_WORKSPACE_OF_TASK = select(tasks.c.workspace_id).where(tasks.c.id == bindparam("task_id"))
-_REVISION_OF_TASK = select(summaries.c.revision).where(summaries.c.task_id == bindparam("task_id"))
-_INSERT_SUMMARY = insert(summaries)
+WORKSPACE_OF_TASK = select(tasks.c.workspace_id).where(tasks.c.id == bindparam("task_id"))
+REVISION_OF_TASK = select(summaries.c.revision).where(summaries.c.task_id == bindparam("task_id"))
+INSERT_SUMMARY = insert(summaries)
 _CAS_UPDATE = hot(
     update(summaries)
     .where(
@@ -38,7 +38,7 @@ _CAS_UPDATE = hot(
 )
 
 
-async def _read_summary(conn: Tx, task_id: str) -> StatusSummary | None:
+async def read_summary(conn: Tx, task_id: str) -> StatusSummary | None:
     row = (await conn.execute(_SUMMARY_OF_TASK, {"task_id": task_id})).first()
     if row is None:
         return None

@@ -56,7 +56,7 @@ def strip_private(metadata: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in metadata.items() if k not in DISPATCH_KEYS}
 
 
-def _public(turn: Turn) -> Turn:
+def public(turn: Turn) -> Turn:
     return Turn(
         id=turn.id,
         session_id=turn.session_id,
@@ -69,7 +69,7 @@ def _public(turn: Turn) -> Turn:
     )
 
 
-def _turn_values(turn: Turn) -> dict[str, Any]:
+def turn_values(turn: Turn) -> dict[str, Any]:
     return {
         "id": turn.id,
         "task_session_id": turn.session_id,

@@ -27,7 +27,7 @@ from clarion.domain.models import (
 from clarion.ports import Clock, NewMessage
 from clarion.store import agent_stops, resends
 from clarion.store.answer_statements import (
-    _ACTIVE_IDS,
+    ACTIVE_IDS,
 )
 from clarion.store.db.engine import Db
 from clarion.store.db.row_conversion import to_message, to_task, to_workspace
@@ -35,13 +35,13 @@ from clarion.store.db.schema import task_session_messages as messages
 from clarion.store.db.schema import task_session_turns as turns
 from clarion.store.db.schema import task_sessions, tasks, workspaces
 from clarion.store.messages import (
-    _keep_reservation_evidence,
     insert_message,
+    keep_reservation_evidence,
     read_message,
     resolve_turn,
 )
 from clarion.store.resends import (
-    _RECENT,
+    RECENT,
 )
 from clarion.store.tasks import (
     NON_TERMINAL,
@@ -49,9 +49,9 @@ from clarion.store.tasks import (
     read_session,
 )
 from clarion.store.turn_rows import (
-    _turn_values,
     read_current_turn_id,
     read_turn,
+    turn_values,
 )
 
 log = logging.getLogger(__name__)
@@ -184,7 +184,7 @@ class SqlTurns:
                 created_at=now,
                 updated_at=now,
             )
-            await conn.execute(insert(turns).values(_turn_values(turn)))
+            await conn.execute(insert(turns).values(turn_values(turn)))
         log.info(
             "turn created",
             extra={"session_id": session_id, "turn_id": turn.id, "lifecycle_only": lifecycle_only},
@@ -267,17 +267,17 @@ class SqlTurns:
                 )
             ).first()
             if row is not None and row.turn_id is not None:
-                await _keep_reservation_evidence(conn, row.turn_id, self._clock.now())
+                await keep_reservation_evidence(conn, row.turn_id, self._clock.now())
         return None if row is None else to_message(row)
 
     async def list_active_bundle_ids(self, session_id: str) -> list[str]:
         async with self._db.read_one() as conn:
-            result = await conn.execute(_ACTIVE_IDS, {"session_id": session_id})
+            result = await conn.execute(ACTIVE_IDS, {"session_id": session_id})
             return [str(value) for value in result.scalars()]
 
     async def recent_messages(self, session_id: str, limit: int) -> list[Message]:
         async with self._db.read() as conn:
-            result = await conn.execute(_RECENT, {"session_id": session_id, "limit": limit})
+            result = await conn.execute(RECENT, {"session_id": session_id, "limit": limit})
             rows = [to_message(row) for row in result]
         return rows[::-1]
 

@@ -15,7 +15,7 @@ from sqlalchemy import select, update
 from clarion.ports import Clock, QueuedDelivery
 from clarion.store.db.engine import Db
 from clarion.store.db.schema import webhook_deliveries
-from clarion.store.outbox import _OPEN, _queued
+from clarion.store.outbox import OPEN, queued_delivery
 
 log = logging.getLogger(__name__)
 
@@ -30,17 +30,17 @@ class SqlWebhooks:
     async def due_webhook_deliveries(self, now: datetime, limit: int) -> list[QueuedDelivery]:
         query = (
             select(webhook_deliveries)
-            .where(_OPEN, webhook_deliveries.c.next_attempt_at <= now)
+            .where(OPEN, webhook_deliveries.c.next_attempt_at <= now)
             .order_by(webhook_deliveries.c.next_attempt_at, webhook_deliveries.c.id)
             .limit(limit)
         )
         async with self._db.read() as conn:
-            return [_queued(row) for row in await conn.execute(query)]
+            return [queued_delivery(row) for row in await conn.execute(query)]
 
     async def next_webhook_attempt_at(self) -> datetime | None:
         query = (
             select(webhook_deliveries.c.next_attempt_at)
-            .where(_OPEN)
+            .where(OPEN)
             .order_by(webhook_deliveries.c.next_attempt_at)
             .limit(1)
         )
@@ -57,7 +57,7 @@ class SqlWebhooks:
                 webhook_deliveries.c.id == delivery_id,
                 webhook_deliveries.c.attempts == attempts_before,
                 webhook_deliveries.c.next_attempt_at <= now,
-                _OPEN,
+                OPEN,
             )
             .values(next_attempt_at=lease_until)
         )
@@ -87,7 +87,7 @@ class SqlWebhooks:
             .where(
                 webhook_deliveries.c.id == delivery_id,
                 webhook_deliveries.c.attempts == attempts_before,
-                _OPEN,
+                OPEN,
             )
             .values(**values)
         )
@@ -104,4 +104,4 @@ class SqlWebhooks:
         if ids is not None:
             query = query.where(webhook_deliveries.c.id.in_(list(ids)))
         async with self._db.read() as conn:
-            return [_queued(row) for row in await conn.execute(query)]
+            return [queued_delivery(row) for row in await conn.execute(query)]

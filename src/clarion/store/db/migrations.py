@@ -140,7 +140,7 @@ def current_version(conn: Connection) -> int:
     return int(current or 0)
 
 
-def _apply(conn: Connection, upto: int = LATEST_VERSION) -> list[int]:
+def apply_migrations(conn: Connection, upto: int = LATEST_VERSION) -> list[int]:
     _version_meta.create_all(conn, checkfirst=True)
     current = current_version(conn)
     if current > LATEST_VERSION:
@@ -162,7 +162,7 @@ async def migrate(engine: AsyncEngine, *, upto: int = LATEST_VERSION) -> int:
     try:
         async with db.write() as conn:
             await db.lock_key(conn, "clarion-schema-migration")
-            applied = await conn.run_sync(lambda c: _apply(c, upto))
+            applied = await conn.run_sync(lambda c: apply_migrations(c, upto))
     finally:
         db.close()
     if applied:

@@ -18,7 +18,7 @@ from sqlalchemy import Connection, event
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from clarion.store.db.engine import Db
-from clarion.store.db.migrations import LATEST_VERSION, _apply, current_version
+from clarion.store.db.migrations import LATEST_VERSION, apply_migrations, current_version
 
 _LOCK = "clarion-schema-migration"
 _READS = ("SELECT", "PRAGMA", "WITH", "SHOW")
@@ -94,7 +94,7 @@ def _recorded(conn: Connection) -> list[str]:
 
     event.listen(conn, "before_cursor_execute", record)
     try:
-        _apply(conn)
+        apply_migrations(conn)
     finally:
         event.remove(conn, "before_cursor_execute", record)
     raise _RolledBack(statements)

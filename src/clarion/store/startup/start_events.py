@@ -21,7 +21,7 @@ from clarion.store.startup.recovery_sql import SET_TURN_METADATA
 START_EVENT = MetaKey.PROMPT_DISPATCH_START_EVENT_PENDING
 
 
-def _without_marker(metadata: Mapping[str, Any]) -> dict[str, Any]:
+def without_marker(metadata: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in metadata.items() if k != START_EVENT}
 
 
@@ -53,7 +53,7 @@ async def clear_outboxes(db: Db, clock: Clock, turn_ids: Sequence[str]) -> list[
                 cleared.append(
                     {
                         "turn_id": turn.id,
-                        "new_metadata": _without_marker(turn.metadata),
+                        "new_metadata": without_marker(turn.metadata),
                         "new_updated_at": now,
                     }
                 )
