@@ -151,16 +151,12 @@ class SqlAnswers:
         return await self._settle(pending_id, message_ids, transition, session_state)
 
     async def _settle(
-        self,
-        pending_id: str,
-        message_ids: Sequence[str],
-        transition: Transition,
-        session_state: SessionState | None,
+        self, pending_id: str, ids: Sequence[str], transition: Transition, to: SessionState | None
     ) -> Written | None:
         """DELIVER or RETIRE_INTENT on exactly these rows, all still carrying the intent."""
         if transition not in SETTLES_A_CLAIM:
             raise ValueError(f"{transition} does not settle a claim")
-        wanted = set(message_ids)
+        wanted = set(ids)
         async with self._db.write() as conn:
             if not wanted:
                 return None
@@ -173,7 +169,7 @@ class SqlAnswers:
             if len(rows) != len(wanted):
                 return None
             confirmed = await rewrite(conn, rows, transition)
-            session = await move_with(conn, session_id, session_state, self._clock.now())
+            session = await move_with(conn, session_id, to, self._clock.now())
         log.info("clarification delivery confirmed", extra={"pending_id": pending_id})
         return Written(confirmed, session)
 
