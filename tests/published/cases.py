@@ -159,11 +159,14 @@ def failing(status: int) -> Script:
     return play
 
 
-def model_failure_shows_as_the_agents_error(rig: Rig, reported: str) -> None:
+def model_failure_shows_as_the_agents_error(
+    rig: Rig, reported: str, wait: float = AGENT_WAIT_S
+) -> None:
     """The turn ends with the agent's error, which holds `reported` (the API's message, or
-    the agent's own words for that status), and the person sees it in the transcript."""
+    the agent's own words for that status), and the person sees it in the transcript. `wait`:
+    how long the agent may take to give up (its own retries)."""
     session_id = rig.start_agent()
-    turn = wait_for_prompt_turn(rig, session_id)
+    turn = wait_for_prompt_turn(rig, session_id, timeout=wait)
     assert turn["metadata"]["stop_reason"] == "error"
     assert reported in turn["metadata"]["error"], turn["metadata"]["error"]
     errors = wait_for_error_messages(rig, session_id)

@@ -47,6 +47,9 @@ COPILOT_CLI = REPO / "agents/published/node_modules/@github/copilot/npm-loader.j
 COPILOT_CLI_VERSION = "1.0.102"
 QWEN_CLI = REPO / "agents/published/node_modules/@qwen-code/qwen-code/cli-entry.js"
 QWEN_CLI_VERSION = "0.24.4"
+# Qwen Code names an MCP tool as Claude Code does; its own built-in question tool is the plain
+# `ask_user_question`.
+QWEN_ASK_TOOL = "mcp__clarion__ask_user_question"
 
 # Claude Code's documented switches for outside traffic: with them the agent talks to nothing
 # but ANTHROPIC_BASE_URL (the scripted model) and Clarion's MCP endpoint.
@@ -195,13 +198,25 @@ def copilot_setup(home: Path, model_url: str) -> dict[str, str]:
 
 def qwen_setup(home: Path, model_url: str) -> dict[str, str]:
     """Qwen Code with the OpenAI-compatible provider at the scripted Chat Completions API; no
-    usage statistics, no update checks."""
+    usage statistics, no update checks, one attempt per model request. Clarion's question tool
+    is declared to the model up front (Qwen otherwise hides every MCP tool behind its
+    tool_search/tool_call bridge) and Qwen's own `ask_user_question` is not registered; tools
+    ask before they act (the default `auto` mode has the model judge each call instead)."""
     settings_dir = home / ".qwen"
     settings_dir.mkdir(parents=True, exist_ok=True)
     settings = {
         "privacy": {"usageStatisticsEnabled": False},
         "general": {"disableAutoUpdate": True, "disableUpdateNag": True},
         "security": {"auth": {"selectedType": "openai"}},
+        "model": {"generationConfig": {"maxRetries": 0}},
+        # Qwen's permission request for an MCP tool is titled with the call's arguments, not
+        # the tool's name, so Clarion cannot tell its own tool apart: the settings allow it.
+        "permissions": {"allow": [QWEN_ASK_TOOL]},
+        "tools": {
+            "approvalMode": "default",
+            "visible": [QWEN_ASK_TOOL],
+            "disabled": ["ask_user_question"],
+        },
     }
     (settings_dir / "settings.json").write_text(json.dumps(settings))
     return {
@@ -209,6 +224,9 @@ def qwen_setup(home: Path, model_url: str) -> dict[str, str]:
         "OPENAI_BASE_URL": f"{model_url}/v1",
         "OPENAI_API_KEY": "test-not-a-key",
         "OPENAI_MODEL": MODEL,
+        # Discover MCP servers (Clarion's) while the session opens, instead of beside the first
+        # prompt: the model's first request then offers Clarion's tool, not a moment later.
+        "QWEN_CODE_LEGACY_MCP_BLOCKING": "1",
     }
 
 
@@ -341,3 +359,9 @@ def copilot_rig(tmp_path: Path, model_servers: Servers) -> Iterator[Callable[...
     """The same for GitHub Copilot CLI (`copilot --acp`) against a scripted Chat Completions
     API, its own-provider (BYOK) mode."""
     yield from _rig_factory(tmp_path, COPILOT, model_servers)
+
+
+@pytest.fixture
+def qwen_rig(tmp_path: Path, model_servers: Servers) -> Iterator[Callable[..., Rig]]:
+    """The same for Qwen Code (`qwen --acp`) against a scripted Chat Completions API."""
+    yield from _rig_factory(tmp_path, QWEN, model_servers)

@@ -247,7 +247,9 @@ def test_restart_with_a_question_open_kills_the_agent_and_resumes_a_new_one(
 # ------------------------------------------------------------------------------- failure
 
 
-def wait_for_prompt_turn(rig: Rig, session_id: str) -> dict[str, Any]:
+def wait_for_prompt_turn(
+    rig: Rig, session_id: str, timeout: float = AGENT_WAIT_S
+) -> dict[str, Any]:
     """The first prompt's turn (not a lifecycle turn), once it has completed."""
 
     def completed() -> dict[str, Any] | None:
@@ -260,7 +262,7 @@ def wait_for_prompt_turn(rig: Rig, session_id: str) -> dict[str, Any]:
             None,
         )
 
-    return dict(wait_until(completed, timeout=AGENT_WAIT_S, what="the prompt's turn completed"))
+    return dict(wait_until(completed, timeout=timeout, what="the prompt's turn completed"))
 
 
 def wait_for_error_messages(rig: Rig, session_id: str) -> list[dict[str, Any]]:
