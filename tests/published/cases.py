@@ -1,5 +1,5 @@
 """The cases every published agent goes through, one per column of docs/agents.md's table, for
-the agents whose model API has no error flag on a tool result (OpenAI's: Codex,
+the agents whose model API has no error flag on a tool result (OpenAI's: Codex, Qwen Code,
 GitHub Copilot CLI). Each agent's test module calls them with its rig and its names for
 Clarion's question tool and its own file tool; test_claude_agent.py holds the originals, with
 the Claude Code variants.

@@ -5,11 +5,10 @@ tests skip, or fail when CI or CLARION_REQUIRE_SERVICES is set, like the other s
 
 Each worker runs one scripted model server per API on 127.0.0.1 (scripted.py: the Anthropic
 Messages API for Claude Code, the Gemini API for Gemini CLI, OpenAI's Responses API for Codex,
-Chat Completions for GitHub Copilot CLI); each test plays its own script on it at
+Chat Completions for GitHub Copilot CLI and Qwen Code); each test plays its own script on it at
 a base URL of its own. Each test gets its own HOME (with the agent's settings) and working
-directory, and a `clarion.toml` whose profile (`claude`, `gemini`, `codex`, `copilot`, and
-`qwen` for `clarion agents check` only) points the agent at that model server with every kind of
-outside traffic turned off.
+directory, and a `clarion.toml` whose profile (`claude`, `gemini`, `codex`, `copilot`, `qwen`)
+points the agent at that model server with every kind of outside traffic turned off.
 """
 
 from __future__ import annotations

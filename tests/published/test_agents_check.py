@@ -1,8 +1,7 @@
 """`clarion agents check PROFILE` against each pinned published agent: the real command, in its
 own process, on the profile the other tests here use (same command, same settings, pointed at
-the worker's scripted model server; Qwen Code's, whose columns have no tests, is built the same
-way). Every row must pass, the last one being that the agent listed `ask_user_question` on the
-probe MCP endpoint the check served it."""
+the worker's scripted model server). Every row must pass, the last one being that the agent
+listed `ask_user_question` on the probe MCP endpoint the check served it."""
 
 from __future__ import annotations
 
