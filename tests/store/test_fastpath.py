@@ -183,6 +183,12 @@ async def _cases(world: World) -> list[Case]:
             (msgs, "id", pending[1].id),
         ),
         ("current of ids", projections._CURRENT_OF_IDS, {"ids": [session.id, "nope"]}, None),
+        (
+            "sessions of task with their turns",
+            projections.SESSIONS_OF_TASK_WITH_TURN,
+            {"task_id": session.task_id},
+            None,
+        ),
         ("pending in turns", projections._PENDING_IN_TURNS, {"turn_ids": [turn.id]}, None),
         ("permissions in turns", projections.PERMISSIONS_IN_TURNS, {"turn_ids": [turn.id]}, None),
         ("summary of task", summaries._SUMMARY_OF_TASK, {"task_id": session.task_id}, None),

@@ -172,6 +172,19 @@ async def test_summary_inputs_read_summary_sessions_and_pending_together(world: 
     assert dict(inputs.actions) == {asking.id: PendingAction.CLARIFICATION, quiet.id: None}
 
 
+async def test_summary_inputs_give_a_terminal_session_no_pending_action(world: World) -> None:
+    ended = await world.session()
+    await world.turn(ended)
+    await world.bundle(ended)
+    await world.store.transition_session(ended.id, SessionState.COMPLETED)
+
+    inputs = await world.store.summary_inputs(ended.task_id)
+
+    assert [s.id for s in inputs.sessions] == [ended.id]
+    assert dict(inputs.actions) == {ended.id: None}
+    assert dict(inputs.actions) == dict(await world.store.pending_actions([ended.id]))
+
+
 async def test_summary_inputs_of_a_task_without_sessions_or_summary(world: World) -> None:
     workspace = await world.store.ensure_workspace("default")
     task = await world.store.create_task(title="t", description="", workspace_id=workspace.id)

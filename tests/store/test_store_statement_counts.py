@@ -45,3 +45,16 @@ async def test_a_move_to_the_state_it_is_in_reads_the_session_once_and_writes_no
         again = await world.store.transition_session(session.id, SessionState.RUNNING)
     assert again is not None and again.state is SessionState.RUNNING
     assert _kinds(seen) == ["UPDATE", "SELECT"], seen
+
+
+async def test_a_task_summarys_inputs_read_the_sessions_with_their_turns_in_one_statement(
+    world: World,
+) -> None:
+    asking = await world.session()
+    await world.turn(asking)
+    await world.bundle(asking)
+    with statements_run(world.store) as seen:
+        inputs = await world.store.summary_inputs(asking.task_id)
+    assert [s.id for s in inputs.sessions] == [asking.id]
+    # The summary, the sessions with their current turns, the pending rows of those turns.
+    assert _kinds(seen) == ["SELECT", "SELECT", "SELECT"], seen

@@ -41,6 +41,9 @@ from clarion.store.messages import (
     read_message,
 )
 from clarion.store.pending_actions import (
+    SESSIONS_OF_TASK_WITH_TURN,
+    live_turns,
+    pending_actions_of,
     read_pending_actions,
 )
 from clarion.store.projection_epoch import EPOCH_KEY, stored_epoch
@@ -51,9 +54,6 @@ from clarion.store.summaries import (
     REVISION_OF_TASK,
     WORKSPACE_OF_TASK,
     read_summary,
-)
-from clarion.store.tasks import (
-    SESSIONS_OF_TASK,
 )
 from clarion.store.turn_rows import (
     public,
@@ -150,11 +150,10 @@ class SqlReads:
     async def summary_inputs(self, task_id: str) -> SummaryInputs:
         async with self._db.read() as conn:
             summary = await read_summary(conn, task_id)
-            sessions = tuple(
-                to_session(row)
-                for row in await conn.execute(SESSIONS_OF_TASK, {"task_id": task_id})
-            )
-            actions = await read_pending_actions(conn, [s.id for s in sessions])
+            # The sessions and their current turns in one statement.
+            rows = list(await conn.execute(SESSIONS_OF_TASK_WITH_TURN, {"task_id": task_id}))
+            sessions = tuple(to_session(row) for row in rows)
+            actions = await pending_actions_of(conn, [s.id for s in sessions], live_turns(rows))
         return SummaryInputs(summary=summary, sessions=sessions, actions=actions)
 
     async def cas_summary(
