@@ -16,7 +16,6 @@ import pytest
 
 from tests.published import cases
 from tests.published.conftest import QWEN_ASK_TOOL, Rig
-from tests.published.test_claude_agent import AGENT_WAIT_S
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(180)]
 
@@ -53,20 +52,15 @@ def test_restart_with_a_question_open_kills_the_agent_and_resumes_a_new_one(
     cases.restart_kills_the_agent_and_resumes_a_new_one(rig, QWEN)
 
 
-@pytest.mark.parametrize(
-    ("status", "wait"),
-    [
-        (401, AGENT_WAIT_S),
-        # Qwen retries a 5xx itself, 7 attempts with backoff from 1.5 s (about 80 s in all,
-        # 100 s at most with its jitter); no setting changes it.
-        pytest.param(500, 180, marks=pytest.mark.timeout(300)),
-    ],
-)
+# A client error (401, 400) ends the turn at once. A 5xx Qwen Code retries itself first (7
+# attempts with backoff from 1.5 s, about 80 s in all) and then reports it the same way: that
+# wait proves nothing more about Clarion, so the suite does not pay it (docs/agents.md).
+@pytest.mark.parametrize("status", [401, 400])
 def test_model_api_failure_ends_the_turn_with_the_agents_error(
-    qwen_rig: Callable[..., Rig], status: int, wait: float
+    qwen_rig: Callable[..., Rig], status: int
 ) -> None:
     rig = qwen_rig(cases.failing(status))
-    cases.model_failure_shows_as_the_agents_error(rig, f"scripted failure {status}", wait)
+    cases.model_failure_shows_as_the_agents_error(rig, f"scripted failure {status}")
 
 
 @pytest.mark.parametrize(
