@@ -48,11 +48,13 @@ async def test_a_policys_deadlines_escalation_and_answer_are_read(store_url: str
 
         clock.advance(2 * HOUR)
 
-        async def escalated() -> bool:
+        # The scheduler records the escalation and the next reminder in two transactions:
+        # wait for both, not only the first.
+        async def escalated_and_reminder_moved() -> bool:
             view = await life.app.services.reads.bundle(pending_id)
-            return bool(view["escalated_to"])
+            return bool(view["escalated_to"]) and _at(view["remind_at"]) > since + timedelta(hours=2)
 
-        await eventually(escalated)
+        await eventually(escalated_and_reminder_moved)
         read = await life.app.services.reads.bundle(pending_id)
         assert read["escalated_to"] == ["bob"]
         assert _at(read["remind_at"]) > _at(read["waiting_since"]) + timedelta(hours=2)
