@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from sqlalchemy import Connection, insert, inspect
 
+from clarion.domain.emails import MailTarget
 from clarion.domain.errors import Conflict
 from clarion.domain.models import AuthorType, MessageType, SessionState
 from clarion.domain.permissions import (
@@ -130,6 +131,26 @@ async def test_startup_detach_queues_a_delivery_per_bundle(world: World) -> None
     await world.store.detach_all_bundles()
 
     assert len(await _bodies(world.store)) == 2
+
+
+async def test_startup_detach_queues_the_email_of_a_workspace_with_email_and_no_webhook(
+    world: World,
+) -> None:
+    detached = frozenset({"clarification.detached"})
+    mail = MailTarget(
+        key="email:test", events=detached, sender="clarion@example.com", to=("a@example.com",)
+    )
+    world.store.configure_webhooks(
+        Outbox(mail_for=lambda workspace: mail, mail_events=detached)
+    )
+    session = await world.session()
+    await world.turn(session)
+    await world.bundle(session)
+
+    await world.store.detach_all_bundles()
+
+    [delivery] = await world.store.list_webhook_deliveries()
+    assert delivery.url == "email:test" and delivery.event == "clarification.detached"
 
 
 async def test_permission_requests_and_decisions_and_failures_queue_their_events(

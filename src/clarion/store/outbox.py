@@ -171,8 +171,9 @@ class OutboxWriter:
         if task is not None:
             self._writers.add(task)
 
-    def urls_for(self, event: str) -> list[str]:
-        return self._outbox.urls_for(event)
+    def wants(self, event: str) -> bool:
+        """Whether a webhook or an email channel would queue `event` (skip building it if not)."""
+        return self._outbox.wants(event)
 
     def after_call(self, task: asyncio.Future[Any]) -> None:
         if task in self._writers:

@@ -89,7 +89,7 @@ async def detach_all_bundles(
             )
             for session_id, task_id, pending_id in result:
                 bundles[(session_id, pending_id or "", task_id)] += 1
-        wanted = outbox.urls_for(CLARIFICATION_DETACHED)
+        wanted = outbox.wants(CLARIFICATION_DETACHED)
         for session_id, pending_id, task_id in sorted(bundles) if wanted else ():
             questions = questions_of_rows(await bundle_rows(conn, pending_id))
             await outbox.enqueue(
