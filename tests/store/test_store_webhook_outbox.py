@@ -140,9 +140,7 @@ async def test_startup_detach_queues_the_email_of_a_workspace_with_email_and_no_
     mail = MailTarget(
         key="email:test", events=detached, sender="clarion@example.com", to=("a@example.com",)
     )
-    world.store.configure_webhooks(
-        Outbox(mail_for=lambda workspace: mail, mail_events=detached)
-    )
+    world.store.configure_webhooks(Outbox(mail_for=lambda workspace: mail, mail_events=detached))
     session = await world.session()
     await world.turn(session)
     await world.bundle(session)

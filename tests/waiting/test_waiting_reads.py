@@ -52,7 +52,8 @@ async def test_a_policys_deadlines_escalation_and_answer_are_read(store_url: str
         # wait for both, not only the first.
         async def escalated_and_reminder_moved() -> bool:
             view = await life.app.services.reads.bundle(pending_id)
-            return bool(view["escalated_to"]) and _at(view["remind_at"]) > since + timedelta(hours=2)
+            moved = _at(view["remind_at"]) > since + timedelta(hours=2)
+            return bool(view["escalated_to"]) and moved
 
         await eventually(escalated_and_reminder_moved)
         read = await life.app.services.reads.bundle(pending_id)
