@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib
 import logging
 import os
+import sys
 from collections.abc import Mapping
 from types import TracebackType
 from typing import TYPE_CHECKING
@@ -96,7 +98,11 @@ class AcpRuntime:
     async def _start(self, profile: AgentProfile, launch: AgentLaunch) -> RunningAgent:
         # The ACP library is imported with the first agent, not with the server: its schema
         # (hundreds of pydantic models) is about a third of a server's import time, which a
-        # server that never starts an agent need not pay.
+        # server that never starts an agent need not pay. The import runs in a thread: done
+        # on the event loop it would hold every other task for up to a second under load, and
+        # a replica whose heartbeat is held that long fences itself.
+        if _AGENT_MODULES[-1] not in sys.modules:
+            await asyncio.to_thread(load_agent_modules)
         from clarion.agents.client import sink_policy
         from clarion.agents.running_agent import RunningAgent
 
@@ -194,6 +200,15 @@ class AcpRuntime:
         if agent is None or agent.acp_session_id is None:
             return None
         return AcpSessionInfo(session_id=agent.acp_session_id, loaded=agent.loaded)
+
+
+_AGENT_MODULES = ("clarion.agents.client", "clarion.agents.running_agent")
+
+
+def load_agent_modules() -> None:
+    """Import the ACP side of the runtime (the library and Clarion's client over it)."""
+    for name in _AGENT_MODULES:
+        importlib.import_module(name)
 
 
 def _absolute(path: str | None) -> str:
