@@ -3,14 +3,13 @@ is one line naming the file and the key."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from clarion.config import Settings
 from clarion.config.telemetry import TelemetrySettings
+from tests.refused_start import refused_serve_line
 
 
 def _config(tmp_path: Path, toml: str) -> str:
@@ -75,14 +74,5 @@ def test_a_bad_value_names_the_file_and_the_key(tmp_path: Path, toml: str, key: 
 
 def test_serve_stops_with_status_2_and_one_line_naming_file_and_key(tmp_path: Path) -> None:
     config = _config(tmp_path, '[telemetry]\nexporter = "zipkin"\n')
-    done = subprocess.run(
-        [sys.executable, "-m", "clarion", "serve", "--port", "0", "--config", config],
-        env={"CLARION_HOME": str(tmp_path), "PATH": "/usr/bin:/bin"},
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert done.returncode == 2, done.stderr
-    lines = [line for line in done.stderr.splitlines() if line.strip()]
-    assert len(lines) == 1, done.stderr
-    assert config in lines[0] and "telemetry.exporter" in lines[0]
+    line = refused_serve_line(tmp_path, config)
+    assert config in line and "telemetry.exporter" in line

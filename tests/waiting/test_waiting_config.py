@@ -4,14 +4,13 @@ bad value refused with the file and the key named, by `Settings.load` and by `cl
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from clarion.config import BUILTIN_PROFILE, Settings
 from clarion.domain.waiting import OnExpiry, Role, parse_duration
+from tests.refused_start import refused_serve_line
 
 
 def _config(tmp_path: Path, text: str) -> str:
@@ -138,30 +137,12 @@ def test_a_bad_value_names_the_file_and_the_key(tmp_path: Path, text: str, key: 
 
 def test_serve_stops_with_status_2_and_one_line_naming_file_and_key(tmp_path: Path) -> None:
     config = _config(tmp_path, '[agents.builtin.waiting]\nexpire_after = "8 hours"\n')
-    done = subprocess.run(
-        [sys.executable, "-m", "clarion", "serve", "--port", "0", "--config", config],
-        env={"CLARION_HOME": str(tmp_path), "PATH": "/usr/bin:/bin"},
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert done.returncode == 2, done.stderr
-    lines = [line for line in done.stderr.splitlines() if line.strip()]
-    assert len(lines) == 1, done.stderr
-    assert config in lines[0] and "agents.builtin.waiting.expire_after" in lines[0]
+    line = refused_serve_line(tmp_path, config)
+    assert config in line and "agents.builtin.waiting.expire_after" in line
 
 
 def test_serve_refuses_an_unknown_role_with_status_2_and_one_line(tmp_path: Path) -> None:
     config = _config(tmp_path, '[agents.builtin.waiting]\nescalate_to = [{ role = "leads" }]\n')
-    done = subprocess.run(
-        [sys.executable, "-m", "clarion", "serve", "--port", "0", "--config", config],
-        env={"CLARION_HOME": str(tmp_path), "PATH": "/usr/bin:/bin"},
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert done.returncode == 2, done.stderr
-    lines = [line for line in done.stderr.splitlines() if line.strip()]
-    assert len(lines) == 1, done.stderr
-    assert config in lines[0] and "agents.builtin.waiting.escalate_to" in lines[0]
-    assert "unknown role 'leads'" in lines[0]
+    line = refused_serve_line(tmp_path, config)
+    assert config in line and "agents.builtin.waiting.escalate_to" in line
+    assert "unknown role 'leads'" in line
