@@ -47,6 +47,26 @@ def bearer(token: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {token}"}
 
 
+def serve_with_auth(database_url: str, tmp_path: Path, config: str) -> Iterator[ServerProcess]:
+    """For a fixture: `clarion serve --auth` on `database_url` with this config file's text;
+    a question stays live (its asker waits ten minutes)."""
+    path = tmp_path / "clarion.toml"
+    path.write_text(config)
+    workdir = tmp_path / "server"
+    workdir.mkdir()
+    process = ServerProcess(
+        database_url=database_url,
+        workdir=workdir,
+        args=["--auth", "--config", str(path)],
+        env={"CLARION_CLARIFICATION_WAIT_S": "600"},
+    )
+    process.start()
+    try:
+        yield process
+    finally:
+        process.stop()
+
+
 @dataclass
 class Team:
     """A server with `--auth`: alice works in `alpha`, bob in `beta`."""

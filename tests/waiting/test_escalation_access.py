@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.auth.conftest import bearer, create_token
+from tests.auth.conftest import bearer, create_token, serve_with_auth
 from tests.e2e.harness import ServerProcess, answer, wait_until
 
 CONFIG = """
@@ -37,30 +37,12 @@ reviewers = ["carol"]
 
 @pytest.fixture
 def server(db_url: str, tmp_path: Path) -> Iterator[ServerProcess]:
-    yield from _serve(db_url, tmp_path, CONFIG)
+    yield from serve_with_auth(db_url, tmp_path, CONFIG)
 
 
 @pytest.fixture
 def role_server(db_url: str, tmp_path: Path) -> Iterator[ServerProcess]:
-    yield from _serve(db_url, tmp_path, ROLE_CONFIG)
-
-
-def _serve(db_url: str, tmp_path: Path, text: str) -> Iterator[ServerProcess]:
-    config = tmp_path / "clarion.toml"
-    config.write_text(text)
-    workdir = tmp_path / "server"
-    workdir.mkdir()
-    process = ServerProcess(
-        database_url=db_url,
-        workdir=workdir,
-        args=["--auth", "--config", str(config)],
-        env={"CLARION_CLARIFICATION_WAIT_S": "600"},  # the question stays live
-    )
-    process.start()
-    try:
-        yield process
-    finally:
-        process.stop()
+    yield from serve_with_auth(db_url, tmp_path, ROLE_CONFIG)
 
 
 def test_escalation_lets_the_named_user_see_and_answer_that_question_only(

@@ -6,7 +6,8 @@ tasks and sessions (kandev's `task.subscribe` / `session.subscribe` are aliases)
 `unsubscribe` widens it again. `session.list` returns a task's sessions with their pending
 projections, failing (an error envelope) when the projection cannot be computed, exactly like
 the HTTP list. With access control on, a client sees only notifications of tasks in its
-workspaces, and subscribing to (or listing) anything else is an error envelope `not_found`.
+workspaces, plus those of the questions a waiting policy escalated to it (api/ws_escalation.py),
+and subscribing to (or listing) anything else is an error envelope `not_found`.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from clarion.api.auth import caller_of
 from clarion.api.bodies import loads
 from clarion.api.errors import ws_error_payload
 from clarion.api.services import ApiServices
+from clarion.api.ws_escalation import escalated_view
 from clarion.domain.errors import InvalidInput
 from clarion.orchestrator.access import Caller
 from clarion.ports import Event
@@ -99,12 +101,14 @@ async def websocket_endpoint(websocket: WebSocket) -> None:
 
     async def pump() -> None:
         async for event in events:
-            if (
-                event.type in NOTIFICATIONS
-                and filters.admits(event)
-                and await svc.access.sees_task(caller, event.task_id)
-            ):
-                await send(envelope("notification", event.type, dict(event.payload)))
+            if event.type not in NOTIFICATIONS or not filters.admits(event):
+                continue
+            if await svc.access.sees_task(caller, event.task_id):
+                payload: dict[str, Any] | None = dict(event.payload)
+            else:
+                payload = await escalated_view(svc.access, caller, event)
+            if payload is not None:
+                await send(envelope("notification", event.type, payload))
 
     pump_task = asyncio.create_task(pump(), name="ws-pump")
     try:

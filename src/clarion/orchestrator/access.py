@@ -132,12 +132,15 @@ class AccessControl:
         if caller.belongs_to(await self._workspace_of_task(task_id)):
             return
         # A question escalated to this user by its waiting policy: that one question only.
-        if (
-            not escalated
-            or caller.user is None
-            or caller.user not in await self._store.escalated_users(pending_id)
-        ):
+        if not escalated or not await self.escalated_to(caller, pending_id):
             raise NotFound("clarification request not found", pending_id=pending_id)
+
+    async def escalated_to(self, caller: Caller, pending_id: str) -> bool:
+        """Whether a waiting policy escalated this question to the caller (who may then see
+        and answer it, and receive its events, whatever its workspace)."""
+        return caller.user is not None and caller.user in await self._store.escalated_users(
+            pending_id
+        )
 
     async def sees_task(self, caller: Caller, task_id: str) -> bool:
         """For notifications: whether an event of this task may reach the caller."""
