@@ -7,9 +7,12 @@
 end-to-end tests that hand the URL to `clarion serve --database URL`.
 
 PostgreSQL comes from CLARION_TEST_POSTGRES_URL (default postgresql://postgres@127.0.0.1:5432/test).
-Each test gets its own database, created from template0 and dropped afterwards. When the
-server is unreachable the PostgreSQL cases skip, or fail when CI or CLARION_REQUIRE_SERVICES
-is set.
+Each test gets a database of its own while it runs, empty down to its schema: a pytest process
+recycles its databases (their `public` schema dropped and made again, any connection a killed
+server left behind ended first) and drops them when it finishes. PostgreSQL forces an immediate
+checkpoint of the whole cluster for every CREATE DATABASE and DROP DATABASE; one pair per test
+made every end-to-end test on PostgreSQL wait for two. When the server is unreachable the
+PostgreSQL cases skip, or fail when CI or CLARION_REQUIRE_SERVICES is set.
 """
 
 from __future__ import annotations
@@ -102,10 +105,31 @@ def require_postgres() -> None:
     pytest.skip(reason)
 
 
+# Databases this pytest process made for `fresh_database_url` and no test holds now.
+_recycled_databases: list[str] = []
+_made_databases: list[str] = []
+
+
+async def _empty_database(name: str) -> None:
+    """Leave database `name` as CREATE DATABASE would: nothing connected, no tables, no rows."""
+    await _pg_admin(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+        f"WHERE datname = '{name}' AND pid <> pg_backend_pid()"
+    )
+    url = make_url(POSTGRES_URL).set(database=name).render_as_string(hide_password=False)
+    import asyncpg
+
+    conn = await asyncpg.connect(**_pg_connect_kwargs(url))
+    try:
+        await conn.execute("DROP SCHEMA public CASCADE; CREATE SCHEMA public")
+    finally:
+        await conn.close()
+
+
 @contextmanager
 def fresh_database_url(kind: str, tmp_path: Path) -> Iterator[str]:
-    """A URL (`sqlite:///...` or `postgresql://...`) of a brand-new empty database that
-    `clarion serve --database URL` can open; the PostgreSQL database is dropped on exit."""
+    """A URL (`sqlite:///...` or `postgresql://...`) of an empty database that
+    `clarion serve --database URL` can open, the test's alone until the block ends."""
     if kind == "sqlite":
         path = tmp_path / f"clarion-{secrets.token_hex(4)}.db"
         yield f"sqlite:///{path}"
@@ -113,12 +137,25 @@ def fresh_database_url(kind: str, tmp_path: Path) -> Iterator[str]:
     if kind != "postgres":
         raise ValueError(f"unknown database kind {kind!r}")
     require_postgres()
-    name = f"clarion_t_{secrets.token_hex(6)}"
-    _run(lambda: _pg_admin(f'CREATE DATABASE "{name}" TEMPLATE template0'))
+    if _recycled_databases:
+        name = _recycled_databases.pop()
+        _run(functools.partial(_empty_database, name))
+    else:
+        name = f"clarion_t_{secrets.token_hex(6)}"
+        _run(functools.partial(_pg_admin, f'CREATE DATABASE "{name}" TEMPLATE template0'))
+        _made_databases.append(name)
     try:
         yield make_url(POSTGRES_URL).set(database=name).render_as_string(hide_password=False)
     finally:
-        _run(lambda: _pg_admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        _recycled_databases.append(name)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Drop the databases `fresh_database_url` made (each worker drops its own)."""
+    for name in _made_databases:
+        _run(functools.partial(_pg_admin, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    _made_databases.clear()
+    _recycled_databases.clear()
 
 
 @pytest.fixture(
