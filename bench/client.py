@@ -180,8 +180,12 @@ class Api:
             raise RuntimeError(f"{method} {path}: {response.status_code} {response.text[:500]}")
         return response.json() if response.content else None
 
-    async def create_task(self, title: str = "bench") -> str:
-        body = await self.ok("POST", "/tasks", 201, json={"title": title, "description": ""})
+    async def create_task(self, title: str = "bench", workspace: str | None = None) -> str:
+        """In `workspace` when given (the server creates it), else the default one."""
+        task: dict[str, Any] = {"title": title, "description": ""}
+        if workspace is not None:
+            task["workspace"] = workspace
+        body = await self.ok("POST", "/tasks", 201, json=task)
         return str(body["task"]["id"])
 
     async def start_session(self, task_id: str, prompt: str, agent: str = "builtin") -> str:

@@ -21,10 +21,15 @@ database and counts two cycles, each from the start of the cycle until the serve
   POSTed, the call returns, the task summary is clean again;
 - detached: the answer to a detached question of the built-in agent (`/scenario ask-timeout`)
   -> 200 resumed -> the successor turn has completed and the server is quiet.
+
+Each is counted twice: in a workspace with no waiting policy, and in one whose policy reminds,
+escalates and expires (`POLICY`, deadlines hours away, so none fires during the cycle): the
+difference is what a policy costs a question (its deadline row, its announcement) exactly.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import mmap
 import os
@@ -32,6 +37,7 @@ import secrets
 import statistics
 import struct
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,9 +46,9 @@ from typing import Any
 from bench.client import ask_detaching, new_idle_session
 from bench.context import Ctx, progress
 from bench.latency import answer_detached, wait_detached
-from bench.server import BenchServer, fresh_database
+from bench.server import BenchServer, fresh_database, postgres_reachable
 from bench.simulated import SimulatedAgent, relay_session
-from bench.stats import Row
+from bench.stats import Row, render
 
 COUNTER_ENV = "CLARION_BENCH_STATEMENTS"
 # Also append every counted statement's SQL, one line each, to this file (reading aid).
@@ -51,6 +57,16 @@ _LAYOUT = struct.Struct("<QQ")  # statements, prepares
 # Quiet: no statement for this long after a cycle's last awaited event.
 QUIET_S = 0.5
 WARMUP = 2
+# A workspace whose questions wait under a policy that can fire (remind, escalate, expire).
+POLICY_WORKSPACE = "bench-policy"
+POLICY = f"""
+[workspaces.{POLICY_WORKSPACE}.waiting]
+remind_after = "8h"
+escalate_after = "12h"
+escalate_to = ["on-call"]
+expire_after = "2d"
+on_expiry = "skip"
+"""
 
 
 @dataclass(frozen=True)
@@ -69,6 +85,9 @@ class PerCycle:
     live: Counts
     detached: Counts
     cycles: int
+    # The same cycles of a question asked under a waiting policy (`POLICY`).
+    policy_live: Counts
+    policy_detached: Counts
 
 
 class Counter:
@@ -141,11 +160,31 @@ def _install(path: str) -> None:
 
 
 def main() -> None:
-    _install(os.environ[COUNTER_ENV])
-    from clarion.cli import main as cli_main
+    """`serve ...` with `COUNTER_ENV` set: the counting server. Otherwise these rows alone,
+    measured and printed (`python -m bench.statements [--db sqlite,postgres] [--cycles N]`)."""
+    if sys.argv[1:2] == ["serve"] and os.environ.get(COUNTER_ENV):
+        _install(os.environ[COUNTER_ENV])
+        from clarion.cli import main as cli_main
 
-    sys.argv = ["clarion", *sys.argv[1:]]
-    cli_main()
+        sys.argv = ["clarion", *sys.argv[1:]]
+        cli_main()
+        return
+    parser = argparse.ArgumentParser(prog="python -m bench.statements", description=__doc__)
+    parser.add_argument("--db", default="sqlite,postgres", help="comma list: sqlite,postgres")
+    parser.add_argument("--cycles", type=int, default=5, help="measured cycles of each kind")
+    args = parser.parse_args()
+    print(render(asyncio.run(_all_rows(args.db.split(","), args.cycles))), flush=True)
+
+
+async def _all_rows(dbs: list[str], cycles: int) -> list[Row]:
+    out: list[Row] = []
+    with tempfile.TemporaryDirectory(prefix="clarion-bench-") as tmp:
+        for db in dbs:
+            if db == "postgres" and not await postgres_reachable():
+                out.append(Row(db, "all", "skipped", note="PostgreSQL unreachable"))
+                continue
+            out += await rows(db, Path(tmp), cycles)
+    return out
 
 
 def counting_server(url: str, workdir: Path) -> tuple[BenchServer, Counter]:
@@ -155,6 +194,7 @@ def counting_server(url: str, workdir: Path) -> tuple[BenchServer, Counter]:
         url,
         workdir,
         launcher=[sys.executable, "-m", "bench.statements"],
+        extra_config=POLICY,
         extra_env={
             COUNTER_ENV: str(path),
             "PYTHONPATH": os.pathsep.join(
@@ -165,8 +205,10 @@ def counting_server(url: str, workdir: Path) -> tuple[BenchServer, Counter]:
     return server, Counter(path)
 
 
-async def _live(ctx: Ctx, counter: Counter, cycles: int) -> list[Counts]:
-    task_id = await ctx.api.create_task("statements, live")
+async def _live(
+    ctx: Ctx, counter: Counter, cycles: int, workspace: str | None = None
+) -> list[Counts]:
+    task_id = await ctx.api.create_task("statements, live", workspace=workspace)
     session_id, endpoint = await relay_session(ctx, task_id)
     seen: list[Counts] = []
     async with SimulatedAgent.connect(ctx, session_id, endpoint) as agent:
@@ -179,8 +221,10 @@ async def _live(ctx: Ctx, counter: Counter, cycles: int) -> list[Counts]:
     return seen
 
 
-async def _detached(ctx: Ctx, counter: Counter, cycles: int) -> list[Counts]:
-    task_id = await ctx.api.create_task("statements, detached")
+async def _detached(
+    ctx: Ctx, counter: Counter, cycles: int, workspace: str | None = None
+) -> list[Counts]:
+    task_id = await ctx.api.create_task("statements, detached", workspace=workspace)
     session_id = await new_idle_session(ctx.api, task_id)
     seen: list[Counts] = []
     for i in range(WARMUP + cycles):
@@ -209,20 +253,41 @@ async def measure(db: str, workdir: Path, cycles: int) -> PerCycle:
         try:
             live = await _live(ctx, counter, cycles)
             detached = await _detached(ctx, counter, cycles)
+            policy_live = await _live(ctx, counter, cycles, POLICY_WORKSPACE)
+            policy_detached = await _detached(ctx, counter, cycles, POLICY_WORKSPACE)
         finally:
             await ctx.close()
             server.stop()
-    progress(f"{db}: statements counted over {cycles} live and {cycles} detached cycles")
-    return PerCycle(_median(live), _median(detached), cycles)
+    progress(
+        f"{db}: statements counted over {cycles} live and {cycles} detached cycles,"
+        " without and with a waiting policy"
+    )
+    return PerCycle(
+        _median(live),
+        _median(detached),
+        cycles,
+        policy_live=_median(policy_live),
+        policy_detached=_median(policy_detached),
+    )
 
 
 async def rows(db: str, workdir: Path, cycles: int) -> list[Row]:
     """The table's rows, measured on a server of their own (the counter costs a little CPU)."""
     r = await measure(db, workdir, cycles)
     out: list[Row] = []
-    for what, counts in (("live cycle (MCP client)", r.live), ("detached cycle", r.detached)):
+    for what, counts, plain in (
+        ("live cycle (MCP client)", r.live, None),
+        ("detached cycle", r.detached, None),
+        ("live cycle (MCP client), waiting policy", r.policy_live, r.live),
+        ("detached cycle, waiting policy", r.policy_detached, r.detached),
+    ):
         prepared = f"; {counts.prepares} prepared anew" if db == "postgres" else ""
         note = f"median of {r.cycles}; BEGIN/COMMIT not counted{prepared}"
+        if plain is not None:
+            extra = counts.statements - plain.statements
+            note = f"remind, escalate, expire configured, none due; {extra:+d} on no policy; {note}"
+            if counts is r.policy_detached:
+                note += "; from the answer on (the ask's deadline row is in the live row)"
         out.append(Row(db, f"statements per {what}", str(counts.statements), note=note))
     return out
 

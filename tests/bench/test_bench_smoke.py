@@ -54,7 +54,7 @@ async def test_online_measurements_produce_figures(
 
 @pytest.mark.slow
 @pytest.mark.parametrize("db", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-async def test_statement_rows_count_the_live_and_the_detached_cycle(
+async def test_statement_rows_count_the_live_and_the_detached_cycle_without_and_with_a_policy(
     tmp_path: Path, db: str
 ) -> None:
     if db == "postgres" and not await postgres_reachable():
@@ -66,6 +66,10 @@ async def test_statement_rows_count_the_live_and_the_detached_cycle(
     detached = rows["statements per detached cycle"]
     # A cycle writes the question and the answer at the least, whichever driver ran them.
     assert int(live.value) >= 2 and int(detached.value) >= 2
+    # A question under a waiting policy writes its deadline row beside the question, too.
+    policy_live = rows["statements per live cycle (MCP client), waiting policy"]
+    assert int(policy_live.value) > int(live.value)
+    assert "on no policy" in rows["statements per detached cycle, waiting policy"].note
     assert live.note.startswith("median of 1;")
     assert ("prepared anew" in detached.note) == (db == "postgres")
     assert "statements per live cycle (MCP client)" in render(list(rows.values()))
