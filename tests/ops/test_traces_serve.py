@@ -1,5 +1,6 @@
 """`clarion serve` with `[telemetry] exporter = "console"` prints its spans on standard output,
-one JSON object per line: a real server, a real agent, a live answer."""
+one JSON object per line: a real server, a real agent, a live answer whose request continues
+its caller's trace (`traceparent`)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,9 @@ import pytest
 from tests.e2e.harness import ServerProcess, answer, wait_until
 
 pytestmark = pytest.mark.e2e
+
+CALLER_TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
+CALLER_SPAN = "00f067aa0ba902b7"
 
 
 def _spans(server: ServerProcess) -> list[dict[str, Any]]:
@@ -33,7 +37,14 @@ def test_a_console_exporter_prints_a_live_answers_spans(tmp_path: Path) -> None:
     server.start()
     try:
         session_id, pending_id = server.live_question()
-        assert server.respond(pending_id, answer("db", "sqlite")).status_code == 200
+        # The caller's trace goes on: the answer's spans join it.
+        answered = server.request(
+            "POST",
+            f"/clarification/{pending_id}/respond",
+            json=answer("db", "sqlite"),
+            headers={"traceparent": f"00-{CALLER_TRACE}-{CALLER_SPAN}-01"},
+        )
+        assert answered.status_code == 200
 
         def printed() -> list[dict[str, Any]] | None:
             spans = _spans(server)
@@ -52,6 +63,8 @@ def test_a_console_exporter_prints_a_live_answers_spans(tmp_path: Path) -> None:
     assert respond["attributes"]["clarion.outcome"] == "delivered"
     assert respond["resource"]["attributes"]["service.name"] == "clarion-e2e"
     trace = respond["context"]["trace_id"]
+    assert trace == f"0x{CALLER_TRACE}"
+    assert respond["parent_id"] == f"0x{CALLER_SPAN}"
     for step in ("claim", "deliver", "publish"):
         assert by_name[step]["parent_id"] == respond["context"]["span_id"], step
         assert by_name[step]["context"]["trace_id"] == trace

@@ -128,6 +128,10 @@ def test_the_no_op_records_nothing_and_hands_out_one_shared_span() -> None:
         span.set("outcome", "delivered")
     assert NO_TRACER.span("claim") is first
     assert NO_TRACER.carrier() is NO_CONTEXT and not NO_CONTEXT
+    block = NO_TRACER.continuing({"traceparent": "00-x-y-01"})
+    with block:
+        pass
+    assert NO_TRACER.continuing({}) is block, "one shared block, nothing parsed"
 
 
 _WITHOUT_TELEMETRY = """

@@ -14,7 +14,7 @@ and `carrier()` returns one shared empty mapping.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, nullcontext
 from types import MappingProxyType, TracebackType
 from typing import Protocol
 
@@ -58,6 +58,12 @@ class Tracer(Protocol):
         """The current trace context, to hand to `span(parent=...)` elsewhere (inject)."""
         ...
 
+    def continuing(self, carrier: Carrier) -> AbstractContextManager[None]:
+        """Inside the block, the trace in `carrier` (a caller's `traceparent`) is the current
+        one, without a span of its own: the spans the block makes continue the caller's trace.
+        A carrier with no valid trace context changes nothing."""
+        ...
+
 
 class _NoSpan:
     """Enters and leaves, and records nothing."""
@@ -80,6 +86,7 @@ class _NoSpan:
 
 
 _NO_SPAN = _NoSpan()
+_NO_BLOCK: nullcontext[None] = nullcontext()  # reusable: enters and leaves, holds nothing
 
 
 class NoTracer:
@@ -101,6 +108,9 @@ class NoTracer:
 
     def carrier(self) -> Carrier:
         return NO_CONTEXT
+
+    def continuing(self, carrier: Carrier) -> nullcontext[None]:
+        return _NO_BLOCK
 
 
 NO_TRACER: Tracer = NoTracer()

@@ -16,6 +16,7 @@ import uvicorn
 from starlette.types import ASGIApp
 
 from clarion.api.app import create_app
+from clarion.api.trace_context import with_trace_context
 from clarion.bus.unavailable import NatsUnavailable
 from clarion.config import Settings
 from clarion.config.files import redacted
@@ -85,6 +86,8 @@ async def run_server(
             joined, asgi = await cluster.attach(
                 app, asgi, settings, lambda: _running_count(app.runtime)
             )
+        # Outermost: a request carried to another replica is part of its caller's trace too.
+        asgi = with_trace_context(asgi, app.tracer)
         config = uvicorn.Config(
             asgi,
             host=settings.host,

@@ -17,6 +17,7 @@ import sys
 import threading
 from collections.abc import AsyncIterator, Iterator
 
+from opentelemetry import context as otel_context
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import (
@@ -104,6 +105,15 @@ class OtelTracer:
         carrier: dict[str, str] = {}
         _PROPAGATOR.inject(carrier)
         return carrier
+
+    @contextlib.contextmanager
+    def continuing(self, carrier: Carrier) -> Iterator[None]:
+        # An invalid `traceparent` extracts to an empty context: the block's spans are roots.
+        token = otel_context.attach(_PROPAGATOR.extract(carrier))
+        try:
+            yield
+        finally:
+            otel_context.detach(token)
 
 
 def provider_for(
