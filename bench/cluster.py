@@ -20,6 +20,13 @@ replica that runs it over NATS request-reply (docs/cluster.md).
   samples see the same machine.
 
 The WebSocket feed the benchmark waits on is connected to the first replica in both.
+
+With `CLARION_BENCH_NATS_MONITOR` set to the NATS server's monitoring URL (`nats-server -m
+8222`: `http://127.0.0.1:8222`), the throughput row's note also says what crossed NATS per
+cycle, counted by the server (`/connz`) over the replicas' connections: the events it delivered
+to the replicas' buses (messages, bytes), and the messages it delivered on their request-reply
+connections (carried requests, their replies, the inbox's waiter queries). Counts do not move
+with the host's load, where CPU per cycle does.
 """
 
 from __future__ import annotations
@@ -46,6 +53,27 @@ from bench.server import BenchServer, fresh_database, postgres_reachable
 from bench.stats import Row, ms, percentile, render
 
 NATS_URL = os.environ.get("CLARION_BENCH_NATS_URL", "nats://127.0.0.1:4222")
+NATS_MONITOR = os.environ.get("CLARION_BENCH_NATS_MONITOR", "")
+# The connection names a replica gives NATS: its bus, and its request-reply connection.
+_BUS_CONNECTION = "clarion"
+_REQUESTS_CONNECTION = "clarion-forwarding"
+
+
+async def nats_deliveries() -> tuple[float, ...]:
+    """(bus messages, bus bytes, request-reply messages) the NATS server has delivered to
+    every replica so far, from its monitoring endpoint."""
+    async with httpx.AsyncClient(timeout=10) as client:
+        response = await client.get(f"{NATS_MONITOR}/connz", params={"limit": 4096})
+        response.raise_for_status()
+    totals = [0.0, 0.0, 0.0]
+    for conn in response.json().get("connections") or ():
+        name = conn.get("name")
+        if name == _BUS_CONNECTION:
+            totals[0] += conn.get("out_msgs", 0)
+            totals[1] += conn.get("out_bytes", 0)
+        elif name == _REQUESTS_CONNECTION:
+            totals[2] += conn.get("out_msgs", 0)
+    return tuple(totals)
 
 
 @dataclass(frozen=True)
@@ -183,7 +211,11 @@ async def measure(n: int, workdir: Path, sizes: ClusterSizes) -> ClusterResult:
             via_other = by_target[1] if n > 1 else None
             spread = dataclasses.replace(ctx, api=RoundRobinApi(apis))
             t = await throughput.mcp_cycles_per_second(
-                spread, sizes.sessions, sizes.throughput_s, pids=c.pids
+                spread,
+                sizes.sessions,
+                sizes.throughput_s,
+                pids=c.pids,
+                counters=nats_deliveries if NATS_MONITOR else None,
             )
         finally:
             await ctx.close()
@@ -198,12 +230,22 @@ def result_rows(r: ClusterResult, sessions: int) -> list[Row]:
     # Each replica runs its share of the sessions, carries the answers it receives for the
     # others' sessions, and receives every cycle's events over NATS.
     per_replica = ", ".join(f"{ms(c):.2f}" for c in t.process_cpu_per_cycle)
+    crossed = ""
+    if t.counted_per_cycle:
+        events, event_bytes, requests = t.counted_per_cycle
+        crossed = (
+            f"; NATS delivered per cycle: {events:.1f} events ({event_bytes:.0f} B), "
+            f"{requests:.1f} request-reply messages"
+        )
     rows = [
         Row(
             "postgres",
             f"{label}: throughput, {sessions} sessions (MCP clients)",
             f"{t.rate:.1f} cycles/s",
-            note=f"{t.cycles} cycles; HTTP round-robin over {n} replica{'s' if n > 1 else ''}",
+            note=(
+                f"{t.cycles} cycles; HTTP round-robin over {n} replica{'s' if n > 1 else ''}"
+                + crossed
+            ),
         ),
         Row(
             "postgres",

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
 from bench import agent_procs
@@ -77,6 +77,8 @@ class McpThroughput:
     client_cpu_per_cycle: float  # seconds of this benchmark process's CPU
     # Per server process measured (the `pids` given, in order); their sum is the figure above.
     process_cpu_per_cycle: tuple[float, ...] = ()
+    # The `counters` given, their growth over the window per cycle (in their order).
+    counted_per_cycle: tuple[float, ...] = ()
 
 
 async def mcp_cycles_per_second(
@@ -86,6 +88,7 @@ async def mcp_cycles_per_second(
     *,
     pids: Sequence[int] = (),
     processes: int = agent_procs.PROCESSES,
+    counters: Callable[[], Awaitable[tuple[float, ...]]] | None = None,
 ) -> McpThroughput:
     """Cycles per second with `n` simulated MCP agents, and the CPU each cycle cost the server
     and the benchmark client (process CPU time from the start signal to the last cycle).
@@ -95,7 +98,8 @@ async def mcp_cycles_per_second(
     goes through `ctx.api` or, in the workers, through the same servers in the same way (a
     cluster's replicas in turn, `bench.cluster`); the agents' MCP calls go to the URL their
     session was given. `pids`: the server processes whose CPU is counted (default: the one
-    `ctx.server`). The client figure is the workers' CPU together."""
+    `ctx.server`). The client figure is the workers' CPU together. `counters`: read at the
+    window's start and end like the CPU (NATS deliveries, say), reported per cycle."""
     gate = asyncio.Semaphore(SPAWN_CONCURRENCY)
 
     async def relay(i: int) -> Agent:
@@ -124,11 +128,13 @@ async def mcp_cycles_per_second(
                 f"{ctx.db}: throughput (MCP), {n} sessions ready in "
                 f"{min(processes, n)} processes; measuring for {duration:g}s"
             )
+            counted0 = await counters() if counters is not None else ()
             server_cpu0 = server_cpu()
             began = time.monotonic()
             workers.go(duration)
             results = await workers.results()
             server_cpu1 = server_cpu()
+            counted1 = await counters() if counters is not None else ()
     finally:
         await ctx.feed.only_tasks([])
     done = sum(r.cycles for r in results)
@@ -143,6 +149,9 @@ async def mcp_cycles_per_second(
         server_cpu_per_cycle=sum(per_process),
         client_cpu_per_cycle=sum(r.cpu for r in results) / cycles,
         process_cpu_per_cycle=per_process,
+        counted_per_cycle=tuple(
+            (at - at0) / cycles for at, at0 in zip(counted1, counted0, strict=True)
+        ),
     )
     progress(
         f"{ctx.db}: throughput (MCP), {n} sessions: {done} cycles in {elapsed:.1f}s, "
