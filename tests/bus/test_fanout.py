@@ -22,11 +22,12 @@ async def test_a_lost_connection_ends_subscriptions_with_bus_closed_after_queued
     assert await anext(subscription, None) is None  # ended for good, no second error
 
 
-async def test_own_echoes_up_to_the_watermark_are_skipped() -> None:
-    fanout = Fanout()
-    subscription = fanout.subscribe(after_seq=3)
-    fanout.deliver(EVENT, own_seq=3)
-    fanout.deliver(Event(type="own.later", task_id="t", session_id=None, payload={}), own_seq=4)
-    fanout.deliver(Event(type="foreign", task_id="t", session_id=None, payload={}))
-    fanout.close()
-    assert [e.type async for e in subscription] == ["own.later", "foreign"]
+async def test_the_last_unsubscription_is_announced_once() -> None:
+    emptied: list[int] = []
+    fanout = Fanout(on_empty=lambda: emptied.append(len(fanout)))
+    first, second = fanout.subscribe(), fanout.subscribe()
+    first.close()
+    assert emptied == []
+    second.close()
+    second.close()
+    assert emptied == [0]

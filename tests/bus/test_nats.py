@@ -12,7 +12,7 @@ import pytest
 from nats.aio.client import Client
 
 import clarion.bus
-from clarion.bus import MemoryBus, NatsBus, NatsUnavailable, open_bus
+from clarion.bus import MemoryBus, NatsBus, NatsUnavailable, encode_event, open_bus
 from clarion.ports import Event
 
 from .conftest import unique_prefix
@@ -94,6 +94,7 @@ async def test_buses_on_one_server_and_prefix_see_each_others_events(nats_url: s
         NatsBus(nats_url, subject_prefix=unique_prefix()) as elsewhere,
     ):
         on_two, on_elsewhere = two.subscribe(), elsewhere.subscribe()
+        await on_two.listening()
         sent = Event(
             type="session.state_changed",
             task_id="t",
@@ -116,12 +117,100 @@ async def test_foreign_bytes_on_the_subject_are_dropped(nats_url: str) -> None:
     try:
         async with NatsBus(nats_url, subject_prefix=prefix) as bus:
             subscription = bus.subscribe()
+            await subscription.listening()
             await raw.publish(f"{prefix}.junk", b"not json")
             await raw.publish(f"{prefix}.junk", b'{"type": "x"}')
-            await raw.flush()
             good = Event(type="after.junk", task_id="t", session_id=None, payload={})
-            await bus.publish(good)
+            await raw.publish(f"{prefix}.after.junk", encode_event(good))
+            await raw.flush()
             async with asyncio.timeout(CEILING_S):
                 assert await anext(subscription) == good
     finally:
         await raw.close()
+
+
+def delivered_to(bus: NatsBus) -> int:
+    """Messages the NATS server has delivered to `bus`'s connection."""
+    assert bus._nc is not None
+    return int(bus._nc.stats["in_msgs"])
+
+
+async def settled(*buses: NatsBus) -> None:
+    """Every message the server routed to these buses before now has reached them: the server
+    writes a connection's messages in order, a PONG after what was routed before its PING."""
+    for bus in buses:
+        assert bus._nc is not None
+        await bus._nc.flush()
+        await bus._nc.flush()
+
+
+@pytest.mark.nats
+async def test_a_bus_without_subscribers_is_sent_no_events(nats_url: str) -> None:
+    prefix = unique_prefix()
+    async with (
+        NatsBus(nats_url, subject_prefix=prefix) as one,
+        NatsBus(nats_url, subject_prefix=prefix) as idle,
+    ):
+        for n in range(3):
+            await one.publish(Event(type="a.b", task_id="t", session_id=None, payload={"n": n}))
+        await settled(idle)
+        assert delivered_to(idle) == 0
+
+
+@pytest.mark.nats
+async def test_a_bus_is_not_sent_its_own_events_back(nats_url: str) -> None:
+    async with NatsBus(nats_url, subject_prefix=unique_prefix()) as bus:
+        subscription = bus.subscribe()
+        await subscription.listening()
+        sent = Event(type="a.b", task_id="t", session_id=None, payload={})
+        await bus.publish(sent)
+        async with asyncio.timeout(CEILING_S):
+            assert await anext(subscription) == sent
+        await settled(bus)
+        assert delivered_to(bus) == 0
+
+
+@pytest.mark.nats
+async def test_a_bus_stops_listening_when_its_last_subscriber_leaves(nats_url: str) -> None:
+    prefix = unique_prefix()
+    async with (
+        NatsBus(nats_url, subject_prefix=prefix) as one,
+        NatsBus(nats_url, subject_prefix=prefix) as two,
+    ):
+        first = two.subscribe()
+        await first.listening()
+        await one.publish(Event(type="a.b", task_id="t", session_id=None, payload={"n": 0}))
+        async with asyncio.timeout(CEILING_S):
+            assert (await anext(first)).payload == {"n": 0}
+        await first.aclose()
+        await settled(two)
+        before = delivered_to(two)
+        await one.publish(Event(type="a.b", task_id="t", session_id=None, payload={"n": 1}))
+        await settled(two)
+        assert delivered_to(two) == before
+        # And listens again for a new subscriber, from where it is.
+        again = two.subscribe()
+        await again.listening()
+        await one.publish(Event(type="a.b", task_id="t", session_id=None, payload={"n": 2}))
+        async with asyncio.timeout(CEILING_S):
+            assert (await anext(again)).payload == {"n": 2}
+
+
+@pytest.mark.nats
+async def test_an_event_published_once_a_subscriber_listens_arrives_every_time(
+    nats_url: str,
+) -> None:
+    # Each round starts a new NATS subscription (the last one ended with its subscriber), so
+    # each round races the subscription's SUB against the other bus's publication.
+    prefix = unique_prefix()
+    async with (
+        NatsBus(nats_url, subject_prefix=prefix) as one,
+        NatsBus(nats_url, subject_prefix=prefix) as two,
+    ):
+        for n in range(300):
+            subscription = two.subscribe()
+            await subscription.listening()
+            await one.publish(Event(type="a.b", task_id="t", session_id=None, payload={"n": n}))
+            async with asyncio.timeout(CEILING_S):
+                assert (await anext(subscription)).payload == {"n": n}
+            await subscription.aclose()

@@ -90,9 +90,12 @@ def envelope(type_: str, action: str, payload: Any, id_: Any = None) -> dict[str
 async def websocket_endpoint(websocket: WebSocket) -> None:
     svc: ApiServices = websocket.app.state.services
     caller = caller_of(websocket)
-    await websocket.accept()
     filters = Filters()
     events = svc.bus.subscribe()
+    # Accepted only once other replicas' events reach it, so a client that has connected
+    # misses nothing published after.
+    await events.listening()
+    await websocket.accept()
     send_lock = asyncio.Lock()
 
     async def send(body: dict[str, Any]) -> None:
@@ -130,10 +133,8 @@ async def websocket_endpoint(websocket: WebSocket) -> None:
         pump_task.cancel()
         with contextlib.suppress(asyncio.CancelledError, Exception):
             await pump_task
-        closer = getattr(events, "aclose", None)
-        if closer is not None:
-            with contextlib.suppress(Exception):
-                await closer()
+        with contextlib.suppress(Exception):
+            await events.aclose()
 
 
 async def _require_visible(svc: ApiServices, caller: Caller, payload: dict[str, Any]) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import weakref
+from collections.abc import Awaitable, Callable
 from types import TracebackType
 from typing import Final
 
@@ -33,11 +34,9 @@ class Subscription:
     connection for good, iteration raises BusClosed after the events already received.
     """
 
-    def __init__(self, fanout: Fanout, after_seq: int) -> None:
+    def __init__(self, fanout: Fanout, listening: Callable[[], Awaitable[None]] | None) -> None:
         self._fanout = fanout
-        # Events this process published with a sequence number up to here were published
-        # before the subscription existed; a networked bus uses it to skip their echo.
-        self.after_seq = after_seq
+        self._listening = listening
         self._queue: asyncio.Queue[Event | _End] = asyncio.Queue()
         self._finished = False
         self._error: str | None = None
@@ -55,6 +54,11 @@ class Subscription:
                 raise BusClosed(self._error)
             raise StopAsyncIteration
         return item
+
+    async def listening(self) -> None:
+        """Returns once events published by other processes reach this subscription."""
+        if self._listening is not None:
+            await self._listening()
 
     async def aclose(self) -> None:
         self.close()
@@ -92,9 +96,18 @@ class Subscription:
 class Fanout:
     """The set of live subscriptions of one bus."""
 
-    def __init__(self) -> None:
+    def __init__(
+        self,
+        *,
+        listening: Callable[[], Awaitable[None]] | None = None,
+        on_empty: Callable[[], None] | None = None,
+    ) -> None:
+        """`listening`: what a subscription's `listening()` awaits; `on_empty`: called when an
+        unsubscription leaves none (one dropped unclosed goes without a call)."""
         self._subscriptions: weakref.WeakSet[Subscription] = weakref.WeakSet()
         self._closed = False
+        self._listening = listening
+        self._on_empty = on_empty
 
     def __len__(self) -> int:
         return len(self._subscriptions)
@@ -103,8 +116,8 @@ class Fanout:
     def closed(self) -> bool:
         return self._closed
 
-    def subscribe(self, after_seq: int = 0) -> Subscription:
-        subscription = Subscription(self, after_seq)
+    def subscribe(self) -> Subscription:
+        subscription = Subscription(self, self._listening)
         if self._closed:
             subscription._end(None)
         else:
@@ -112,13 +125,14 @@ class Fanout:
         return subscription
 
     def discard(self, subscription: Subscription) -> None:
+        had = len(self._subscriptions)
         self._subscriptions.discard(subscription)
+        if had and not self._subscriptions and self._on_empty is not None and not self._closed:
+            self._on_empty()
 
-    def deliver(self, event: Event, *, own_seq: int | None = None) -> None:
-        """Queue `event` on every subscription; `own_seq` skips those created after its publish."""
+    def deliver(self, event: Event) -> None:
+        """Queue `event` on every subscription."""
         for subscription in list(self._subscriptions):
-            if own_seq is not None and own_seq <= subscription.after_seq:
-                continue
             subscription._put(event)
 
     def close(self, error: str | None = None) -> None:

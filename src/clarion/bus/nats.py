@@ -1,22 +1,27 @@
 """NatsBus: the bus on a NATS server (core NATS, at-most-once), for multi-process deployments.
 
 Imported by `clarion.bus` (open_bus) and tests. Each event goes to subject
-`<prefix>.<event type>` with the codec's JSON body. One NATS subscription per bus feeds the
-local fan-out, so `subscribe()` is synchronous and sees every event published after the call.
-Events are notifications that trigger fresh reads; one lost during a NATS outage delays a client
-refresh but never loses durable state.
+`<prefix>.<event type>` as the codec's JSON body, with no NATS headers. A bus delivers its own
+events to its subscribers itself, at publication, and the NATS server does not send them back
+(the connection is `no_echo`). It listens to the other processes' events only while it has a
+subscriber: one NATS subscription feeds the local fan-out from the first subscriber on, and ends
+once none is left, so a process nobody watches (a replica without WebSocket clients) receives
+no event at all. An event is decoded only when it arrives for a subscriber. Events are
+notifications that trigger fresh reads; one lost during a NATS outage delays a client refresh
+but never loses durable state.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
-import uuid
 from types import TracebackType
 from typing import Any
 
 from nats.aio.client import Client
 from nats.aio.msg import Msg
+from nats.aio.subscription import Subscription as NatsSubscription
 from nats.errors import Error as NatsError
 
 from clarion.bus.codec import decode_event, encode_event
@@ -28,9 +33,6 @@ log = logging.getLogger(__name__)
 
 DEFAULT_SUBJECT_PREFIX = "clarion.events"
 _TOKENS = re.compile(r"[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*")
-# Headers that let a bus recognise the echo of its own publications (see `subscribe`).
-_ORIGIN = "Clarion-Origin"
-_SEQ = "Clarion-Seq"
 
 
 class NatsBus:
@@ -50,11 +52,14 @@ class NatsBus:
         self.subject_prefix = subject_prefix
         self._connect_timeout = connect_timeout
         self._publish_timeout = publish_timeout
-        self._origin = uuid.uuid4().hex
-        self._seq = 0  # publications started by this bus
-        self._fanout = Fanout()
+        self._fanout = Fanout(listening=self._listening, on_empty=self._stop_listening)
         self._nc: Client | None = None
         self._closing = False
+        # The NATS subscription feeding the fan-out while it has subscribers: the task that
+        # makes it (done once the server routes the subject here), and the subscription.
+        self._listen: asyncio.Task[None] | None = None
+        self._sub: NatsSubscription | None = None
+        self._unsubscribing: set[asyncio.Task[None]] = set()
 
     @property
     def subscriber_count(self) -> int:
@@ -68,6 +73,7 @@ class NatsBus:
             await nc.connect(
                 self.url,
                 name="clarion",
+                no_echo=True,  # this bus hands its own events to its subscribers itself
                 connect_timeout=max(1, round(self._connect_timeout)),
                 max_reconnect_attempts=1,
                 reconnect_time_wait=0.2,  # type: ignore[arg-type]
@@ -79,7 +85,6 @@ class NatsBus:
             # Once connected, ride out server restarts: reconnect for as long as we run.
             nc.options["max_reconnect_attempts"] = -1
             nc.options["reconnect_time_wait"] = 2
-            await nc.subscribe(f"{self.subject_prefix}.>", cb=self._on_message)
             await nc.flush(timeout=max(1, round(self._publish_timeout)))
         except (NatsError, OSError, TimeoutError) as exc:
             self._closing = True
@@ -100,22 +105,29 @@ class NatsBus:
     async def close(self) -> None:
         self._closing = True
         nc, self._nc = self._nc, None
+        listen, self._listen = self._listen, None
+        if listen is not None:
+            listen.cancel()
+            await asyncio.gather(listen, return_exceptions=True)
         if nc is not None:
             await nc.close()
         self._fanout.close()
 
     async def publish(self, event: Event) -> None:
-        """Returns once the server acknowledged the event (a flush round trip)."""
+        """Hands `event` to this bus's subscribers, then returns once the NATS server
+        acknowledged it (a flush round trip)."""
         nc = self._nc
         if nc is None:
             raise BusClosed(f"the NATS bus for {self.url} is not open")
         if not _TOKENS.fullmatch(event.type):
             raise ValueError(f"event type {event.type!r} is not a valid NATS subject")
         data = encode_event(event)
-        self._seq += 1
-        headers = {_ORIGIN: self._origin, _SEQ: str(self._seq)}
+        if len(self._fanout):
+            # Subscribers share one decoded copy: never the publisher's own (possibly mutable)
+            # payload, and exactly what another process's subscribers receive.
+            self._fanout.deliver(decode_event(data))
         try:
-            await nc.publish(f"{self.subject_prefix}.{event.type}", data, headers=headers)
+            await nc.publish(f"{self.subject_prefix}.{event.type}", data)
             await nc.flush(timeout=max(1, round(self._publish_timeout)))
         except (NatsError, OSError, TimeoutError) as exc:
             raise NatsUnavailable(
@@ -123,11 +135,67 @@ class NatsBus:
             ) from exc
 
     def subscribe(self) -> Subscription:
-        # Our own publications started before this call may still be on their way back from the
-        # server; the sequence watermark keeps them out so the subscriber sees only later ones.
-        return self._fanout.subscribe(after_seq=self._seq)
+        subscription = self._fanout.subscribe()
+        if self._listen is None and self._nc is not None and not self._fanout.closed:
+            self._listen = asyncio.get_running_loop().create_task(
+                self._start_listening(self._nc), name="nats-bus-listen"
+            )
+        return subscription
 
-    async def _on_message(self, msg: Msg) -> None:
+    async def _listening(self) -> None:
+        listen = self._listen
+        if listen is not None:
+            await asyncio.shield(listen)
+
+    async def _start_listening(self, nc: Client) -> None:
+        """Subscribe to every event subject, and return once the NATS server routes them here.
+        One flush is not proof: nats-py writes a flush's PING straight to the socket, ahead
+        of the SUB still in its buffer, which its flusher writes on its next turn. By the time
+        that first PONG is back the SUB is written, so the second PONG follows it."""
+        timeout = max(1, round(self._publish_timeout))
+        this = asyncio.current_task()
+
+        async def on_message(msg: Msg) -> None:
+            # Only while this subscription is the bus's: one being ended may still hand over
+            # what it had received.
+            if self._listen is this:
+                self._receive(msg)
+
+        try:
+            self._sub = await nc.subscribe(f"{self.subject_prefix}.>", cb=on_message)
+            await nc.flush(timeout=timeout)
+            await nc.flush(timeout=timeout)
+        except (NatsError, OSError, TimeoutError) as exc:
+            # The client resubscribes once it reconnects; until then events are missed, as in
+            # any outage.
+            log.warning(
+                "could not confirm the bus's NATS subscription",
+                extra={"bus_url": self.url, "reason": repr(exc)},
+            )
+
+    def _stop_listening(self) -> None:
+        """The last subscriber left: end the NATS subscription (unless it is still being made:
+        the next event that arrives for nobody ends it)."""
+        listen, sub = self._listen, self._sub
+        if len(self._fanout) or listen is None or not listen.done():
+            return
+        self._listen, self._sub = None, None
+        if sub is None or self._nc is None:
+            return
+        task = asyncio.get_running_loop().create_task(self._unsubscribe(sub))
+        self._unsubscribing.add(task)
+        task.add_done_callback(self._unsubscribing.discard)
+
+    async def _unsubscribe(self, sub: NatsSubscription) -> None:
+        try:
+            await sub.unsubscribe()
+        except (NatsError, OSError) as exc:
+            log.info("bus NATS unsubscribe failed", extra={"reason": repr(exc)})
+
+    def _receive(self, msg: Msg) -> None:
+        if not len(self._fanout):  # its last subscriber was dropped unclosed
+            self._stop_listening()
+            return
         try:
             event = decode_event(msg.data)
         except ValueError as exc:
@@ -136,14 +204,7 @@ class NatsBus:
                 extra={"subject": msg.subject, "reason": str(exc)},
             )
             return
-        headers = msg.headers or {}
-        own_seq: int | None = None
-        if headers.get(_ORIGIN) == self._origin:
-            try:
-                own_seq = int(headers.get(_SEQ, ""))
-            except ValueError:
-                own_seq = None
-        self._fanout.deliver(event, own_seq=own_seq)
+        self._fanout.deliver(event)
 
     async def _on_error(self, exc: Any) -> None:
         log.warning("NATS client error", extra={"bus_url": self.url, "reason": repr(exc)})

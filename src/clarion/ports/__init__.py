@@ -17,7 +17,7 @@ from clarion.ports.agents import (
     ProfileResolver,
     PromptFinished,
 )
-from clarion.ports.bus import Bus, Event
+from clarion.ports.bus import Bus, BusSubscription, Event
 from clarion.ports.cluster import ClusterView, ReplicaInfo
 from clarion.ports.store import (
     AccessStore,
@@ -54,6 +54,7 @@ __all__ = [
     "AgentSink",
     "AnswerStore",
     "Bus",
+    "BusSubscription",
     "ClaimResult",
     "Clock",
     "ClusterView",

@@ -23,11 +23,28 @@ class Event:
     payload: Mapping[str, Any]
 
 
+class BusSubscription(Protocol):
+    """An async iterator over events; `aclose()` ends it."""
+
+    def __aiter__(self) -> AsyncIterator[Event]: ...
+
+    async def __anext__(self) -> Event: ...
+
+    async def listening(self) -> None:
+        """Returns once events published by other processes reach this subscription (at once
+        on an in-process bus). Never raises: a bus that cannot listen yet catches up when it
+        can, as after any outage."""
+        ...
+
+    async def aclose(self) -> None: ...
+
+
 class Bus(Protocol):
     async def publish(self, event: Event) -> None:
         """Returns once the bus accepted the event; raises if it could not."""
         ...
 
-    def subscribe(self) -> AsyncIterator[Event]:
-        """Every event published after the call, in publication order."""
+    def subscribe(self) -> BusSubscription:
+        """Every event this process publishes after the call, in publication order, and, once
+        `listening()` returned, every event other processes publish."""
         ...
