@@ -117,3 +117,35 @@ async def test_an_unreachable_nats_fails_fast_naming_the_url() -> None:
     with pytest.raises(ConnectionError, match=url):
         async with nats_forwarding(url):
             pass
+
+
+async def test_replies_to_requests_in_flight_together_each_reach_their_own_request(
+    nats_url: str,
+) -> None:
+    arrived: list[int] = []
+    all_in = asyncio.Event()
+    turns = [asyncio.Event() for _ in range(50)]
+
+    async def handler(request: ForwardedRequest) -> ForwardedReply:
+        n = int(request.body)
+        arrived.append(n)
+        if len(arrived) == len(turns):
+            all_in.set()
+        await turns[n].wait()
+        if n > 0:
+            turns[n - 1].set()  # the later requests are answered first: the replies cross
+        return ForwardedReply(200, (), request.body)
+
+    async def release() -> None:
+        await all_in.wait()
+        turns[-1].set()
+
+    replica = str(uuid.uuid4())
+    async with nats_forwarding(nats_url) as server, nats_forwarding(nats_url) as client:
+        await server.serve(replica, handler)
+        releaser = asyncio.create_task(release())
+        replies = await asyncio.gather(
+            *(client.forward(replica, _request(body=str(n).encode()), 60) for n in range(50))
+        )
+        await releaser
+    assert [r.body for r in replies] == [str(n).encode() for n in range(50)]

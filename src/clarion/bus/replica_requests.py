@@ -17,14 +17,13 @@ import asyncio
 import contextlib
 import json
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any
 
 from nats.aio.client import Client
 from nats.aio.msg import Msg
 from nats.errors import Error as NatsError
 from nats.errors import NoRespondersError
-from nats.errors import TimeoutError as NatsTimeout
 
 from clarion.bus.unavailable import NatsUnavailable
 from clarion.ports.cluster import ForwardedReply, ForwardedRequest, ForwardFailed
@@ -69,6 +68,40 @@ async def until_served(nc: Client, subject: str) -> None:
                 raise
 
 
+class _Replies:
+    """One subscription for the replies to every request this replica sends: a request's reply
+    subject is `<inbox>.<n>`, and the messages that come back on it go to that request's
+    queue. A subscription per request cost a SUB, an UNSUB and the client's bookkeeping of a
+    subscription for every request carried."""
+
+    def __init__(self, nc: Client) -> None:
+        self._nc = nc
+        self._prefix = nc.new_inbox()
+        self._count = 0
+        self._waiting: dict[str, asyncio.Queue[Msg]] = {}
+
+    async def start(self) -> None:
+        # Before any request: its SUB reaches the server ahead of every request's PUB.
+        await self._nc.subscribe(f"{self._prefix}.*", cb=self._route)
+
+    async def _route(self, msg: Msg) -> None:
+        queue = self._waiting.get(msg.subject)
+        if queue is not None:  # else a reply that came after its request gave up
+            queue.put_nowait(msg)
+
+    @contextlib.contextmanager
+    def expect(self) -> Iterator[tuple[str, asyncio.Queue[Msg]]]:
+        """A reply subject of its own, and the queue its messages arrive on."""
+        self._count += 1
+        subject = f"{self._prefix}.{self._count}"
+        queue: asyncio.Queue[Msg] = asyncio.Queue()
+        self._waiting[subject] = queue
+        try:
+            yield subject, queue
+        finally:
+            del self._waiting[subject]
+
+
 class NatsForwarding:
     """A NATS connection of its own: serves this replica's subject, forwards to others'."""
 
@@ -76,6 +109,10 @@ class NatsForwarding:
         self._nc = nc
         self._url = url
         self._running: set[asyncio.Task[None]] = set()
+        self._replies = _Replies(nc)
+
+    async def start(self) -> None:
+        await self._replies.start()
 
     @property
     def client(self) -> Client:
@@ -102,9 +139,7 @@ class NatsForwarding:
         self, replica_id: str, request: ForwardedRequest, timeout_s: float
     ) -> ForwardedReply:
         nc = self._nc
-        inbox = nc.new_inbox()
-        replies = await nc.subscribe(inbox)
-        try:
+        with self._replies.expect() as (inbox, replies):
             try:
                 await nc.publish(
                     SUBJECT.format(replica=replica_id),
@@ -120,9 +155,6 @@ class NatsForwarding:
                     delivered=False,
                 ) from exc
             return await _collect(replies, replica_id, timeout_s)
-        finally:
-            with contextlib.suppress(NatsError, OSError):
-                await replies.unsubscribe()
 
     async def _answer(self, msg: Msg, handler: Handler) -> None:
         try:
@@ -157,15 +189,17 @@ class NatsForwarding:
         await self._nc.close()
 
 
-async def _collect(replies: Any, replica_id: str, timeout_s: float) -> ForwardedReply:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout_s
+async def _collect(
+    replies: asyncio.Queue[Msg], replica_id: str, timeout_s: float
+) -> ForwardedReply:
+    deadline = asyncio.get_running_loop().time() + timeout_s
     head: dict[str, Any] | None = None
     parts: list[bytes] = []
     while True:
         try:
-            msg = await replies.next_msg(timeout=max(0.001, deadline - loop.time()))
-        except NatsTimeout as exc:
+            async with asyncio.timeout_at(deadline):
+                msg = await replies.get()
+        except TimeoutError as exc:
             raise ForwardFailed(
                 f"replica {replica_id} did not answer within {timeout_s:g} s",
                 delivered=True,
@@ -240,6 +274,7 @@ async def nats_forwarding(
     nc.options["reconnect_time_wait"] = 2
     forwarding = NatsForwarding(nc, url)
     try:
+        await forwarding.start()
         yield forwarding
     finally:
         await forwarding.close()
