@@ -67,7 +67,7 @@ def create_app(services: ApiServices, mcp: McpEndpoint) -> FastAPI:
     @contextlib.asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         # FastAPI does not run a mounted app's lifespan; the MCP session manager needs it.
-        async with mcp.server.session_manager.run():
+        async with mcp.running():
             yield
 
     app = FastAPI(

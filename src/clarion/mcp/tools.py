@@ -2,31 +2,37 @@
 
 Mounted at /mcp/sessions/{session_id} (streamable HTTP). The per-session secret travels in the
 `X-Clarion-Token` header; a request without the right one, or for an unknown session, gets 401
-before the MCP layer sees it. The tool is thin: it hands the arguments to the Asker and maps
-its outcomes to MCP results.
+before the MCP layer sees it. The tool is thin (`clarion.mcp.ask_tool`): it hands the arguments
+to the Asker and maps its outcomes to MCP results.
+
+The MCP SDK is loaded with the first request that passes the secret check, in a worker thread,
+not at start: most of a server's start-up CPU is imports, and the SDK is a third of them. Done
+on the event loop, that import would hold every other task for up to a second under load, long
+enough for a cluster replica to miss its heartbeat and fence itself.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-from typing import Annotated, Any
+from collections.abc import AsyncIterator, Callable
+from typing import TYPE_CHECKING, Any
 
 import anyio
-from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
-from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
-from mcp.server.transport_security import TransportSecuritySettings
-from pydantic import BaseModel, Field, ValidationError
 from starlette.requests import Request
 from starlette.types import Message, Receive, Scope, Send
 
 from clarion.api.errors import error_response
 from clarion.clarification.asker import Asker
-from clarion.domain.errors import InvalidInput, NotFound, QuestionDetached, Unauthenticated
-from clarion.domain.questions import MAX_OPTIONS, MAX_QUESTIONS, MIN_OPTIONS, MIN_QUESTIONS
-from clarion.mcp.errors import from_invalid_input, from_validation
+from clarion.domain.errors import Unauthenticated
 from clarion.orchestrator.launch import SessionTokens
+
+if TYPE_CHECKING:
+    from mcp.server.mcpserver import MCPServer
+    from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
+
+    from clarion.mcp.ask_tool import ClarionMcpServer
 
 log = logging.getLogger(__name__)
 
@@ -47,104 +53,102 @@ TOOL_DESCRIPTION = (
 )
 
 
-class OptionIn(BaseModel):
-    label: str = Field(min_length=1, description="Short option label")
-    description: str | None = Field(default=None, description="What choosing it means")
-    option_id: str | None = Field(default=None, description="Stable id; default q1_opt1, ...")
-    default: bool | None = Field(
-        default=None,
-        description="The option chosen if the question expires unanswered (at most one)",
-    )
-
-
-class QuestionIn(BaseModel):
-    id: str | None = Field(default=None, description="Stable id; default q1, q2, ...")
-    title: str | None = Field(default=None, description="A few words")
-    prompt: str = Field(min_length=1, description="The question itself")
-    options: list[OptionIn] = Field(
-        min_length=MIN_OPTIONS, max_length=MAX_OPTIONS, description="2 to 6 options"
-    )
-
-
-class ClarionMcpServer(MCPServer[Any]):
-    """The SDK's server with tool errors rewritten to one clean line (see mcp/errors.py)."""
-
-    async def call_tool(
-        self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
-    ) -> Any:
-        try:
-            return await super().call_tool(name, arguments, context)
-        except UnexpectedToolError:
-            raise  # a crash: the SDK logs it and tells the client nothing of it
-        except ToolError as exc:
-            cause = exc.__cause__
-            if isinstance(cause, ValidationError):
-                raise ToolError(from_validation(cause)) from None
-            if isinstance(cause, ToolError):  # ours, wrapped by the SDK with its prefix
-                raise ToolError(str(cause)) from None
-            raise
-
-
 def build_mcp_server(asker: Asker) -> ClarionMcpServer:
-    server = ClarionMcpServer(name="clarion", log_level="WARNING")
+    """The MCP server with the `ask_user_question` tool (imports the SDK on the calling thread)."""
+    from clarion.mcp.ask_tool import build_server
 
-    # No output schema: agents hand a tool's structured content to their model in place of its
-    # text, and a `{result: string}` schema would show the answer as JSON inside a string.
-    @server.tool(name="ask_user_question", description=TOOL_DESCRIPTION, structured_output=False)
-    async def ask_user_question(
-        questions: Annotated[
-            list[QuestionIn],
-            Field(
-                min_length=MIN_QUESTIONS, max_length=MAX_QUESTIONS, description="1 to 4 questions"
-            ),
-        ],
-        ctx: Context,
-        context: Annotated[str | None, Field(description="Background shown once")] = None,
-        context_paragraphs: list[str] | None = None,
-        expires_in: Annotated[
-            str | None,
-            Field(description="Expire sooner than the policy says: 30s, 10m, 8h, 2d"),
-        ] = None,
-    ) -> str:
-        request = ctx.request_context.request
-        session_id = request.path_params["session_id"] if request is not None else ""
-        dropped = request.scope.get(DISCONNECTED) if request is not None else None
-        arguments: dict[str, Any] = {
-            "questions": [q.model_dump(exclude_none=True) for q in questions],
-        }
-        if context is not None:
-            arguments["context"] = context
-        if context_paragraphs is not None:
-            arguments["context_paragraphs"] = context_paragraphs
-        if expires_in is not None:
-            arguments["expires_in"] = expires_in
+    return build_server(asker)
 
-        async def progress(message: str) -> None:
-            await ctx.report_progress(0, None, message)
 
-        try:
-            return await asker.ask(session_id, arguments, progress, dropped)
-        except InvalidInput as exc:
-            raise ToolError(from_invalid_input(exc)) from exc
-        except QuestionDetached as exc:
-            raise ToolError(exc.message) from exc
-        except NotFound as exc:
-            raise ToolError(exc.message) from exc
+def _serve_over_http(server: MCPServer[Any]) -> StreamableHTTPASGIApp:
+    """The streamable-HTTP app of `server`, mounted at an exact path (creates its session
+    manager)."""
+    from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
+    from mcp.server.transport_security import TransportSecuritySettings
 
-    return server
+    server.streamable_http_app(
+        streamable_http_path="/",
+        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+    )
+    return StreamableHTTPASGIApp(server.session_manager)
 
 
 class McpEndpoint:
-    """ASGI endpoint: checks the session secret, then hands the request to the MCP app."""
+    """ASGI endpoint: checks the session secret, then hands the request to the MCP app, which
+    it builds with the first request that passes the check (`build` makes the server).
 
-    def __init__(self, server: MCPServer[Any], tokens: SessionTokens) -> None:
-        server.streamable_http_app(
-            streamable_http_path="/",
-            transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
-        )
-        self.server = server
-        self._inner = StreamableHTTPASGIApp(server.session_manager)
+    The SDK's session manager runs inside `running()` (the served app's lifespan), from the
+    first request to the end; a test that drives the endpoint without a lifespan runs it
+    itself, through `server`."""
+
+    def __init__(self, build: Callable[[], MCPServer[Any]], tokens: SessionTokens) -> None:
+        self._build = build
+        self._server: MCPServer[Any] | None = None
+        self._inner: StreamableHTTPASGIApp | None = None
         self._tokens = tokens
+        self._loading: asyncio.Future[StreamableHTTPASGIApp] | None = None
+        self._live = False
+        self._stop = asyncio.Event()
+        self._manager: asyncio.Task[None] | None = None
+
+    @property
+    def server(self) -> MCPServer[Any]:
+        """The MCP server, built now if no request has built it yet."""
+        if self._server is None:
+            self._server = self._build()
+            self._inner = _serve_over_http(self._server)
+        return self._server
+
+    @contextlib.asynccontextmanager
+    async def running(self) -> AsyncIterator[None]:
+        """While open, the first request starts the session manager; leaving stops it (and
+        ends every MCP request still open), as the served app's lifespan did before."""
+        self._live = True
+        try:
+            yield
+        finally:
+            self._live = False
+            self._stop.set()
+            if self._manager is not None:
+                await self._manager
+
+    async def _loaded(self) -> StreamableHTTPASGIApp:
+        # One load for every request that arrives meanwhile; a request that goes away while
+        # it runs does not stop it (shield), and a failed load is tried again by the next.
+        if self._loading is None:
+            self._loading = asyncio.ensure_future(self._load())
+        loading = self._loading
+        try:
+            return await asyncio.shield(loading)
+        except Exception:
+            if self._loading is loading:
+                self._loading = None
+            raise
+
+    async def _load(self) -> StreamableHTTPASGIApp:
+        # The SDK's import and the tool's argument model off the loop; the HTTP app (anyio
+        # primitives) on it.
+        server = await asyncio.to_thread(self._build)
+        inner = _serve_over_http(server)
+        self._server = server
+        if self._live:
+            started = asyncio.get_running_loop().create_future()
+            self._manager = asyncio.create_task(self._run_manager(server, started))
+            await started
+        self._inner = inner
+        log.info("MCP server loaded")
+        return inner
+
+    async def _run_manager(self, server: MCPServer[Any], started: asyncio.Future[None]) -> None:
+        # One task enters and leaves the manager: anyio's task groups may not cross tasks.
+        try:
+            async with server.session_manager.run():
+                started.set_result(None)
+                await self._stop.wait()
+        except Exception as exc:
+            if started.done():
+                raise
+            started.set_exception(exc)  # the request that started it fails, and says why
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         request = Request(scope)
@@ -157,9 +161,10 @@ class McpEndpoint:
             refusal = error_response(Unauthenticated("missing or wrong session token"))
             await refusal(scope, receive, send)
             return
+        inner = self._inner if self._inner is not None else await self._loaded()
         sent = _ResponseTracker(send)
         try:
-            await self._inner(scope, _watching_disconnect(scope, receive), sent)
+            await inner(scope, _watching_disconnect(scope, receive), sent)
         except anyio.ClosedResourceError:
             # The SDK answers a notification (e.g. `notifications/cancelled` from a client that
             # gave up) with 202 first and only then hands it to the session, which the client

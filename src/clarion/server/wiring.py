@@ -320,7 +320,7 @@ async def build(
         try:
             yield App(
                 services=services,
-                mcp=McpEndpoint(build_mcp_server(asker), tokens),
+                mcp=McpEndpoint(lambda: build_mcp_server(asker), tokens),
                 recovery=StartupRecovery(store, projector, publisher, metrics),
                 watchdogs=watchdogs,
                 store=store,
