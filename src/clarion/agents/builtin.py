@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import importlib
 import itertools
 import json
@@ -46,18 +47,25 @@ from acp.schema import (
     ToolCallUpdate,
 )
 
-from clarion.agents.scenarios import ToolOutcome, play
+from clarion.agents.scenarios import ToolOutcome, may_ask, play
 
-if TYPE_CHECKING:  # imported for real in the background at start (see _MCP_CALL_MODULE)
+if TYPE_CHECKING:  # imported for real in the background (see _MCP_CALL_MODULE)
     from clarion.agents.mcp_call import McpConnection
 
 logger = logging.getLogger("clarion.agents.builtin")
 
 ASK_TOOL = "ask_user_question"
 
-# The MCP client stack takes about a second to import. It is loaded in a background thread at
-# start, so the ACP handshake does not wait for it and the first question does not pay for it.
+# The MCP client stack takes about a second to import, half of this process's start-up CPU.
+# It is loaded in a background thread when a prompt names a scenario that asks, so the first
+# question barely waits for it and a session that never asks does not pay for it.
 _MCP_CALL_MODULE = "clarion.agents.mcp_call"
+
+
+@functools.cache  # once per process
+def _load_mcp_client_in_background() -> None:
+    threading.Thread(target=importlib.import_module, args=(_MCP_CALL_MODULE,), daemon=True).start()
+
 
 PromptBlock = (
     TextContentBlock
@@ -139,7 +147,8 @@ class _Host:
             self._session_id,
             acp.start_tool_call(call_id, ASK_TOOL, kind="other", status="in_progress"),
         )
-        # Waits for the background import without blocking the event loop.
+        # Waits for the background import (or makes it, for a prompt that did not name an
+        # asking scenario) without blocking the event loop.
         mcp_call = await asyncio.to_thread(importlib.import_module, _MCP_CALL_MODULE)
         if self._session.mcp is None:
             self._session.mcp = mcp_call.McpConnection(self._endpoint.url, self._endpoint.headers)
@@ -288,6 +297,8 @@ class BuiltinAgent:
         if session is None:
             raise acp.RequestError.invalid_params({"sessionId": f"unknown session {session_id}"})
         text = "".join(b.text for b in prompt if isinstance(b, TextContentBlock))
+        if may_ask(text):
+            _load_mcp_client_in_background()
         self.journal("prompt", session_id, text)
         session.prompts.append(text)
         del session.prompts[:-MEMORY_PROMPTS]
@@ -362,7 +373,6 @@ def main() -> None:
         level=os.environ.get("CLARION_AGENT_LOG_LEVEL", "WARNING").upper(),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
-    threading.Thread(target=importlib.import_module, args=(_MCP_CALL_MODULE,), daemon=True).start()
     with contextlib.suppress(KeyboardInterrupt):
         journal = os.environ.get("CLARION_BUILTIN_JOURNAL")
         agent = BuiltinAgent(_memory_from_env(), Path(journal) if journal else None)

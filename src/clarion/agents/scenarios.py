@@ -302,6 +302,22 @@ SCENARIOS: dict[str, Scenario] = {
 }
 
 
+# The scenarios that call the MCP tool. Only a hint: the agent starts loading its MCP client
+# when a prompt names one, so that the sessions that never ask do not pay for it.
+ASKING = frozenset(
+    {"ask", "ask-multi", "ask-timeout", "ask-default", "ask-silent", "permission-then-ask"}
+)
+
+
+def may_ask(text: str) -> bool:
+    """Whether the prompt names a scenario that calls the MCP tool."""
+    try:
+        call = parse_scenario(text)
+    except ScenarioError:
+        return False
+    return call is not None and call.name in ASKING
+
+
 async def play(host: ScenarioHost, text: str) -> None:
     """Run the prompt: a scenario if its first line names one, else acknowledge it."""
     try:
