@@ -63,7 +63,7 @@ agents: $(PUBLISHED)/node_modules/.installed
 # rewrites and compiles every test module again (about 4 CPU-s per worker under coverage).
 test: lint agents
 	$(BIN)/coverage erase
-	PYTHONDONTWRITEBYTECODE= $(BIN)/coverage run -m pytest -n $(PYTEST_WORKERS) $(PYTEST_ARGS)
+	PYTHONDONTWRITEBYTECODE= $(BIN)/coverage run -m pytest -n $(PYTEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
 	$(BIN)/coverage combine --quiet
 	$(BIN)/python scripts/coverage_floor.py $(if $(PYTEST_ARGS),,--check)
 

@@ -258,11 +258,47 @@ def new_database_url(tmp_path: Path) -> Iterator[Callable[[str], str]]:
 SLOW_TEST_CEILING_S = 900
 
 
+# Test packages whose tests each run for seconds (real agents, servers, a browser); they are
+# handed out before the many sub-second ones, so that no worker is left alone with them at the end.
+HEAVY_PACKAGES = ("published", "e2e", "browser", "hardening", "waiting", "links", "auth")
+
+
+def _shared_scope(item: pytest.Item) -> str | None:
+    """The module or package whose shared fixture (a server, a browser) this test uses, if any:
+    its tests belong on one pytest worker, which then starts that fixture once instead of once
+    per worker that happens to run one of them."""
+    fixtureinfo = getattr(item, "_fixtureinfo", None)
+    if fixtureinfo is None:
+        return None
+    scopes = {
+        fixturedef.scope
+        for fixturedefs in fixtureinfo.name2fixturedefs.values()
+        for fixturedef in fixturedefs
+        if fixturedef.baseid.startswith("tests")
+    }
+    path = item.nodeid.split("::", 1)[0]
+    if "package" in scopes:
+        return path.rsplit("/", 1)[0]
+    if "module" in scopes:
+        return path
+    return None
+
+
+def _heavy(item: pytest.Item) -> bool:
+    parts = item.nodeid.split("/")
+    return len(parts) > 2 and parts[1] in HEAVY_PACKAGES
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups (`--dist loadgroup`)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Tests marked `slow` (each runs for tens of seconds) go first, in their usual order: the
-    workers start them while the many short tests fill in around them, instead of one of them
-    starting last and running alone at the end of the suite."""
-    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+    """Tests marked `slow` (each runs for tens of seconds) go first, then the heavy packages',
+    in their usual order: the workers start them while the many short tests fill in around
+    them, instead of one of them starting last and running alone at the end of the suite.
+    Tests sharing a module's or package's server or browser form one xdist group."""
+    items.sort(key=lambda item: (item.get_closest_marker("slow") is None, not _heavy(item)))
     for item in items:
         if item.get_closest_marker("slow") and not item.get_closest_marker("timeout"):
             item.add_marker(pytest.mark.timeout(SLOW_TEST_CEILING_S))
+        scope = _shared_scope(item)
+        if scope is not None and not item.get_closest_marker("xdist_group"):
+            item.add_marker(pytest.mark.xdist_group(scope))
