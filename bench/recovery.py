@@ -19,6 +19,7 @@ from bench.seed import clone_sessions
 from bench.server import BenchServer
 from clarion.agents.scenarios import ask_arguments
 from clarion.domain.ids import new_id
+from clarion.domain.lifecycle import DETACH
 from clarion.domain.models import Answer, ClarificationResponse, SessionState
 from clarion.domain.questions import bundle_row_metadata, parse_ask
 from clarion.ports import NewMessage, Store
@@ -65,7 +66,7 @@ async def _reservation_template(store: Store, task_id: str, *, attempted: bool) 
     pending_id, rows = _bundle_rows(session.id, turn.id)
     await store.create_bundle(session.id, rows, turn_id=turn.id)
     await store.complete_turn(turn.id)
-    await store.detach_bundles(session.id, pending_id=pending_id)
+    await store.transition_session_bundles(session.id, DETACH, pending_id=pending_id)
     now = SystemClock().now() + timedelta(milliseconds=5)
     claim = await store.claim_response(
         ClarificationResponse(

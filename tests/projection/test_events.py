@@ -8,6 +8,7 @@ import contextlib
 from typing import Any
 
 from clarion.bus.fanout import Subscription
+from clarion.domain import lifecycle
 from clarion.domain.models import SessionState
 from clarion.runtime import failpoints
 from clarion.store import SqlStore
@@ -235,7 +236,9 @@ async def test_a_new_question_and_a_terminal_session_close_together_converge_on_
 
     async def terminal(p: Any) -> None:
         assert await store.transition_session(session.id, SessionState.COMPLETED)
-        await p.publisher.messages("updated", await store.expire_bundles(session.id))
+        await p.publisher.messages(
+            "updated", await store.transition_session_bundles(session.id, lifecycle.EXPIRE)
+        )
 
     forward, backward, p = await _race(store, question, terminal)
     assert (await p.projector.project_one(session.id)).pending_action is None

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from clarion.domain import lifecycle
 from clarion.domain.errors import PendingInput
 from clarion.domain.models import SessionState, WorkflowStep
 from clarion.store import SqlStore
@@ -29,7 +30,7 @@ async def test_a_detached_clarification_refuses_the_move(store: SqlStore, world:
     p = await projections(store)
     session = await world.session(state=SessionState.IDLE)
     await world.ask(session.id)
-    assert await store.detach_bundles(session.id)
+    assert await store.transition_session_bundles(session.id, lifecycle.DETACH)
     with pytest.raises(PendingInput):
         await p.guard.move(session.task_id, WorkflowStep.DONE)
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 
+from clarion.domain import lifecycle
 from clarion.domain.webhooks import EVENTS
 from clarion.runtime.clock import ManualClock
 from clarion.store import SqlStore, open_store
@@ -54,7 +55,7 @@ async def test_open_question_events_carry_the_answer_link_and_closed_ones_do_not
     await world.turn(session)
     rows = await world.bundle(session)
     pending_id = str(rows[0].metadata["pending_id"])
-    await world.store.detach_bundles(session.id)
+    await world.store.transition_session_bundles(session.id, lifecycle.DETACH)
     await world.answer(pending_id, "db")
 
     bodies = {d.event: json.loads(d.body) for d in await world.store.list_webhook_deliveries()}

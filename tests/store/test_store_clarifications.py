@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 
+from clarion.domain import lifecycle
 from clarion.domain.errors import Conflict, InvalidInput, NotFound
 from clarion.domain.lifecycle import CLAIMED, RESTORE_CLAIM
 from clarion.domain.models import ClarificationResponse, MessageType, SessionState
@@ -259,7 +260,7 @@ async def test_confirm_delivery_refuses_when_any_row_lacks_the_intent(world: Wor
     session = await world.session()
     await world.turn(session)
     rows = await world.bundle(session, ("a", "b"), pending_id="p")
-    await world.store.cancel_bundle("p")
+    await world.store.transition_bundle("p", lifecycle.LIVE, lifecycle.CANCEL)
     assert not await world.store.confirm_delivery("p", [rows[0].id])
     assert not await world.store.confirm_delivery("p", [])
 
@@ -270,7 +271,7 @@ async def test_restore_claim_puts_exactly_the_claimed_rows_back_to_pending(world
     rows = await world.bundle(session, ("a", "b"), pending_id="p")
     result = await world.answer("p", "a", "b")
     assert await world.store.transition_bundle(
-        "p", [m.id for m in result.claimed], CLAIMED, RESTORE_CLAIM
+        "p", CLAIMED, RESTORE_CLAIM, message_ids=[m.id for m in result.claimed]
     )
     for row in rows:
         meta = (await world.store.get_message(row.id)).metadata
@@ -287,7 +288,7 @@ async def test_restore_claim_refuses_after_a_newer_turn_started(world: World) ->
     result = await world.answer("p", "a")
     await world.turn(session)
     assert not await world.store.transition_bundle(
-        "p", [m.id for m in result.claimed], CLAIMED, RESTORE_CLAIM
+        "p", CLAIMED, RESTORE_CLAIM, message_ids=[m.id for m in result.claimed]
     )
     assert await world.status(result.claimed[0].id) == "answered"
 
@@ -299,7 +300,7 @@ async def test_restore_claim_refuses_for_a_terminal_session(world: World) -> Non
     result = await world.answer("p", "a")
     await world.store.transition_session(session.id, SessionState.FAILED)
     assert not await world.store.transition_bundle(
-        "p", [m.id for m in result.claimed], CLAIMED, RESTORE_CLAIM
+        "p", CLAIMED, RESTORE_CLAIM, message_ids=[m.id for m in result.claimed]
     )
 
 
@@ -309,7 +310,7 @@ async def test_restore_claim_refuses_once_delivery_was_confirmed(world: World) -
     await world.bundle(session, ("a",), pending_id="p")
     ids = [m.id for m in (await world.answer("p", "a")).claimed]
     assert await world.store.confirm_delivery("p", ids)
-    assert not await world.store.transition_bundle("p", ids, CLAIMED, RESTORE_CLAIM)
+    assert not await world.store.transition_bundle("p", CLAIMED, RESTORE_CLAIM, message_ids=ids)
     assert await world.status(ids[0]) == "answered"
 
 
@@ -319,10 +320,10 @@ async def test_detach_marks_current_pending_rows_once(world: World) -> None:
     old = await world.bundle(session, pending_id="old")
     await world.turn(session)
     rows = await world.bundle(session, ("a", "b"), pending_id="p")
-    changed = await world.store.detach_bundles(session.id)
+    changed = await world.store.transition_session_bundles(session.id, lifecycle.DETACH)
     assert [m.id for m in changed] == [r.id for r in rows]
     assert all(m.metadata["agent_disconnected"] is True for m in changed)
-    assert await world.store.detach_bundles(session.id) == ()
+    assert await world.store.transition_session_bundles(session.id, lifecycle.DETACH) == ()
     assert "agent_disconnected" not in (await world.store.get_message(old[0].id)).metadata
 
 
@@ -331,7 +332,9 @@ async def test_detach_can_target_one_bundle(world: World) -> None:
     await world.turn(session)
     await world.bundle(session, pending_id="p1")
     await world.bundle(session, pending_id="p2")
-    changed = await world.store.detach_bundles(session.id, pending_id="p2")
+    changed = await world.store.transition_session_bundles(
+        session.id, lifecycle.DETACH, pending_id="p2"
+    )
     assert {m.metadata["pending_id"] for m in changed} == {"p2"}
 
 
@@ -342,12 +345,14 @@ async def test_expire_marks_current_pending_rows_expired_even_when_terminal(
     await world.turn(session)
     rows = await world.bundle(session, ("a", "b"), pending_id="p")
     await world.answer("p", "a", "b")
-    await world.store.transition_bundle("p", [r.id for r in rows], CLAIMED, RESTORE_CLAIM)
+    await world.store.transition_bundle(
+        "p", CLAIMED, RESTORE_CLAIM, message_ids=[r.id for r in rows]
+    )
     await world.store.transition_session(session.id, SessionState.COMPLETED)
-    changed = await world.store.expire_bundles(session.id)
+    changed = await world.store.transition_session_bundles(session.id, lifecycle.EXPIRE)
     assert [m.metadata["status"] for m in changed] == ["expired", "expired"]
     assert all(m.metadata["agent_disconnected"] is True for m in changed)
-    assert await world.store.expire_bundles(session.id) == ()
+    assert await world.store.transition_session_bundles(session.id, lifecycle.EXPIRE) == ()
 
 
 async def test_cancel_changes_only_pending_rows_of_the_bundle(world: World) -> None:
@@ -355,12 +360,12 @@ async def test_cancel_changes_only_pending_rows_of_the_bundle(world: World) -> N
     await world.turn(session)
     rows = await world.bundle(session, ("a", "b"), pending_id="p")
     await world.raw_message_metadata(rows[0].id, {**rows[0].metadata, "status": "expired"})
-    changed = await world.store.cancel_bundle("p")
+    changed = await world.store.transition_bundle("p", lifecycle.LIVE, lifecycle.CANCEL)
     assert [m.id for m in changed] == [rows[1].id]
     assert changed[0].metadata["status"] == "cancelled"
     assert await world.status(rows[0].id) == "expired"
-    assert await world.store.cancel_bundle("p") == ()
-    assert await world.store.cancel_bundle("unknown") == ()
+    assert await world.store.transition_bundle("p", lifecycle.LIVE, lifecycle.CANCEL) == ()
+    assert await world.store.transition_bundle("unknown", lifecycle.LIVE, lifecycle.CANCEL) == ()
 
 
 async def test_cancel_never_rewrites_superseded_history(world: World) -> None:
@@ -368,5 +373,5 @@ async def test_cancel_never_rewrites_superseded_history(world: World) -> None:
     await world.turn(session)
     rows = await world.bundle(session, pending_id="p")
     await world.turn(session)
-    assert await world.store.cancel_bundle("p") == ()
+    assert await world.store.transition_bundle("p", lifecycle.LIVE, lifecycle.CANCEL) == ()
     assert await world.status(rows[0].id) == "pending"

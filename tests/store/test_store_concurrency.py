@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
+from clarion.domain import lifecycle
 from clarion.domain.lifecycle import CLAIMED, RESTORE_CLAIM
 from clarion.domain.models import Answer, ClarificationResponse
 from clarion.runtime.clock import ManualClock
@@ -51,7 +52,8 @@ async def test_concurrent_confirm_and_restore_apply_exactly_one(
             await world.bundle(session, ("q1",), pending_id=pid)
             ids = [m.id for m in (await world.answer(pid, "q1")).claimed]
             confirmed, restored = await asyncio.gather(
-                a.confirm_delivery(pid, ids), b.transition_bundle(pid, ids, CLAIMED, RESTORE_CLAIM)
+                a.confirm_delivery(pid, ids),
+                b.transition_bundle(pid, CLAIMED, RESTORE_CLAIM, message_ids=ids),
             )
-            assert (confirmed is not None) != restored, round_no
-            await world.store.cancel_bundle(pid)
+            assert (confirmed is not None) != bool(restored), round_no
+            await world.store.transition_bundle(pid, lifecycle.LIVE, lifecycle.CANCEL)

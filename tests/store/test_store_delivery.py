@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from clarion.domain import lifecycle
 from clarion.domain.bundles import delivery_of
 from clarion.domain.lifecycle import DELIVER
 from clarion.domain.models import Delivery, Session, SessionState
@@ -79,54 +80,77 @@ async def test_published_successor_and_confirmed_delivery_record_delivered(world
 
 async def test_resend_claims_once_and_settles_as_delivered(world: World) -> None:
     session, ids = await _ambiguous(world)
-    claimed = await world.store.claim_resend("p")
+    claimed = await world.store.transition_bundle("p", lifecycle.TERMINAL, lifecycle.CLAIM_RESEND)
     assert sorted(m.id for m in claimed) == sorted(ids)
     assert all(m.metadata["resend_pending"] is True for m in claimed)
-    assert await world.store.claim_resend("p") == (), "one resend in flight at most"
+    assert (
+        await world.store.transition_bundle("p", lifecycle.TERMINAL, lifecycle.CLAIM_RESEND) == ()
+    ), "one resend in flight at most"
     turn = await world.turn(session)
 
-    finished = await world.store.finish_resend("p", turn.id)
+    finished = await world.store.transition_bundle(
+        "p", lifecycle.TERMINAL, lifecycle.FINISH_RESEND, values=lifecycle.resent_by(turn.id)
+    )
 
     assert len(finished) == len(ids)
     for meta in await _metas(world, ids):
         assert meta["delivery"] == "delivered" and meta["resent_turn_id"] == turn.id
         assert "resend_pending" not in meta
-    assert await world.store.claim_resend("p") == ()
+    assert (
+        await world.store.transition_bundle("p", lifecycle.TERMINAL, lifecycle.CLAIM_RESEND) == ()
+    )
 
 
 async def test_racing_resend_claims_let_exactly_one_win(world: World) -> None:
     await _ambiguous(world)
-    results = await asyncio.gather(*(world.store.claim_resend("p") for _ in range(5)))
+    results = await asyncio.gather(
+        *(
+            world.store.transition_bundle("p", lifecycle.TERMINAL, lifecycle.CLAIM_RESEND)
+            for _ in range(5)
+        )
+    )
     assert sum(bool(r) for r in results) == 1
 
 
 async def test_released_resend_reads_ambiguous_and_can_be_claimed_again(world: World) -> None:
     _, ids = await _ambiguous(world)
-    await world.store.claim_resend("p")
-    assert len(await world.store.release_resend("p")) == len(ids)
+    await world.store.transition_bundle("p", lifecycle.TERMINAL, lifecycle.CLAIM_RESEND)
+    assert len(
+        await world.store.transition_bundle("p", lifecycle.TERMINAL, lifecycle.RELEASE_RESEND)
+    ) == len(ids)
     assert await _delivery(world, "p") is Delivery.AMBIGUOUS
-    assert await world.store.claim_resend("p")
+    assert await world.store.transition_bundle("p", lifecycle.TERMINAL, lifecycle.CLAIM_RESEND)
 
 
 async def test_startup_releases_every_resend_left_in_flight(world: World) -> None:
     await _ambiguous(world, pending_id="p")
     await _ambiguous(world, pending_id="q")
-    await world.store.claim_resend("p")
-    await world.store.claim_resend("q")
-    assert await world.store.release_resends() == ["p", "q"]
-    assert await world.store.release_resends() == []
-    assert await world.store.claim_resend("p")
+    await world.store.transition_bundle("p", lifecycle.TERMINAL, lifecycle.CLAIM_RESEND)
+    await world.store.transition_bundle("q", lifecycle.TERMINAL, lifecycle.CLAIM_RESEND)
+    released = await world.store.transition_all_bundles(lifecycle.RELEASE_RESEND)
+    assert [b.pending_id for b in released] == ["p", "q"]
+    assert await world.store.transition_all_bundles(lifecycle.RELEASE_RESEND) == ()
+    assert await world.store.transition_bundle("p", lifecycle.TERMINAL, lifecycle.CLAIM_RESEND)
 
 
 async def test_resend_is_refused_for_answers_not_ambiguous_or_ended_sessions(world: World) -> None:
     session = await world.session()
     await world.turn(session)
     await world.bundle(session, ("a",), pending_id="open")
-    assert await world.store.claim_resend("open") == ()
-    assert await world.store.claim_resend("missing") == ()
+    assert (
+        await world.store.transition_bundle("open", lifecycle.TERMINAL, lifecycle.CLAIM_RESEND)
+        == ()
+    )
+    assert (
+        await world.store.transition_bundle("missing", lifecycle.TERMINAL, lifecycle.CLAIM_RESEND)
+        == ()
+    )
     ended, _ = await _ambiguous(world, pending_id="ended")
     await world.store.transition_session(ended.id, SessionState.COMPLETED)
-    assert await world.store.claim_resend("ended") == ()
+    assert (
+        await world.store.transition_bundle("ended", lifecycle.TERMINAL, lifecycle.CLAIM_RESEND)
+        == ()
+    )
 
 
 async def test_recent_messages_are_the_newest_oldest_first(world: World) -> None:
@@ -171,7 +195,7 @@ async def test_live_answer_the_agent_never_spoke_after_reads_ambiguous_at_startu
     assert await _delivery(world, "unread") is Delivery.AMBIGUOUS
     assert await _delivery(world, "read") is Delivery.DELIVERED
     assert await world.store.mark_unread_live_answers() == []
-    assert await world.store.claim_resend("unread")
+    assert await world.store.transition_bundle("unread", lifecycle.TERMINAL, lifecycle.CLAIM_RESEND)
 
 
 async def test_a_completed_turn_proves_the_agent_had_its_live_answer(world: World) -> None:

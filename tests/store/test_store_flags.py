@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
+from clarion.domain import lifecycle
 from clarion.domain.flags import is_truthy
 from clarion.store.db.portable_sql import flag, meta_text
 from clarion.store.db.schema import task_session_turns as turns
@@ -120,7 +121,7 @@ async def test_every_truthy_encoding_of_agent_disconnected_counts_as_detached(
     await world.turn(session)
     rows = await world.bundle(session, pending_id="p")
     await world.raw_message_metadata(rows[0].id, {**rows[0].metadata, "agent_disconnected": value})
-    assert await world.store.detach_bundles(session.id) == ()
+    assert await world.store.transition_session_bundles(session.id, lifecycle.DETACH) == ()
     assert await world.store.list_detachable_bundles() == []
 
 

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from clarion.domain import lifecycle
 from clarion.domain.models import DISPATCH_KEYS, Message, Session, SessionState, Turn
 from clarion.store import CorruptReservationError
 
@@ -170,7 +171,7 @@ async def test_detachable_bundles_are_current_pending_and_not_yet_detached(world
     await world.turn(s1)
     await world.bundle(s1, pending_id="live")
     await world.bundle(s1, pending_id="detached")
-    await world.store.detach_bundles(s1.id, pending_id="detached")
+    await world.store.transition_session_bundles(s1.id, lifecycle.DETACH, pending_id="detached")
     s2 = await world.session()
     await world.turn(s2)
     await world.bundle(s2, pending_id="terminal")

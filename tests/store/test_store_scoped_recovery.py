@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
+from clarion.domain import lifecycle
 from clarion.domain.lifecycle import DELIVER
 from clarion.domain.models import AuthorType, MessageType, Session
 from clarion.domain.permissions import PermissionOption, ToolCallInfo, request_metadata
@@ -115,17 +116,17 @@ async def _recover(world: World, scope: SessionScope) -> dict[str, set[str]]:
     store = world.store
     reservations = await store.reconcile_reservations(scope=scope)
     intents = await store.reconcile_intents(scope=scope)
-    resends = await store.release_resends(scope=scope)
+    resends = await store.transition_all_bundles(lifecycle.RELEASE_RESEND, scope=scope)
     outbox = await store.list_outbox_turns(scope=scope)
     await store.clear_outboxes([t.id for t in outbox])
-    detached = await store.detach_all_bundles(scope=scope)
+    detached = await store.transition_all_bundles(lifecycle.DETACH, scope=scope)
     expired = await store.expire_stale_permissions(reason="server restarted", scope=scope)
     unread = await store.mark_unread_live_answers(scope=scope)
     interrupted = await store.complete_open_turns(metadata_patch={"i": True}, scope=scope)
     return {
         "reservations": {r.session_id for r in reservations},
         "intents": {i.session_id for i in intents},
-        "resends": {p.split("-")[0] for p in resends},
+        "resends": {b.pending_id.split("-")[0] for b in resends},
         "outbox": {t.session_id for t in outbox},
         "detached": {b.session_id for b in detached},
         "expired": {m.session_id for m in expired},

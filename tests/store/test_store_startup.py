@@ -6,6 +6,7 @@ from datetime import UTC, datetime
 
 from sqlalchemy import Connection, insert, inspect
 
+from clarion.domain import lifecycle
 from clarion.domain.models import MetaKey, SessionState
 from clarion.store import SqlStore, migrate, open_engine
 from clarion.store.db.migrations import LATEST_VERSION, MIGRATIONS, schema_version
@@ -29,7 +30,7 @@ async def test_detach_all_bundles_changes_exactly_the_listed_bundles_once(world:
     await world.store.transition_session(ended.id, SessionState.COMPLETED)
 
     listed = await world.store.list_detachable_bundles()
-    changed = await world.store.detach_all_bundles()
+    changed = await world.store.transition_all_bundles(lifecycle.DETACH)
 
     assert [(b.session_id, b.pending_id) for b in changed] == listed
     assert {(b.pending_id, b.task_id, b.rows) for b in changed} == {
@@ -46,7 +47,7 @@ async def test_detach_all_bundles_changes_exactly_the_listed_bundles_once(world:
         assert bundle is not None
         assert all(MetaKey.AGENT_DISCONNECTED not in r.metadata for r in bundle.rows)
     assert await world.store.list_detachable_bundles() == []
-    assert await world.store.detach_all_bundles() == ()
+    assert await world.store.transition_all_bundles(lifecycle.DETACH) == ()
 
 
 async def test_complete_open_turns_interrupts_open_authoritative_turns_only(

@@ -8,7 +8,7 @@ import pytest
 
 from clarion.domain import lifecycle
 from clarion.domain.lifecycle import CLAIMED, RESTORE_CLAIM
-from clarion.domain.models import Message
+from clarion.domain.models import BundleState, Message
 from clarion.store import SqlStore
 
 from .conftest import World
@@ -68,13 +68,17 @@ async def test_detach_cancel_and_restore_write_their_transitions_change(
     session = await world.session()
     await world.turn(session)
     [asked] = await world.bundle(session, ("a",), pending_id="p")
-    [detached] = await store.detach_bundles(session.id, pending_id="p")
+    [detached] = await store.transition_session_bundles(
+        session.id, lifecycle.DETACH, pending_id="p"
+    )
     assert detached.metadata == lifecycle.DETACH.change(asked.metadata)
     claim = await world.answer("p", "a")
-    assert await store.transition_bundle("p", [m.id for m in claim.claimed], CLAIMED, RESTORE_CLAIM)
+    assert await store.transition_bundle(
+        "p", CLAIMED, RESTORE_CLAIM, message_ids=[m.id for m in claim.claimed]
+    )
     restored = await store.get_message(asked.id)
     assert restored.metadata == lifecycle.RESTORE_CLAIM.change(claim.claimed[0].metadata)
-    [cancelled] = await store.cancel_bundle("p")
+    [cancelled] = await store.transition_bundle("p", lifecycle.LIVE, lifecycle.CANCEL)
     assert cancelled.metadata == lifecycle.CANCEL.change(restored.metadata)
 
 
@@ -84,12 +88,14 @@ async def test_the_guarded_transition_call_applies_a_claims_transition_once(worl
     await world.bundle(session, ("a",), pending_id="p")
     claim = await world.answer("p", "a")
     ids = [m.id for m in claim.claimed]
-    assert await world.store.transition_bundle("p", ids, CLAIMED, lifecycle.DELIVER)
+    assert await world.store.transition_bundle("p", CLAIMED, lifecycle.DELIVER, message_ids=ids)
     [row] = (await world.store.find_bundle("p") or pytest.fail("bundle gone")).rows
     assert row.metadata == lifecycle.DELIVER.change(claim.claimed[0].metadata)
     # The rows left the claimed state: the same call no longer applies, and writes nothing.
-    assert not await world.store.transition_bundle("p", ids, CLAIMED, lifecycle.RETIRE_INTENT)
-    assert not await world.store.transition_bundle("p", ids, CLAIMED, RESTORE_CLAIM)
+    assert not await world.store.transition_bundle(
+        "p", CLAIMED, lifecycle.RETIRE_INTENT, message_ids=ids
+    )
+    assert not await world.store.transition_bundle("p", CLAIMED, RESTORE_CLAIM, message_ids=ids)
     assert await world.store.get_message(row.id) == row
 
 
@@ -102,8 +108,126 @@ async def test_the_guarded_transition_call_refuses_an_expected_state_the_transit
     claim = await world.answer("p", "a")
     ids = [m.id for m in claim.claimed]
     with pytest.raises(lifecycle.TransitionNotAllowed):
-        await world.store.transition_bundle("p", ids, lifecycle.LIVE, RESTORE_CLAIM)
-    with pytest.raises(ValueError, match="does not settle a claim"):
-        await world.store.transition_bundle("p", ids, lifecycle.LIVE, lifecycle.CANCEL)
+        await world.store.transition_bundle("p", lifecycle.LIVE, RESTORE_CLAIM, message_ids=ids)
+    with pytest.raises(ValueError, match="not given ids"):
+        await world.store.transition_bundle("p", lifecycle.LIVE, lifecycle.CANCEL, message_ids=ids)
     [still] = (await world.store.find_bundle("p") or pytest.fail("bundle gone")).rows
     assert _lifecycle_part(still) == _lifecycle_part(claim.claimed[0])
+
+
+# What each generic call applies; every other transition of the table it refuses.
+ONE_BUNDLE = {
+    lifecycle.RESTORE_CLAIM,
+    lifecycle.DELIVER,
+    lifecycle.RETIRE_INTENT,
+    lifecycle.CANCEL,
+    lifecycle.CLAIM_RESEND,
+    lifecycle.RELEASE_RESEND,
+    lifecycle.FINISH_RESEND,
+}
+SESSION_BUNDLES = {lifecycle.DETACH, lifecycle.EXPIRE}
+EVERY_BUNDLE = {lifecycle.DETACH, lifecycle.RELEASE_RESEND}
+
+
+def _others(applied: set[lifecycle.Transition]) -> list[lifecycle.Transition]:
+    return [t for t in lifecycle.TRANSITIONS if t not in applied]
+
+
+def _a_source(transition: lifecycle.Transition) -> BundleState:
+    """A state the table lets `transition` leave (LIVE for one that creates the bundle)."""
+    return next((s for s in transition.sources if s is not None), lifecycle.LIVE)
+
+
+async def _asked(world: World) -> tuple[str, Message]:
+    session = await world.session()
+    await world.turn(session)
+    [asked] = await world.bundle(session, ("a",), pending_id="p")
+    return session.id, asked
+
+
+async def _unchanged(world: World, asked: Message) -> None:
+    assert await world.store.get_message(asked.id) == asked
+
+
+@pytest.mark.parametrize("transition", _others(ONE_BUNDLE), ids=str)
+async def test_the_bundle_call_refuses_a_transition_it_does_not_apply(
+    world: World, transition: lifecycle.Transition
+) -> None:
+    _, asked = await _asked(world)
+    with pytest.raises(ValueError, match=str(transition)):
+        await world.store.transition_bundle("p", _a_source(transition), transition)
+    await _unchanged(world, asked)
+
+
+@pytest.mark.parametrize(
+    ("expected", "transition"),
+    [
+        (lifecycle.TERMINAL, lifecycle.CANCEL),
+        (lifecycle.LIVE, lifecycle.CLAIM_RESEND),
+        (lifecycle.DETACHED, lifecycle.FINISH_RESEND),
+        (lifecycle.CLAIMED, lifecycle.CANCEL),
+    ],
+    ids=str,
+)
+async def test_the_bundle_call_refuses_a_transition_the_table_does_not_allow_from_expected(
+    world: World, expected: BundleState, transition: lifecycle.Transition
+) -> None:
+    _, asked = await _asked(world)
+    with pytest.raises(lifecycle.TransitionNotAllowed):
+        await world.store.transition_bundle("p", expected, transition)
+    await _unchanged(world, asked)
+
+
+async def test_the_bundle_call_does_not_apply_to_rows_that_left_the_expected_state(
+    world: World,
+) -> None:
+    await _asked(world)
+    claim = await world.answer("p", "a")
+    # The caller believed it live; the rows are claimed now: CANCEL's guard selects none.
+    assert await world.store.transition_bundle("p", lifecycle.LIVE, lifecycle.CANCEL) == ()
+    assert await world.store.get_message(claim.claimed[0].id) == claim.claimed[0]
+
+
+@pytest.mark.parametrize("transition", _others(SESSION_BUNDLES), ids=str)
+async def test_the_session_call_refuses_a_transition_it_does_not_apply(
+    world: World, transition: lifecycle.Transition
+) -> None:
+    session_id, asked = await _asked(world)
+    with pytest.raises(ValueError, match=str(transition)):
+        await world.store.transition_session_bundles(session_id, transition)
+    await _unchanged(world, asked)
+
+
+async def test_the_session_call_expires_a_whole_session_only(world: World) -> None:
+    session_id, asked = await _asked(world)
+    with pytest.raises(ValueError, match="not one bundle"):
+        await world.store.transition_session_bundles(session_id, lifecycle.EXPIRE, pending_id="p")
+    await _unchanged(world, asked)
+
+
+async def test_the_session_call_writes_its_transitions_change_once(world: World) -> None:
+    session_id, asked = await _asked(world)
+    [expired] = await world.store.transition_session_bundles(session_id, lifecycle.EXPIRE)
+    assert expired.metadata == lifecycle.EXPIRE.change(asked.metadata)
+    assert await world.store.transition_session_bundles(session_id, lifecycle.EXPIRE) == ()
+    assert await world.store.transition_session_bundles(session_id, lifecycle.DETACH) == ()
+
+
+@pytest.mark.parametrize("transition", _others(EVERY_BUNDLE), ids=str)
+async def test_the_startup_call_refuses_a_transition_it_does_not_apply(
+    world: World, transition: lifecycle.Transition
+) -> None:
+    _, asked = await _asked(world)
+    with pytest.raises(ValueError, match=str(transition)):
+        await world.store.transition_all_bundles(transition)
+    await _unchanged(world, asked)
+
+
+async def test_the_startup_call_writes_its_transitions_change_once(world: World) -> None:
+    session_id, asked = await _asked(world)
+    [bundle] = await world.store.transition_all_bundles(lifecycle.DETACH)
+    assert (bundle.session_id, bundle.pending_id, bundle.rows) == (session_id, "p", 1)
+    detached = await world.store.get_message(asked.id)
+    assert detached.metadata == lifecycle.DETACH.change(asked.metadata)
+    assert await world.store.transition_all_bundles(lifecycle.DETACH) == ()
+    assert await world.store.transition_all_bundles(lifecycle.RELEASE_RESEND) == ()

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from sqlalchemy import Connection, insert, inspect
 
+from clarion.domain import lifecycle
 from clarion.domain.emails import MailTarget
 from clarion.domain.errors import Conflict
 from clarion.domain.models import AuthorType, MessageType, SessionState
@@ -113,8 +114,10 @@ async def test_detaching_queues_one_delivery_per_bundle_once(world: World) -> No
     await world.turn(session)
     await world.bundle(session, ("a", "b"))
 
-    await world.store.detach_bundles(session.id)
-    await world.store.detach_bundles(session.id)  # nothing left to detach
+    await world.store.transition_session_bundles(session.id, lifecycle.DETACH)
+    await world.store.transition_session_bundles(
+        session.id, lifecycle.DETACH
+    )  # nothing left to detach
 
     [body] = await _bodies(world.store)
     assert body["event"] == "clarification.detached"
@@ -128,7 +131,7 @@ async def test_startup_detach_queues_a_delivery_per_bundle(world: World) -> None
         await world.turn(session)
         await world.bundle(session)
 
-    await world.store.detach_all_bundles()
+    await world.store.transition_all_bundles(lifecycle.DETACH)
 
     assert len(await _bodies(world.store)) == 2
 
@@ -145,7 +148,7 @@ async def test_startup_detach_queues_the_email_of_a_workspace_with_email_and_no_
     await world.turn(session)
     await world.bundle(session)
 
-    await world.store.detach_all_bundles()
+    await world.store.transition_all_bundles(lifecycle.DETACH)
 
     [delivery] = await world.store.list_webhook_deliveries()
     assert delivery.url == "email:test" and delivery.event == "clarification.detached"

@@ -12,6 +12,7 @@ import logging
 from clarion.clarification.waiters import LiveWaiters
 from clarion.domain.bundles import bundle_state, winning_response
 from clarion.domain.errors import NotActive, NotFound
+from clarion.domain.lifecycle import CANCEL, DETACH, EXPIRE, LIVE
 from clarion.domain.models import Message
 from clarion.ports import AnswerStore
 from clarion.projection.events import EventPublisher
@@ -45,7 +46,8 @@ class ClarificationCanceller:
 
     async def _detach(self, session_id: str, pending_id: str | None) -> tuple[Message, ...]:
         changed = await bounded(
-            self._store.detach_bundles(session_id, pending_id=pending_id), self._persist_s
+            self._store.transition_session_bundles(session_id, DETACH, pending_id=pending_id),
+            self._persist_s,
         )
         if changed:
             log.info(
@@ -69,7 +71,9 @@ class ClarificationCanceller:
     async def _expire(self, session_id: str) -> tuple[Message, ...]:
         for waiter in self._waiters.for_session(session_id):
             self._waiters.cancel(waiter.pending_id)
-        changed = await bounded(self._store.expire_bundles(session_id), self._persist_s)
+        changed = await bounded(
+            self._store.transition_session_bundles(session_id, EXPIRE), self._persist_s
+        )
         if changed:
             log.info(
                 "clarification expired", extra={"session_id": session_id, "rows": len(changed)}
@@ -86,7 +90,9 @@ class ClarificationCanceller:
         )
 
     async def _cancel(self, pending_id: str) -> tuple[Message, ...]:
-        changed = await bounded(self._store.cancel_bundle(pending_id), self._persist_s)
+        changed = await bounded(
+            self._store.transition_bundle(pending_id, LIVE, CANCEL), self._persist_s
+        )
         if not changed:
             bundle = await self._store.find_bundle(pending_id)
             if bundle is None:

@@ -34,12 +34,16 @@ class ClaimRestorer:
         bundle = claim.bundle
         ids = [row.id for row in claim.claimed]
         restored = await bounded(
-            self._store.transition_bundle(bundle.pending_id, ids, CLAIMED, RESTORE_CLAIM),
+            self._store.transition_bundle(
+                bundle.pending_id, CLAIMED, RESTORE_CLAIM, message_ids=ids
+            ),
             self._persist_s,
         )
         if not restored:
             await bounded(
-                self._store.transition_bundle(bundle.pending_id, ids, CLAIMED, RETIRE_INTENT),
+                self._store.transition_bundle(
+                    bundle.pending_id, CLAIMED, RETIRE_INTENT, message_ids=ids
+                ),
                 self._persist_s,
             )
         log.warning(

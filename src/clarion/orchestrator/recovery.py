@@ -18,10 +18,11 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from clarion.domain.lifecycle import DETACH, RELEASE_RESEND
 from clarion.domain.models import SessionState
 from clarion.domain.scope import EVERY_SESSION, SessionScope
 from clarion.orchestrator.permissions import SERVER_RESTARTED
-from clarion.ports import DetachedBundle, RecoveryStore
+from clarion.ports import ChangedBundle, RecoveryStore
 from clarion.ports.metrics import NO_METRICS, Metrics
 from clarion.projection.events import EventPublisher
 from clarion.projection.pending import PendingProjector
@@ -93,11 +94,11 @@ class StartupRecovery:
 
         # A resend in flight when the process stopped may or may not have reached the agent,
         # like the dispatch it repeated: those answers read ambiguous again.
-        released = await self._store.release_resends(scope=scope)
-        for pending_id in released:
+        released = await self._store.transition_all_bundles(RELEASE_RESEND, scope=scope)
+        for resend in released:
             log.info(
                 "startup: resend in flight released; ambiguous again",
-                extra={"pending_id": pending_id},
+                extra={"session_id": resend.session_id, "pending_id": resend.pending_id},
             )
 
         outbox = await self._store.list_outbox_turns(scope=scope)
@@ -114,7 +115,7 @@ class StartupRecovery:
         await self._store.clear_outboxes([turn.id for turn in outbox])
 
         # Set-based: one transaction for every orphaned bundle, one summary refresh per task.
-        bundles = await self._store.detach_all_bundles(scope=scope)
+        bundles = await self._store.transition_all_bundles(DETACH, scope=scope)
         for bundle in bundles:
             log.info(
                 "startup: bundle lost its waiter; detached",
@@ -178,7 +179,7 @@ class StartupRecovery:
         log.info("startup recovery finished", extra={"report": report, "sessions": sessions})
         return report
 
-    async def _refresh_summaries(self, changed: Sequence[DetachedBundle]) -> None:
+    async def _refresh_summaries(self, changed: Sequence[ChangedBundle]) -> None:
         """One summary refresh per affected task instead of a `session.message.updated` per
         row. Nothing can observe per-row events yet: until recovery is done the readiness
         gate refuses every WebSocket, and clients read afresh once they connect (events are

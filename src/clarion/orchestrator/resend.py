@@ -20,6 +20,13 @@ from clarion.domain.bundles import (
     winning_response,
 )
 from clarion.domain.errors import AcceptedButUnfinalized, NotActive, NotFound, RetryableFailure
+from clarion.domain.lifecycle import (
+    CLAIM_RESEND,
+    FINISH_RESEND,
+    RELEASE_RESEND,
+    TERMINAL,
+    resent_by,
+)
 from clarion.domain.models import Bundle, Delivery
 from clarion.domain.prompts import resume_prompt
 from clarion.orchestrator.admission import TurnAdmission
@@ -64,7 +71,9 @@ class AnswerResender:
         async with lane.admission:
             # A prompt still running gets the resend after it, as a detached answer would.
             await bounded(lane.idle.wait(), self._accept_s)
-            claimed = await bounded(self._store.claim_resend(pending_id), self._persist_s)
+            claimed = await bounded(
+                self._store.transition_bundle(pending_id, TERMINAL, CLAIM_RESEND), self._persist_s
+            )
             if not claimed:
                 raise _not_resendable(await self._store.find_bundle(pending_id) or bundle)
             log.info("resend claimed", extra=extra)
@@ -75,7 +84,10 @@ class AnswerResender:
                 )
             except Exception as exc:
                 log.exception("resend not accepted by the agent; released", extra=extra)
-                released = await bounded(self._store.release_resend(pending_id), self._persist_s)
+                released = await bounded(
+                    self._store.transition_bundle(pending_id, TERMINAL, RELEASE_RESEND),
+                    self._persist_s,
+                )
                 await self._publisher.messages("updated", released)
                 raise RetryableFailure(
                     "the agent did not accept the resent answer; it may be sent again",
@@ -84,7 +96,10 @@ class AnswerResender:
                 ) from exc
         try:
             finished = await bounded(
-                self._store.finish_resend(pending_id, turn.id), self._persist_s
+                self._store.transition_bundle(
+                    pending_id, TERMINAL, FINISH_RESEND, values=resent_by(turn.id)
+                ),
+                self._persist_s,
             )
         except Exception as exc:
             log.exception("resent answer accepted but not recorded", extra=extra)

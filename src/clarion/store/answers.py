@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -131,14 +131,27 @@ class SqlAnswers:
     async def transition_bundle(
         self,
         pending_id: str,
-        message_ids: Sequence[str],
         expected: BundleState,
         transition: Transition,
-    ) -> bool:
+        *,
+        message_ids: Sequence[str] | None = None,
+        values: Mapping[str, Any] | None = None,
+    ) -> tuple[Message, ...]:
         transition.check(expected)
-        if transition is RESTORE_CLAIM:
-            return await self._restore(pending_id, message_ids)
-        return await self._settle(pending_id, message_ids, transition, None) is not None
+        if transition in SETTLES_A_CLAIM or transition is RESTORE_CLAIM:
+            if message_ids is None:
+                raise ValueError(f"{transition} acts on a claim's rows: give their ids")
+            if transition is RESTORE_CLAIM:
+                return await self._restore(pending_id, message_ids)
+            written = await self._settle(pending_id, message_ids, transition, None)
+            return () if written is None else written.rows
+        if message_ids is not None:
+            raise ValueError(f"{transition} acts on the rows its guard selects, not given ids")
+        if transition is CANCEL:
+            return await self._cancel(pending_id)
+        if transition in resends.RESEND_TRANSITIONS:
+            return await resends.transition_resend(self._db, pending_id, transition, values)
+        raise ValueError(f"{transition} is not a transition of one bundle")
 
     async def confirm_delivery(
         self,
@@ -173,30 +186,39 @@ class SqlAnswers:
         log.info("clarification delivery confirmed", extra={"pending_id": pending_id})
         return Written(confirmed, session)
 
-    async def _restore(self, pending_id: str, message_ids: Sequence[str]) -> bool:
+    async def _restore(self, pending_id: str, message_ids: Sequence[str]) -> tuple[Message, ...]:
         """RESTORE_CLAIM on these rows, still claimed in a current turn; a fired expiry reopens."""
         wanted = set(message_ids)
         async with self._db.write() as conn:
             if not wanted:
-                return False
+                return ()
             session_id = await lock_bundle_session(self._db, conn, pending_id)
             if session_id is None:
-                return False
+                return ()
             rows = await run_rows(
                 conn,
                 RESTORABLE,
                 {"message_ids": sorted(wanted), "pending_id": pending_id, "session_id": session_id},
             )
             if len(rows) != len(wanted):
-                return False
-            await rewrite(conn, rows, RESTORE_CLAIM, now=self._clock.now())
+                return ()
+            restored = await rewrite(conn, rows, RESTORE_CLAIM, now=self._clock.now())
             await reopen_restored_expiry(conn, rows, self._clock.now())
         log.info("clarification claim restored", extra={"pending_id": pending_id})
-        return True
+        return restored
 
-    async def detach_bundles(
-        self, session_id: str, *, pending_id: str | None = None
+    async def transition_session_bundles(
+        self, session_id: str, transition: Transition, *, pending_id: str | None = None
     ) -> tuple[Message, ...]:
+        if transition is DETACH:
+            return await self._detach(session_id, pending_id)
+        if transition is EXPIRE:
+            if pending_id is not None:
+                raise ValueError(f"{transition} acts on a whole session's bundles, not one bundle")
+            return await self._expire(session_id)
+        raise ValueError(f"{transition} is not a transition of a session's bundles")
+
+    async def _detach(self, session_id: str, pending_id: str | None) -> tuple[Message, ...]:
         query, params = DETACHABLE, {"session_id": session_id}
         if pending_id is not None:
             query, params = DETACHABLE_BUNDLE, {**params, "pending_id": pending_id}
@@ -216,7 +238,7 @@ class SqlAnswers:
             )
         return changed
 
-    async def expire_bundles(self, session_id: str) -> tuple[Message, ...]:
+    async def _expire(self, session_id: str) -> tuple[Message, ...]:
         async with self._db.write() as conn:
             await self._db.lock_session(conn, session_id)
             rows = await run_rows(conn, PENDING_OF_SESSION, {"session_id": session_id})
@@ -225,7 +247,7 @@ class SqlAnswers:
             log.info("clarification bundles expired", extra={"session_id": session_id})
         return changed
 
-    async def cancel_bundle(self, pending_id: str) -> tuple[Message, ...]:
+    async def _cancel(self, pending_id: str) -> tuple[Message, ...]:
         # Only operationally pending rows: superseded history is never rewritten.
         async with self._db.write() as conn:
             session_id = await lock_bundle_session(self._db, conn, pending_id)
@@ -288,12 +310,3 @@ class SqlAnswers:
 
     async def rollback_successor(self, turn_id: str) -> bool:
         return await successor_turns.rollback_successor(self._db, turn_id)
-
-    async def claim_resend(self, pending_id: str) -> tuple[Message, ...]:
-        return await resends.claim_resend(self._db, pending_id)
-
-    async def release_resend(self, pending_id: str) -> tuple[Message, ...]:
-        return await resends.release_resend(self._db, pending_id)
-
-    async def finish_resend(self, pending_id: str, turn_id: str) -> tuple[Message, ...]:
-        return await resends.finish_resend(self._db, pending_id, turn_id)

@@ -6,14 +6,17 @@ Built and composed by `clarion.store.sql_store.SqlStore`; what it needs it is gi
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import select
 
 from clarion.domain.lifecycle import (
+    DETACH,
     MARK_UNREAD,
     RELEASE_RESEND,
+    Transition,
 )
 from clarion.domain.models import (
     Message,
@@ -25,11 +28,12 @@ from clarion.domain.models import (
 from clarion.domain.permissions import PermissionStatus, status_of
 from clarion.domain.scope import EVERY_SESSION, SessionScope
 from clarion.ports import (
+    ChangedBundle,
     Clock,
-    DetachedBundle,
     IntentRecovery,
     ReservationRecovery,
 )
+from clarion.store.answer_statements import pending_id_of
 from clarion.store.bundle_rows import (
     rewrite,
     select_rows,
@@ -80,7 +84,7 @@ class SqlRecovery:
     ) -> list[IntentRecovery]:
         return await intents.reconcile_intents(self._db, self._clock, scope=scope)
 
-    async def release_resends(self, *, scope: SessionScope = EVERY_SESSION) -> list[str]:
+    async def _release_resends(self, scope: SessionScope) -> tuple[ChangedBundle, ...]:
         async with self._db.write() as conn:
             rows = scope.pick(
                 await select_rows(conn, flag(messages.c.metadata, MetaKey.RESEND_PENDING)),
@@ -88,7 +92,11 @@ class SqlRecovery:
             )
             await self._db.lock_sessions(conn, [r.session_id for r in rows])
             released = await rewrite(conn, rows, RELEASE_RESEND)
-        return sorted({str(r.metadata.get(MetaKey.PENDING_ID, "")) for r in released})
+        by_bundle = Counter((r.session_id, pending_id_of(r), r.task_id) for r in released)
+        return tuple(
+            ChangedBundle(session_id=sid, task_id=tid, pending_id=pid, rows=n)
+            for (sid, pid, tid), n in sorted(by_bundle.items(), key=lambda kv: kv[0][1])
+        )
 
     async def mark_unread_live_answers(self, *, scope: SessionScope = EVERY_SESSION) -> list[str]:
         async with self._db.write() as conn:
@@ -136,10 +144,16 @@ class SqlRecovery:
     async def clear_outboxes(self, turn_ids: Sequence[str]) -> list[str]:
         return await start_events.clear_outboxes(self._db, self._clock, turn_ids)
 
-    async def detach_all_bundles(
-        self, *, scope: SessionScope = EVERY_SESSION
-    ) -> tuple[DetachedBundle, ...]:
-        return await orphans.detach_all_bundles(self._db, self._clock, self._outbox, scope=scope)
+    async def transition_all_bundles(
+        self, transition: Transition, *, scope: SessionScope = EVERY_SESSION
+    ) -> tuple[ChangedBundle, ...]:
+        if transition is DETACH:
+            return await orphans.detach_all_bundles(
+                self._db, self._clock, self._outbox, scope=scope
+            )
+        if transition is RELEASE_RESEND:
+            return await self._release_resends(scope)
+        raise ValueError(f"{transition} is not a startup transition of every bundle")
 
     async def complete_open_turns(
         self,

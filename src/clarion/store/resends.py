@@ -23,7 +23,6 @@ from clarion.domain.lifecycle import (
     FINISH_RESEND,
     RELEASE_RESEND,
     Transition,
-    resent_by,
 )
 from clarion.domain.models import Delivery, Message, MetaKey
 from clarion.store.bundle_rows import bundle_rows, lock_bundle_session, rewrite
@@ -73,50 +72,41 @@ def _ambiguous(row: Message) -> bool:
     return row.metadata.get(MetaKey.DELIVERY) == Delivery.AMBIGUOUS.value
 
 
-async def claim_resend(db: Db, pending_id: str) -> tuple[Message, ...]:
-    async with db.write() as conn:
-        session_id = await lock_bundle_session(db, conn, pending_id)
-        if session_id is None:
-            return ()
-        if (await read_session(conn, session_id)).state.is_terminal:
-            return ()
-        rows = [r for r in await bundle_rows(conn, pending_id) if _ambiguous(r)]
-        if not rows or any(is_set(r.metadata, MetaKey.RESEND_PENDING) for r in rows):
-            return ()
-        claimed = await rewrite(conn, rows, CLAIM_RESEND)
-    log.info("resend claimed", extra={"pending_id": pending_id, "session_id": session_id})
-    return claimed
+RESEND_TRANSITIONS = frozenset({CLAIM_RESEND, RELEASE_RESEND, FINISH_RESEND})
 
 
-async def release_resend(db: Db, pending_id: str) -> tuple[Message, ...]:
-    released = await _settle_resend(db, pending_id, RELEASE_RESEND)
-    log.info("resend released", extra={"pending_id": pending_id, "rows": len(released)})
-    return released
-
-
-async def finish_resend(db: Db, pending_id: str, turn_id: str) -> tuple[Message, ...]:
-    finished = await _settle_resend(db, pending_id, FINISH_RESEND, resent_by(turn_id))
-    log.info("resend delivered", extra={"pending_id": pending_id, "turn_id": turn_id})
-    return finished
-
-
-async def _settle_resend(
+async def transition_resend(
     db: Db,
     pending_id: str,
     transition: Transition,
     values: Mapping[str, Any] | None = None,
 ) -> tuple[Message, ...]:
-    """Apply `transition` to the bundle's rows whose resend is in flight, under the lock."""
+    """One of RESEND_TRANSITIONS on the bundle, under its session's lock: CLAIM_RESEND marks
+    its ambiguous rows while the session is live and no resend is in flight; the others act on
+    the rows in flight. The rows it changed; () when it did not apply."""
     async with db.write() as conn:
         session_id = await lock_bundle_session(db, conn, pending_id)
         if session_id is None:
             return ()
-        rows = [
-            r
-            for r in await bundle_rows(conn, pending_id)
-            if is_set(r.metadata, MetaKey.RESEND_PENDING)
-        ]
-        return await rewrite(conn, rows, transition, values=values)
+        if transition is CLAIM_RESEND:
+            if (await read_session(conn, session_id)).state.is_terminal:
+                return ()
+            rows = [r for r in await bundle_rows(conn, pending_id) if _ambiguous(r)]
+            if any(is_set(r.metadata, MetaKey.RESEND_PENDING) for r in rows):
+                return ()
+        else:
+            rows = [
+                r
+                for r in await bundle_rows(conn, pending_id)
+                if is_set(r.metadata, MetaKey.RESEND_PENDING)
+            ]
+        changed = await rewrite(conn, rows, transition, values=values)
+    if changed:
+        log.info(
+            "resend transition applied",
+            extra={"pending_id": pending_id, "transition": str(transition), "rows": len(changed)},
+        )
+    return changed
 
 
 async def remember_acp_session(db: Db, session_id: str, acp_session_id: str) -> bool:

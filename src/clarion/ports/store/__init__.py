@@ -19,9 +19,9 @@ from clarion.ports.store.lookups import Lookups
 from clarion.ports.store.permissions import PermissionStore
 from clarion.ports.store.reads import ReadStore
 from clarion.ports.store.records import (
+    ChangedBundle,
     ClaimResult,
     DeadlineRecord,
-    DetachedBundle,
     InboxEntry,
     IntentRecovery,
     MessagePage,
@@ -39,11 +39,11 @@ from clarion.ports.store.webhooks import WebhookStore
 __all__ = [
     "AccessStore",
     "AnswerStore",
+    "ChangedBundle",
     "ClaimResult",
     "Clock",
     "DeadlineRecord",
     "DeadlineStore",
-    "DetachedBundle",
     "InboxEntry",
     "IntentRecovery",
     "Lookups",

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Protocol
+from typing import Any, Protocol
 
 from clarion.domain.lifecycle import RETIRE_INTENT, Transition
 from clarion.domain.models import (
@@ -30,13 +30,11 @@ class AnswerStore(Lookups, Protocol):
     returns what it changed, so a guarded update that did not apply is an empty tuple, None or
     False, never an exception.
 
-    Each bundle write is the guarded call of named transitions of `domain.lifecycle` (its
-    guard selects exactly the rows in the states those transitions leave): `claim_response`
-    CLAIM, `transition_bundle` RESTORE_CLAIM, DELIVER or RETIRE_INTENT and `confirm_delivery`
-    DELIVER or RETIRE_INTENT (the caller names the transition), `detach_bundles` DETACH,
-    `expire_bundles` EXPIRE, `cancel_bundle` CANCEL, `publish_successor` DELIVER,
-    `claim_resend` CLAIM_RESEND, `release_resend` RELEASE_RESEND, `finish_resend`
-    FINISH_RESEND."""
+    Each bundle write applies named transitions of `domain.lifecycle` (its guard selects
+    exactly the rows in the states those transitions leave). The caller names the transition
+    in `transition_bundle` (one bundle), `transition_session_bundles` (a session's bundles)
+    and `confirm_delivery` (DELIVER or RETIRE_INTENT, with a session move); `claim_response`
+    applies CLAIM (or CLAIM_BY_POLICY) and `publish_successor` DELIVER."""
 
     async def session_with_current_turn(self, session_id: str) -> tuple[Session, str | None]:
         """The session (NotFound if missing) and its current turn id, from one read."""
@@ -69,16 +67,24 @@ class AnswerStore(Lookups, Protocol):
     async def transition_bundle(
         self,
         pending_id: str,
-        message_ids: Sequence[str],
         expected: BundleState,
         transition: Transition,
-    ) -> bool:
-        """The guarded call of a claim's transitions: apply `transition` (RESTORE_CLAIM,
-        DELIVER or RETIRE_INTENT) to exactly these rows of the bundle, only while every one is
-        still in `expected` (delivery_claimed: it carries the delivery intent) and, for
-        RESTORE_CLAIM, its turn is current and the session not ended. True when it applied;
-        False, nothing written, when any row had moved on. TransitionNotAllowed when the
-        table does not let `transition` leave `expected`; ValueError for another transition."""
+        *,
+        message_ids: Sequence[str] | None = None,
+        values: Mapping[str, Any] | None = None,
+    ) -> tuple[Message, ...]:
+        """The guarded call of one bundle's transitions: apply `transition` to the rows of
+        bundle `pending_id` its guard selects, the bundle being in `expected`. Returns the
+        rows it changed; () (nothing written) when it did not apply.
+
+        A claim's transitions (RESTORE_CLAIM, DELIVER, RETIRE_INTENT) take the claim's
+        `message_ids` and apply only while every one still carries the delivery intent and,
+        for RESTORE_CLAIM, its turn is current and the session not ended. CANCEL acts on the
+        bundle's pending rows in its session's current turn. CLAIM_RESEND marks its ambiguous
+        rows while the session is live and no resend is in flight; RELEASE_RESEND and
+        FINISH_RESEND (`values`: `lifecycle.resent_by(turn_id)`) act on the rows in flight.
+        TransitionNotAllowed when the table does not let `transition` leave `expected`;
+        ValueError for a transition this call does not apply."""
         ...
 
     async def confirm_delivery(
@@ -97,20 +103,14 @@ class AnswerStore(Lookups, Protocol):
         commit."""
         ...
 
-    async def detach_bundles(
-        self, session_id: str, *, pending_id: str | None = None
+    async def transition_session_bundles(
+        self, session_id: str, transition: Transition, *, pending_id: str | None = None
     ) -> tuple[Message, ...]:
-        """Mark current-turn pending, not-yet-detached rows `agent_disconnected`. Returns only
-        the rows it changed, so a repeat returns ()."""
-        ...
-
-    async def expire_bundles(self, session_id: str) -> tuple[Message, ...]:
-        """Current-turn pending rows -> status expired (+ agent_disconnected). Changed rows only.
-        Applies whatever the session's state, since it runs as the session terminates."""
-        ...
-
-    async def cancel_bundle(self, pending_id: str) -> tuple[Message, ...]:
-        """Pending rows of the bundle -> cancelled. Changed rows only."""
+        """The guarded call of the transitions that act on a session's bundles at once: apply
+        `transition` to every current-turn row of the session in a state it leaves (DETACH:
+        pending, not yet detached, optionally only bundle `pending_id`; EXPIRE: pending,
+        whatever the session's state, since it runs as the session terminates). Returns the
+        rows it changed, so a repeat returns (). ValueError for another transition."""
         ...
 
     async def reserve_successor(
@@ -144,20 +144,4 @@ class AnswerStore(Lookups, Protocol):
 
     async def rollback_successor(self, turn_id: str) -> bool:
         """Delete the reservation if no message references it. True if deleted."""
-        ...
-
-    async def claim_resend(self, pending_id: str) -> tuple[Message, ...]:
-        """Mark the bundle's `delivery: "ambiguous"` rows `resend_pending`; () (nothing
-        written) when none is ambiguous, a resend is already in flight, or the session
-        ended. Returns the claimed rows."""
-        ...
-
-    async def release_resend(self, pending_id: str) -> tuple[Message, ...]:
-        """A resend the agent did not accept: drop `resend_pending`, so the rows read
-        ambiguous again. Returns the rows it changed."""
-        ...
-
-    async def finish_resend(self, pending_id: str, turn_id: str) -> tuple[Message, ...]:
-        """The agent accepted the resend started in `turn_id`: the rows in flight record
-        `delivery: "delivered"` and `resent_turn_id`. Returns the rows it changed."""
         ...

@@ -118,8 +118,8 @@ class ClaimResult:
 
 
 @dataclass(frozen=True, slots=True)
-class DetachedBundle:
-    """One bundle startup recovery detached: whose it is and how many of its rows changed."""
+class ChangedBundle:
+    """One bundle a startup transition changed: whose it is and how many of its rows."""
 
     session_id: str
     task_id: str

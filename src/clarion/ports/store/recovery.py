@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
+from clarion.domain.lifecycle import Transition
 from clarion.domain.models import (
     Message,
     Session,
@@ -18,7 +19,7 @@ from clarion.domain.models import (
 from clarion.domain.scope import SessionScope
 from clarion.ports.store.lookups import Lookups
 from clarion.ports.store.records import (
-    DetachedBundle,
+    ChangedBundle,
     IntentRecovery,
     ReservationRecovery,
 )
@@ -29,8 +30,9 @@ class RecoveryStore(Lookups, Protocol):
 
     The bundle steps apply transitions of `domain.lifecycle`: `reconcile_reservations`
     DELIVER or DISPATCH_UNKNOWN on kept reservations' rows, RESTORE_CLAIM or RETIRE_INTENT on
-    deleted ones'; `reconcile_intents` RESTORE_CLAIM or RETIRE_INTENT; `release_resends`
-    RELEASE_RESEND; `mark_unread_live_answers` MARK_UNREAD; `detach_all_bundles` DETACH."""
+    deleted ones'; `reconcile_intents` RESTORE_CLAIM or RETIRE_INTENT;
+    `mark_unread_live_answers` MARK_UNREAD; `transition_all_bundles` the transition the caller
+    names (DETACH, RELEASE_RESEND)."""
 
     async def reconcile_reservations(
         self, *, scope: SessionScope = ...
@@ -46,11 +48,6 @@ class RecoveryStore(Lookups, Protocol):
         """Startup, one transaction: every delivery intent no reservation owns is restored to
         pending while its turn is current and the session live, else retired as terminal history.
         """
-        ...
-
-    async def release_resends(self, *, scope: SessionScope = ...) -> list[str]:
-        """Startup: every resend a stopped process left in flight reads ambiguous again.
-        Returns the pending ids released."""
         ...
 
     async def mark_unread_live_answers(self, *, scope: SessionScope = ...) -> list[str]:
@@ -74,11 +71,16 @@ class RecoveryStore(Lookups, Protocol):
         """Drop the outbox marker of these turns, in one transaction; the ids it cleared."""
         ...
 
-    async def detach_all_bundles(self, *, scope: SessionScope = ...) -> tuple[DetachedBundle, ...]:
-        """`detach_bundles` for every current-turn pending bundle not yet detached, in one
-        transaction. Returns the bundles it changed, by (session_id, pending_id), so a repeat
-        returns (). Only their keys: startup never needs the rows themselves, and reading
-        thousands of them back would cost more than marking them."""
+    async def transition_all_bundles(
+        self, transition: Transition, *, scope: SessionScope = ...
+    ) -> tuple[ChangedBundle, ...]:
+        """Startup's guarded call of a transition on every bundle in the scope in a state it
+        leaves, in one transaction: DETACH every current-turn pending bundle of a live session
+        not yet detached (no waiter survives a stop); RELEASE_RESEND every resend a stopped
+        process left in flight (it reads ambiguous again). Returns the bundles it changed, by
+        (session_id, pending_id), so a repeat returns (); only their keys: startup never needs
+        the rows themselves, and reading thousands of them back would cost more than marking
+        them. ValueError for another transition."""
         ...
 
     async def complete_open_turns(

@@ -14,7 +14,7 @@ from sqlalchemy import bindparam, not_, tuple_, update
 from clarion.domain.lifecycle import DETACH
 from clarion.domain.scope import EVERY_SESSION, SessionScope
 from clarion.domain.webhooks import CLARIFICATION_DETACHED, WebhookFact, questions_of_rows
-from clarion.ports import Clock, DetachedBundle
+from clarion.ports import ChangedBundle, Clock
 from clarion.store.bundle_rows import bundle_rows
 from clarion.store.db.engine import Db
 from clarion.store.db.portable_sql import UtcDateTime, flag, with_flag
@@ -69,7 +69,7 @@ def _detached_fact(
 
 async def detach_all_bundles(
     db: Db, clock: Clock, outbox: OutboxWriter, *, scope: SessionScope = EVERY_SESSION
-) -> tuple[DetachedBundle, ...]:
+) -> tuple[ChangedBundle, ...]:
     now = clock.now()
     async with db.write() as conn:
         await db.lock_key(conn, STARTUP_LOCK)
@@ -106,6 +106,6 @@ async def detach_all_bundles(
             extra={"rows": rows, "pending_ids": len(bundles)},
         )
     return tuple(
-        DetachedBundle(session_id=sid, task_id=tid, pending_id=pid, rows=n)
+        ChangedBundle(session_id=sid, task_id=tid, pending_id=pid, rows=n)
         for (sid, pid, tid), n in sorted(bundles.items())
     )
