@@ -11,7 +11,6 @@ from clarion.domain.answers import (
     MAX_TEXT,
     response_from_wire,
     response_wire,
-    row_claim_metadata,
     tool_result_text,
     validate_response,
 )
@@ -346,27 +345,3 @@ def test_tool_result_keeps_non_ascii_text_readable() -> None:
         pending_id="p1", answers=(Answer("q", (), "日本語"),), rejected=False
     )
     assert "日本語" in tool_result_text(response)
-
-
-# ----------------------------------------------------------------- claim metadata
-
-
-def test_claim_metadata_of_an_answer_stores_that_questions_answer_and_the_intent() -> None:
-    assert row_claim_metadata(ANSWERED, "q2") == {
-        "status": "answered",
-        "response": {"question_id": "q2", "selected_options": [], "custom_text": "free text"},
-        "response_delivery_pending": True,
-    }
-
-
-def test_claim_metadata_of_an_answer_without_an_entry_stores_an_empty_answer() -> None:
-    meta = row_claim_metadata(ANSWERED, "q9")
-    assert meta["response"] == {"question_id": "q9", "selected_options": [], "custom_text": ""}
-
-
-def test_claim_metadata_of_a_rejection_stores_the_reason_and_no_response() -> None:
-    assert row_claim_metadata(REJECTED, "q1") == {
-        "status": "rejected",
-        "reject_reason": "User skipped",
-        "response_delivery_pending": True,
-    }

@@ -1,11 +1,10 @@
 """The bundle's transition table (domain/lifecycle.py): every transition that writes moves a
-bundle from each state it leaves to a state it declares, no other state lets it go, the state
-table of docs/lifecycle.md is derived from it, and no code outside the domain and the store
-writes a lifecycle metadata key."""
+bundle from each state it leaves to a state it declares, no other state lets it go, and the state
+table of docs/lifecycle.md is derived from it (who may write the keys:
+test_lifecycle_confinement.py)."""
 
 from __future__ import annotations
 
-import ast
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,8 +13,8 @@ from typing import Any
 import pytest
 
 from clarion.domain import lifecycle
-from clarion.domain.bundles import bundle_state, claim_values
-from clarion.domain.lifecycle import TRANSITIONS, Transition, TransitionNotAllowed
+from clarion.domain.bundles import bundle_state
+from clarion.domain.lifecycle import TRANSITIONS, Transition, TransitionNotAllowed, claim_values
 from clarion.domain.models import (
     BundleState,
     ClarificationResponse,
@@ -193,71 +192,3 @@ def test_no_transition_leaves_a_terminal_or_superseded_bundle_for_an_active_stat
     for transition in TRANSITIONS:
         if transition.sources & settled:
             assert transition.targets <= settled, transition.name
-
-
-# ------------------------------------------------------------- who writes the keys
-
-
-def _meta_key(node: ast.AST) -> str | None:
-    """X when `node` is `MetaKey.X`."""
-    if (
-        isinstance(node, ast.Attribute)
-        and isinstance(node.value, ast.Name)
-        and node.value.id == "MetaKey"
-    ):
-        return node.attr
-    return None
-
-
-def _tree(path: Path) -> ast.AST:
-    return ast.parse(path.read_text(), filename=str(path))
-
-
-def _meta_key_uses(path: Path) -> Iterator[tuple[int, str]]:
-    for node in ast.walk(_tree(path)):
-        if (attr := _meta_key(node)) is not None:
-            yield getattr(node, "lineno", 0), attr
-
-
-def test_no_module_outside_the_domain_and_the_store_names_a_metadata_key() -> None:
-    outside = [
-        f"{path.relative_to(SRC)}:{line} MetaKey.{attr}"
-        for path in sorted(SRC.rglob("*.py"))
-        if path.relative_to(SRC).parts[0] not in {"domain", "store"}
-        for line, attr in _meta_key_uses(path)
-    ]
-    assert outside == []
-
-
-def _lifecycle_attrs() -> set[str]:
-    return {
-        name
-        for name, value in vars(MetaKey).items()
-        if isinstance(value, str) and value in lifecycle.LIFECYCLE_KEYS
-    }
-
-
-def _written_keys(path: Path) -> Iterator[tuple[int, str]]:
-    """`MetaKey.X` as a dict literal's key or an assignment's subscript: a direct write."""
-    for node in ast.walk(_tree(path)):
-        targets: list[ast.expr] = []
-        if isinstance(node, ast.Dict):
-            targets = [k for k in node.keys if k is not None]
-        elif isinstance(node, ast.Assign | ast.AugAssign | ast.Delete):
-            found = node.targets if isinstance(node, ast.Assign | ast.Delete) else [node.target]
-            targets = [t.slice for t in found if isinstance(t, ast.Subscript)]
-        for key in targets:
-            if (attr := _meta_key(key)) is not None:
-                yield key.lineno, attr
-
-
-def test_the_store_writes_lifecycle_keys_only_through_the_transition_table() -> None:
-    lifecycle_attrs = _lifecycle_attrs()
-    direct = [
-        f"{path.relative_to(SRC)}:{line} MetaKey.{attr}"
-        for path in sorted(SRC.rglob("*.py"))
-        if path.relative_to(SRC).parts[0] != "domain"
-        for line, attr in _written_keys(path)
-        if attr in lifecycle_attrs
-    ]
-    assert direct == []

@@ -87,7 +87,7 @@ def test_delivery_reads_ambiguous_until_a_resend_settles_it() -> None:
 
 
 def test_a_claim_writes_each_rows_own_answer_or_the_rejection() -> None:
-    from clarion.domain.bundles import claim_values
+    from clarion.domain.lifecycle import claim_values
     from clarion.domain.models import Answer, ClarificationResponse
 
     answered = ClarificationResponse(

@@ -23,8 +23,6 @@ from clarion.domain.errors import InvalidInput
 from clarion.domain.models import (
     Answer,
     ClarificationResponse,
-    ClarificationStatus,
-    MetaKey,
     Question,
 )
 
@@ -195,20 +193,3 @@ def tool_result_text(response: ClarificationResponse) -> str:
             for a in response.answers
         }
     return json.dumps(body, ensure_ascii=False)
-
-
-def row_claim_metadata(response: ClarificationResponse, question_id: str) -> dict[str, Any]:
-    """The metadata keys a claim writes on the row of `question_id`: the provisional terminal
-    status, the row's answer (answered) or the reason (rejected), and the delivery intent."""
-    patch: dict[str, Any] = {MetaKey.RESPONSE_DELIVERY_PENDING: True}
-    if response.rejected:
-        patch[MetaKey.STATUS] = ClarificationStatus.REJECTED.value
-        patch[MetaKey.REJECT_REASON] = response.reject_reason
-        return patch
-    patch[MetaKey.STATUS] = ClarificationStatus.ANSWERED.value
-    answer = next(
-        (a for a in response.answers if a.question_id == question_id),
-        Answer(question_id=question_id),
-    )
-    patch[MetaKey.RESPONSE] = answer_wire(answer)
-    return patch

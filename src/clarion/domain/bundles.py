@@ -210,30 +210,6 @@ def lost_to_cancellation(bundle: Bundle) -> bool:
     }
 
 
-def claim_values(message: Message, response: ClarificationResponse) -> dict[str, Any]:
-    """What a claim writes on one row: the provisional status and this row's part of the
-    response (its question's answer, or the rejection reason). The delivery intent is the
-    store's to add, in the same write."""
-    if response.rejected:
-        return {
-            MetaKey.STATUS: ClarificationStatus.REJECTED.value,
-            MetaKey.REJECT_REASON: response.reject_reason,
-        }
-    question_id = question_of(message).id
-    answer = next(
-        (a for a in response.answers if a.question_id == question_id),
-        Answer(question_id=question_id),
-    )
-    return {
-        MetaKey.STATUS: ClarificationStatus.ANSWERED.value,
-        MetaKey.RESPONSE: {
-            "question_id": question_id,
-            "selected_options": list(answer.selected_options),
-            "custom_text": answer.custom_text,
-        },
-    }
-
-
 # --------------------------------------------------------------------------- winner
 
 

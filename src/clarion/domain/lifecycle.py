@@ -23,7 +23,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from clarion.domain.models import BundleState, ClarificationStatus, Delivery, MetaKey
+from clarion.domain.bundles import question_of
+from clarion.domain.models import (
+    Answer,
+    BundleState,
+    ClarificationResponse,
+    ClarificationStatus,
+    Delivery,
+    Message,
+    MetaKey,
+)
 from clarion.domain.waiting import ANSWERED_BY_POLICY
 
 LIVE = BundleState.ACTIVE_LIVE
@@ -245,3 +254,26 @@ def into(state: BundleState) -> tuple[Transition, ...]:
 def resent_by(turn_id: str) -> dict[str, Any]:
     """What FINISH_RESEND fills in: the turn the resend started."""
     return {MetaKey.RESENT_TURN_ID: turn_id}
+
+
+def claim_values(message: Message, response: ClarificationResponse) -> dict[str, Any]:
+    """What CLAIM (or CLAIM_BY_POLICY) fills in on one row: the provisional status and this
+    row's part of the response (its question's answer, or the rejection reason)."""
+    if response.rejected:
+        return {
+            MetaKey.STATUS: ClarificationStatus.REJECTED.value,
+            MetaKey.REJECT_REASON: response.reject_reason,
+        }
+    question_id = question_of(message).id
+    answer = next(
+        (a for a in response.answers if a.question_id == question_id),
+        Answer(question_id=question_id),
+    )
+    return {
+        MetaKey.STATUS: ClarificationStatus.ANSWERED.value,
+        MetaKey.RESPONSE: {
+            "question_id": question_id,
+            "selected_options": list(answer.selected_options),
+            "custom_text": answer.custom_text,
+        },
+    }

@@ -14,13 +14,13 @@ from datetime import datetime
 from sqlalchemy import bindparam, not_, select
 from sqlalchemy.sql.elements import BindParameter
 
-from clarion.domain.bundles import claim_values
 from clarion.domain.errors import InvalidInput, NotFound
 from clarion.domain.lifecycle import (
     CLAIM,
     CLAIM_BY_POLICY,
     DELIVER,
     RETIRE_INTENT,
+    claim_values,
 )
 from clarion.domain.models import (
     Bundle,
