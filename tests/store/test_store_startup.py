@@ -15,7 +15,7 @@ from clarion.store.pending_actions import PERMISSIONS_IN_TURNS
 from .conftest import World
 
 
-async def test_detach_all_bundles_changes_exactly_the_listed_bundles_once(world: World) -> None:
+async def test_startup_detach_changes_exactly_the_listed_bundles_once(world: World) -> None:
     first = await world.session()
     second = await world.session()
     old = await world.turn(first)
