@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from clarion.domain.flags import flag
-from clarion.domain.models import MessageType, MetaKey
+from clarion.domain.bundles import policy_question_id
+from clarion.domain.models import MessageType
 from clarion.orchestrator.access import AccessControl, Caller
 from clarion.ports import Event
 
@@ -42,9 +42,7 @@ async def escalated_view(
         return None
     metadata = payload.get("metadata")
     # Only a question asked under a waiting policy can be escalated: others cost no read.
-    if not isinstance(metadata, dict) or not flag(metadata, MetaKey.WAITING):
-        return None
-    pending_id = metadata.get(MetaKey.PENDING_ID)
-    if not isinstance(pending_id, str) or not await access.escalated_to(caller, pending_id):
+    pending_id = policy_question_id(metadata) if isinstance(metadata, dict) else None
+    if pending_id is None or not await access.escalated_to(caller, pending_id):
         return None
     return {key: value for key, value in payload.items() if key not in SESSION_FIELDS}

@@ -286,3 +286,12 @@ def answered_by(bundle: Bundle) -> str | None:
 def asked_under_policy(bundle: Bundle) -> bool:
     """Asked under a waiting policy that can fire: its deadlines are stored beside it."""
     return any(flag(row.metadata, MetaKey.WAITING) for row in bundle.rows)
+
+
+def policy_question_id(metadata: Mapping[str, Any]) -> str | None:
+    """The pending id of a row's metadata when the row belongs to a question asked under a
+    waiting policy (the only kind a policy can escalate); None otherwise."""
+    pending_id = metadata.get(MetaKey.PENDING_ID)
+    if not flag(metadata, MetaKey.WAITING) or not isinstance(pending_id, str):
+        return None
+    return pending_id
