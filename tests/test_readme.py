@@ -27,7 +27,7 @@ from tests.e2e.harness import TLS, free_port, wait_until
 pytestmark = pytest.mark.e2e
 
 ROOT = Path(__file__).resolve().parents[1]
-INNER_PYTEST_ARGS = "tests/test_config.py -q -p no:cacheprovider"
+INNER_PYTEST_ARGS = "tests/config/test_config.py -q -p no:cacheprovider"
 
 
 def quick_start_commands(readme: str) -> list[str]:
