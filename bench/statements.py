@@ -24,7 +24,7 @@ database and counts two cycles, each from the start of the cycle until the serve
 
 Each is counted twice: in a workspace with no waiting policy, and in one whose policy reminds,
 escalates and expires (`POLICY`, deadlines hours away, so none fires during the cycle): the
-difference is what a policy costs a question (its deadline row, its announcement) exactly.
+difference is what a policy costs a question exactly.
 """
 
 from __future__ import annotations

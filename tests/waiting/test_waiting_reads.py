@@ -97,3 +97,27 @@ async def test_websocket_clients_learn_the_deadlines_and_each_change(store_url: 
             within=30,
         )
         assert expired.payload["remind_at"] is None
+
+
+async def test_the_asked_announcement_shows_what_the_bundle_read_shows(store_url: str) -> None:
+    # The announcement is built from the rows the asking transaction wrote, the read from the
+    # database: each field the person sees must come out the same.
+    clock = ShiftedClock()
+    async with waiting_lifecycle(store_url, FULL, clock) as life:
+        _, session_id = await life.start_session()
+        call, pending_id = await life.ask(session_id)
+        asked = await life.wait_for_event(
+            "clarification.waiting.updated",
+            lambda e: e.payload.get("pending_id") == pending_id,
+            within=30,
+        )
+        read = await life.app.services.reads.bundle(pending_id)
+        fields = ("waiting_since", "remind_at", "escalated_to", "expires_at", "on_expiry")
+        assert {k: asked.payload[k] for k in fields} == {k: read[k] for k in fields}
+        assert asked.payload["remind_at"] and asked.payload["expires_at"]
+        assert asked.payload["answered_by"] is None and read["answered_by"] is None
+        assert asked.payload["task_id"] == read["task_id"]
+        assert asked.payload["session_id"] == session_id
+
+        await life.app.services.resolver.respond(pending_id, answer_db())
+        await asyncio.wait_for(call, 30)

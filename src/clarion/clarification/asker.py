@@ -23,11 +23,11 @@ from clarion.domain.answers import tool_result_text
 from clarion.domain.bundles import questions_of_rows
 from clarion.domain.errors import NotFound, QuestionDetached
 from clarion.domain.ids import new_id
-from clarion.domain.models import AuthorType, MessageType, SessionState
+from clarion.domain.models import AuthorType, Bundle, MessageType, SessionState
 from clarion.domain.prompts import DETACHED_TOOL_ERROR
 from clarion.domain.questions import bundle_row_metadata, parse_ask
 from clarion.domain.waiting import deadlines_for, expiry_notice, parse_expires_in
-from clarion.ports import AnswerStore, Clock, NewMessage
+from clarion.ports import AnswerStore, Clock, DeadlineRecord, NewMessage
 from clarion.ports.tracing import NO_TRACER, Span, Tracer
 from clarion.projection.events import EventPublisher
 
@@ -42,7 +42,7 @@ class AskLimits:
     keepalive_s: float
 
 
-def _no_wake(pending_id: str) -> None:
+def _no_wake(bundle: Bundle | None, deadline: DeadlineRecord) -> None:
     return None
 
 
@@ -57,14 +57,15 @@ class Asker:
         clock: Clock,
         confirmation: LiveConfirmation,
         policies: WaitingPolicies | None = None,
-        deadline_written: Callable[[str], None] = _no_wake,
+        deadline_written: Callable[[Bundle | None, DeadlineRecord], None] = _no_wake,
         tracer: Tracer = NO_TRACER,
     ) -> None:
         self._tracer = tracer
         self._clock = clock
         self._confirmation = confirmation
         self._policies = policies or WaitingPolicies()
-        # Wakes the deadline scheduler once a question's deadlines are committed.
+        # Hands the deadline scheduler a question's committed deadline row, and the bundle as
+        # written (None when the session ended meanwhile), to arm and announce unread.
         self._deadline_written = deadline_written
         self._store = store
         self._waiters = waiters
@@ -136,8 +137,13 @@ class Asker:
                 session_state=SessionState.WAITING_FOR_INPUT,
                 deadlines=deadlines,
             )
-            if deadlines is not None:
-                self._deadline_written(pending_id)
+            if written.deadline is not None:
+                bundle = (
+                    Bundle(pending_id, written.session, written.rows, turn_id)
+                    if written.session is not None
+                    else None
+                )
+                self._deadline_written(bundle, written.deadline)
             waiter.questions = questions_of_rows(written.rows)
             log.info(
                 "clarification asked",

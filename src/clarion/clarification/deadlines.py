@@ -1,5 +1,6 @@
 """The deadline scheduler: one supervised loop that sleeps until the next deadline of this
-server's questions falls due (on the injected clock), and is woken when a new one is written.
+server's questions falls due (on the injected clock). A question asked under a policy is handed
+over as its transaction wrote it: announced and armed in memory, with no read.
 
 Due deadlines come from the database, so one that fell due while the server was down fires
 after the restart, and in a cluster each replica fires those of the sessions it owns (an
@@ -19,7 +20,7 @@ from clarion.clarification.resolver import Resolver
 from clarion.clarification.waiters import LiveWaiters
 from clarion.domain.bundles import bundle_state, questions_of
 from clarion.domain.errors import NotActive, NotFound, RetryableFailure
-from clarion.domain.models import BundleState
+from clarion.domain.models import Bundle, BundleState
 from clarion.domain.questions import question_wire
 from clarion.domain.waiting import expiry_body, next_reminder
 from clarion.ports import AnswerStore, Clock, DeadlineRecord, DeadlineStore
@@ -31,6 +32,11 @@ log = logging.getLogger(__name__)
 # whose expiry's answer was not delivered (it is pending again).
 RETRY = timedelta(seconds=5)
 _ACTIVE = (BundleState.ACTIVE_LIVE, BundleState.ACTIVE_DETACHED)
+
+
+def earliest(*times: datetime | None) -> datetime | None:
+    known = [t for t in times if t is not None]
+    return min(known) if known else None
 
 
 class DeadlineScheduler:
@@ -45,8 +51,11 @@ class DeadlineScheduler:
         publisher: EventPublisher,
     ) -> None:
         self._publisher = publisher
-        # Questions asked under a policy since the last pass, to announce (off the asker's way).
-        self._asked: set[str] = set()
+        # Questions asked under a policy since the last pass, as their asking transaction wrote
+        # them: announced and armed from these, never read back.
+        self._asked: list[tuple[Bundle | None, DeadlineRecord]] = []
+        # Set when the database must be looked at again (sessions adopted), not only armed.
+        self._look = True
         self._deadlines = deadlines
         self._answers = answers
         self._resolver = resolver
@@ -56,32 +65,48 @@ class DeadlineScheduler:
 
     def wake(self) -> None:
         """Sessions were adopted: look for the next deadline again."""
+        self._look = True
         self._wake.set()
 
-    def asked(self, pending_id: str) -> None:
-        """A question's deadlines were written: announce them, and wait for them too."""
-        self._asked.add(pending_id)
+    def asked(self, bundle: Bundle | None, deadline: DeadlineRecord) -> None:
+        """A question's deadline row was committed: announce it (`bundle`: the question as
+        written, None when its session ended meanwhile), and wait for it too."""
+        self._asked.append((bundle, deadline))
         self._wake.set()
 
     async def run(self, owner: str | None) -> None:
-        """Until cancelled. `owner`: this replica's id in a cluster, None for a single server."""
+        """Until cancelled. `owner`: this replica's id in a cluster, None for a single server.
+
+        The database is looked at when the armed time comes, when sessions are adopted, and
+        after a failed pass; a question asked meanwhile only arms an earlier time, if its row
+        is due before the armed one. That is sound because nothing else moves a deadline of
+        this server's earlier: the scheduler's writes (and the restore of an expiry's answer
+        not delivered, inside its respond call) precede its look, and each new row is handed
+        over after its commit, so the armed time is never later than a deadline due."""
         log.info("deadline scheduler running", extra={"replica": owner})
+        armed: datetime | None = None
         while True:
             self._wake.clear()
+            asked, self._asked = self._asked, []
+            look, self._look = self._look, False
+            await self._announce_asked(asked)
             try:
-                await self._announce_asked()
-                await self.fire_due(owner)
-                due = await self._deadlines.next_deadline_due(owner)
+                if look:
+                    await self.fire_due(owner)
+                    armed = await self._deadlines.next_deadline_due(owner)
+                armed = earliest(armed, *(deadline.next_due_at for _, deadline in asked))
             except Exception:
                 log.exception("deadline scheduler pass failed; trying again later")
-                due = self._clock.now() + RETRY
-            if due is None:
+                self._look = True
+                armed = self._clock.now() + RETRY
+            if armed is None:
                 await self._wake.wait()
                 continue
-            delay = (due - self._clock.now()).total_seconds()
-            if delay <= 0:
-                continue  # due already: more than one pass takes, or it fell due meanwhile
-            await self._sleep_or_wake(delay)
+            delay = (armed - self._clock.now()).total_seconds()
+            # Due already (more than one pass takes, or it fell due meanwhile), or due once
+            # the sleep ends: look then.
+            if delay <= 0 or await self._sleep_or_wake(delay):
+                self._look = True
 
     async def fire_due(self, owner: str | None) -> int:
         """Fire every deadline due now; returns how many questions it looked at."""
@@ -96,10 +121,10 @@ class DeadlineScheduler:
                 await self._deadlines.postpone_deadlines(record.pending_id, now + RETRY)
         return len(due)
 
-    async def _announce_asked(self) -> None:
-        asked, self._asked = self._asked, set()
-        for pending_id in sorted(asked):
-            await self._announce(pending_id)
+    async def _announce_asked(self, asked: list[tuple[Bundle | None, DeadlineRecord]]) -> None:
+        for bundle, deadline in asked:
+            if bundle is not None:
+                await self._announce_written(bundle, deadline)
 
     async def _announce(self, pending_id: str) -> None:
         """Clients learn what the question now shows (its deadlines, escalation, answer)."""
@@ -112,7 +137,14 @@ class DeadlineScheduler:
         except Exception:
             log.exception("waiting update not announced", extra={"pending_id": pending_id})
 
-    async def _sleep_or_wake(self, seconds: float) -> None:
+    async def _announce_written(self, bundle: Bundle, deadline: DeadlineRecord) -> None:
+        try:
+            await self._publisher.waiting(bundle, deadline)
+        except Exception:
+            log.exception("waiting update not announced", extra={"pending_id": bundle.pending_id})
+
+    async def _sleep_or_wake(self, seconds: float) -> bool:
+        """True when the time ran out, False when woken first."""
         # The wake-up time is fixed now: time that passes before the sleep starts counts.
         until = self._clock.monotonic() + seconds
 
@@ -126,6 +158,7 @@ class DeadlineScheduler:
         finally:
             sleep.cancel()
             woken.cancel()
+        return sleep.done() and not sleep.cancelled()
 
     async def _fire(self, record: DeadlineRecord, now: datetime) -> bool:
         """Fire what is due; True when something the question shows changed."""

@@ -101,8 +101,11 @@ class SqlAnswers:
                 for row in rows
             ]
             session = await move_with(conn, session_id, session_state, self._clock.now())
-            if deadlines is not None:
+            deadline = (
                 await insert_deadlines(conn, pending_id, session_id, task_id, deadlines)
+                if deadlines is not None
+                else None
+            )
             await self._outbox.enqueue(
                 conn,
                 CLARIFICATION_REQUESTED,
@@ -121,7 +124,7 @@ class SqlAnswers:
             "clarification bundle created",
             extra={"session_id": session_id, "turn_id": target, "pending_id": pending_id},
         )
-        return Written(tuple(created), session)
+        return Written(tuple(created), session, deadline)
 
     async def claim_response(
         self, response: ClarificationResponse, *, now: datetime

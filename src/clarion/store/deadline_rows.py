@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from datetime import datetime, timedelta
+from types import SimpleNamespace
 from typing import Any
 
 from sqlalchemy import and_, insert, select, update
@@ -35,29 +36,30 @@ log = logging.getLogger(__name__)
 
 async def insert_deadlines(
     conn: Tx, pending_id: str, session_id: str, task_id: str, due: Deadlines
-) -> None:
-    """The question's deadline row, in the caller's (the question's) transaction."""
+) -> DeadlineRecord:
+    """The question's deadline row, in the caller's (the question's) transaction; returns it
+    as a read would, so the caller can announce and arm it without reading it back."""
     every = due.remind_every
-    await conn.execute(
-        insert(deadlines).values(
-            pending_id=pending_id,
-            session_id=session_id,
-            task_id=task_id,
-            waiting_since=due.waiting_since,
-            remind_every_s=every.seconds if every else None,
-            remind_after=every.text if every else None,
-            remind_at=due.remind_at,
-            reminders=0,
-            escalate_at=due.escalate_at,
-            escalate_to={"users": list(due.escalate_to)},
-            escalated_at=None,
-            expire_at=due.expire_at,
-            expire_after=due.expire_after.text if due.expire_after else None,
-            on_expiry=due.on_expiry.value,
-            expired_at=None,
-            next_due_at=due.next_due,
-        )
-    )
+    values: dict[str, Any] = {
+        "pending_id": pending_id,
+        "session_id": session_id,
+        "task_id": task_id,
+        "waiting_since": due.waiting_since,
+        "remind_every_s": every.seconds if every else None,
+        "remind_after": every.text if every else None,
+        "remind_at": due.remind_at,
+        "reminders": 0,
+        "escalate_at": due.escalate_at,
+        "escalate_to": {"users": list(due.escalate_to)},
+        "escalated_at": None,
+        "expire_at": due.expire_at,
+        "expire_after": due.expire_after.text if due.expire_after else None,
+        "on_expiry": due.on_expiry.value,
+        "expired_at": None,
+        "next_due_at": due.next_due,
+    }
+    await conn.execute(insert(deadlines).values(**values))
+    return to_record(SimpleNamespace(**values))
 
 
 async def claim_expiry(conn: Tx, pending_id: str, now: datetime) -> bool:

@@ -90,6 +90,8 @@ class Written:
 
     rows: tuple[Message, ...]
     session: Session | None = None
+    # A question's deadline row, when the write asked it under a waiting policy.
+    deadline: DeadlineRecord | None = None
 
 
 @dataclass(frozen=True, slots=True)
