@@ -190,11 +190,12 @@ async def test_live_answer_the_agent_never_spoke_after_reads_ambiguous_at_startu
     spoke, _ = await _live_delivered(world, "read")
     await world.say(spoke, "You answered: a")  # in the open turn, after the answer
 
-    assert await world.store.mark_unread_live_answers() == ["unread"]
+    marked = await world.store.transition_all_bundles(lifecycle.MARK_UNREAD)
+    assert [b.pending_id for b in marked] == ["unread"]
 
     assert await _delivery(world, "unread") is Delivery.AMBIGUOUS
     assert await _delivery(world, "read") is Delivery.DELIVERED
-    assert await world.store.mark_unread_live_answers() == []
+    assert await world.store.transition_all_bundles(lifecycle.MARK_UNREAD) == ()
     assert await world.store.transition_bundle("unread", lifecycle.TERMINAL, lifecycle.CLAIM_RESEND)
 
 
@@ -202,5 +203,5 @@ async def test_a_completed_turn_proves_the_agent_had_its_live_answer(world: Worl
     session, _ = await _live_delivered(world, "done")
     turn = await world.store.find_current_turn(session.id)
     assert turn is not None and await world.store.complete_turn(turn.id)
-    assert await world.store.mark_unread_live_answers() == []
+    assert await world.store.transition_all_bundles(lifecycle.MARK_UNREAD) == ()
     assert await _delivery(world, "done") is Delivery.DELIVERED

@@ -121,7 +121,7 @@ async def _recover(world: World, scope: SessionScope) -> dict[str, set[str]]:
     await store.clear_outboxes([t.id for t in outbox])
     detached = await store.transition_all_bundles(lifecycle.DETACH, scope=scope)
     expired = await store.expire_stale_permissions(reason="server restarted", scope=scope)
-    unread = await store.mark_unread_live_answers(scope=scope)
+    unread = await store.transition_all_bundles(lifecycle.MARK_UNREAD, scope=scope)
     interrupted = await store.complete_open_turns(metadata_patch={"i": True}, scope=scope)
     return {
         "reservations": {r.session_id for r in reservations},
@@ -130,7 +130,7 @@ async def _recover(world: World, scope: SessionScope) -> dict[str, set[str]]:
         "outbox": {t.session_id for t in outbox},
         "detached": {b.session_id for b in detached},
         "expired": {m.session_id for m in expired},
-        "unread": {p.split("-")[0] for p in unread},
+        "unread": {b.pending_id.split("-")[0] for b in unread},
         "interrupted": {t.session_id for t in interrupted},
     }
 

@@ -126,7 +126,7 @@ ONE_BUNDLE = {
     lifecycle.FINISH_RESEND,
 }
 SESSION_BUNDLES = {lifecycle.DETACH, lifecycle.EXPIRE}
-EVERY_BUNDLE = {lifecycle.DETACH, lifecycle.RELEASE_RESEND}
+EVERY_BUNDLE = {lifecycle.DETACH, lifecycle.RELEASE_RESEND, lifecycle.MARK_UNREAD}
 
 
 def _others(applied: set[lifecycle.Transition]) -> list[lifecycle.Transition]:
@@ -231,3 +231,4 @@ async def test_the_startup_call_writes_its_transitions_change_once(world: World)
     assert detached.metadata == lifecycle.DETACH.change(asked.metadata)
     assert await world.store.transition_all_bundles(lifecycle.DETACH) == ()
     assert await world.store.transition_all_bundles(lifecycle.RELEASE_RESEND) == ()
+    assert await world.store.transition_all_bundles(lifecycle.MARK_UNREAD) == ()

@@ -18,7 +18,7 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from clarion.domain.lifecycle import DETACH, RELEASE_RESEND
+from clarion.domain.lifecycle import DETACH, MARK_UNREAD, RELEASE_RESEND
 from clarion.domain.models import SessionState
 from clarion.domain.scope import EVERY_SESSION, SessionScope
 from clarion.orchestrator.permissions import SERVER_RESTARTED
@@ -144,11 +144,11 @@ class StartupRecovery:
         for task_id in sorted({m.task_id for m in expired}):
             await self._publisher.refresh_summary(task_id)
 
-        unread = await self._store.mark_unread_live_answers(scope=scope)
-        for pending_id in unread:
+        unread = await self._store.transition_all_bundles(MARK_UNREAD, scope=scope)
+        for answer in unread:
             log.info(
                 "startup: live answer the agent may not have read; delivery ambiguous",
-                extra={"pending_id": pending_id},
+                extra={"session_id": answer.session_id, "pending_id": answer.pending_id},
             )
         open_turns = await self._store.complete_open_turns(
             metadata_patch={"interrupted": True}, scope=scope

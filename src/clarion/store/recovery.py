@@ -92,13 +92,9 @@ class SqlRecovery:
             )
             await self._db.lock_sessions(conn, [r.session_id for r in rows])
             released = await rewrite(conn, rows, RELEASE_RESEND)
-        by_bundle = Counter((r.session_id, pending_id_of(r), r.task_id) for r in released)
-        return tuple(
-            ChangedBundle(session_id=sid, task_id=tid, pending_id=pid, rows=n)
-            for (sid, pid, tid), n in sorted(by_bundle.items(), key=lambda kv: kv[0][1])
-        )
+        return _by_bundle(released)
 
-    async def mark_unread_live_answers(self, *, scope: SessionScope = EVERY_SESSION) -> list[str]:
+    async def _mark_unread(self, scope: SessionScope) -> tuple[ChangedBundle, ...]:
         async with self._db.write() as conn:
             await self._db.lock_key(conn, "clarion-startup-recovery")
             open_turns = [str(t) for t in (await conn.execute(OPEN_TURN_IDS)).scalars()]
@@ -121,7 +117,7 @@ class SqlRecovery:
                     unread.extend(rows)
             await self._db.lock_sessions(conn, [r.session_id for r in unread])
             marked = await rewrite(conn, unread, MARK_UNREAD)
-        return sorted({str(r.metadata.get(MetaKey.PENDING_ID, "")) for r in marked})
+        return _by_bundle(marked)
 
     async def expire_stale_permissions(
         self, *, reason: str, scope: SessionScope = EVERY_SESSION
@@ -153,6 +149,8 @@ class SqlRecovery:
             )
         if transition is RELEASE_RESEND:
             return await self._release_resends(scope)
+        if transition is MARK_UNREAD:
+            return await self._mark_unread(scope)
         raise ValueError(f"{transition} is not a startup transition of every bundle")
 
     async def complete_open_turns(
@@ -184,3 +182,12 @@ class SqlRecovery:
         return await sessions.transition_sessions(
             self._db, self._clock, session_ids, to, allowed_from=allowed_from
         )
+
+
+def _by_bundle(changed: Sequence[Message]) -> tuple[ChangedBundle, ...]:
+    """The bundles these rows belong to, by pending id, with how many of their rows changed."""
+    counts = Counter((pending_id_of(r), r.session_id, r.task_id) for r in changed)
+    return tuple(
+        ChangedBundle(session_id=sid, task_id=tid, pending_id=pid, rows=n)
+        for (pid, sid, tid), n in sorted(counts.items())
+    )

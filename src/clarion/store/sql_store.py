@@ -100,7 +100,6 @@ class SqlStore:
         recovery = SqlRecovery(db, clock, outbox)
         self.reconcile_reservations = shield(recovery.reconcile_reservations)
         self.reconcile_intents = shield(recovery.reconcile_intents)
-        self.mark_unread_live_answers = shield(recovery.mark_unread_live_answers)
         self.expire_stale_permissions = shield(recovery.expire_stale_permissions)
         self.list_outbox_turns = shield(recovery.list_outbox_turns)
         self.clear_outboxes = shield(recovery.clear_outboxes)

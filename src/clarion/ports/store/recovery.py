@@ -30,9 +30,8 @@ class RecoveryStore(Lookups, Protocol):
 
     The bundle steps apply transitions of `domain.lifecycle`: `reconcile_reservations`
     DELIVER or DISPATCH_UNKNOWN on kept reservations' rows, RESTORE_CLAIM or RETIRE_INTENT on
-    deleted ones'; `reconcile_intents` RESTORE_CLAIM or RETIRE_INTENT;
-    `mark_unread_live_answers` MARK_UNREAD; `transition_all_bundles` the transition the caller
-    names (DETACH, RELEASE_RESEND)."""
+    deleted ones'; `reconcile_intents` RESTORE_CLAIM or RETIRE_INTENT; `transition_all_bundles`
+    the transition the caller names (DETACH, RELEASE_RESEND, MARK_UNREAD)."""
 
     async def reconcile_reservations(
         self, *, scope: SessionScope = ...
@@ -48,13 +47,6 @@ class RecoveryStore(Lookups, Protocol):
         """Startup, one transaction: every delivery intent no reservation owns is restored to
         pending while its turn is current and the session live, else retired as terminal history.
         """
-        ...
-
-    async def mark_unread_live_answers(self, *, scope: SessionScope = ...) -> list[str]:
-        """Startup, before open turns are completed: a live-delivered answer in an open turn
-        after which the agent wrote nothing may never have reached it (the process died
-        between the confirmation and the tool result); its rows read `delivery: "ambiguous"`.
-        Returns the pending ids marked; a repeat marks nothing new."""
         ...
 
     async def expire_stale_permissions(
@@ -77,7 +69,10 @@ class RecoveryStore(Lookups, Protocol):
         """Startup's guarded call of a transition on every bundle in the scope in a state it
         leaves, in one transaction: DETACH every current-turn pending bundle of a live session
         not yet detached (no waiter survives a stop); RELEASE_RESEND every resend a stopped
-        process left in flight (it reads ambiguous again). Returns the bundles it changed, by
+        process left in flight (it reads ambiguous again); MARK_UNREAD, before open turns are
+        completed, every live-delivered answer in an open turn after which the agent wrote
+        nothing (the process may have died between the confirmation and the tool result: its
+        rows read `delivery: "ambiguous"`). Returns the bundles it changed, by
         (session_id, pending_id), so a repeat returns (); only their keys: startup never needs
         the rows themselves, and reading thousands of them back would cost more than marking
         them. ValueError for another transition."""
