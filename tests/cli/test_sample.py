@@ -10,7 +10,7 @@ import pytest
 
 from clarion.api.services import ApiServices
 from clarion.server.sample import SAMPLE_TITLE, offer_sample_task
-from tests.e2e.harness import ServerProcess
+from tests.e2e.harness import ServerProcess, wait_until
 
 pytestmark = pytest.mark.e2e
 
@@ -21,9 +21,14 @@ def test_first_start_creates_one_asking_sample_task_and_never_another(
     server = make_server(CLARION_NO_SAMPLE="")
     server.start()
 
-    tasks = server.ok("GET", "/tasks")["tasks"]
+    # The sample is offered once the server is ready (it starts a session, which readiness
+    # admits), so the first reads may come before it.
+    tasks = wait_until(lambda: server.ok("GET", "/tasks")["tasks"], what="the sample task")
     assert [t["title"] for t in tasks] == [SAMPLE_TITLE]
-    sessions = server.ok("GET", f"/tasks/{tasks[0]['id']}/task-sessions")["sessions"]
+    sessions = wait_until(
+        lambda: server.ok("GET", f"/tasks/{tasks[0]['id']}/task-sessions")["sessions"],
+        what="the sample task's session",
+    )
     assert [s["agent"] for s in sessions] == ["builtin"]
     pending_id = server.wait_for_bundle(sessions[0]["id"])
     server.wait_for_state(pending_id, "active_live")

@@ -96,7 +96,10 @@ def replicas(tmp_path: Path, cluster_db: str) -> Iterator[Callable[..., ServerPr
             workdir=workdir,
             bus_url=NATS,
             args=["--cluster"] if cluster else [],
-            env={"CLARION_REPLICA_TIMEOUT_S": TIMEOUT_S},
+            # A live question stays live however slow the machine: these tests assert that a
+            # question is still live after starting three replicas and several agents, which
+            # the harness's 30 s clarification wait outlasted under load.
+            env={"CLARION_REPLICA_TIMEOUT_S": TIMEOUT_S, "CLARION_CLARIFICATION_WAIT_S": "600"},
         )
         started.append(server)
         return server
