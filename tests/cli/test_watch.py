@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ctypes
+import os
 import queue
 import signal
 import subprocess
@@ -114,3 +116,25 @@ def test_watch_notify_prints_a_line_and_rings_the_bell_for_each_new_waiting_item
         while not out.empty():
             remaining.append(out.get())
         assert not [r for r in remaining if pending_id in r]
+
+
+def _interrupt_a_thread_other_than_the_main_one(pid: int) -> None:
+    """Ctrl-C as the kernel may deliver it: to any thread of the process that does not block
+    it, here the WebSocket's reader thread. tgkill picks the thread; os.kill would not."""
+    main_and_others = sorted(int(tid) for tid in os.listdir(f"/proc/{pid}/task"))
+    others = [tid for tid in main_and_others if tid != pid]
+    assert others, "clarion watch runs a reader thread beside its main one"
+    libc = ctypes.CDLL(None, use_errno=True)
+    assert libc.tgkill(pid, others[0], signal.SIGINT) == 0, os.strerror(ctypes.get_errno())
+
+
+@pytest.mark.parametrize("args", [("--task", "{task}"), ("--notify",)], ids=["stream", "notify"])
+def test_watch_stops_on_ctrl_c_delivered_to_another_thread_with_no_event_coming(
+    shared_server: ServerProcess, args: tuple[str, ...]
+) -> None:
+    task_id = shared_server.create_task("Quiet")
+    with watching(shared_server, *(a.format(task=task_id) for a in args)) as (proc, _out, err):
+        _next_matching(err, "Watching")
+        _interrupt_a_thread_other_than_the_main_one(proc.pid)
+        assert proc.wait(timeout=60) == 0
+        _next_matching(err, "stopped")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from typing import Annotated, Any
 
 import typer
@@ -60,7 +61,7 @@ def stream(
         _say(f"Watching {client.base_url} (Ctrl-C to stop)", err=True)
         try:
             while True:
-                envelope = json.loads(ws.recv())
+                envelope = _receive(ws)
                 if envelope.get("type") == "response":
                     continue
                 _say(json.dumps(envelope) if raw else event_line(envelope))
@@ -77,7 +78,7 @@ def notify_inbox(client: ClarionClient) -> None:
         _announce(client.inbox(), seen)
         try:
             while True:
-                envelope = json.loads(ws.recv())
+                envelope = _receive(ws)
                 if envelope.get("type") != "response":
                     _announce(client.inbox(), seen)
         except ConnectionClosed as exc:
@@ -107,10 +108,34 @@ def inbox_line(item: dict[str, Any]) -> str:
     return f"QUESTION {where}: {first}{more}  (clarion answer {item_id})"
 
 
+# How long the main thread waits for an event before it looks for a pending Ctrl-C.
+_WAKE_S = 0.5
+# A busy server answers a subscription late; one that never does is reported, not waited on.
+_SUBSCRIBE_S = 60.0
+
+
+def _receive(ws: Any) -> dict[str, Any]:
+    """The next envelope. The wait is cut into slices: the kernel may hand Ctrl-C to the
+    WebSocket's reader thread, and Python raises KeyboardInterrupt in the main thread only
+    when that thread runs again, which a wait with no event coming would never do."""
+    while True:
+        try:
+            return dict(json.loads(ws.recv(timeout=_WAKE_S)))
+        except TimeoutError:
+            continue
+
+
 def _await_subscribed(ws: Any) -> None:
     """Wait for the subscribe reply so a refused filter is reported, not silently ignored."""
+    deadline = time.monotonic() + _SUBSCRIBE_S
     while True:
-        envelope = json.loads(ws.recv(timeout=10))
+        try:
+            envelope = json.loads(ws.recv(timeout=max(0.0, deadline - time.monotonic())))
+        except TimeoutError as exc:
+            raise CliError(
+                f"subscribing: no reply from the server in {_SUBSCRIBE_S:.0f} s",
+                EXIT_SERVER_ERROR,
+            ) from exc
         if envelope.get("id") != "watch-1":
             continue
         if envelope.get("type") == "error":
