@@ -30,6 +30,8 @@ from websockets.sync.client import ClientConnection, connect
 TLS = ssl.create_default_context()
 
 
+REQUEST_CEILING_S = 120.0
+
 # How the built-in agent begins its reply to a resume prompt (a detached answer).
 RESUME_MARK = "You previously asked the user:"
 
@@ -177,8 +179,15 @@ class ServerProcess:
 
     def request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
         headers = {**self.headers, **kwargs.pop("headers", {})}
+        # A ceiling, not a wait: starting a session answers once its agent started, and a
+        # published agent (Node) took over 30 s to start on a loaded machine.
         return httpx.request(
-            method, f"{self.url}/api/v1{path}", timeout=30, headers=headers, verify=TLS, **kwargs
+            method,
+            f"{self.url}/api/v1{path}",
+            timeout=REQUEST_CEILING_S,
+            headers=headers,
+            verify=TLS,
+            **kwargs,
         )
 
     def ok(self, method: str, path: str, status: int = 200, **kwargs: Any) -> Any:
