@@ -28,6 +28,7 @@ from clarion.store import (
     SqlStore,
     messages,
     summaries,
+    summary_inputs,
     tasks,
 )
 from clarion.store import answer_statements as clarifications
@@ -184,8 +185,8 @@ async def _cases(world: World) -> list[Case]:
         ),
         ("current of ids", projections._CURRENT_OF_IDS, {"ids": [session.id, "nope"]}, None),
         (
-            "sessions of task with their turns",
-            projections.SESSIONS_OF_TASK_WITH_TURN,
+            "a task summary's inputs",
+            summary_inputs.SUMMARY_INPUTS,
             {"task_id": session.task_id},
             None,
         ),

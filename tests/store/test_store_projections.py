@@ -172,6 +172,37 @@ async def test_summary_inputs_read_summary_sessions_and_pending_together(world: 
     assert dict(inputs.actions) == {asking.id: PendingAction.CLARIFICATION, quiet.id: None}
 
 
+async def test_summary_inputs_give_each_session_the_action_pending_actions_gives(
+    world: World,
+) -> None:
+    both = await world.session()
+    permitting = await world.session(task_id=both.task_id)
+    decided = await world.session(task_id=both.task_id)
+    clean = await world.session(task_id=both.task_id)
+    sessions = (both, permitting, decided, clean)
+    for session in sessions:
+        await world.turn(session)
+    await world.bundle(both)
+    await _permission(world, both.id, "pending")
+    # The newest request of the turn decides: an older one is history either way.
+    await _permission(world, permitting.id, "approved")
+    await _permission(world, decided.id, "pending")
+    world.clock.advance(1)
+    await _permission(world, permitting.id, "pending")
+    await _permission(world, decided.id, "rejected")
+
+    inputs = await world.store.summary_inputs(both.task_id)
+
+    assert dict(inputs.actions) == {
+        both.id: PendingAction.CLARIFICATION,
+        permitting.id: PendingAction.PERMISSION,
+        decided.id: None,
+        clean.id: None,
+    }
+    assert dict(inputs.actions) == await world.store.pending_actions([s.id for s in sessions])
+    assert [s.id for s in inputs.sessions] == [s.id for s in sessions]
+
+
 async def test_summary_inputs_give_a_terminal_session_no_pending_action(world: World) -> None:
     ended = await world.session()
     await world.turn(ended)

@@ -18,7 +18,6 @@ from clarion.store.db.predicates import (
     PENDING_STATUSES,
     TERMINAL_STATES,
     clarification_rows,
-    current_turn_id,
     current_turns,
     not_parent_question,
     status_pending,
@@ -36,13 +35,6 @@ _CURRENT_OF_IDS = hot(
 )
 CURRENT_OF_TASK = current_turns((task_sessions.c.task_id == bindparam("task_id")) & _LIVE).order_by(
     task_sessions.c.created_at, task_sessions.c.id
-)
-# A task's sessions with each one's current turn, in the one statement the task summary reads
-# them with (a terminal session's turn is read and left out by `live_turns`).
-SESSIONS_OF_TASK_WITH_TURN = hot(
-    select(task_sessions, current_turn_id(task_sessions.c.id).label("current_turn_id"))
-    .where(task_sessions.c.task_id == bindparam("task_id"))
-    .order_by(task_sessions.c.created_at, task_sessions.c.id)
 )
 _PENDING_IN_TURNS = hot(
     select(messages.c.task_session_id, messages.c.turn_id)
@@ -115,16 +107,6 @@ async def sessions_with_pending_permission(conn: Tx, current: dict[str, str]) ->
         session_id
         for session_id, (_, metadata) in newest.items()
         if (metadata.get(MetaKey.STATUS) or "") in PENDING_STATUSES
-    }
-
-
-def live_turns(rows: Iterable[Any]) -> dict[str, str]:
-    """Session id -> current turn id of the non-terminal sessions among rows of
-    `SESSIONS_OF_TASK_WITH_TURN`, as `live_current_turns` reads them."""
-    return {
-        str(row.id): str(row.current_turn_id)
-        for row in rows
-        if row.current_turn_id is not None and row.state not in TERMINAL_STATES
     }
 
 

@@ -29,7 +29,7 @@ from clarion.store.db.portable_sql import flag
 from clarion.store.db.predicates import (
     referenced,
 )
-from clarion.store.db.row_conversion import to_message, to_session, to_task, to_turn, to_workspace
+from clarion.store.db.row_conversion import to_message, to_task, to_turn, to_workspace
 from clarion.store.db.schema import kandev_meta, tasks, workspaces
 from clarion.store.db.schema import task_session_messages as messages
 from clarion.store.db.schema import task_session_turns as turns
@@ -40,12 +40,7 @@ from clarion.store.inbox import (
 from clarion.store.messages import (
     read_message,
 )
-from clarion.store.pending_actions import (
-    SESSIONS_OF_TASK_WITH_TURN,
-    live_turns,
-    pending_actions_of,
-    read_pending_actions,
-)
+from clarion.store.pending_actions import read_pending_actions
 from clarion.store.projection_epoch import EPOCH_KEY, stored_epoch
 from clarion.store.revisions import RESERVE, SharedRevisionsNeedPostgres, newest_epoch
 from clarion.store.summaries import (
@@ -55,6 +50,7 @@ from clarion.store.summaries import (
     WORKSPACE_OF_TASK,
     read_summary,
 )
+from clarion.store.summary_inputs import read_summary_inputs
 from clarion.store.turn_rows import (
     public,
 )
@@ -148,13 +144,9 @@ class SqlReads:
             return await read_summary(conn, task_id)
 
     async def summary_inputs(self, task_id: str) -> SummaryInputs:
-        async with self._db.read() as conn:
-            summary = await read_summary(conn, task_id)
-            # The sessions and their current turns in one statement.
-            rows = list(await conn.execute(SESSIONS_OF_TASK_WITH_TURN, {"task_id": task_id}))
-            sessions = tuple(to_session(row) for row in rows)
-            actions = await pending_actions_of(conn, [s.id for s in sessions], live_turns(rows))
-        return SummaryInputs(summary=summary, sessions=sessions, actions=actions)
+        # One statement, so one snapshot: no transaction around it.
+        async with self._db.read_one() as conn:
+            return await read_summary_inputs(conn, task_id)
 
     async def cas_summary(
         self, task_id: str, *, expected_revision: int | None, data: Mapping[str, Any]
