@@ -207,9 +207,21 @@ async def _cases(world: World) -> list[Case]:
         ),
         ("insert message", messages._INSERT_MESSAGE, message, (msgs, "id", message["id"])),
         (
-            "claimable",
-            clarifications._CLAIMABLE,
+            "claimable rows",
+            clarifications._CLAIMABLE_ROWS,
             {"pending_id": pid, "session_id": session.id},
+            None,
+        ),
+        (
+            "place in a turn",
+            clarifications._PLACE_IN_TURN,
+            {"session_id": session.id, "pending_id": pid, "turn_id": turn.id},
+            None,
+        ),
+        (
+            "place in the current turn",
+            clarifications._PLACE_IN_CURRENT_TURN,
+            {"session_id": session.id, "pending_id": "free"},
             None,
         ),
         (

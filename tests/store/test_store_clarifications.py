@@ -33,6 +33,36 @@ async def test_create_bundle_without_a_current_turn_writes_nothing(world: World)
     assert await world.store.find_bundle("p-none") is None
 
 
+async def test_create_bundle_refuses_a_pending_id_already_taken(world: World) -> None:
+    session = await world.session()
+    await world.turn(session)
+    first = await world.bundle(session)
+    pending_id = str(first[0].metadata["pending_id"])
+    with pytest.raises(Conflict):
+        await world.bundle(session, ("again",), pending_id=pending_id)
+    bundle = await world.store.find_bundle(pending_id)
+    assert bundle is not None and [r.id for r in bundle.rows] == [first[0].id]
+
+
+async def test_create_bundle_goes_into_the_given_turn_of_its_session(world: World) -> None:
+    session = await world.session()
+    older = await world.turn(session)
+    await world.turn(session)
+    rows = await world.bundle(session, turn_id=older.id)
+    assert [(r.turn_id, r.task_id) for r in rows] == [(older.id, session.task_id)]
+
+
+async def test_create_bundle_refuses_a_turn_of_another_session(world: World) -> None:
+    session, other = await world.session(), await world.session()
+    await world.turn(session)
+    foreign = await world.turn(other)
+    with pytest.raises(NotFound):
+        await world.bundle(session, turn_id=foreign.id)
+    with pytest.raises(NotFound):
+        await world.bundle(session, turn_id="no-such-turn")
+    assert await world.store.pending_actions([session.id]) == {session.id: None}
+
+
 async def test_create_bundle_rejects_rows_without_one_shared_pending_id(world: World) -> None:
     session = await world.session()
     await world.turn(session)

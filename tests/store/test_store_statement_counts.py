@@ -59,3 +59,27 @@ async def test_a_task_summarys_inputs_are_one_statement_outside_a_transaction(
     assert inputs.actions == {asking.id: "clarification"}
     # The summary, the sessions with their current turns and their pending actions.
     assert [s.split(" ")[0] for s in seen] == ["SELECT"], seen
+
+
+async def test_a_question_is_the_lock_one_read_the_rows_and_the_session_move(world: World) -> None:
+    session = await world.session()
+    turn = await world.turn(session)
+    with statements_run(world.store) as seen:
+        await world.write_bundle(
+            session, ("a", "b"), turn_id=turn.id, session_state=SessionState.WAITING_FOR_INPUT
+        )
+    # The session lock; the task, the turn's session and the pending id's use; two rows; the move.
+    assert _kinds(seen) == ["WITH", "SELECT", "INSERT", "INSERT", "UPDATE"], seen
+
+
+async def test_a_claim_reads_the_bundle_and_what_it_may_take_in_one_statement(
+    world: World,
+) -> None:
+    session = await world.session()
+    await world.turn(session)
+    [row] = await world.bundle(session, ("x",))
+    with statements_run(world.store) as seen:
+        result = await world.answer(str(row.metadata["pending_id"]), "x")
+    assert [r.id for r in result.claimed] == [row.id]
+    # The lock by pending id; the rows with their claimability; the claim; the session.
+    assert _kinds(seen) == ["WITH", "SELECT", "UPDATE", "SELECT"], seen

@@ -11,10 +11,10 @@ import logging
 from collections.abc import Sequence
 from datetime import datetime
 
-from sqlalchemy import bindparam, not_, select
+from sqlalchemy import and_, bindparam, exists, not_, select
 from sqlalchemy.sql.elements import BindParameter
 
-from clarion.domain.errors import InvalidInput, NotFound
+from clarion.domain.errors import Conflict, InvalidInput, NotFound
 from clarion.domain.lifecycle import (
     CLAIM,
     CLAIM_BY_POLICY,
@@ -39,22 +39,26 @@ from clarion.domain.webhooks import (
 from clarion.ports import ClaimResult, NewMessage
 from clarion.store.bundle_rows import (
     bundle_order,
-    bundle_rows,
     is_well_formed,
     lock_bundle_session,
     rewrite,
-    run_rows,
 )
 from clarion.store.db.engine import Db
 from clarion.store.db.fastpath import hot
 from clarion.store.db.portable_sql import flag
 from clarion.store.db.predicates import (
     clarification_rows,
+    current_turn_id,
     in_current_turn,
+    not_parent_question,
     pending_in_current_turn,
     session_not_terminal,
 )
+from clarion.store.db.row_conversion import to_message
 from clarion.store.db.schema import task_session_messages as messages
+from clarion.store.db.schema import task_session_turns as turns
+from clarion.store.db.schema import task_sessions
+from clarion.store.db.transactions import Tx
 from clarion.store.deadline_rows import claim_expiry
 from clarion.store.outbox import OutboxWriter
 from clarion.store.turn_rows import (
@@ -74,12 +78,17 @@ ACTIVE_IDS = (
     .where(pending_in_current_turn(session_id=_SESSION))
     .order_by(messages.c.pending_id)
 )
-_CLAIMABLE = hot(
-    select(messages).where(
-        messages.c.pending_id == _PENDING_ID,
-        pending_in_current_turn(session_id=_SESSION),
-        session_not_terminal(messages.c.task_session_id),
-    )
+# A bundle's rows (parent questions aside), each with whether a claim may take it: pending in
+# the current turn of its non-terminal session. One statement, not the rows and then the
+# claimable ones: under the session lock nothing between the two could change them.
+_CLAIMABLE_ROWS = hot(
+    select(
+        messages,
+        and_(
+            pending_in_current_turn(session_id=_SESSION),
+            session_not_terminal(messages.c.task_session_id),
+        ).label("claimable"),
+    ).where(messages.c.pending_id == _PENDING_ID, not_parent_question())
 )
 _WITH_INTENT = hot(
     select(messages).where(
@@ -143,6 +152,63 @@ def bundle_identity(session_id: str, rows: Sequence[NewMessage]) -> str:
     return pending_id
 
 
+async def _claimable_rows(
+    conn: Tx, pending_id: str, session_id: str
+) -> tuple[list[Message], list[Message]]:
+    """The bundle's rows, and those a claim may take, both in bundle order."""
+    found = list(
+        await conn.execute(_CLAIMABLE_ROWS, {"pending_id": pending_id, "session_id": session_id})
+    )
+    rows = sorted((to_message(row) for row in found), key=bundle_order)
+    claimable = {str(row.id) for row in found if row.claimable}
+    return rows, [row for row in rows if row.id in claimable]
+
+
+_BUNDLE_EXISTS = exists().where(messages.c.pending_id == _PENDING_ID)
+# Where a new bundle goes, with the checks before it, in one statement: the session's task, the
+# turn (the given one's session, or the current turn), and whether the pending id is taken.
+_PLACE_IN_TURN = hot(
+    select(
+        task_sessions.c.task_id,
+        select(turns.c.task_session_id)
+        .where(turns.c.id == bindparam("turn_id"))
+        .scalar_subquery()
+        .label("turn_session_id"),
+        _BUNDLE_EXISTS.label("taken"),
+    ).where(task_sessions.c.id == _SESSION)
+)
+_PLACE_IN_CURRENT_TURN = hot(
+    select(
+        task_sessions.c.task_id,
+        current_turn_id(_SESSION).label("current_turn_id"),
+        _BUNDLE_EXISTS.label("taken"),
+    ).where(task_sessions.c.id == _SESSION)
+)
+
+
+async def place_bundle(
+    conn: Tx, session_id: str, pending_id: str, turn_id: str | None
+) -> tuple[str, str]:
+    """(task id, turn id) for a new bundle's rows: the given turn, which must be the
+    session's, or the current turn. Conflict when the pending id is already a bundle."""
+    params = {"session_id": session_id, "pending_id": pending_id}
+    if turn_id is None:
+        row = (await conn.execute(_PLACE_IN_CURRENT_TURN, params)).first()
+    else:
+        row = (await conn.execute(_PLACE_IN_TURN, {**params, "turn_id": turn_id})).first()
+    if row is not None and row.taken:
+        raise Conflict("bundle already exists", pending_id=pending_id)
+    if row is None:
+        raise NotFound("session not found", session_id=session_id)
+    if turn_id is None:
+        if row.current_turn_id is None:
+            raise Conflict("session has no current turn", session_id=session_id)
+        return str(row.task_id), str(row.current_turn_id)
+    if row.turn_session_id != session_id:
+        raise NotFound("turn not found", session_id=session_id, turn_id=turn_id)
+    return str(row.task_id), turn_id
+
+
 async def claim_response(
     db: Db, outbox: OutboxWriter, response: ClarificationResponse, *, now: datetime
 ) -> ClaimResult:
@@ -154,13 +220,10 @@ async def claim_response(
         if session_id is None:
             raise NotFound("clarification not found", pending_id=pending_id)
         claimed: tuple[Message, ...] = ()
-        rows = await bundle_rows(conn, pending_id)
+        rows, pending = await _claimable_rows(conn, pending_id, session_id)
         # A bundle spanning sessions, turns or types has no single owner: claim nothing.
         # A policy's response also needs its expiry still unfired, claimed with it.
         if is_well_formed(rows):
-            pending = await run_rows(
-                conn, _CLAIMABLE, {"pending_id": pending_id, "session_id": session_id}
-            )
             if pending and response.by_policy and not await claim_expiry(conn, pending_id, now):
                 pending = []
             taken: list[Message] = []

@@ -12,7 +12,6 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from clarion.domain.errors import Conflict
 from clarion.domain.lifecycle import (
     CANCEL,
     DETACH,
@@ -51,14 +50,13 @@ from clarion.store.answer_statements import (
     pending_id_of,
 )
 from clarion.store.bundle_rows import (
-    bundle_session_id,
     lock_bundle_session,
     rewrite,
     run_rows,
 )
 from clarion.store.db.engine import Db
 from clarion.store.deadline_rows import insert_deadlines, reopen_restored_expiry
-from clarion.store.messages import insert_message, resolve_turn
+from clarion.store.messages import insert_message
 from clarion.store.outbox import OutboxWriter
 from clarion.store.tasks import move_with
 from clarion.store.turn_rows import (
@@ -93,9 +91,9 @@ class SqlAnswers:
         now = self._clock.now()
         async with self._db.write() as conn:
             await self._db.lock_session(conn, session_id)
-            if await bundle_session_id(conn, pending_id) is not None:
-                raise Conflict("bundle already exists", pending_id=pending_id)
-            task_id, target = await resolve_turn(conn, session_id, turn_id)
+            task_id, target = await answer_statements.place_bundle(
+                conn, session_id, pending_id, turn_id
+            )
             created = [
                 await insert_message(conn, row, task_id=task_id, turn_id=target, now=now)
                 for row in rows
