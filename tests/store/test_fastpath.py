@@ -26,6 +26,7 @@ from clarion.domain.permissions import PermissionOption, ToolCallInfo, request_m
 from clarion.ports import NewMessage
 from clarion.store import (
     SqlStore,
+    claim_reads,
     messages,
     summaries,
     summary_inputs,
@@ -207,8 +208,8 @@ async def _cases(world: World) -> list[Case]:
         ),
         ("insert message", messages._INSERT_MESSAGE, message, (msgs, "id", message["id"])),
         (
-            "claimable rows",
-            clarifications._CLAIMABLE_ROWS,
+            "what a claim reads",
+            claim_reads._CLAIM_READ,
             {"pending_id": pid, "session_id": session.id},
             None,
         ),

@@ -72,7 +72,7 @@ async def test_a_question_is_the_lock_one_read_the_rows_and_the_session_move(wor
     assert _kinds(seen) == ["WITH", "SELECT", "INSERT", "INSERT", "UPDATE"], seen
 
 
-async def test_a_claim_reads_the_bundle_and_what_it_may_take_in_one_statement(
+async def test_a_claim_reads_the_session_the_bundle_and_what_it_may_take_in_one_statement(
     world: World,
 ) -> None:
     session = await world.session()
@@ -81,5 +81,5 @@ async def test_a_claim_reads_the_bundle_and_what_it_may_take_in_one_statement(
     with statements_run(world.store) as seen:
         result = await world.answer(str(row.metadata["pending_id"]), "x")
     assert [r.id for r in result.claimed] == [row.id]
-    # The lock by pending id; the rows with their claimability; the claim; the session.
-    assert _kinds(seen) == ["WITH", "SELECT", "UPDATE", "SELECT"], seen
+    # The lock by pending id; the session and the rows with their claimability; the claim.
+    assert _kinds(seen) == ["WITH", "SELECT", "UPDATE"], seen

@@ -11,7 +11,7 @@ import logging
 from collections.abc import Sequence
 from datetime import datetime
 
-from sqlalchemy import and_, bindparam, exists, not_, select
+from sqlalchemy import bindparam, exists, not_, select
 from sqlalchemy.sql.elements import BindParameter
 
 from clarion.domain.errors import Conflict, InvalidInput, NotFound
@@ -43,6 +43,7 @@ from clarion.store.bundle_rows import (
     lock_bundle_session,
     rewrite,
 )
+from clarion.store.claim_reads import read_claim
 from clarion.store.db.engine import Db
 from clarion.store.db.fastpath import hot
 from clarion.store.db.portable_sql import flag
@@ -50,20 +51,15 @@ from clarion.store.db.predicates import (
     clarification_rows,
     current_turn_id,
     in_current_turn,
-    not_parent_question,
     pending_in_current_turn,
     session_not_terminal,
 )
-from clarion.store.db.row_conversion import to_message
 from clarion.store.db.schema import task_session_messages as messages
 from clarion.store.db.schema import task_session_turns as turns
 from clarion.store.db.schema import task_sessions
 from clarion.store.db.transactions import Tx
 from clarion.store.deadline_rows import claim_expiry
 from clarion.store.outbox import OutboxWriter
-from clarion.store.turn_rows import (
-    read_session_and_current_turn,
-)
 
 log = logging.getLogger(__name__)
 INTENT = MetaKey.RESPONSE_DELIVERY_PENDING
@@ -77,18 +73,6 @@ ACTIVE_IDS = (
     .distinct()
     .where(pending_in_current_turn(session_id=_SESSION))
     .order_by(messages.c.pending_id)
-)
-# A bundle's rows (parent questions aside), each with whether a claim may take it: pending in
-# the current turn of its non-terminal session. One statement, not the rows and then the
-# claimable ones: under the session lock nothing between the two could change them.
-_CLAIMABLE_ROWS = hot(
-    select(
-        messages,
-        and_(
-            pending_in_current_turn(session_id=_SESSION),
-            session_not_terminal(messages.c.task_session_id),
-        ).label("claimable"),
-    ).where(messages.c.pending_id == _PENDING_ID, not_parent_question())
 )
 _WITH_INTENT = hot(
     select(messages).where(
@@ -152,18 +136,6 @@ def bundle_identity(session_id: str, rows: Sequence[NewMessage]) -> str:
     return pending_id
 
 
-async def _claimable_rows(
-    conn: Tx, pending_id: str, session_id: str
-) -> tuple[list[Message], list[Message]]:
-    """The bundle's rows, and those a claim may take, both in bundle order."""
-    found = list(
-        await conn.execute(_CLAIMABLE_ROWS, {"pending_id": pending_id, "session_id": session_id})
-    )
-    rows = sorted((to_message(row) for row in found), key=bundle_order)
-    claimable = {str(row.id) for row in found if row.claimable}
-    return rows, [row for row in rows if row.id in claimable]
-
-
 _BUNDLE_EXISTS = exists().where(messages.c.pending_id == _PENDING_ID)
 # Where a new bundle goes, with the checks before it, in one statement: the session's task, the
 # turn (the given one's session, or the current turn), and whether the pending id is taken.
@@ -220,7 +192,10 @@ async def claim_response(
         if session_id is None:
             raise NotFound("clarification not found", pending_id=pending_id)
         claimed: tuple[Message, ...] = ()
-        rows, pending = await _claimable_rows(conn, pending_id, session_id)
+        read = await read_claim(conn, pending_id, session_id)
+        if read is None:  # pragma: no cover - the lock above found the session
+            raise NotFound("clarification not found", pending_id=pending_id)
+        rows, pending = read.rows, read.claimable
         # A bundle spanning sessions, turns or types has no single owner: claim nothing.
         # A policy's response also needs its expiry still unfired, claimed with it.
         if is_well_formed(rows):
@@ -232,15 +207,15 @@ async def claim_response(
                 claim = CLAIM_BY_POLICY if response.by_policy else CLAIM
                 taken.extend(await rewrite(conn, [row], claim, now=now, values=values))
             claimed = tuple(taken)
-        # The bundle as it now stands: the rows read above with the claimed ones replaced
-        # (nothing else in it can change under the session lock), so no second read.
+        # The bundle as it now stands: the rows and the session read above with the claimed
+        # rows replaced (nothing else can change under the session lock), so no second read.
         updated = {row.id: row for row in claimed}
-        session, current = await read_session_and_current_turn(conn, session_id)
+        session = read.session
         bundle = Bundle(
             pending_id=pending_id,
             session=session,
             rows=tuple(sorted((updated.get(r.id, r) for r in rows), key=bundle_order)),
-            current_turn_id=current,
+            current_turn_id=read.current_turn_id,
         )
         if claimed:
             event = CLARIFICATION_EXPIRED if response.by_policy else CLARIFICATION_ANSWERED
