@@ -19,7 +19,7 @@ from bench.seed import clone_sessions
 from bench.server import BenchServer
 from clarion.agents.scenarios import ask_arguments
 from clarion.domain.ids import new_id
-from clarion.domain.lifecycle import DETACH
+from clarion.domain.lifecycle import CLAIM, DETACH
 from clarion.domain.models import Answer, ClarificationResponse, SessionState
 from clarion.domain.questions import bundle_row_metadata, parse_ask
 from clarion.ports import NewMessage, Store
@@ -74,6 +74,7 @@ async def _reservation_template(store: Store, task_id: str, *, attempted: bool) 
             answers=(Answer(question_id="db", selected_options=("postgres",)),),
             rejected=False,
         ),
+        CLAIM,
         now=now,
     )
     if not claim.claimed:

@@ -19,7 +19,10 @@ TRANSITION_ARGUMENT = {
     "transition_session_bundles": 1,
     "transition_all_bundles": 0,
     "confirm_delivery": 2,
+    "claim_response": 1,
 }
+# Services' calls that pass a transition on, by keyword: `Resolver.respond(..., claim=...)`.
+TRANSITION_KEYWORD = {"respond": "claim"}
 
 
 def _modules() -> Iterator[tuple[Path, ast.AST]]:
@@ -106,6 +109,22 @@ def _transition_calls(tree: ast.AST) -> Iterator[tuple[str, ast.Call]]:
             yield node.func.attr, node
 
 
+def _transition_parameters(tree: ast.AST) -> Iterator[tuple[ast.arg, ast.expr | None]]:
+    """Each parameter typed `Transition`, with its default (None: it has none)."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            args = node.args
+            positional = [*args.posonlyargs, *args.args]
+            defaults: list[ast.expr | None] = [None] * (len(positional) - len(args.defaults))
+            pairs = [
+                *zip(positional, [*defaults, *args.defaults], strict=True),
+                *zip(args.kwonlyargs, args.kw_defaults, strict=True),
+            ]
+            for arg, default in pairs:
+                if isinstance(arg.annotation, ast.Name) and arg.annotation.id == "Transition":
+                    yield arg, default
+
+
 def _names_a_transition(node: ast.expr, imported: set[str]) -> bool:
     """`node` is a transition of the table, imported by that name from domain/lifecycle.py."""
     return (
@@ -123,12 +142,27 @@ def test_every_bundle_change_a_service_asks_of_the_store_names_a_transition_of_t
         if path.parts[0] == "store":
             continue
         imported = _imported_from_the_table(tree)
+        # A service may pass on a transition it was given, as a parameter typed `Transition`
+        # whose default, if any, names one of the table's.
+        forwarded = set()
+        for arg, default in _transition_parameters(tree):
+            forwarded.add(arg.arg)
+            if default is not None and not _names_a_transition(default, imported):
+                unnamed.append(f"{path}:{arg.lineno} default of {arg.arg}")
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                wanted = TRANSITION_KEYWORD.get(node.func.attr, "")
+                for keyword in node.keywords:
+                    if keyword.arg == wanted and not _names_a_transition(keyword.value, imported):
+                        unnamed.append(f"{path}:{node.lineno} {node.func.attr}({wanted}=)")
         for call_name, call in _transition_calls(tree):
             seen.add(call_name)
             index = TRANSITION_ARGUMENT[call_name]
             given = call.args[index] if len(call.args) > index else None
             if given is None and call_name == "confirm_delivery":
                 continue  # its default is RETIRE_INTENT
+            if isinstance(given, ast.Name) and given.id in forwarded:
+                continue
             if given is None or not _names_a_transition(given, imported):
                 unnamed.append(f"{path}:{call.lineno} {call_name}")
     assert unnamed == []

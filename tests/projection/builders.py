@@ -11,6 +11,7 @@ from typing import Any
 
 from clarion.bus import MemoryBus
 from clarion.domain.ids import new_id
+from clarion.domain.lifecycle import CLAIM
 from clarion.domain.models import (
     Answer,
     ClarificationResponse,
@@ -159,7 +160,7 @@ class World:
             ),
             rejected=False,
         )
-        claim = await self.store.claim_response(response, now=self.clock.now())
+        claim = await self.store.claim_response(response, CLAIM, now=self.clock.now())
         assert claim.claimed, "the bundle was not answerable"
         assert await self.store.confirm_delivery(pending_id, [m.id for m in claim.claimed])
         return tuple([await self.store.get_message(m.id) for m in claim.claimed])

@@ -16,6 +16,7 @@ import pytest
 from sqlalchemy import event, select, text, update
 
 from clarion.domain.ids import new_id
+from clarion.domain.lifecycle import CLAIM
 from clarion.domain.models import (
     Answer,
     ClarificationResponse,
@@ -146,13 +147,13 @@ class World:
             answers=tuple(Answer(q, (f"{q}_opt1",), "note") for q in question_ids),
             rejected=False,
         )
-        return await self.store.claim_response(response, now=self.clock.now())
+        return await self.store.claim_response(response, CLAIM, now=self.clock.now())
 
     async def reject(self, pending_id: str, reason: str = "not now") -> Any:
         response = ClarificationResponse(
             pending_id=pending_id, answers=(), rejected=True, reject_reason=reason
         )
-        return await self.store.claim_response(response, now=self.clock.now())
+        return await self.store.claim_response(response, CLAIM, now=self.clock.now())
 
     async def status(self, message_id: str) -> Any:
         return (await self.store.get_message(message_id)).metadata.get("status")

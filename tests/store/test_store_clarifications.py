@@ -9,7 +9,7 @@ import pytest
 
 from clarion.domain import lifecycle
 from clarion.domain.errors import Conflict, InvalidInput, NotFound
-from clarion.domain.lifecycle import CLAIMED, RESTORE_CLAIM
+from clarion.domain.lifecycle import CLAIM, CLAIMED, RESTORE_CLAIM
 from clarion.domain.models import ClarificationResponse, MessageType, SessionState
 from clarion.ports import NewMessage
 from clarion.store import SqlStore
@@ -265,7 +265,38 @@ async def test_claim_refuses_a_malformed_bundle_mixing_types(world: World) -> No
 async def test_claim_of_an_unknown_bundle_raises_not_found(store: SqlStore) -> None:
     response = ClarificationResponse(pending_id="nope", answers=(), rejected=True)
     with pytest.raises(NotFound):
-        await store.claim_response(response, now=datetime.now(UTC))
+        await store.claim_response(response, CLAIM, now=datetime.now(UTC))
+
+
+NOT_CLAIMS = [t for t in lifecycle.TRANSITIONS if t not in {CLAIM, lifecycle.CLAIM_BY_POLICY}]
+
+
+@pytest.mark.parametrize("transition", NOT_CLAIMS, ids=str)
+async def test_a_claim_naming_a_transition_that_is_not_a_claim_is_refused_and_writes_nothing(
+    world: World, transition: lifecycle.Transition
+) -> None:
+    session = await world.session()
+    await world.turn(session)
+    rows = await world.bundle(session, ("a",), pending_id="p")
+    response = ClarificationResponse(pending_id="p", answers=(), rejected=True)
+    with pytest.raises(ValueError, match="is not a claim"):
+        await world.store.claim_response(response, transition, now=world.clock.now())
+    assert (await world.store.get_message(rows[0].id)).metadata == rows[0].metadata
+
+
+@pytest.mark.parametrize(
+    ("transition", "by_policy"), [(CLAIM, True), (lifecycle.CLAIM_BY_POLICY, False)], ids=str
+)
+async def test_a_claim_whose_transition_disagrees_with_the_response_is_refused_and_writes_nothing(
+    world: World, transition: lifecycle.Transition, by_policy: bool
+) -> None:
+    session = await world.session()
+    await world.turn(session)
+    rows = await world.bundle(session, ("a",), pending_id="p")
+    response = ClarificationResponse(pending_id="p", answers=(), rejected=True, by_policy=by_policy)
+    with pytest.raises(ValueError, match="does not claim"):
+        await world.store.claim_response(response, transition, now=world.clock.now())
+    assert (await world.store.get_message(rows[0].id)).metadata == rows[0].metadata
 
 
 async def test_confirm_delivery_retires_the_intent_and_keeps_the_claim_time(

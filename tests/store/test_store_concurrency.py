@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 
 from clarion.domain import lifecycle
-from clarion.domain.lifecycle import CLAIMED, RESTORE_CLAIM
+from clarion.domain.lifecycle import CLAIM, CLAIMED, RESTORE_CLAIM
 from clarion.domain.models import Answer, ClarificationResponse
 from clarion.runtime.clock import ManualClock
 from clarion.store import open_store
@@ -29,8 +29,8 @@ async def test_exactly_one_of_two_concurrent_claims_wins(
             )
             reject = ClarificationResponse(pid, (), rejected=True, reject_reason="skip")
             first, second = await asyncio.gather(
-                a.claim_response(answer, now=clock.now()),
-                b.claim_response(reject, now=clock.now()),
+                a.claim_response(answer, CLAIM, now=clock.now()),
+                b.claim_response(reject, CLAIM, now=clock.now()),
             )
             winners = [r for r in (first, second) if r.claimed]
             assert len(winners) == 1, round_no

@@ -6,7 +6,7 @@ Due deadlines come from the database, so one that fell due while the server was 
 after the restart, and in a cluster each replica fires those of the sessions it owns (an
 adopter, once it has adopted them). Each timer fires through a guarded update: a reminder moves
 on from the one due, an escalation marks the question escalated once, and the expiry answers
-through the respond path exactly as a person would (`Resolver.respond(..., by_policy=True)`),
+through the respond path exactly as a person would (`Resolver.respond(..., claim=CLAIM_BY_POLICY)`),
 whose claim also claims the expiry, so a person's answer and the expiry never both win.
 """
 
@@ -20,6 +20,7 @@ from clarion.clarification.resolver import Resolver
 from clarion.clarification.waiters import LiveWaiters
 from clarion.domain.bundles import bundle_state, questions_of
 from clarion.domain.errors import NotActive, NotFound, RetryableFailure
+from clarion.domain.lifecycle import CLAIM_BY_POLICY
 from clarion.domain.models import Bundle, BundleState
 from clarion.domain.questions import question_wire
 from clarion.domain.waiting import expiry_body, next_reminder
@@ -194,7 +195,7 @@ class DeadlineScheduler:
     async def _expire(self, record: DeadlineRecord, body: dict[str, object], now: datetime) -> bool:
         pending_id = record.pending_id
         try:
-            result = await self._resolver.respond(pending_id, body, by_policy=True)
+            result = await self._resolver.respond(pending_id, body, claim=CLAIM_BY_POLICY)
         except (NotActive, NotFound) as exc:
             # A person (or a cancellation) won: the question no longer waits.
             log.info(

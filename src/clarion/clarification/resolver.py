@@ -30,7 +30,7 @@ from clarion.domain.errors import (
     NotFound,
     ResumeNotAccepted,
 )
-from clarion.domain.lifecycle import DELIVER, RETIRE_INTENT
+from clarion.domain.lifecycle import CLAIM, CLAIM_BY_POLICY, DELIVER, RETIRE_INTENT, Transition
 from clarion.domain.models import (
     Bundle,
     BundleState,
@@ -74,17 +74,18 @@ class Resolver:
         self._restorer = ClaimRestorer(store, publisher, persist_s)
 
     async def respond(
-        self, pending_id: str, body: object, *, by_policy: bool = False
+        self, pending_id: str, body: object, *, claim: Transition = CLAIM
     ) -> RespondResult:
-        """`by_policy`: the waiting policy's expiry answering, exactly as a person would, and
-        only if the expiry has not fired yet (the claim applies both or neither)."""
+        """`claim`: the transition the response applies, CLAIM for a person's; CLAIM_BY_POLICY
+        is the waiting policy's expiry answering, exactly as a person would, and only if the
+        expiry has not fired yet (the claim applies both or neither)."""
         with self._tracer.span("respond", pending_id=pending_id) as span:
-            result = await self._respond(pending_id, body, by_policy, span)
+            result = await self._respond(pending_id, body, claim, span)
             span.set("outcome", outcome_of(result))
             return result
 
     async def _respond(
-        self, pending_id: str, body: object, by_policy: bool, span: Span
+        self, pending_id: str, body: object, claim: Transition, span: Span
     ) -> RespondResult:
         questions = self._waiters.questions(pending_id)
         if questions is not None:
@@ -105,22 +106,23 @@ class Resolver:
                     response=winning_response(bundle),
                     pending_id=pending_id,
                 )
-        if by_policy:
+        if claim is CLAIM_BY_POLICY:
             response = replace(response, by_policy=True)
             span.set("by_policy", True)
         span.set("rejected", response.rejected)
         # From the claim on, the sequence must finish even if the HTTP request goes away.
         return await self._supervisor.run_shielded(
-            self._claim_and_hand_off(response, span), name=f"respond:{pending_id}"
+            self._claim_and_hand_off(response, claim, span), name=f"respond:{pending_id}"
         )
 
     async def _claim_and_hand_off(
-        self, response: ClarificationResponse, span: Span
+        self, response: ClarificationResponse, transition: Transition, span: Span
     ) -> RespondResult:
         pending_id = response.pending_id
         with self._tracer.span("claim", pending_id=pending_id) as claim_span:
             claim = await bounded(
-                self._store.claim_response(response, now=self._clock.now()), self._persist_s
+                self._store.claim_response(response, transition, now=self._clock.now()),
+                self._persist_s,
             )
             claim_span.set("outcome", "claimed" if claim.claimed else "lost")
         session = claim.bundle.session

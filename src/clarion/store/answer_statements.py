@@ -20,6 +20,7 @@ from clarion.domain.lifecycle import (
     CLAIM_BY_POLICY,
     DELIVER,
     RETIRE_INTENT,
+    Transition,
     claim_values,
 )
 from clarion.domain.models import (
@@ -97,6 +98,7 @@ PENDING_OF_BUNDLE = PENDING_OF_SESSION.where(messages.c.pending_id == _PENDING_I
 # What `confirm_delivery` may apply: its guard (every row still carries the intent) is exactly
 # the claimed state these transitions leave.
 SETTLES_A_CLAIM = frozenset({DELIVER, RETIRE_INTENT})
+CLAIMS = frozenset({CLAIM, CLAIM_BY_POLICY})
 
 
 def detached_fact(pending_id: str, rows: Sequence[Message], title: str) -> WebhookFact:
@@ -182,10 +184,21 @@ async def place_bundle(
 
 
 async def claim_response(
-    db: Db, outbox: OutboxWriter, response: ClarificationResponse, *, now: datetime
+    db: Db,
+    outbox: OutboxWriter,
+    response: ClarificationResponse,
+    claim: Transition,
+    *,
+    now: datetime,
 ) -> ClaimResult:
-    """Claim the bundle's pending rows for `response` (CLAIM, or CLAIM_BY_POLICY with the
-    expiry): `SqlAnswers.claim_response`."""
+    """Claim the bundle's pending rows for `response` by `claim` (CLAIM, or CLAIM_BY_POLICY
+    with the expiry): `SqlAnswers.claim_response`."""
+    if claim not in CLAIMS:
+        raise ValueError(f"{claim} is not a claim")
+    by_policy = claim is CLAIM_BY_POLICY
+    if by_policy != response.by_policy:
+        # The transition decides what is written; a response saying otherwise is a caller's slip.
+        raise ValueError(f"{claim} does not claim a response with by_policy={response.by_policy}")
     pending_id = response.pending_id
     async with db.write() as conn:
         session_id = await lock_bundle_session(db, conn, pending_id)
@@ -199,12 +212,11 @@ async def claim_response(
         # A bundle spanning sessions, turns or types has no single owner: claim nothing.
         # A policy's response also needs its expiry still unfired, claimed with it.
         if is_well_formed(rows):
-            if pending and response.by_policy and not await claim_expiry(conn, pending_id, now):
+            if pending and by_policy and not await claim_expiry(conn, pending_id, now):
                 pending = []
             taken: list[Message] = []
             for row in pending:
                 values = claim_values(row, response)
-                claim = CLAIM_BY_POLICY if response.by_policy else CLAIM
                 taken.extend(await rewrite(conn, [row], claim, now=now, values=values))
             claimed = tuple(taken)
         # The bundle as it now stands: the rows and the session read above with the claimed
@@ -218,7 +230,7 @@ async def claim_response(
             current_turn_id=read.current_turn_id,
         )
         if claimed:
-            event = CLARIFICATION_EXPIRED if response.by_policy else CLARIFICATION_ANSWERED
+            event = CLARIFICATION_EXPIRED if by_policy else CLARIFICATION_ANSWERED
             await outbox.enqueue(
                 conn,
                 event,

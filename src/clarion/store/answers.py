@@ -125,9 +125,11 @@ class SqlAnswers:
         return Written(tuple(created), session, deadline)
 
     async def claim_response(
-        self, response: ClarificationResponse, *, now: datetime
+        self, response: ClarificationResponse, claim: Transition, *, now: datetime
     ) -> ClaimResult:
-        return await answer_statements.claim_response(self._db, self._outbox, response, now=now)
+        return await answer_statements.claim_response(
+            self._db, self._outbox, response, claim, now=now
+        )
 
     async def transition_bundle(
         self,

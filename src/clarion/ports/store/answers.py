@@ -55,13 +55,15 @@ class AnswerStore(Lookups, Protocol):
         ...
 
     async def claim_response(
-        self, response: ClarificationResponse, *, now: datetime
+        self, response: ClarificationResponse, claim: Transition, *, now: datetime
     ) -> ClaimResult:
-        """Claim the bundle's pending rows in the current turn of a non-terminal session:
-        write the provisional status (answered/rejected), the per-row response, and
-        `response_delivery_pending=true`. Terminal siblings are untouched. A policy's
-        response (`by_policy`) also claims the bundle's expiry, and applies only if that was
-        still unfired."""
+        """Apply `claim` (CLAIM, or CLAIM_BY_POLICY for a `by_policy` response) to the
+        bundle's pending rows in the current turn of a non-terminal session: write the
+        provisional status (answered/rejected), the per-row response, and
+        `response_delivery_pending=true`. Terminal siblings are untouched. CLAIM_BY_POLICY
+        also claims the bundle's expiry, and applies only if that was still unfired.
+        ValueError, nothing written, for another transition or one the response disagrees
+        with."""
         ...
 
     async def transition_bundle(
