@@ -51,6 +51,7 @@ _MAX_LOG_LINE = 4096
 _GUARD = ("sh", "-c", "trap '' TERM INT HUP; read _; kill -KILL 0")
 _GUARD_WAIT_S = 5.0
 _POLL_S = 0.2
+_PIPE_POLL_S = 0.01
 _sweepers: dict[int, asyncio.Task[None]] = {}
 
 
@@ -151,6 +152,7 @@ async def _reap(child: asyncio.subprocess.Process, agent: asyncio.subprocess.Pro
             try:
                 async with asyncio.timeout_at(deadline):
                     await child.wait()
+                    await _pipes_closed(child)
                 return cancelled
             except TimeoutError:
                 break
@@ -160,6 +162,19 @@ async def _reap(child: asyncio.subprocess.Process, agent: asyncio.subprocess.Pro
             _signal_group(agent, signal.SIGKILL)
     logger.warning("agent process %s not reaped", child.pid, extra={"pid": agent.pid})
     return cancelled
+
+
+async def _pipes_closed(child: asyncio.subprocess.Process) -> None:
+    """Until the loop has read end of file on `child`'s pipes and closed its transport.
+
+    `wait()` returns once the child has exited (Python 3.11), but its stdout and stderr reach end
+    of file only when the last holder is gone (a grandchild the guard has just killed): a loop
+    that closes in between never reads it, and the open transport is collected later, in
+    whatever runs then, as "subprocess ... is still running". The transport is the SDK's own
+    attribute; there is no public way to ask whether it closed."""
+    transport = getattr(child, "_transport", None)
+    while transport is not None and not transport.is_closing():  # noqa: ASYNC110 - no event to wait on
+        await asyncio.sleep(_PIPE_POLL_S)
 
 
 async def drain_stderr(stream: asyncio.StreamReader, session_id: str, tail: deque[str]) -> None:
