@@ -21,6 +21,7 @@ import asyncio
 import functools
 import os
 import secrets
+import signal
 import threading
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
 from contextlib import contextmanager
@@ -31,6 +32,12 @@ import pytest
 from sqlalchemy.engine import make_url
 
 pytest_plugins = ["tests.process_leaks", "tests.cpu_report"]
+
+# A run started in the background of a non-interactive shell (`make test &` in a script) inherits
+# SIGINT ignored, and an ignored signal stays ignored across exec: every `clarion watch` the tests
+# start would then ignore the Ctrl-C that ends it. Python's own handler is not inherited.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 POSTGRES_URL = os.environ.get(
     "CLARION_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test"
