@@ -11,6 +11,7 @@ from clarion.domain.bundles import (
     context_of,
     is_actionable,
     ordered_rows,
+    policy_question_id,
     questions_of,
     row_status,
     stored_response,
@@ -21,6 +22,7 @@ from clarion.domain.models import (
     ClarificationStatus,
     Message,
     MessageType,
+    MetaKey,
     Question,
     QuestionOption,
     SessionState,
@@ -417,3 +419,19 @@ def test_winning_response_reads_a_malformed_stored_answer_as_empty() -> None:
         {"question_id": "q1", "selected_options": [], "custom_text": ""},
         {"question_id": "q2", "selected_options": ["a"], "custom_text": ""},
     ]
+
+
+@pytest.mark.parametrize(
+    ("metadata", "expected"),
+    [
+        ({MetaKey.PENDING_ID: "p1", MetaKey.WAITING: True}, "p1"),
+        ({MetaKey.PENDING_ID: "p1"}, None),  # asked without a policy
+        ({MetaKey.WAITING: True}, None),  # not a question's row
+        ({MetaKey.PENDING_ID: 7, MetaKey.WAITING: True}, None),  # not a pending id
+    ],
+    ids=["policy-question", "no-policy", "no-pending-id", "bad-pending-id"],
+)
+def test_only_a_row_of_a_question_asked_under_a_policy_names_its_pending_id(
+    metadata: dict[str, Any], expected: str | None
+) -> None:
+    assert policy_question_id(metadata) == expected
