@@ -47,6 +47,13 @@ def bearer(token: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {token}"}
 
 
+def as_user(server: ServerProcess, user: str, workspace: str, home: Path) -> ServerProcess:
+    """`server` as seen by `user` of `workspace`: a token made by the real command, sent with
+    every request of the returned copy."""
+    token = create_token(server.database_url, user, workspace, home)
+    return dataclasses.replace(server, headers=bearer(token))
+
+
 def serve_with_auth(database_url: str, tmp_path: Path, config: str) -> Iterator[ServerProcess]:
     """For a fixture: `clarion serve --auth` on `database_url` with this config file's text;
     a question stays live (its asker waits ten minutes)."""

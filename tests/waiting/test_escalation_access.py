@@ -4,13 +4,13 @@ nothing else of its task); a user it was not escalated to gains nothing."""
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.auth.conftest import bearer, create_token, serve_with_auth
+from tests.auth.conftest import as_user as as_auth_user
+from tests.auth.conftest import serve_with_auth
 from tests.e2e.harness import ServerProcess, answer, wait_until
 
 CONFIG = """
@@ -46,11 +46,10 @@ def role_server(db_url: str, tmp_path: Path) -> Iterator[ServerProcess]:
 
 
 def test_escalation_lets_the_named_user_see_and_answer_that_question_only(
-    server: ServerProcess, db_url: str, tmp_path: Path
+    server: ServerProcess, tmp_path: Path
 ) -> None:
     def as_user(user: str, workspace: str) -> ServerProcess:
-        token = create_token(db_url, user, workspace, tmp_path)
-        return dataclasses.replace(server, headers=bearer(token))
+        return as_auth_user(server, user, workspace, tmp_path)
 
     alice, bob, carol = as_user("alice", "alpha"), as_user("bob", "beta"), as_user("carol", "beta")
     task_id = alice.create_task()
@@ -92,11 +91,10 @@ def _inbox_ids(who: ServerProcess) -> list[str]:
 
 
 def test_an_escalated_users_inbox_lists_that_question_and_nothing_else_of_its_workspace(
-    server: ServerProcess, db_url: str, tmp_path: Path
+    server: ServerProcess, tmp_path: Path
 ) -> None:
     def as_user(user: str, workspace: str) -> ServerProcess:
-        token = create_token(db_url, user, workspace, tmp_path)
-        return dataclasses.replace(server, headers=bearer(token))
+        return as_auth_user(server, user, workspace, tmp_path)
 
     alice, bob, carol = as_user("alice", "alpha"), as_user("bob", "beta"), as_user("carol", "beta")
     # Something else of alpha's that waits for a person: a permission request (never escalated).
@@ -127,11 +125,10 @@ def test_an_escalated_users_inbox_lists_that_question_and_nothing_else_of_its_wo
 
 
 def test_escalation_to_a_role_reaches_its_members_in_the_questions_workspace(
-    role_server: ServerProcess, db_url: str, tmp_path: Path
+    role_server: ServerProcess, tmp_path: Path
 ) -> None:
     def as_user(user: str, workspace: str) -> ServerProcess:
-        token = create_token(db_url, user, workspace, tmp_path)
-        return dataclasses.replace(role_server, headers=bearer(token))
+        return as_auth_user(role_server, user, workspace, tmp_path)
 
     alice, bob, carol = as_user("alice", "alpha"), as_user("bob", "beta"), as_user("carol", "beta")
     dave = as_user("dave", "gamma")

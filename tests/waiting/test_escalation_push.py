@@ -5,7 +5,6 @@ it; the workspace's own members receive what they always did."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,7 +13,8 @@ from typing import Any
 import pytest
 from websockets.sync.client import ClientConnection
 
-from tests.auth.conftest import bearer, create_token, serve_with_auth
+from tests.auth.conftest import as_user as as_auth_user
+from tests.auth.conftest import serve_with_auth
 from tests.e2e.harness import ServerProcess, answer, recv_until
 
 CONFIG = """
@@ -58,11 +58,10 @@ def _question_row(message: dict[str, Any], pending_id: str) -> bool:
 
 
 def test_an_escalated_user_receives_that_questions_events_live_and_nothing_else(
-    server: ServerProcess, db_url: str, tmp_path: Path
+    server: ServerProcess, tmp_path: Path
 ) -> None:
     def as_user(user: str, workspace: str) -> ServerProcess:
-        token = create_token(db_url, user, workspace, tmp_path)
-        return dataclasses.replace(server, headers=bearer(token))
+        return as_auth_user(server, user, workspace, tmp_path)
 
     alice, bob, carol = as_user("alice", "alpha"), as_user("bob", "beta"), as_user("carol", "beta")
     with alice.websocket() as a_ws, bob.websocket() as b_ws, carol.websocket() as c_ws:
