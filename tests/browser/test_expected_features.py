@@ -103,6 +103,47 @@ def test_search_filters_shortcuts_markdown_badge_words_and_dates(
     expect(stamp).to_have_attribute("title", re.compile(r"\d{4}"))
 
 
+def test_shortcuts_work_after_the_help_closes_over_a_board_that_changed_meanwhile(
+    shared_server: ServerProcess, new_page: Callable[..., Page]
+) -> None:
+    first = shared_server.create_task("Quokka one")
+    page = new_page(viewport=LAPTOP)
+    open_board(page, shared_server)
+    page.locator("body").press("/")
+    page.get_by_test_id("board-search").press_sequentially("quokka")
+    cards = page.locator("[data-testid^=task-card-]")
+    expect(cards).to_have_count(1)
+    page.get_by_test_id("board-search").blur()
+    page.keyboard.press("j")
+    expect(page.get_by_test_id(f"task-open-{first}")).to_be_focused()
+
+    page.keyboard.press("?")
+    expect(page.get_by_test_id("shortcuts-help")).to_be_visible()
+    # A change while the help is open rebuilds the board: the card that had the focus is gone.
+    shared_server.create_task("Quokka two")
+    expect(cards).to_have_count(2)
+    page.keyboard.press("Escape")
+    expect(page.get_by_test_id("shortcuts-help")).to_be_hidden()
+    expect(page.get_by_test_id(f"task-open-{first}")).to_be_focused()
+    page.keyboard.press("g")
+    page.keyboard.press("i")
+    expect(page.get_by_test_id("inbox-view")).to_be_visible()
+
+    page.keyboard.press("g")
+    page.keyboard.press("b")
+    expect(page.get_by_test_id("inbox-view")).to_have_count(0)
+    # Keys that reach a control of the closed help (the browser moves the focus off it a moment
+    # after it closed) are shortcuts like any other.
+    page.evaluate(
+        """() => {
+            const close = document.querySelector("[data-testid=shortcuts-close]");
+            for (const key of ["g", "i"])
+                close.dispatchEvent(new KeyboardEvent("keydown", { key, bubbles: true }));
+        }"""
+    )
+    expect(page.get_by_test_id("inbox-view")).to_be_visible()
+
+
 def test_dark_mode_follows_the_system(shared_server: ServerProcess, page: Page) -> None:
     page.emulate_media(color_scheme="dark")
     open_board(page, shared_server)

@@ -333,7 +333,23 @@ function renderWorkspaceChoice() {
 helpEl.append(h("h2", { class: "confirm-question", text: "Keyboard shortcuts" }),
   h("dl", { class: "shortcut-list" }, ...SHORTCUTS.flatMap(([keys, what]) => [h("dt", {}, h("kbd", { text: keys })), h("dd", { text: what })])),
   h("form", { method: "dialog", class: "confirm-actions" }, h("button", { type: "submit", testid: "shortcuts-close" }, "Close")));
-$("shortcuts-button").addEventListener("click", () => helpEl.showModal());
+/** The test id of the control that had the focus when the help opened (see the close handler). */
+let helpOpener = /** @type {string | undefined} */ (undefined);
+function toggleHelp() {
+  if (helpEl.open) return helpEl.close();
+  const active = document.activeElement;
+  helpOpener = active instanceof HTMLElement ? active.dataset.testid : undefined;
+  helpEl.showModal();
+}
+// The board may be rebuilt while the help is open (any live change does it): the card that had
+// the focus is then a new element, and the browser, unable to give the focus back to the old
+// one, would leave it nowhere. Give it to the new card.
+helpEl.addEventListener("close", () => {
+  const active = document.activeElement;
+  if (!helpOpener || (active && active !== document.body && !helpEl.contains(active))) return;
+  /** @type {HTMLElement | null} */ (document.querySelector(`[data-testid="${CSS.escape(helpOpener)}"]`))?.focus();
+});
+$("shortcuts-button").addEventListener("click", toggleHelp);
 
 /** Moves the focus to the next or previous card (board) or line (inbox). @param {1 | -1} step */
 function moveFocus(step) {
@@ -348,13 +364,14 @@ let afterG = false;
 document.addEventListener("keydown", (e) => {
   const target = /** @type {HTMLElement} */ (e.target);
   const inText = ["INPUT", "TEXTAREA", "SELECT"].includes(target.tagName) || target.isContentEditable;
-  // The question box and the permission panel have their own keys while they have focus.
-  if (target.closest?.(".overlay, dialog")) return;
+  // The question box and the permission panel have their own keys while they have focus. A
+  // closed dialog may still hold the focus for a moment after it closed: its keys are shortcuts.
+  if (target.closest?.(".overlay:not([hidden]), dialog[open]")) return;
   const result = shortcutFor({ key: e.key, ctrlKey: e.ctrlKey, altKey: e.altKey, metaKey: e.metaKey, inText }, afterG);
   afterG = result.afterG;
   if (!result.shortcut) return;
   e.preventDefault();
-  if (result.shortcut === "help") helpEl.open ? helpEl.close() : helpEl.showModal();
+  if (result.shortcut === "help") toggleHelp();
   else if (result.shortcut === "search") {
     if (document.body.classList.contains("has-detail") && matchMedia("(max-width: 700px)").matches) navigate({ name: "board" });
     requestAnimationFrame(() => searchEl.focus());
