@@ -135,6 +135,21 @@ def _names_a_transition(node: ast.expr, imported: set[str]) -> bool:
     )
 
 
+def test_no_guarded_call_of_the_store_or_its_ports_defaults_its_transition() -> None:
+    # A default would let a caller change a bundle without saying how.
+    defaulted = [
+        f"{path}:{node.lineno} {node.name}({arg.arg}=)"
+        for path, tree in _modules()
+        if path.parts[0] in {"store", "ports"}
+        for node in ast.walk(tree)
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+        and node.name in TRANSITION_ARGUMENT
+        for arg, default in _transition_parameters(node)
+        if default is not None
+    ]
+    assert defaulted == []
+
+
 def test_every_bundle_change_a_service_asks_of_the_store_names_a_transition_of_the_table() -> None:
     seen: set[str] = set()
     unnamed: list[str] = []
@@ -159,8 +174,6 @@ def test_every_bundle_change_a_service_asks_of_the_store_names_a_transition_of_t
             seen.add(call_name)
             index = TRANSITION_ARGUMENT[call_name]
             given = call.args[index] if len(call.args) > index else None
-            if given is None and call_name == "confirm_delivery":
-                continue  # its default is RETIRE_INTENT
             if isinstance(given, ast.Name) and given.id in forwarded:
                 continue
             if given is None or not _names_a_transition(given, imported):

@@ -11,7 +11,7 @@ from typing import Any
 
 from clarion.bus import MemoryBus
 from clarion.domain.ids import new_id
-from clarion.domain.lifecycle import CLAIM
+from clarion.domain.lifecycle import CLAIM, RETIRE_INTENT
 from clarion.domain.models import (
     Answer,
     ClarificationResponse,
@@ -162,7 +162,9 @@ class World:
         )
         claim = await self.store.claim_response(response, CLAIM, now=self.clock.now())
         assert claim.claimed, "the bundle was not answerable"
-        assert await self.store.confirm_delivery(pending_id, [m.id for m in claim.claimed])
+        assert await self.store.confirm_delivery(
+            pending_id, [m.id for m in claim.claimed], RETIRE_INTENT
+        )
         return tuple([await self.store.get_message(m.id) for m in claim.claimed])
 
     async def permission(self, session_id: str, status: str = "pending") -> Message:

@@ -9,7 +9,7 @@ import pytest
 
 from clarion.domain import lifecycle
 from clarion.domain.errors import Conflict, InvalidInput, NotFound
-from clarion.domain.lifecycle import CLAIM, CLAIMED, RESTORE_CLAIM
+from clarion.domain.lifecycle import CLAIM, CLAIMED, RESTORE_CLAIM, RETIRE_INTENT
 from clarion.domain.models import ClarificationResponse, MessageType, SessionState
 from clarion.ports import NewMessage
 from clarion.store import SqlStore
@@ -308,13 +308,13 @@ async def test_confirm_delivery_retires_the_intent_and_keeps_the_claim_time(
     result = await world.answer("p", "a", "b")
     ids = [m.id for m in result.claimed]
     world.clock.advance(30)
-    assert await world.store.confirm_delivery("p", ids)
+    assert await world.store.confirm_delivery("p", ids, RETIRE_INTENT)
     for message_id, claimed in zip(ids, result.claimed, strict=True):
         message = await world.store.get_message(message_id)
         assert "response_delivery_pending" not in message.metadata
         assert message.metadata["status"] == "answered"
         assert message.updated_at == claimed.updated_at
-    assert not await world.store.confirm_delivery("p", ids)  # already retired
+    assert not await world.store.confirm_delivery("p", ids, RETIRE_INTENT)  # already retired
 
 
 async def test_confirm_delivery_refuses_when_any_row_lacks_the_intent(world: World) -> None:
@@ -322,8 +322,8 @@ async def test_confirm_delivery_refuses_when_any_row_lacks_the_intent(world: Wor
     await world.turn(session)
     rows = await world.bundle(session, ("a", "b"), pending_id="p")
     await world.store.transition_bundle("p", lifecycle.LIVE, lifecycle.CANCEL)
-    assert not await world.store.confirm_delivery("p", [rows[0].id])
-    assert not await world.store.confirm_delivery("p", [])
+    assert not await world.store.confirm_delivery("p", [rows[0].id], RETIRE_INTENT)
+    assert not await world.store.confirm_delivery("p", [], RETIRE_INTENT)
 
 
 async def test_restore_claim_puts_exactly_the_claimed_rows_back_to_pending(world: World) -> None:
@@ -370,7 +370,7 @@ async def test_restore_claim_refuses_once_delivery_was_confirmed(world: World) -
     await world.turn(session)
     await world.bundle(session, ("a",), pending_id="p")
     ids = [m.id for m in (await world.answer("p", "a")).claimed]
-    assert await world.store.confirm_delivery("p", ids)
+    assert await world.store.confirm_delivery("p", ids, RETIRE_INTENT)
     assert not await world.store.transition_bundle("p", CLAIMED, RESTORE_CLAIM, message_ids=ids)
     assert await world.status(ids[0]) == "answered"
 

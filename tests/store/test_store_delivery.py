@@ -8,7 +8,7 @@ from typing import Any
 
 from clarion.domain import lifecycle
 from clarion.domain.bundles import delivery_of
-from clarion.domain.lifecycle import DELIVER
+from clarion.domain.lifecycle import DELIVER, RETIRE_INTENT
 from clarion.domain.models import Delivery, Session, SessionState
 
 from .conftest import World
@@ -74,7 +74,7 @@ async def test_published_successor_and_confirmed_delivery_record_delivered(world
 
     await world.bundle(session, ("a",), pending_id="skipped", turn_id=turn.id)
     skipped = [m.id for m in (await world.reject("skipped")).claimed]
-    assert await world.store.confirm_delivery("skipped", skipped)
+    assert await world.store.confirm_delivery("skipped", skipped, RETIRE_INTENT)
     assert await _delivery(world, "skipped") is None, "a detached Skip reaches no agent"
 
 

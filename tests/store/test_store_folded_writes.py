@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from clarion.domain.lifecycle import RETIRE_INTENT
 from clarion.domain.models import Session, SessionState, Turn
 
 from .conftest import World
@@ -18,7 +19,7 @@ async def test_confirm_delivery_can_move_the_session_in_the_same_transaction(
     world.clock.advance(1)
 
     ok = await world.store.confirm_delivery(
-        "p", [r.id for r in claim.claimed], session_state=SessionState.RUNNING
+        "p", [r.id for r in claim.claimed], RETIRE_INTENT, session_state=SessionState.RUNNING
     )
 
     assert ok
@@ -37,7 +38,7 @@ async def test_confirm_delivery_returns_the_rows_and_the_session_as_they_now_sta
     world.clock.advance(1)
 
     written = await world.store.confirm_delivery(
-        "p", [r.id for r in claim.claimed], session_state=SessionState.RUNNING
+        "p", [r.id for r in claim.claimed], RETIRE_INTENT, session_state=SessionState.RUNNING
     )
 
     assert written is not None
@@ -49,7 +50,7 @@ async def test_confirm_delivery_returns_the_rows_and_the_session_as_they_now_sta
     await world.turn(other)
     await world.bundle(other, pending_id="p2")
     claim2 = await world.answer("p2", "db")
-    plain = await world.store.confirm_delivery("p2", [r.id for r in claim2.claimed])
+    plain = await world.store.confirm_delivery("p2", [r.id for r in claim2.claimed], RETIRE_INTENT)
     assert plain is not None and plain.session is None and len(plain.rows) == 1
 
 
@@ -85,7 +86,9 @@ async def test_a_confirmation_that_does_not_apply_leaves_the_session_alone(world
     rows = await world.bundle(session, pending_id="p")
     await world.store.transition_session(session.id, SessionState.WAITING_FOR_INPUT)
 
-    ok = await world.store.confirm_delivery("p", [rows[0].id], session_state=SessionState.RUNNING)
+    ok = await world.store.confirm_delivery(
+        "p", [rows[0].id], RETIRE_INTENT, session_state=SessionState.RUNNING
+    )
 
     assert ok is None
     assert (await world.store.get_session(session.id)).state is SessionState.WAITING_FOR_INPUT
@@ -99,7 +102,7 @@ async def test_confirm_delivery_never_revives_a_terminal_session(world: World) -
     await world.store.transition_session(session.id, SessionState.COMPLETED)
 
     written = await world.store.confirm_delivery(
-        "p", [r.id for r in claim.claimed], session_state=SessionState.RUNNING
+        "p", [r.id for r in claim.claimed], RETIRE_INTENT, session_state=SessionState.RUNNING
     )
 
     # The rows are confirmed; the session, ended, neither moves nor is reported as moved.

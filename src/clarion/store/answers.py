@@ -17,7 +17,6 @@ from clarion.domain.lifecycle import (
     DETACH,
     EXPIRE,
     RESTORE_CLAIM,
-    RETIRE_INTENT,
     Transition,
 )
 from clarion.domain.models import (
@@ -160,7 +159,7 @@ class SqlAnswers:
         self,
         pending_id: str,
         message_ids: Sequence[str],
-        transition: Transition = RETIRE_INTENT,
+        transition: Transition,
         *,
         session_state: SessionState | None = None,
     ) -> Written | None:

@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any, Protocol
 
-from clarion.domain.lifecycle import RETIRE_INTENT, Transition
+from clarion.domain.lifecycle import Transition
 from clarion.domain.models import (
     BundleState,
     ClarificationResponse,
@@ -93,7 +93,7 @@ class AnswerStore(Lookups, Protocol):
         self,
         pending_id: str,
         message_ids: Sequence[str],
-        transition: Transition = RETIRE_INTENT,
+        transition: Transition,
         *,
         session_state: SessionState | None = None,
     ) -> Written | None:
