@@ -69,7 +69,9 @@ async def test_published_successor_and_confirmed_delivery_record_delivered(world
     turn = await world.store.reserve_successor(
         session.id, source_turn_id=source.id, pending_id="resumed", message_ids=ids
     )
-    assert await world.store.publish_successor(turn.id, pending_id="resumed", message_ids=ids)
+    assert await world.store.publish_successor(
+        turn.id, DELIVER, pending_id="resumed", message_ids=ids
+    )
     assert await _delivery(world, "resumed") is Delivery.DELIVERED
 
     await world.bundle(session, ("a",), pending_id="skipped", turn_id=turn.id)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from clarion.domain.lifecycle import RETIRE_INTENT
+from clarion.domain.lifecycle import DELIVER, RETIRE_INTENT
 from clarion.domain.models import Session, SessionState, Turn
 
 from .conftest import World
@@ -162,7 +162,7 @@ async def test_publish_successor_can_move_the_session_in_the_same_transaction(
     world.clock.advance(3)
 
     written = await world.store.publish_successor(
-        turn.id, pending_id="p", message_ids=ids, session_state=SessionState.RUNNING
+        turn.id, DELIVER, pending_id="p", message_ids=ids, session_state=SessionState.RUNNING
     )
 
     after = await world.store.get_session(session.id)
@@ -177,7 +177,11 @@ async def test_a_refused_publication_leaves_the_session_alone(world: World) -> N
 
     assert (
         await world.store.publish_successor(
-            turn.id, pending_id="other", message_ids=ids, session_state=SessionState.RUNNING
+            turn.id,
+            DELIVER,
+            pending_id="other",
+            message_ids=ids,
+            session_state=SessionState.RUNNING,
         )
         is None
     )

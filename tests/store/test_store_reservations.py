@@ -5,7 +5,14 @@ from __future__ import annotations
 import pytest
 
 from clarion.domain.errors import Conflict, InvalidInput
-from clarion.domain.lifecycle import CLAIMED, RESTORE_CLAIM
+from clarion.domain.lifecycle import (
+    CLAIMED,
+    DELIVER,
+    DISPATCH_UNKNOWN,
+    RESTORE_CLAIM,
+    RETIRE_INTENT,
+    Transition,
+)
 from clarion.domain.models import DISPATCH_KEYS, Message, Session, Turn
 
 from .conftest import World
@@ -65,7 +72,7 @@ async def test_publish_clears_dispatch_keys_and_the_claimed_intents(world: World
         session.id, source_turn_id=source.id, pending_id="p", message_ids=ids
     )
     assert await world.store.mark_attempted(turn.id)
-    assert await world.store.publish_successor(turn.id, pending_id="p", message_ids=ids)
+    assert await world.store.publish_successor(turn.id, DELIVER, pending_id="p", message_ids=ids)
     stored = await world.store.get_turn(turn.id)
     assert not set(DISPATCH_KEYS) & set(stored.metadata)
     for message in claimed:
@@ -75,7 +82,9 @@ async def test_publish_clears_dispatch_keys_and_the_claimed_intents(world: World
     assert await world.store.find_live_reservation(session.id) is None
     assert (await world.store.find_current_turn(session.id)).id == turn.id  # type: ignore[union-attr]
     assert turn.id in [t.id for t in await world.store.list_visible_turns(session.id)]
-    assert not await world.store.publish_successor(turn.id, pending_id="p", message_ids=ids)
+    assert not await world.store.publish_successor(
+        turn.id, DELIVER, pending_id="p", message_ids=ids
+    )
 
 
 async def test_publish_refuses_a_different_pending_id(world: World) -> None:
@@ -84,8 +93,27 @@ async def test_publish_refuses_a_different_pending_id(world: World) -> None:
     turn = await world.store.reserve_successor(
         session.id, source_turn_id=source.id, pending_id="p", message_ids=ids
     )
-    assert not await world.store.publish_successor(turn.id, pending_id="other", message_ids=ids)
+    assert not await world.store.publish_successor(
+        turn.id, DELIVER, pending_id="other", message_ids=ids
+    )
     assert (await world.store.find_live_reservation(session.id)) is not None
+
+
+@pytest.mark.parametrize("transition", [RETIRE_INTENT, DISPATCH_UNKNOWN, RESTORE_CLAIM])
+async def test_publish_applies_deliver_only_and_another_transition_writes_nothing(
+    world: World, transition: Transition
+) -> None:
+    session, source, claimed = await _claimed(world)
+    ids = [m.id for m in claimed]
+    turn = await world.store.reserve_successor(
+        session.id, source_turn_id=source.id, pending_id="p", message_ids=ids
+    )
+    assert await world.store.mark_attempted(turn.id)
+    with pytest.raises(ValueError, match="does not settle"):
+        await world.store.publish_successor(turn.id, transition, pending_id="p", message_ids=ids)
+    assert await world.store.find_live_reservation(session.id) is not None
+    for message in claimed:
+        assert (await world.store.get_message(message.id)).metadata == message.metadata
 
 
 async def test_mark_attempted_applies_only_to_a_live_reservation(world: World) -> None:

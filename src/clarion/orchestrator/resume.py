@@ -23,6 +23,7 @@ from clarion.domain.errors import (
     AcceptedButUnpublished,
     ResumeNotAccepted,
 )
+from clarion.domain.lifecycle import DELIVER
 from clarion.domain.models import SessionState, Turn
 from clarion.domain.prompts import with_recap
 from clarion.orchestrator.admission import TurnAdmission
@@ -138,6 +139,7 @@ class DetachedResume:
             published = await bounded(
                 self._store.publish_successor(
                     turn.id,
+                    DELIVER,
                     pending_id=claim.bundle.pending_id,
                     message_ids=[row.id for row in claim.claimed],
                     session_state=SessionState.RUNNING,

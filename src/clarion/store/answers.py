@@ -296,6 +296,7 @@ class SqlAnswers:
     async def publish_successor(
         self,
         turn_id: str,
+        transition: Transition,
         *,
         pending_id: str,
         message_ids: Sequence[str],
@@ -305,6 +306,7 @@ class SqlAnswers:
             self._db,
             self._clock,
             turn_id,
+            transition,
             pending_id=pending_id,
             message_ids=message_ids,
             session_state=session_state,

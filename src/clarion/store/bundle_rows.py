@@ -13,7 +13,7 @@ from clarion.domain.lifecycle import Transition
 from clarion.domain.models import Bundle, Message, MetaKey
 from clarion.store.db.engine import Db
 from clarion.store.db.fastpath import hot
-from clarion.store.db.portable_sql import JsonText, UtcDateTime
+from clarion.store.db.portable_sql import JsonText, UtcDateTime, with_flag
 from clarion.store.db.predicates import not_parent_question
 from clarion.store.db.row_conversion import to_message
 from clarion.store.db.schema import task_session_messages as messages
@@ -51,6 +51,15 @@ _SET_METADATA_AND_TIME = hot(
         updated_at=bindparam("new_updated_at", type_=UtcDateTime),
     )
     .returning(*messages.c)
+)
+# The batch forms: one statement for many rows, nothing read back.
+_SET_METADATA_OF_EACH = (
+    update(messages)
+    .where(messages.c.id == bindparam("message_id"))
+    .values(metadata=bindparam("new_metadata", type_=JsonText))
+)
+_SET_METADATA_AND_TIME_OF_EACH = _SET_METADATA_OF_EACH.values(
+    updated_at=bindparam("new_updated_at", type_=UtcDateTime)
 )
 
 
@@ -132,3 +141,45 @@ async def rewrite(
         if row is not None:
             changed.append(to_message(row))
     return tuple(sorted(changed, key=bundle_order))
+
+
+async def rewrite_all(
+    conn: Tx, rows: Sequence[Message], transition: Transition, *, now: datetime | None = None
+) -> None:
+    """`rewrite` for a batch: `transition` on every row in one statement, the rows not read
+    back (startup settles many claims at once)."""
+    if transition.stamps_time and now is None:
+        raise ValueError(f"{transition} moves updated_at: give it the time")
+    if not rows:
+        return
+    if not transition.stamps_time:
+        await conn.execute(
+            _SET_METADATA_OF_EACH,
+            [{"message_id": m.id, "new_metadata": transition.change(m.metadata)} for m in rows],
+        )
+        return
+    await conn.execute(
+        _SET_METADATA_AND_TIME_OF_EACH,
+        [
+            {
+                "message_id": m.id,
+                "new_metadata": transition.change(m.metadata),
+                "new_updated_at": now,
+            }
+            for m in rows
+        ],
+    )
+
+
+def change_in_sql(transition: Transition) -> ColumnElement[str]:
+    """`transition`'s change as a SQL expression over a row's metadata, for a set-based update
+    that never brings the rows to Python (the caller moves `updated_at` when it stamps time).
+    Only a change that sets flags true can be written so; any other raises ValueError."""
+    if transition.drops or transition.fills or not transition.sets:
+        raise ValueError(f"{transition} is not a change of flags set true")
+    changed: ColumnElement[Any] = messages.c.metadata
+    for key, value in transition.sets.items():
+        if value is not True:
+            raise ValueError(f"{transition} sets {key} to {value!r}, not true")
+        changed = with_flag(changed, key)
+    return changed

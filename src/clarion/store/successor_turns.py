@@ -14,7 +14,7 @@ from sqlalchemy import delete, insert, select, update
 from clarion.domain.errors import Conflict, InvalidInput
 from clarion.domain.flags import is_truthy as truthy
 from clarion.domain.ids import new_id
-from clarion.domain.lifecycle import DELIVER
+from clarion.domain.lifecycle import DELIVER, Transition
 from clarion.domain.models import Message, MetaKey, SessionState, Turn
 from clarion.domain.turns import public_metadata
 from clarion.ports import Clock, Written
@@ -59,10 +59,10 @@ def is_reservation(turn: Turn | None) -> bool:
 
 
 async def _finalize_claim(
-    conn: Tx, pending_id: str, message_ids: Sequence[str]
+    conn: Tx, pending_id: str, message_ids: Sequence[str], transition: Transition
 ) -> tuple[Message, ...]:
-    """Retire the delivery intent on exactly the claimed rows; updated_at keeps the claim time.
-    Returns the rows it changed."""
+    """`transition` (DELIVER) on exactly the claimed rows still carrying the delivery intent;
+    updated_at keeps the claim time. Returns the rows it changed."""
     if not message_ids:
         return ()
     rows = await select_rows(
@@ -71,7 +71,7 @@ async def _finalize_claim(
         messages.c.pending_id == pending_id,
         flag(messages.c.metadata, MetaKey.RESPONSE_DELIVERY_PENDING),
     )
-    return await rewrite(conn, rows, DELIVER)
+    return await rewrite(conn, rows, transition)
 
 
 async def reserve_successor(
@@ -156,11 +156,14 @@ async def publish_successor(
     db: Db,
     clock: Clock,
     turn_id: str,
+    transition: Transition,
     *,
     pending_id: str,
     message_ids: Sequence[str],
     session_state: SessionState | None = None,
 ) -> Written | None:
+    if transition is not DELIVER:
+        raise ValueError(f"{transition} does not settle a published successor's claim")
     async with db.write() as conn:
         turn = await _locked_turn(db, conn, turn_id)
         if turn is None or not is_reservation(turn):
@@ -175,7 +178,7 @@ async def publish_successor(
                 updated_at=clock.now(),
             )
         )
-        finalized = await _finalize_claim(conn, pending_id, message_ids)
+        finalized = await _finalize_claim(conn, pending_id, message_ids, transition)
         session = await move_with(conn, turn.session_id, session_state, clock.now())
     log.info("successor published", extra={"turn_id": turn_id, "pending_id": pending_id})
     return Written(finalized, session)

@@ -33,8 +33,9 @@ class AnswerStore(Lookups, Protocol):
     Each bundle write applies named transitions of `domain.lifecycle` (its guard selects
     exactly the rows in the states those transitions leave). The caller names the transition
     in `transition_bundle` (one bundle), `transition_session_bundles` (a session's bundles)
-    and `confirm_delivery` (DELIVER or RETIRE_INTENT, with a session move); `claim_response`
-    applies CLAIM (or CLAIM_BY_POLICY) and `publish_successor` DELIVER."""
+    and `confirm_delivery` (DELIVER or RETIRE_INTENT, with a session move), the claim in
+    `claim_response` (CLAIM or CLAIM_BY_POLICY) and the publication's in `publish_successor`
+    (DELIVER)."""
 
     async def session_with_current_turn(self, session_id: str) -> tuple[Session, str | None]:
         """The session (NotFound if missing) and its current turn id, from one read."""
@@ -134,14 +135,17 @@ class AnswerStore(Lookups, Protocol):
     async def publish_successor(
         self,
         turn_id: str,
+        transition: Transition,
         *,
         pending_id: str,
         message_ids: Sequence[str],
         session_state: SessionState | None = None,
     ) -> Written | None:
-        """Clear the dispatch keys on the turn and the intents on exactly the claimed rows
-        (None if the turn is no longer that reservation);
-        with `session_state`, also move a non-terminal session there, in the same commit."""
+        """Clear the dispatch keys on the turn and apply `transition` (DELIVER: the agent
+        accepted the resume prompt) to the claimed rows still carrying the intent (None, nothing
+        written, if the turn is no longer that reservation); with `session_state`, also move a
+        non-terminal session there, in the same commit. ValueError, nothing written, for
+        another transition."""
         ...
 
     async def rollback_successor(self, turn_id: str) -> bool:

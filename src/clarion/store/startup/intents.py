@@ -1,6 +1,7 @@
 """Reconciling delivery intents that no reservation owns: an answer claimed for a hand-off
 that never finished. The claim is restored when every row is still its session's current
-question, otherwise the intent is retired and the rows stay terminal history."""
+question, otherwise the intent is retired and the rows stay terminal history: the domain
+decides which (domain/unsettled_claims.py), this module applies the named transition."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from datetime import datetime
 from clarion.domain.lifecycle import RESTORE_CLAIM, RETIRE_INTENT
 from clarion.domain.models import Message, MetaKey
 from clarion.domain.scope import EVERY_SESSION, SessionScope
+from clarion.domain.unsettled_claims import settle_unfinished_claim
 from clarion.ports import Clock, IntentRecovery
 from clarion.store.bundle_rows import rewrite, run_rows, select_rows
 from clarion.store.db.engine import Db
@@ -26,12 +28,22 @@ async def _restore_or_retire(conn: Tx, rows: list[Message], now: datetime) -> bo
     the intent and keep the terminal history. Returns whether it restored."""
     ids = [m.id for m in rows]
     current = await run_rows(conn, STILL_CURRENT, {"message_ids": ids})
-    if rows and len(current) == len(rows):
+    # No reservation owns these rows: no successor was kept, nothing reached the agent.
+    outcome = settle_unfinished_claim(
+        successor_kept=False,
+        agent_referenced_successor=False,
+        still_current=bool(rows) and len(current) == len(rows),
+    )
+    if outcome is RESTORE_CLAIM:
         await rewrite(conn, rows, RESTORE_CLAIM, now=now)
         await reopen_restored_expiry(conn, rows, now)
         return True
-    await rewrite(conn, rows, RETIRE_INTENT)
-    return False
+    if outcome is RETIRE_INTENT:
+        await rewrite(conn, rows, RETIRE_INTENT)
+        return False
+    raise ValueError(  # pragma: no cover - without a kept successor it is one of the two
+        f"{outcome} does not settle an intent no reservation owns"
+    )
 
 
 async def reconcile_intents(

@@ -15,9 +15,9 @@ from clarion.domain.lifecycle import DETACH
 from clarion.domain.scope import EVERY_SESSION, SessionScope
 from clarion.domain.webhooks import CLARIFICATION_DETACHED, WebhookFact, questions_of_rows
 from clarion.ports import ChangedBundle, Clock
-from clarion.store.bundle_rows import bundle_rows
+from clarion.store.bundle_rows import bundle_rows, change_in_sql
 from clarion.store.db.engine import Db
-from clarion.store.db.portable_sql import UtcDateTime, flag, with_flag
+from clarion.store.db.portable_sql import UtcDateTime, flag
 from clarion.store.db.predicates import clarification_rows, current_turns, status_pending
 from clarion.store.db.schema import task_session_messages as messages
 from clarion.store.outbox import OutboxWriter
@@ -26,7 +26,7 @@ from clarion.store.startup.recovery_sql import LIVE_SESSION, STARTUP_LOCK
 
 log = logging.getLogger(__name__)
 
-# DETACH (domain/lifecycle.py) written in SQL: its one key set true in place.
+# What DETACH (domain/lifecycle.py) sets: a row already carrying it is not detached again.
 (DETACHED_FLAG,) = DETACH.sets
 # One statement per chunk both finds and flags the rows: each row's metadata is parsed once.
 # A row counts only in its own session's current turn, hence the (session, turn) pairs.
@@ -43,7 +43,7 @@ _DETACH_IN_CURRENT_TURNS = (
         not_(flag(messages.c.metadata, DETACHED_FLAG)),
     )
     .values(
-        metadata=with_flag(messages.c.metadata, DETACHED_FLAG),
+        metadata=change_in_sql(DETACH),
         updated_at=bindparam("now", type_=UtcDateTime),
     )
     .returning(messages.c.task_session_id, messages.c.task_id, messages.c.pending_id)

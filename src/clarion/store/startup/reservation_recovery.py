@@ -4,7 +4,9 @@ A reservation whose agent may have had the prompt (the attempt marker is set, or
 output already references the turn) is kept: the successor stays authoritative, the answer
 terminal (`delivery` delivered or ambiguous) and its start event goes to the outbox. Any other
 reservation is deleted and its claim restored, or retired when the question is no longer
-current. Reservation metadata is validated for every reservation (`plan`) before the first
+current. Which reservation is kept and which transition settles its claim are the domain's
+decisions (domain/unsettled_claims.py); this module finds the facts and applies the named
+transitions. Reservation metadata is validated for every reservation (`plan`) before the first
 write: a malformed one raises CorruptReservationError and leaves everything (that row included)
 as it was.
 """
@@ -15,7 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import bindparam, delete, select, update
+from sqlalchemy import bindparam, delete, select
 
 from clarion.domain.flags import is_truthy as truthy
 from clarion.domain.lifecycle import (
@@ -28,10 +30,11 @@ from clarion.domain.lifecycle import (
 from clarion.domain.models import Message, MetaKey, Turn
 from clarion.domain.scope import EVERY_SESSION, SessionScope
 from clarion.domain.turns import public_metadata
+from clarion.domain.unsettled_claims import settle_unfinished_claim, successor_is_kept
 from clarion.ports import Clock, ReservationRecovery
-from clarion.store.bundle_rows import bundle_order, run_rows
+from clarion.store.bundle_rows import bundle_order, rewrite_all, run_rows
 from clarion.store.db.engine import Db
-from clarion.store.db.portable_sql import JsonText, UtcDateTime, flag
+from clarion.store.db.portable_sql import flag
 from clarion.store.db.row_conversion import to_message
 from clarion.store.db.schema import task_session_messages as messages
 from clarion.store.db.schema import task_session_turns as turns
@@ -88,19 +91,6 @@ _REFERENCED_AMONG = (
 _WITH_INTENT_AMONG = select(messages).where(
     messages.c.id.in_(MESSAGE_IDS), flag(messages.c.metadata, INTENT)
 )
-_SET_METADATA_KEEP_TIME = (
-    update(messages)
-    .where(messages.c.id == bindparam("message_id"))
-    .values(metadata=bindparam("new_metadata", type_=JsonText))
-)
-_SET_METADATA_WITH_TIME = (
-    update(messages)
-    .where(messages.c.id == bindparam("message_id"))
-    .values(
-        metadata=bindparam("new_metadata", type_=JsonText),
-        updated_at=bindparam("new_updated_at", type_=UtcDateTime),
-    )
-)
 _DELETE_TURN = delete(turns).where(turns.c.id == bindparam("turn_id"))
 
 
@@ -127,8 +117,9 @@ async def reconcile_plans(conn: Tx, plans: list[Plan], now: datetime) -> list[Re
     taken: list[tuple[Plan, bool, list[Message]]] = []
     for plan in plans:
         turn = plan.turn
-        kept = turn.id in referenced_ids or truthy(
-            turn.metadata.get(MetaKey.PROMPT_DISPATCH_ATTEMPTED)
+        kept = successor_is_kept(
+            attempted=truthy(turn.metadata.get(MetaKey.PROMPT_DISPATCH_ATTEMPTED)),
+            referenced=turn.id in referenced_ids,
         )
         rows = [
             with_intent.pop(i)[0]
@@ -150,19 +141,22 @@ async def reconcile_plans(conn: Tx, plans: list[Plan], now: datetime) -> list[Re
     current: set[str] = set()
     for part in chunks(restorable):
         current.update(m.id for m in await run_rows(conn, STILL_CURRENT, {"message_ids": part}))
-    retire: list[Message] = []
-    # Kept reservations' rows: delivered when the agent's output references the successor
-    # (it had the prompt), otherwise ambiguous, which the person may resolve by a resend.
-    settle: list[tuple[Message, Transition]] = []
-    restore: list[Message] = []
+    # Each plan's claimed rows, by the transition the domain settles them with.
+    settled: dict[Transition, list[Message]] = {
+        t: [] for t in (DELIVER, DISPATCH_UNKNOWN, RESTORE_CLAIM, RETIRE_INTENT)
+    }
     keep_turns: list[dict[str, Any]] = []
     drop_turns: list[dict[str, Any]] = []
     for plan, kept, rows in taken:
+        outcome = settle_unfinished_claim(
+            successor_kept=kept,
+            agent_referenced_successor=plan.turn.id in referenced_ids,
+            still_current=bool(rows) and all(m.id in current for m in rows),
+        )
+        settled[outcome].extend(rows)
         if kept:
             # Dispatch may have happened: the successor stays authoritative, the answer
             # stays terminal, and the start event is replayed from the outbox marker.
-            outcome = DELIVER if plan.turn.id in referenced_ids else DISPATCH_UNKNOWN
-            settle.extend((m, outcome) for m in rows)
             meta = public_metadata(plan.turn.metadata)
             meta[MetaKey.PROMPT_DISPATCH_START_EVENT_PENDING] = True
             keep_turns.append(
@@ -170,43 +164,16 @@ async def reconcile_plans(conn: Tx, plans: list[Plan], now: datetime) -> list[Re
             )
         else:
             drop_turns.append({"turn_id": plan.turn.id})
-            if rows and all(m.id in current for m in rows):
-                restore.extend(rows)
-            else:
-                retire.extend(rows)
     if keep_turns:
         await conn.execute(SET_TURN_METADATA, keep_turns)
     if drop_turns:
         await conn.execute(_DELETE_TURN, drop_turns)
-    if retire:
-        await conn.execute(
-            _SET_METADATA_KEEP_TIME,
-            [
-                {"message_id": m.id, "new_metadata": RETIRE_INTENT.change(m.metadata)}
-                for m in retire
-            ],
-        )
-    if settle:
-        await conn.execute(
-            _SET_METADATA_KEEP_TIME,
-            [
-                {"message_id": m.id, "new_metadata": outcome.change(m.metadata)}
-                for m, outcome in settle
-            ],
-        )
-    if restore:
-        await conn.execute(
-            _SET_METADATA_WITH_TIME,
-            [
-                {
-                    "message_id": m.id,
-                    "new_metadata": RESTORE_CLAIM.change(m.metadata),
-                    "new_updated_at": now,
-                }
-                for m in restore
-            ],
-        )
-        await reopen_restored_expiry(conn, restore, now)
+    await rewrite_all(conn, settled[RETIRE_INTENT], RETIRE_INTENT)
+    await rewrite_all(conn, settled[DELIVER], DELIVER)
+    await rewrite_all(conn, settled[DISPATCH_UNKNOWN], DISPATCH_UNKNOWN)
+    if settled[RESTORE_CLAIM]:
+        await rewrite_all(conn, settled[RESTORE_CLAIM], RESTORE_CLAIM, now=now)
+        await reopen_restored_expiry(conn, settled[RESTORE_CLAIM], now)
     return decisions
 
 
