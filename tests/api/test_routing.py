@@ -21,7 +21,8 @@ from starlette.types import Receive, Scope, Send
 from clarion.api import routing
 from clarion.api.forwarding import FORWARDED_BY, Carrier, forwarded_by, read_body, replay
 from clarion.api.mcp_proxy import McpToOwner
-from clarion.api.routing import _ROUTES, ClusterRouting, Target, target_of
+from clarion.api.route_memory import Target
+from clarion.api.routing import _ROUTES, ClusterRouting, target_of
 from clarion.api.session_gate import SessionGate
 from clarion.ports.cluster import (
     ForwardedReply,
@@ -623,11 +624,9 @@ async def test_while_this_replica_adopts_a_request_for_its_session_waits() -> No
 # --- remembering routes -------------------------------------------------------------------
 
 
-async def test_a_route_to_this_replicas_own_session_is_read_once_another_replicas_every_time() -> (
-    None
-):
-    """A session leaves its owner only once the owner is gone, so a route to this replica stays
-    true while it lives; a route to another replica may change (it dies, a survivor adopts)."""
+async def test_a_route_is_read_once_while_its_owner_lives_here_or_on_another_replica() -> None:
+    """A session leaves its owner only once the owner is gone, so a route stays true while
+    its owner lives: a carried request costs no read of the owner once it is known."""
     cluster = Cluster("b")
     cluster.directory.owners.update({"mine": ME, "theirs": "b"})
     async with cluster.client() as client:
@@ -636,9 +635,67 @@ async def test_a_route_to_this_replicas_own_session_is_read_once_another_replica
                 response = await client.post(f"/api/v1/task-sessions/{session}/prompt")
                 assert response.status_code == 200, response.text
     assert cluster.directory.asked.count(("session", "mine")) == 1
-    # Three reads here, and one on b, where the carried request's session is b's own.
-    assert cluster.directory.asked.count(("session", "theirs")) == 3 + 1
+    # Once here, and once on b, where the carried request's session is b's own.
+    assert cluster.directory.asked.count(("session", "theirs")) == 1 + 1
     assert len(cluster[ME].served) == 3 and len(cluster["b"].served) == 3
+
+
+async def test_routes_to_a_replica_known_gone_are_read_every_time_and_never_remembered() -> None:
+    cluster = Cluster("b")
+    cluster.directory.owners["theirs"] = "b"
+    async with cluster.client() as client:
+        assert (await client.post("/api/v1/task-sessions/theirs/prompt")).status_code == 200
+        cluster[ME].routing.owner_gone("b")  # the peer watch saw it, or its adopter said so
+        for _ in range(2):
+            assert (await client.post("/api/v1/task-sessions/theirs/prompt")).status_code == 200
+    assert cluster.directory.asked.count(("session", "theirs")) == 3 + 1  # + b's own, once
+    assert len(cluster["b"].served) == 3
+
+
+async def test_a_remembered_route_nobody_answers_for_is_read_again_and_reaches_the_adopter() -> (
+    None
+):
+    cluster = Cluster("a", "c")
+    cluster.directory.owners["s1"] = "a"
+    async with cluster.client() as client:
+        assert (await client.post(PROMPT, content=b"known")).json()["served_by"] == "a"
+        # "a" dies before this replica hears of it; "c" adopts its session.
+        cluster.directory.gone.add("a")
+        cluster.forwarder.failures["a"] = ForwardFailed("no responders", delivered=False)
+        cluster.directory.owners["s1"] = "c"
+        response = await asyncio.wait_for(client.post(PROMPT, content=b"hello"), CEILING_S)
+        again = await client.post(PROMPT, content=b"again")
+    assert response.json() == {"served_by": "c", "body": "hello", "by": ME}
+    assert again.json()["served_by"] == "c"
+    assert cluster.forwarder.sent == ["a", "a", "c", "c"]
+    # Here: the first read, then one afresh once "a" did not answer (c's route is remembered
+    # in its turn); "a" and "c" each read their own session once.
+    assert cluster.directory.asked.count(("session", "s1")) == 2 + 1 + 1
+
+
+async def test_a_remembered_route_whose_owner_did_not_reply_is_read_afresh_next_time() -> None:
+    cluster = Cluster("a")
+    cluster.directory.owners["s1"] = "a"
+    async with cluster.client() as client:
+        assert (await client.post(PROMPT, content=b"{}")).status_code == 200
+        cluster.forwarder.failures["a"] = ForwardFailed("no reply within 30 s", delivered=True)
+        lost = await client.post(PROMPT, content=b"{}")
+        assert _error(lost)["code"] == "replica_unreachable"
+        del cluster.forwarder.failures["a"]
+        assert (await client.post(PROMPT, content=b"{}")).status_code == 200
+    here = [a for a in cluster.directory.asked if a == ("session", "s1")]
+    assert len(here) == 2 + 1  # the first and the one after the lost reply; a's own once
+
+
+async def test_an_mcp_request_for_another_replicas_session_reads_its_route_every_time() -> None:
+    cluster = Cluster("b")
+    cluster.directory.owners["s1"] = "b"
+    async with cluster.client() as client:
+        for _ in range(2):
+            response = await client.post("/mcp/sessions/s1", content=b"{}")
+            assert response.status_code == 202, response.text
+    assert cluster.directory.asked == [("session", "s1")] * 2
+    assert [owner.id for _, owner in cluster[ME].mcp.proxied] == ["b", "b"]
 
 
 # --- placement -----------------------------------------------------------------------------

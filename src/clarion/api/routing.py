@@ -28,8 +28,6 @@ import logging
 import re
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Literal
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -43,6 +41,7 @@ from clarion.api.forwarding import (
     send_reply,
 )
 from clarion.api.mcp_proxy import McpToOwner
+from clarion.api.route_memory import Kind, RouteMemory, Target
 from clarion.api.session_gate import SessionGate
 from clarion.domain.errors import ReplicaUnavailable, ReplicaUnreachable
 from clarion.ports.cluster import (
@@ -56,8 +55,6 @@ from clarion.ports.cluster import (
 from clarion.ports.tracing import NO_TRACER, Tracer
 
 log = logging.getLogger(__name__)
-
-Kind = Literal["session", "bundle", "message", "placement", "link"]
 
 # The requests that act on a session, by what names the session.
 _ROUTES: tuple[tuple[str, re.Pattern[str], Kind], ...] = (
@@ -77,14 +74,6 @@ _ROUTES: tuple[tuple[str, re.Pattern[str], Kind], ...] = (
 )
 # How often a request waiting for a dead owner's sessions to be adopted looks again.
 _ADOPTION_POLL_S = 0.25
-# How many routes to this replica's own sessions are remembered (then the memory restarts).
-_OWN_ROUTES = 10_000
-
-
-@dataclass(frozen=True, slots=True)
-class Target:
-    kind: Kind
-    key: str
 
 
 def target_of(method: str, path: str) -> Target | None:
@@ -133,10 +122,7 @@ class ClusterRouting:
         self._mcp = mcp
         self._gate = gate
         self._adoption_wait_s = adoption_wait_s
-        # Routes to sessions this replica owns. A session leaves its owner only when a survivor
-        # adopts it, once the owner is gone, so a route to this replica stays true for as long
-        # as this replica lives; a route to another replica is read afresh every time.
-        self._own: dict[Target, SessionRoute] = {}
+        self._routes = RouteMemory(replica_id)
 
     async def listen(self, carried: CarriedRequests) -> None:
         """Serve the requests other replicas carry here: each is replayed through this same
@@ -165,10 +151,13 @@ class ClusterRouting:
             else:
                 await self._place(scope, receive, send)
             return
-        route = await self._route(target)
+        # An agent's MCP request for another replica's session (rare: agents are given their
+        # own replica's address) is proxied to that replica's address, read afresh each time.
+        mcp = scope["path"].startswith("/mcp/")
+        route = await self._route(target, theirs=not mcp)
         if route is None or route.owner in (None, self._id) or carried:
             await self._serve_here(route, scope, receive, send)
-        elif scope["path"].startswith("/mcp/"):
+        elif mcp:
             await self._proxy_mcp(route, scope, receive, send)
         else:
             await self._to_owner(target, route, scope, receive, send)
@@ -180,8 +169,13 @@ class ClusterRouting:
             await self._gate.wait(route.session_id)
         await self._app(scope, receive, send)
 
-    async def _route(self, target: Target) -> SessionRoute | None:
-        known = self._own.get(target)
+    def owner_gone(self, replica_id: str) -> None:
+        """`replica_id` holds no liveness lock any more (the peer watch saw it, or its adopter
+        said so): routes to it are read afresh from now on (api/route_memory.py)."""
+        self._routes.owner_gone(replica_id)
+
+    async def _route(self, target: Target, *, theirs: bool = True) -> SessionRoute | None:
+        known = self._routes.get(target, theirs=theirs)
         if known is not None:
             return known
         if target.kind == "link":
@@ -196,10 +190,8 @@ class ClusterRouting:
             route = await self._directory.route_of_message(target.key)
         else:
             route = await self._directory.route_of_session(target.key)
-        if route is not None and route.owner == self._id:
-            if len(self._own) >= _OWN_ROUTES:
-                self._own.clear()
-            self._own[target] = route
+        if route is not None:
+            self._routes.remember(target, route, theirs=theirs)
         return route
 
     async def _to_owner(
@@ -212,6 +204,7 @@ class ClusterRouting:
             missed = await self._carried(owner, request, scope, receive, send)
             if missed is None:
                 return
+            self._routes.forget(owner)  # nobody listens for it: read where its sessions went
             moved = await self._adopted_from(owner, target)
             if moved is None:
                 await error_response(await self._unavailable(owner, missed))(scope, receive, send)
@@ -232,6 +225,7 @@ class ClusterRouting:
             self._log_failure(to, request, exc)
             if not exc.delivered:
                 return exc
+            self._routes.forget(to)  # it died holding the request, or is stuck
             await error_response(_unreachable(to, exc))(scope, receive, send)
             return None
 
@@ -241,6 +235,7 @@ class ClusterRouting:
         adoption did not come in time."""
         if not await self._directory.is_gone(owner):
             return None
+        self._routes.owner_gone(owner)
         deadline = time.monotonic() + self._adoption_wait_s
         while time.monotonic() < deadline:
             route = await self._route(target)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import asdict, dataclass
 
 from starlette.types import ASGIApp
@@ -22,11 +22,12 @@ from clarion.api.forwarding import Carrier
 from clarion.api.mcp_proxy import McpToOwner
 from clarion.api.routing import ClusterRouting, placement_order
 from clarion.api.session_gate import SessionGate
+from clarion.bus.adoptions import announce_adoption, hear_adoptions
 from clarion.bus.replica_requests import NatsForwarding, nats_forwarding
 from clarion.bus.waiter_queries import ask_waiters, serve_waiters
 from clarion.config import Settings
 from clarion.domain.scope import SessionScope
-from clarion.ports.cluster import ReplicaInfo, SessionRoute
+from clarion.ports.cluster import DeadPeer, ReplicaInfo, SessionRoute
 from clarion.projection.waiter_lookup import LiveWaiterLookup
 from clarion.runtime import log_fields
 from clarion.server.replica import Replica
@@ -74,6 +75,10 @@ class Joined:
     app: App
     replica: Replica
     gate: SessionGate
+    # Routes to a replica seen gone are read afresh (api/route_memory.py); `announce` tells
+    # the other replicas of an adoption.
+    owner_gone: Callable[[str], None] = lambda _replica_id: None
+    announce: Callable[[str], Awaitable[None]] | None = None
 
     def own_sessions(self) -> None:
         """Sessions created from now on are this replica's, and every session write checks
@@ -86,7 +91,14 @@ class Joined:
 
     async def watch_peers(self) -> None:
         sql, me = self.app.sql, self.replica.replica_id
-        await self.replica.watch_peers(lambda: sql.dead_peers(me), self.take_over)
+
+        async def dead_peers() -> list[DeadPeer]:
+            peers = await sql.dead_peers(me)
+            for peer in peers:
+                self.owner_gone(peer.replica_id)
+            return peers
+
+        await self.replica.watch_peers(dead_peers, self.take_over)
 
     async def take_over(self, dead: str) -> None:
         """Adopt replica `dead`'s sessions (if this replica is the one that deletes its row)
@@ -101,6 +113,8 @@ class Joined:
                 await self.gate.recovering(adopted)
         if not adopted:
             return
+        if self.announce is not None:
+            await self.announce(dead)
         try:
             report = await self.app.recovery.run(SessionScope.only(adopted))
             log.info(
@@ -130,7 +144,8 @@ class ClusterMode:
         """Make the replica visible to the HTTP edge, route requests by session owner, and
         start answering requests and questions carried here. Returns the routed application."""
         replica = Replica(self.member, sessions)
-        joined = Joined(app, replica, SessionGate())
+        nc = self.forwarding.client
+        joined = Joined(app, replica, SessionGate(), announce=lambda d: announce_adoption(nc, d))
         app.services.cluster = replica
         directory = ReplicaDirectory(app, replica)
         self.mcp = McpToOwner(replica.replica_id)
@@ -147,7 +162,8 @@ class ClusterMode:
             link_pending=None if app.services.links is None else app.services.links.pending_of,
             tracer=app.tracer,
         )
-        nc = self.forwarding.client
+        joined.owner_gone = routed.owner_gone
+        await hear_adoptions(nc, routed.owner_gone)
         app.services.reads.use_live_waiters(
             LiveWaiterLookup(
                 replica_id=replica.replica_id,
