@@ -31,6 +31,8 @@ from typing import Any
 import pytest
 from sqlalchemy.engine import make_url
 
+from tests import forkserver
+
 pytest_plugins = ["tests.process_leaks", "tests.cpu_report"]
 
 # A run started in the background of a non-interactive shell (`make test &` in a script) inherits
@@ -158,7 +160,9 @@ def fresh_database_url(kind: str, tmp_path: Path) -> Iterator[str]:
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
-    """Drop the databases `fresh_database_url` made (each worker drops its own)."""
+    """Drop the databases `fresh_database_url` made (each worker drops its own), end the
+    servers' fork server."""
+    forkserver.shutdown()
     for name in _made_databases:
         _run(functools.partial(_pg_admin, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
     _made_databases.clear()

@@ -23,6 +23,8 @@ import httpx
 import pytest
 from websockets.sync.client import ClientConnection, connect
 
+from tests import forkserver
+
 # One TLS context for every request the tests make: `httpx.get` and friends otherwise build one
 # per call, loading the CA bundle (about 18 ms of CPU), and the tests poll many times a second;
 # on two cores that was a large share of the suite's CPU. A client per call is otherwise cheap
@@ -84,7 +86,7 @@ class ServerProcess:
     env: dict[str, str] = field(default_factory=dict)
     bus_url: str = "memory"
     port: int = field(default_factory=free_port)
-    proc: subprocess.Popen[bytes] | None = None
+    proc: subprocess.Popen[bytes] | forkserver.ForkedProcess | None = None
     starts: int = 0
     args: list[str] = field(default_factory=list)  # extra `clarion serve` flags
     headers: dict[str, str] = field(default_factory=dict)  # sent by the HTTP/WS helpers
@@ -114,27 +116,29 @@ class ServerProcess:
             "CLARION_FAILPOINTS": failpoints,
             "CLARION_LOG_LEVEL": "INFO",
         }
+        args = ["serve", "--port", str(self.port), "--database", self.database_url]
+        args += ["--bus", self.bus_url, *self.args]
         with self.log_path.open("wb") as log:  # the child keeps its own descriptor
-            self.proc = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "clarion",
-                    "serve",
-                    "--port",
-                    str(self.port),
-                    "--database",
-                    self.database_url,
-                    "--bus",
-                    self.bus_url,
-                    *self.args,
-                ],
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                env=env,
-                cwd=self.workdir,
-                start_new_session=True,
-            )
+            if forkserver.enabled():
+                with open(os.devnull, "rb") as devnull:
+                    self.proc = forkserver.fork_server().popen(
+                        args,
+                        env=env,
+                        cwd=self.workdir,
+                        stdin=devnull.fileno(),
+                        stdout=log.fileno(),
+                        stderr=log.fileno(),
+                        start_new_session=True,
+                    )
+            else:
+                self.proc = subprocess.Popen(
+                    [sys.executable, "-m", "clarion", *args],
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    env=env,
+                    cwd=self.workdir,
+                    start_new_session=True,
+                )
         if wait_ready:
             self.wait_ready()
 

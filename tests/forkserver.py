@@ -1,0 +1,146 @@
+"""`clarion serve` for the tests, forked from a process that has already imported it.
+
+A server start is about nine tenths imports (FastAPI, SQLAlchemy, the ACP library, ...), and
+the end-to-end tests start hundreds. Each pytest worker starts one zygote (`tests/zygote.py`)
+on its first server; every server after that is a fork of it: still a process of its own, with
+its own pid, session, environment, working directory and log, killed with SIGKILL at a fault
+point and restarted on the same database exactly as before. `popen` returns the part of
+`subprocess.Popen` the harness uses (pid, poll, wait, returncode).
+
+CLARION_TEST_FORKSERVER=0 starts each server as `python -m clarion serve` instead.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def enabled() -> bool:
+    return os.environ.get("CLARION_TEST_FORKSERVER", "1") != "0"
+
+
+class ForkedProcess:
+    """A child of the zygote, seen from the test: its exit arrives as a message."""
+
+    def __init__(self, pid: int, args: Sequence[str]) -> None:
+        self.pid = pid
+        self.args = list(args)
+        self.returncode: int | None = None
+        self._exited = threading.Event()
+
+    def _ended(self, returncode: int) -> None:
+        self.returncode = returncode
+        self._exited.set()
+
+    def poll(self) -> int | None:
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        if not self._exited.wait(timeout):
+            raise subprocess.TimeoutExpired(self.args, timeout or 0.0)
+        assert self.returncode is not None
+        return self.returncode
+
+
+class ForkServer:
+    def __init__(self) -> None:
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self._process = subprocess.Popen(
+            [sys.executable, "-m", "tests.zygote", str(theirs.fileno())],
+            pass_fds=[theirs.fileno()],
+            stdin=subprocess.DEVNULL,
+            cwd=ROOT,
+        )
+        theirs.close()
+        self._sock = ours
+        self._request = threading.Lock()  # one start in flight: replies come in order
+        self._started: queue.Queue[ForkedProcess | None] = queue.Queue()
+        self._children: dict[int, ForkedProcess] = {}
+        self._pending: list[Sequence[str]] = []
+        self.children_cpu = 0.0  # the ended children's CPU, their own reaped children included
+        self.own_cpu = 0.0
+        threading.Thread(target=self._read, name="forkserver", daemon=True).start()
+
+    def _read(self) -> None:
+        while True:
+            try:
+                data = self._sock.recv(1 << 16)
+            except OSError:
+                data = b""
+            if not data:
+                self._started.put(None)
+                for child in list(self._children.values()):
+                    child._ended(-9)  # the zygote is gone; its children were orphaned
+                return
+            message: dict[str, Any] = json.loads(data)
+            self.own_cpu = float(message["self_cpu"])
+            if "started" in message:
+                child = ForkedProcess(int(message["started"]), self._pending.pop(0))
+                self._children[child.pid] = child
+                self._started.put(child)
+            else:
+                ended = self._children.pop(int(message["exited"]))
+                self.children_cpu += float(message["cpu"])
+                ended._ended(int(message["returncode"]))
+
+    def popen(
+        self,
+        args: Sequence[str],
+        *,
+        env: Mapping[str, str],
+        cwd: Path,
+        stdin: int,
+        stdout: int,
+        stderr: int,
+        start_new_session: bool,
+    ) -> ForkedProcess:
+        """`python -m clarion ARGS` as a fork; the descriptors become its stdin, stdout, stderr."""
+        request: dict[str, Any] = {"argv": list(args), "env": dict(env), "cwd": str(cwd)}
+        request["new_session"] = start_new_session
+        with self._request:
+            self._pending.append(args)
+            socket.send_fds(self._sock, [json.dumps(request).encode()], [stdin, stdout, stderr])
+            child = self._started.get()
+        if child is None:
+            raise RuntimeError(f"the test fork server exited with {self._process.wait()}")
+        return child
+
+    def close(self) -> None:
+        """End the zygote (it saves its coverage data); its children are the tests' to stop."""
+        self._sock.shutdown(socket.SHUT_RDWR)
+        self._process.wait(timeout=60)
+        self._sock.close()
+
+
+_server: list[ForkServer] = []
+_lock = threading.Lock()
+
+
+def fork_server() -> ForkServer:
+    with _lock:
+        if not _server:
+            _server.append(ForkServer())
+        return _server[0]
+
+
+def reaped_cpu() -> float:
+    """The CPU of the servers this process had forked that have ended, plus the zygote's own
+    (`tests/cpu_report.py` counts it as a test's reaped children)."""
+    return sum(s.children_cpu + s.own_cpu for s in _server)
+
+
+def shutdown() -> None:
+    with _lock:
+        while _server:
+            _server.pop().close()

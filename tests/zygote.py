@@ -1,0 +1,193 @@
+"""The fork server's process (`python -m tests.zygote FD`): imports what `clarion serve` runs
+once, then forks a child for each start that `tests/forkserver.py` asks for over the socket FD.
+
+A child is a real `clarion` process: its own pid and session, the requested environment,
+working directory and standard streams, `python -m clarion ARGS` run in it, and its exit status
+(a crash's 137, a signal's negative number) reported back. What it saves is the import: about
+nine tenths of a server start's CPU. Under `coverage run` the zygote is measured like any
+subprocess, and each child restarts coverage after the fork (pyproject's `patch = ["fork"]`).
+
+Messages are JSON, one per SOCK_SEQPACKET packet. In: {"argv", "env", "cwd", "new_session"}
+with the child's stdin, stdout and stderr as three descriptors. Out: {"started": pid} in the
+order of the requests, {"exited": pid, "returncode", "cpu"} when a child ends (its user+sys
+CPU with the children it reaped, such as a server's agents), each with "self_cpu" (the
+zygote's own).
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import gc
+import importlib
+import io
+import json
+import os
+import resource
+import runpy
+import select
+import signal
+import socket
+import sys
+import threading
+import time
+import traceback
+from typing import Any
+
+# What a server loads up to ready and with its first agent, MCP request and database: the ACP
+# library and the MCP SDK are imported lazily by the product, so preloading them here saves
+# every server that starts an agent their import, with no change to what the server runs.
+PRELOAD = (
+    "clarion.cli.app",
+    "clarion.server.serving",
+    "clarion.store.db.schema_status",
+    "clarion.agents.client",
+    "clarion.agents.running_agent",
+    "clarion.mcp.ask_tool",
+    "mcp.server.mcpserver",
+    "mcp.server.streamable_http_manager",
+    "mcp.server.transport_security",
+    "sqlalchemy.dialects.postgresql.asyncpg",
+    "sqlalchemy.dialects.sqlite.aiosqlite",
+    "nats",
+    "uvloop",
+)
+# `clarion.cli.app` reads CLARION_LOG_LEVEL and CLARION_LOG_FORMAT for its option defaults when
+# it is imported: each child imports it (and the modules naming it) again, under its own
+# environment. The command modules it imports stay loaded.
+REIMPORTED = ("clarion.__main__", "clarion.cli", "clarion.cli.app")
+
+
+def preload() -> None:
+    gc.disable()  # as `clarion serve` does around its imports
+    try:
+        for name in PRELOAD:
+            importlib.import_module(name)
+    finally:
+        gc.enable()
+    for name in REIMPORTED:
+        sys.modules.pop(name, None)
+    # What the imports made lives as long as every child: frozen, no collection walks it, and
+    # copy-on-write pages stay shared.
+    gc.collect()
+    gc.freeze()
+    if threading.active_count() != 1:
+        raise RuntimeError("the zygote must fork from a single thread")
+
+
+def _cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _send(sock: socket.socket, message: dict[str, Any]) -> None:
+    sock.send(json.dumps({**message, "self_cpu": _cpu()}).encode())
+
+
+def _exit_code(exc: SystemExit) -> int:
+    if exc.code is None:
+        return 0
+    if isinstance(exc.code, int):
+        return exc.code
+    print(exc.code, file=sys.stderr)
+    return 1
+
+
+def _finish(code: int, interrupted: bool) -> None:
+    """End the child as the interpreter ends a process: wait for its non-daemon threads, run
+    its exit functions (coverage saves there), flush its streams, then exit with `code`."""
+    threading._shutdown()  # type: ignore[attr-defined]  # what Py_FinalizeEx calls first
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):
+            stream.flush()
+    if interrupted:  # an uncaught KeyboardInterrupt ends Python by SIGINT
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGINT)
+    os._exit(code)
+
+
+def _zygote_coverage() -> Any:
+    """The zygote's own coverage measurement, when it runs under `coverage run`."""
+    if "coverage" not in sys.modules:
+        return None
+    import coverage
+
+    return coverage.Coverage.current()
+
+
+def _child(request: dict[str, Any], fds: list[int], inherited: Any) -> None:
+    """Become `python -m clarion ARGS`; never returns."""
+    code, interrupted = 1, False
+    if inherited is not None:
+        # Coverage restarted itself in the fork (patch = "fork") and saves this process's data
+        # at exit; its exit and SIGTERM hooks would also save the zygote's pre-fork data again,
+        # a second data file per server. That data is the zygote's to save, once.
+        inherited.save = lambda: None
+    try:
+        if request["new_session"]:
+            os.setsid()
+        for target, fd in enumerate(fds):
+            os.dup2(fd, target)
+        os.closerange(3, 1 << 16)
+        os.chdir(request["cwd"])
+        os.environ.clear()
+        os.environ.update(request["env"])
+        time.tzset()
+        # Python decided its streams' buffering for the zygote's descriptors 0-2, which now
+        # are the child's: decide again as a fresh interpreter would.
+        assert isinstance(sys.stdout, io.TextIOWrapper)
+        sys.stdout.reconfigure(
+            line_buffering=os.isatty(1), write_through=bool(os.environ.get("PYTHONUNBUFFERED"))
+        )
+        sys.path[0] = os.getcwd()
+        sys.argv = ["-m", *request["argv"]]
+        runpy.run_module("clarion", run_name="__main__", alter_sys=True)
+        code = 0
+    except SystemExit as exc:
+        code = _exit_code(exc)
+    except KeyboardInterrupt:
+        traceback.print_exc()
+        interrupted = True
+    except BaseException:
+        traceback.print_exc()
+    _finish(code, interrupted)
+
+
+def serve(sock: socket.socket) -> None:
+    children: dict[int, int] = {}  # pidfd -> pid
+    measuring = _zygote_coverage()
+    while True:
+        readable, _, _ = select.select([sock.fileno(), *children], [], [])
+        for ready in readable:
+            if ready == sock.fileno():
+                data, fds, _, _ = socket.recv_fds(sock, 1 << 20, 3)
+                if not data:
+                    return  # the pytest worker is done
+                pid = os.fork()
+                if pid == 0:
+                    sock.close()
+                    _child(json.loads(data), fds, measuring)
+                for fd in fds:
+                    os.close(fd)
+                children[os.pidfd_open(pid)] = pid
+                _send(sock, {"started": pid})
+            else:
+                pid = children.pop(ready)
+                os.close(ready)
+                _, status, usage = os.wait4(pid, 0)
+                cpu = usage.ru_utime + usage.ru_stime
+                _send(
+                    sock,
+                    {"exited": pid, "returncode": os.waitstatus_to_exitcode(status), "cpu": cpu},
+                )
+
+
+def main() -> None:
+    sock = socket.socket(fileno=int(sys.argv[1]))
+    preload()
+    serve(sock)
+
+
+if __name__ == "__main__":
+    main()
