@@ -17,7 +17,7 @@ from datetime import timedelta
 from bench.context import progress
 from bench.seed import clone_sessions
 from bench.server import BenchServer
-from clarion.agents.scenarios import ask_arguments
+from clarion.agents.scenario_questions import ask_arguments
 from clarion.domain.ids import new_id
 from clarion.domain.lifecycle import CLAIM, DETACH
 from clarion.domain.models import Answer, ClarificationResponse, SessionState

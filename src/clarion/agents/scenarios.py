@@ -12,6 +12,11 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from clarion.agents.scenario_questions import (
+    ask_arguments,
+    ask_default_arguments,
+    ask_multi_arguments,
+)
 from clarion.domain.permissions import TOOL_KINDS
 
 SCENARIO_PREFIX = "/scenario"
@@ -105,69 +110,6 @@ def _number(call: ScenarioCall, key: str, default: float | None = None) -> float
     if value < 0:
         raise ScenarioError(f"Scenario {call.name}: {key} must not be negative")
     return value
-
-
-# --------------------------------------------------------------------------- questions
-
-_DB_QUESTION: dict[str, Any] = {
-    "id": "db",
-    "title": "Database",
-    "prompt": "Which database should the service use?",
-    "options": [
-        {"option_id": "postgres", "label": "PostgreSQL", "description": "Relational, strong SQL"},
-        {"option_id": "mongodb", "label": "MongoDB", "description": "Document store"},
-        {"option_id": "sqlite", "label": "SQLite", "description": "Embedded, single file"},
-    ],
-}
-
-_LANGUAGE_QUESTION: dict[str, Any] = {
-    "id": "language",
-    "title": "Language",
-    "prompt": "Which language should the service be written in?",
-    "options": [
-        {"option_id": "python", "label": "Python", "description": "Fast to write"},
-        {"option_id": "go", "label": "Go", "description": "Single static binary"},
-        {"option_id": "rust", "label": "Rust", "description": "Memory safe, fast"},
-    ],
-}
-
-_DEPLOY_QUESTION: dict[str, Any] = {
-    "id": "deploy",
-    "title": "Deployment",
-    "prompt": "How should the service be deployed?",
-    "options": [
-        {"option_id": "docker", "label": "Docker", "description": "Container image"},
-        {"option_id": "bare-metal", "label": "Bare metal", "description": "systemd unit"},
-    ],
-}
-
-MULTI_CONTEXT = (
-    "I am setting up a new backend service for the task. Before I write code I need three "
-    "decisions: where the data lives, which language to use, and how it ships."
-)
-
-
-def ask_arguments() -> dict[str, Any]:
-    return {"questions": [_DB_QUESTION]}
-
-
-def ask_default_arguments(expires_in: str | None = None) -> dict[str, Any]:
-    """The `db` question with SQLite marked as the option an expiry may choose."""
-    options = [
-        {**option, "default": True} if option["option_id"] == "sqlite" else option
-        for option in _DB_QUESTION["options"]
-    ]
-    arguments: dict[str, Any] = {"questions": [{**_DB_QUESTION, "options": options}]}
-    if expires_in is not None:
-        arguments["expires_in"] = expires_in
-    return arguments
-
-
-def ask_multi_arguments() -> dict[str, Any]:
-    return {
-        "questions": [_DB_QUESTION, _LANGUAGE_QUESTION, _DEPLOY_QUESTION],
-        "context": MULTI_CONTEXT,
-    }
 
 
 def _reply_for(outcome: ToolOutcome) -> str:
