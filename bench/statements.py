@@ -5,9 +5,10 @@ are the figure to compare between commits on a busy machine. `python -m bench.st
 serve ...` runs `clarion serve` with a counter installed (classes patched at run time; nothing
 in `src/` changes):
 
-- statements: SQLAlchemy's `before_cursor_execute`, registered on every engine (all of them on
-  PostgreSQL, where each is one round trip), plus the SQLite fast path's plans, which run on the
-  raw driver below SQLAlchemy (`Plan.run`, counted when it ran rather than handing back).
+- statements: SQLAlchemy's `before_cursor_execute`, registered on every engine (on PostgreSQL
+  each is one round trip), plus the fast path's plans, which run on the raw driver below
+  SQLAlchemy (`SqlitePlan.run`, `AsyncpgPlan.run`, counted when they ran rather than handing
+  back).
   Transaction control (BEGIN, COMMIT) is neither: the commit rows count commits;
 - prepares (PostgreSQL): asyncpg `Connection.prepare` calls, one more round trip each, made
   when a statement is not in the connection's prepared-statement cache yet.
@@ -118,7 +119,7 @@ def _install(path: str) -> None:
     from sqlalchemy import event
     from sqlalchemy.engine import Engine
 
-    from clarion.store.db import fastpath
+    from clarion.store.db import fastpath, fastpath_asyncpg
 
     Path(path).write_bytes(bytes(_LAYOUT.size))
     with open(path, "r+b") as f:
@@ -137,15 +138,23 @@ def _install(path: str) -> None:
     def _statement(_conn: Any, _cursor: Any, sql: str, *_args: Any) -> None:
         bump(0, sql)
 
-    run = fastpath.Plan.run
+    sqlite_run = fastpath.SqlitePlan.run
+    asyncpg_run = fastpath_asyncpg.AsyncpgPlan.run
 
-    def counted_run(self: fastpath.Plan, *args: Any, **kwargs: Any) -> Any:
-        result = run(self, *args, **kwargs)
+    def counted_sqlite(self: fastpath.SqlitePlan, *args: Any, **kwargs: Any) -> Any:
+        result = sqlite_run(self, *args, **kwargs)
         if result is not None:  # None: it handed the statement back to SQLAlchemy
             bump(0, self._sql)
         return result
 
-    fastpath.Plan.run = counted_run  # type: ignore[method-assign]
+    async def counted_asyncpg(self: fastpath_asyncpg.AsyncpgPlan, *args: Any, **kw: Any) -> Any:
+        result = await asyncpg_run(self, *args, **kw)
+        if result is not None:
+            bump(0, self._sql)
+        return result
+
+    fastpath.SqlitePlan.run = counted_sqlite  # type: ignore[method-assign]
+    fastpath_asyncpg.AsyncpgPlan.run = counted_asyncpg  # type: ignore[method-assign]
     try:
         import asyncpg
     except ImportError:  # pragma: no cover - asyncpg is a dependency

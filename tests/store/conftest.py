@@ -8,12 +8,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+import sqlite3
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 from sqlalchemy import event, select, text, update
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from clarion.domain.ids import new_id
 from clarion.domain.lifecycle import CLAIM
@@ -29,6 +31,9 @@ from clarion.domain.models import (
 from clarion.ports import NewMessage, Written
 from clarion.runtime.clock import ManualClock
 from clarion.store import SqlStore, open_store
+from clarion.store.db.fastpath import SqlitePlan
+from clarion.store.db.fastpath_asyncpg import AsyncpgPlan
+from clarion.store.db.fastpath_rows import FastResult
 from clarion.store.db.schema import task_session_messages, task_session_turns, task_sessions
 
 
@@ -183,15 +188,50 @@ async def until_a_backend_waits_on_a_lock(
 
 @contextlib.contextmanager
 def statements_run(store: SqlStore) -> Iterator[list[str]]:
-    """The SQL of every statement SQLAlchemy sends while the block runs, whitespace folded
-    (on SQLite the hot statements run below SQLAlchemy and are not seen)."""
+    """The SQL of every statement sent to the database while the block runs, whitespace
+    folded: SQLAlchemy's, and the hot statements the fast path ran below it."""
     seen: list[str] = []
 
     def record(*args: Any) -> None:
         seen.append(" ".join(str(args[2]).split()))
 
+    def fast(sql: str) -> None:
+        seen.append(" ".join(sql.split()))
+
     event.listen(store.engine.sync_engine, "before_cursor_execute", record)
     try:
-        yield seen
+        with fast_path_statements(fast):
+            yield seen
     finally:
         event.remove(store.engine.sync_engine, "before_cursor_execute", record)
+
+
+@contextlib.contextmanager
+def fast_path_statements(seen: Callable[[str], None]) -> Iterator[None]:
+    """Calls `seen` with the SQL of each statement a fast-path plan ran (not those it handed
+    back to SQLAlchemy), on either database, while the block runs."""
+    sqlite_run, asyncpg_run = SqlitePlan.run, AsyncpgPlan.run
+
+    def on_sqlite(
+        self: SqlitePlan, dbapi: sqlite3.Connection, given: Mapping[str, Any]
+    ) -> FastResult | None:
+        result = sqlite_run(self, dbapi, given)
+        if result is not None:
+            seen(self._sql)
+        return result
+
+    async def on_asyncpg(
+        self: AsyncpgPlan, conn: AsyncConnection, given: Mapping[str, Any]
+    ) -> FastResult | None:
+        result = await asyncpg_run(self, conn, given)
+        if result is not None:
+            seen(self._sql)
+        return result
+
+    SqlitePlan.run = on_sqlite  # type: ignore[method-assign]
+    AsyncpgPlan.run = on_asyncpg  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        SqlitePlan.run = sqlite_run  # type: ignore[method-assign]
+        AsyncpgPlan.run = asyncpg_run  # type: ignore[method-assign]

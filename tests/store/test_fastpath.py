@@ -1,10 +1,11 @@
 """The fast path returns exactly what SQLAlchemy returns, for every hot statement, on SQLite and
-PostgreSQL: each statement runs once through `Tx.execute` (the raw driver on SQLite) and once
-through SQLAlchemy's `Connection.execute`, each in a write transaction rolled back afterwards,
-on the same rows; values are compared by `repr`, so a naive datetime, an int for a bool or a
-string for a JSON object would show. Both run inside the transaction: its rollback undoes the
-fast path's insert. Also: misses match, an empty IN list falls back to SQLAlchemy, and a
-constraint error is SQLAlchemy's exception."""
+PostgreSQL: each statement runs once through `Tx.execute` (the raw driver: sqlite3, asyncpg)
+and once through SQLAlchemy's `Connection.execute`, each in a write transaction rolled back
+afterwards, on the same rows; values are compared by `repr`, so a naive datetime, an int for a
+bool or a string for a JSON object would show. Both run inside the transaction: its rollback
+undoes the fast path's insert. Also: misses match, an empty IN list falls back to SQLAlchemy,
+a constraint error is SQLAlchemy's exception, and on PostgreSQL both ways share one prepared
+statement and a dropped connection fails and recovers as it does through SQLAlchemy."""
 
 from __future__ import annotations
 
@@ -99,14 +100,13 @@ async def _both(
     stored: Stored = None,
     fast_path: bool = True,
 ) -> tuple[Snapshot, Snapshot]:
-    """(through `Tx.execute`, through SQLAlchemy); on SQLite the first must have taken the
-    fast path, or (`fast_path=False`) must have fallen back to SQLAlchemy."""
+    """(through `Tx.execute`, through SQLAlchemy); the first must have taken the fast path, or
+    (`fast_path=False`) must have fallen back to SQLAlchemy."""
     read_back = _read_back(stored)
 
     async def fast(tx: Tx) -> Snapshot:
         result = await tx.execute(statement, params)
-        if not store._db.is_postgres:
-            assert isinstance(result, FastResult) is fast_path
+        assert isinstance(result, FastResult) is fast_path
         after = None if read_back is None else await tx.execute(*read_back)
         return _snapshot(result, rows, after)
 

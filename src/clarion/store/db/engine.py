@@ -8,6 +8,7 @@ PostgreSQL: writes that touch one session's clarification state take a per-sessi
 lock and lock the session row; reads run under REPEATABLE READ so a multi-statement read sees
 one snapshot. A read of one statement needs no transaction around it (a statement always sees
 one snapshot), so `read_one` runs it in autocommit: no BEGIN and COMMIT, two round trips fewer.
+The hot statements run on the asyncpg connection itself (`clarion.store.db.fastpath_asyncpg`).
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from clarion.store.db import sqlite
+from clarion.store.db.fastpath import Plans
+from clarion.store.db.fastpath_asyncpg import AsyncpgPlan
 from clarion.store.db.owner_fence import READ_OWN_ROW, OwnerFence
 from clarion.store.db.transactions import AsyncTx, Tx
 
@@ -131,7 +134,9 @@ class Db:
         # Cluster mode: the replica this store writes for; every session write checks that
         # the session is still its, and new sessions are its (store/db/owner_fence.py).
         self.fence: OwnerFence | None = None
+        self._plans: Plans[AsyncpgPlan] | None = None
         if self.is_postgres:
+            self._plans = Plans(engine.dialect, AsyncpgPlan)
             self._async_writer = engine.execution_options(**{sqlite.WRITE_OPTION: True})
             self._async_reader = engine.execution_options(isolation_level="REPEATABLE READ")
             self._async_single = engine.execution_options(isolation_level="AUTOCOMMIT")
@@ -146,7 +151,7 @@ class Db:
                 yield tx
             return
         async with self._async_reader.connect() as conn, conn.begin():
-            yield AsyncTx(conn)
+            yield AsyncTx(conn, self._plans)
 
     @asynccontextmanager
     async def read_one(self) -> AsyncIterator[Tx]:
@@ -159,7 +164,7 @@ class Db:
                 yield tx
             return
         async with self._async_single.connect() as conn, conn.begin():
-            yield AsyncTx(conn)
+            yield AsyncTx(conn, self._plans)
 
     @asynccontextmanager
     async def write(self) -> AsyncIterator[Tx]:
@@ -169,7 +174,7 @@ class Db:
                 yield tx
             return
         async with self._async_writer.connect() as conn, conn.begin():
-            yield AsyncTx(conn)
+            yield AsyncTx(conn, self._plans)
 
     def close(self) -> None:
         """Close the inline SQLite connections (the async engine is disposed by its owner)."""

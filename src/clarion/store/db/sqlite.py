@@ -37,7 +37,7 @@ from sqlalchemy import create_engine, event
 from sqlalchemy.engine import URL, Connection, Engine
 from sqlalchemy.exc import DBAPIError
 
-from clarion.store.db.fastpath import Plans
+from clarion.store.db.fastpath import Plans, SqlitePlan
 from clarion.store.db.transactions import InlineTx
 
 log = logging.getLogger(__name__)
@@ -122,7 +122,7 @@ class InlineSqlite:
         self._idle_readers: list[Connection] = []
         self._idle_writers: list[Connection] = []
         self._checkpoints = _Checkpointer(self._database)
-        self._plans = Plans(self._engine.dialect)
+        self._plans = Plans(self._engine.dialect, SqlitePlan)
 
     @asynccontextmanager
     async def read(self) -> AsyncIterator[InlineTx]:

@@ -6,8 +6,8 @@ network round trip, so the event loop must be free while it waits. `InlineTx` ru
 calling thread through the synchronous SQLite driver: a statement on a local file takes tens of
 microseconds, far less than handing it to a driver thread and back (aiosqlite does that for
 every statement, cursor fetch, BEGIN and COMMIT). The queries are written once, as coroutines,
-and cannot tell which one they got. `InlineTx` runs the statements marked hot on the raw
-driver connection, inside the same transaction (`clarion.store.db.fastpath`), and everything else
+and cannot tell which one they got. Both run the statements marked hot on the raw driver
+connection, inside the same transaction (`clarion.store.db.fastpath`), and everything else
 through SQLAlchemy; both give back a `Result`.
 """
 
@@ -20,7 +20,8 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.sql.base import Executable
 
-from clarion.store.db.fastpath import Plans
+from clarion.store.db.fastpath import Plans, SqlitePlan
+from clarion.store.db.fastpath_asyncpg import AsyncpgPlan
 
 T = TypeVar("T")
 _NO_PARAMETERS: dict[str, Any] = {}
@@ -59,12 +60,20 @@ class Tx(Protocol):
 
 
 class AsyncTx:
-    __slots__ = ("_conn",)
+    __slots__ = ("_conn", "_plans")
 
-    def __init__(self, conn: AsyncConnection) -> None:
+    def __init__(self, conn: AsyncConnection, plans: Plans[AsyncpgPlan] | None) -> None:
         self._conn = conn
+        self._plans = plans  # None: every statement through SQLAlchemy
 
     async def execute(self, statement: Executable, parameters: Any = None) -> Result:
+        given = _NO_PARAMETERS if parameters is None else parameters
+        if self._plans is not None and type(given) is dict:
+            plan = self._plans.get(statement, given)
+            if plan is not None:
+                result = await plan.run(self._conn, given)
+                if result is not None:
+                    return result
         return await self._conn.execute(statement, parameters)
 
     async def run_sync(self, fn: Callable[[Connection], T]) -> T:
@@ -74,7 +83,7 @@ class AsyncTx:
 class InlineTx:
     __slots__ = ("_conn", "_plans")
 
-    def __init__(self, conn: Connection, plans: Plans) -> None:
+    def __init__(self, conn: Connection, plans: Plans[SqlitePlan]) -> None:
         self._conn = conn
         self._plans = plans
 
