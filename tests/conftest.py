@@ -23,6 +23,7 @@ import os
 import secrets
 import signal
 import threading
+import time
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -298,6 +299,26 @@ def _shared_scope(item: pytest.Item) -> str | None:
 def _heavy(item: pytest.Item) -> bool:
     parts = item.nodeid.split("/")
     return len(parts) > 2 and parts[1] in HEAVY_PACKAGES
+
+
+_TEST_STARTED = pytest.StashKey[float]()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    item.stash[_TEST_STARTED] = time.time()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    """A failed test's report ends with what its servers logged while it ran."""
+    outcome = yield
+    report: pytest.TestReport = outcome.get_result()  # type: ignore[attr-defined]
+    if report.failed and report.when != "teardown" and _TEST_STARTED in item.stash:
+        from tests.e2e.harness import server_log_tails
+
+        for title, text in server_log_tails(item.stash[_TEST_STARTED]):
+            report.sections.append((f"server log {title}", text))
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the groups (`--dist loadgroup`)

@@ -13,6 +13,7 @@ import ssl
 import subprocess
 import sys
 import time
+import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -34,6 +35,12 @@ TLS = ssl.create_default_context()
 
 REQUEST_CEILING_S = 120.0
 
+# Every server this pytest worker started, for the report of a test that fails: the end of the
+# logs its servers wrote meanwhile (a server's side of a failure is otherwise lost with the
+# temporary directory).
+_STARTED: list[weakref.ref[ServerProcess]] = []
+LOG_TAIL_LINES = 60
+
 # How the built-in agent begins its reply to a resume prompt (a detached answer).
 RESUME_MARK = "You previously asked the user:"
 
@@ -52,6 +59,23 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+def server_log_tails(since: float) -> list[tuple[str, str]]:
+    """(title, last lines) of each log a server of this worker wrote after `since` (a
+    `time.time()`), for a failed test's report."""
+    _STARTED[:] = [ref for ref in _STARTED if ref() is not None]
+    tails = []
+    for ref in _STARTED:
+        server = ref()
+        if server is None:
+            continue
+        for path in sorted(server.workdir.glob("server-*.log")):
+            if path.stat().st_mtime < since:
+                continue
+            lines = path.read_text(errors="replace").splitlines()[-LOG_TAIL_LINES:]
+            tails.append((f"{path} (last {len(lines)} lines)", "\n".join(lines)))
+    return tails
 
 
 def wait_until(
@@ -107,6 +131,8 @@ class ServerProcess:
         extra_env: Mapping[str, str] | None = None,
     ) -> None:
         self.starts += 1
+        if not any(ref() is self for ref in _STARTED):
+            _STARTED.append(weakref.ref(self))
         env = {
             **os.environ,
             **FAST_TIMEOUTS,
