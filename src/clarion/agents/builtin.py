@@ -1,28 +1,25 @@
 """Clarion's built-in scripted ACP agent: `python -m clarion.agents.builtin`.
 
 A real ACP program over stdio, started by the runtime like any other agent and used by the
-demo and the tests. What each prompt does lives in `clarion.agents.scenarios`; this module is
-the ACP side (sessions, prompt, cancel) and the host the scenarios talk through. Nothing in
-Clarion imports it. Stdout carries ACP frames only, so everything else goes to stderr.
+demo and the tests. What each prompt does lives in `clarion.agents.scenarios`, the host the
+scenarios talk through in `clarion.agents.builtin_host`; this module is the ACP side
+(sessions, prompt, cancel). Nothing in Clarion imports it. Stdout carries ACP frames only, so
+everything else goes to stderr.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import gc
-import importlib
 import itertools
 import json
 import logging
 import os
 import sys
-import threading
 import uuid
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, cast
+from typing import Any, cast
 
 if __name__ == "__main__":
     # The ACP schema's import makes some hundred thousand objects that live as long as the
@@ -33,7 +30,6 @@ if __name__ == "__main__":
 import acp
 from acp.schema import (
     AgentCapabilities,
-    AllowedOutcome,
     AudioContentBlock,
     ClientCapabilities,
     EmbeddedResourceContentBlock,
@@ -46,33 +42,21 @@ from acp.schema import (
     McpCapabilities,
     McpServerStdio,
     NewSessionResponse,
-    PermissionOption,
     PromptResponse,
     ResourceContentBlock,
     SseMcpServer,
     TextContentBlock,
-    ToolCallUpdate,
 )
 
-from clarion.agents.scenarios import ToolOutcome, may_ask, play
-
-if TYPE_CHECKING:  # imported for real in the background (see _MCP_CALL_MODULE)
-    from clarion.agents.mcp_call import McpConnection
+from clarion.agents.builtin_host import (
+    AgentSession,
+    Endpoint,
+    PromptHost,
+    load_mcp_client_in_background,
+)
+from clarion.agents.scenarios import may_ask, play
 
 logger = logging.getLogger("clarion.agents.builtin")
-
-ASK_TOOL = "ask_user_question"
-
-# The MCP client stack takes about a second to import, half of this process's start-up CPU.
-# It is loaded in a background thread when a prompt names a scenario that asks, so the first
-# question barely waits for it and a session that never asks does not pay for it.
-_MCP_CALL_MODULE = "clarion.agents.mcp_call"
-
-
-@functools.cache  # once per process
-def _load_mcp_client_in_background() -> None:
-    threading.Thread(target=importlib.import_module, args=(_MCP_CALL_MODULE,), daemon=True).start()
-
 
 PromptBlock = (
     TextContentBlock
@@ -82,20 +66,6 @@ PromptBlock = (
     | EmbeddedResourceContentBlock
 )
 McpServerSpec = HttpMcpServer | SseMcpServer | acp.schema.AcpMcpServer | McpServerStdio
-
-
-@dataclass(frozen=True, slots=True)
-class _Endpoint:
-    url: str
-    headers: dict[str, str]
-
-
-@dataclass(slots=True)
-class _Session:
-    endpoint: _Endpoint | None
-    running: asyncio.Task[Any] | None = None
-    mcp: McpConnection | None = None  # opened on the session's first question
-    prompts: list[str] = field(default_factory=list)  # newest last, bounded
 
 
 # What the agent remembers of a session, kept on disk so that a restarted agent can load it.
@@ -132,99 +102,12 @@ class _Memory:
         os.replace(tmp, path)
 
 
-class _Host:
-    """What scenarios see of one running prompt."""
-
-    def __init__(self, agent: BuiltinAgent, session_id: str, session: _Session):
-        self._agent = agent
-        self._session_id = session_id
-        self._session = session
-        self._endpoint = session.endpoint
-
-    async def say(self, text: str) -> None:
-        await self._agent.send(self._session_id, acp.update_agent_message_text(text))
-
-    async def ask(
-        self, arguments: dict[str, Any], *, read_timeout: float | None, report_end: bool
-    ) -> ToolOutcome:
-        if self._endpoint is None:
-            return ToolOutcome(failure="this session was given no HTTP MCP server")
-        call_id = f"ask-{next(self._agent.call_ids)}"
-        await self._agent.send(
-            self._session_id,
-            acp.start_tool_call(call_id, ASK_TOOL, kind="other", status="in_progress"),
-        )
-        # Waits for the background import (or makes it, for a prompt that did not name an
-        # asking scenario) without blocking the event loop.
-        mcp_call = await asyncio.to_thread(importlib.import_module, _MCP_CALL_MODULE)
-        if self._session.mcp is None:
-            self._session.mcp = mcp_call.McpConnection(self._endpoint.url, self._endpoint.headers)
-        outcome: ToolOutcome = await self._session.mcp.call_tool(
-            ASK_TOOL, arguments, read_timeout=read_timeout
-        )
-        if not (outcome.is_error or outcome.timed_out or outcome.failure):
-            self._agent.journal("tool_result", self._session_id, outcome.text)
-        if report_end:
-            ok = not (outcome.is_error or outcome.timed_out or outcome.failure)
-            status: Literal["completed", "failed"] = "completed" if ok else "failed"
-            await self._agent.send(self._session_id, acp.update_tool_call(call_id, status=status))
-        return outcome
-
-    def previous_prompt(self) -> str | None:
-        prompts = self._session.prompts
-        return prompts[-2] if len(prompts) >= 2 else None
-
-    async def request_permission(
-        self,
-        *,
-        title: str,
-        kind: str,
-        raw_input: dict[str, Any],
-        options: list[tuple[str, str, str]],
-    ) -> str | None:
-        call_id = f"perm-{next(self._agent.call_ids)}"
-        await self._agent.send(
-            self._session_id,
-            acp.start_tool_call(
-                call_id, title, kind=cast(Any, kind), status="pending", raw_input=raw_input
-            ),
-        )
-        assert self._agent.conn is not None
-        response = await self._agent.conn.request_permission(
-            session_id=self._session_id,
-            tool_call=ToolCallUpdate(
-                tool_call_id=call_id, title=title, kind=cast(Any, kind), raw_input=raw_input
-            ),
-            options=[
-                PermissionOption(option_id=o, name=n, kind=cast(Any, k)) for o, n, k in options
-            ],
-        )
-        outcome = response.outcome
-        chosen = outcome.option_id if isinstance(outcome, AllowedOutcome) else None
-        status: Literal["completed", "failed"] = "completed" if chosen else "failed"
-        await self._agent.send(self._session_id, acp.update_tool_call(call_id, status=status))
-        return chosen
-
-    def exit(self, code: int, message: str) -> None:
-        os.write(2, message.encode() + b"\n")
-        os._exit(code)
-
-    def write_stderr(self, nbytes: int) -> None:
-        line = b"x" * 99 + b"\n"
-        full, part = divmod(nbytes, len(line))
-        # Blocking writes on purpose: if nobody drains our stderr, this is where we hang.
-        for _ in range(full):
-            os.write(2, line)
-        if part:
-            os.write(2, line[:part])
-
-
 class BuiltinAgent:
     """The ACP agent side. Methods it lacks answer `method not found` through the SDK router."""
 
     def __init__(self, memory: _Memory | None = None, journal: Path | None = None) -> None:
         self._conn: acp.Client | None = None
-        self._sessions: dict[str, _Session] = {}
+        self._sessions: dict[str, AgentSession] = {}
         self._memory = memory
         self._journal = journal
         self.call_ids = itertools.count(1)
@@ -275,7 +158,7 @@ class BuiltinAgent:
     ) -> NewSessionResponse:
         endpoint = _endpoint(mcp_servers)
         session_id = uuid.uuid4().hex
-        self._sessions[session_id] = _Session(endpoint=endpoint)
+        self._sessions[session_id] = AgentSession(endpoint=endpoint)
         logger.info("session %s: mcp endpoint %s", session_id, endpoint.url if endpoint else None)
         return NewSessionResponse(session_id=session_id)
 
@@ -290,7 +173,7 @@ class BuiltinAgent:
         prompts = self._memory.load(session_id) if self._memory is not None else None
         if prompts is None:
             raise acp.RequestError.resource_not_found(session_id)
-        self._sessions[session_id] = _Session(endpoint=_endpoint(mcp_servers), prompts=prompts)
+        self._sessions[session_id] = AgentSession(endpoint=_endpoint(mcp_servers), prompts=prompts)
         # session/load replays the conversation to the client before answering.
         for text in prompts:
             await self.send(session_id, acp.update_user_message_text(text))
@@ -305,7 +188,7 @@ class BuiltinAgent:
             raise acp.RequestError.invalid_params({"sessionId": f"unknown session {session_id}"})
         text = "".join(b.text for b in prompt if isinstance(b, TextContentBlock))
         if may_ask(text):
-            _load_mcp_client_in_background()
+            load_mcp_client_in_background()
         self.journal("prompt", session_id, text)
         session.prompts.append(text)
         del session.prompts[:-MEMORY_PROMPTS]
@@ -315,7 +198,7 @@ class BuiltinAgent:
         task = asyncio.current_task()
         session.running = task
         try:
-            await play(_Host(self, session_id, session), text)
+            await play(PromptHost(self, session_id, session), text)
         except asyncio.CancelledError:
             if task is not None:
                 task.uncancel()
@@ -331,10 +214,10 @@ class BuiltinAgent:
             session.running.cancel()
 
 
-def _endpoint(servers: list[McpServerSpec] | None) -> _Endpoint | None:
+def _endpoint(servers: list[McpServerSpec] | None) -> Endpoint | None:
     for server in servers or []:
         if isinstance(server, HttpMcpServer):
-            return _Endpoint(url=server.url, headers=_headers(server.headers))
+            return Endpoint(url=server.url, headers=_headers(server.headers))
     return None
 
 
