@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Callable, Coroutine, Mapping
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import AsyncIterator, Callable, Mapping
 
 from clarion.agents.runtime import AcpRuntime
 from clarion.api.services import ApiServices
@@ -19,11 +17,9 @@ from clarion.clarification.asker import Asker, AskLimits
 from clarion.clarification.canceller import ClarificationCanceller
 from clarion.clarification.deadlines import DeadlineScheduler
 from clarion.clarification.live_confirmation import LiveConfirmation
-from clarion.clarification.policies import WaitingPolicies
 from clarion.clarification.resolver import Resolver
 from clarion.clarification.waiters import LiveWaiters
 from clarion.config import AgentProfile, Settings
-from clarion.domain.permissions import PermissionRules
 from clarion.mcp.tools import McpEndpoint, build_mcp_server
 from clarion.metrics import MetricsExposition, PrometheusMetrics
 from clarion.orchestrator.access import AccessControl
@@ -43,17 +39,12 @@ from clarion.orchestrator.tasks import TaskService
 from clarion.orchestrator.watchdog import Watchdogs
 from clarion.orchestrator.workflow import WorkflowGuard
 from clarion.ports import (
-    AgentExited,
-    AgentOutput,
     AgentRuntime,
     AgentSink,
-    Bus,
     Clock,
-    PermissionAsk,
-    PromptFinished,
     Store,
 )
-from clarion.ports.tracing import NO_TRACER, Tracer
+from clarion.ports.tracing import Tracer
 from clarion.projection.events import EventPublisher
 from clarion.projection.pending import PendingProjector
 from clarion.projection.reads import Reads
@@ -62,67 +53,21 @@ from clarion.projection.waiter_lookup import local_only
 from clarion.runtime import failpoints
 from clarion.runtime.clock import SystemClock
 from clarion.runtime.supervisor import Supervisor
+from clarion.server.app import App
+from clarion.server.configured import (
+    permission_rules,
+    retention_job,
+    tracing,
+    waiting_policies,
+)
+from clarion.server.late_sink import LateSink
 from clarion.server.outgoing import answer_links, outgoing_deliveries
-from clarion.server.retention import retention_loop
-from clarion.store import SqlStore, open_store
+from clarion.store import open_store
 
 log = logging.getLogger(__name__)
 
 
-__all__ = ["App", "build", "permission_rules"]
-
-
-class _LateSink:
-    """The runtime needs a sink before the services that implement it exist."""
-
-    target: AgentEvents | None = None
-
-    async def on_output(self, output: AgentOutput) -> None:
-        if self.target is not None:
-            await self.target.on_output(output)
-
-    async def on_prompt_finished(self, finished: PromptFinished) -> None:
-        if self.target is not None:
-            await self.target.on_prompt_finished(finished)
-
-    async def on_agent_exited(self, exited: AgentExited) -> None:
-        if self.target is not None:
-            await self.target.on_agent_exited(exited)
-
-    async def on_permission(self, ask: PermissionAsk) -> str | None:
-        if self.target is None:
-            return None
-        return await self.target.on_permission(ask)
-
-
-@dataclass(eq=False)
-class App:
-    services: ApiServices
-    mcp: McpEndpoint
-    recovery: StartupRecovery
-    watchdogs: Watchdogs
-    store: Store
-    runtime: AgentRuntime
-    bus: Bus
-    waiters: LiveWaiters
-    # Cluster mode: ownership, adoption and routing queries (store/ownership.py).
-    sql: SqlStore
-    deadlines: DeadlineScheduler
-    metrics: PrometheusMetrics
-    supervisor: Supervisor
-    # `[telemetry]`'s tracer (the no-op without it); cluster mode traces carried requests.
-    tracer: Tracer
-    # `[retention]`: the background prune, started after recovery (None: not configured).
-    retention: Callable[[], Coroutine[Any, Any, None]] | None = None
-
-    def start_deadlines(self, owner: str | None) -> None:
-        """Fire waiting-policy deadlines from now on (after startup recovery): every
-        session's on a single server, the sessions replica `owner` runs in a cluster."""
-        self.supervisor.spawn(self.deadlines.run(owner), name="deadline-scheduler")
-
-    def start_retention(self) -> None:
-        if self.retention is not None:
-            self.supervisor.spawn(self.retention(), name="retention")
+__all__ = ["App", "build"]
 
 
 RuntimeFactory = Callable[
@@ -148,7 +93,7 @@ async def build(
     failpoints.configure(settings.failpoints)
     clock = clock or SystemClock()
     t = settings.timeouts
-    sink = _LateSink()
+    sink = LateSink()
     metrics = PrometheusMetrics()
     async with (
         tracing(settings, tracer) as tracer,
@@ -332,57 +277,7 @@ async def build(
                 supervisor=supervisor,
                 metrics=metrics,
                 tracer=tracer,
-                retention=_retention(settings, sql_store, clock),
+                retention=retention_job(settings, sql_store, clock),
             )
         finally:
             watchdogs.cancel_all()
-
-
-def tracing(
-    settings: Settings, tracer: Tracer | None
-) -> contextlib.AbstractAsyncContextManager[Tracer]:
-    """The tracer given (tests), the one `[telemetry]` configures, or the no-op. The adapter,
-    and with it the OpenTelemetry SDK and exporter, is imported here, when configured, and
-    nowhere else. (FastAPI imports the OpenTelemetry API itself; the SDK is Clarion's cost.)"""
-    if tracer is not None or settings.telemetry is None:
-        return contextlib.nullcontext(tracer or NO_TRACER)
-    from clarion.server.tracing import otel_tracer
-
-    return otel_tracer(settings.telemetry)
-
-
-def waiting_policies(settings: Settings, store: Store) -> WaitingPolicies:
-    """`[agents.NAME.waiting]` by profile, `[workspaces.NAME.waiting]` and `.roles` by
-    workspace."""
-    return WaitingPolicies(
-        lookup=store,
-        profiles={
-            name: profile.waiting
-            for name, profile in settings.agents.items()
-            if profile.waiting is not None
-        },
-        workspaces=dict(settings.workspace_waiting),
-        roles=settings.workspace_roles,
-    )
-
-
-def _retention(
-    settings: Settings, store: SqlStore, clock: Clock
-) -> Callable[[], Coroutine[Any, Any, None]] | None:
-    ops = settings.operations
-    if ops.retention_older_than_s <= 0:
-        return None
-    return lambda: retention_loop(
-        store, clock, older_than_s=ops.retention_older_than_s, every_s=ops.retention_every_s
-    )
-
-
-def permission_rules(settings: Settings) -> dict[str, PermissionRules]:
-    """Each profile's `[agents.NAME.permissions]`. The built-in agent asks for every kind."""
-    return {
-        name: PermissionRules(
-            allow=frozenset(profile.permissions_allow),
-            reject=frozenset(profile.permissions_reject),
-        )
-        for name, profile in settings.agents.items()
-    }
