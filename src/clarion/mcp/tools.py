@@ -5,10 +5,13 @@ Mounted at /mcp/sessions/{session_id} (streamable HTTP). The per-session secret 
 before the MCP layer sees it. The tool is thin (`clarion.mcp.ask_tool`): it hands the arguments
 to the Asker and maps its outcomes to MCP results.
 
-The MCP SDK is loaded with the first request that passes the secret check, in a worker thread,
-not at start: most of a server's start-up CPU is imports, and the SDK is a third of them. Done
-on the event loop, that import would hold every other task for up to a second under load, long
-enough for a cluster replica to miss its heartbeat and fence itself.
+The MCP SDK is loaded in a worker thread, not at start: when the server launches its first agent
+that discovers its tools as it starts (`warm`), or with the first request that passes the
+secret check if that comes first. Most of a server's start-up CPU is imports, and the SDK is a
+third of them. Done on the event loop, that
+import would hold every other task for up to a second under load, long enough for a cluster
+replica to miss its heartbeat and fence itself. Loaded while the agent starts, it is ready for
+the agent's first request: some agents give tool discovery a fixed few seconds (Qwen Code: 5).
 """
 
 from __future__ import annotations
@@ -111,6 +114,26 @@ class McpEndpoint:
             self._stop.set()
             if self._manager is not None:
                 await self._manager
+
+    def warm(self) -> None:
+        """Start loading the SDK in the background, if nothing has yet (called as an agent is
+        launched, so the load runs while the agent starts). Only while serving: the load starts
+        the session manager, which lives in `running()`. A failed load is logged; the next
+        request tries again."""
+        if not self._live or self._inner is not None or self._loading is not None:
+            return
+        loading = self._loading = asyncio.ensure_future(self._load())
+        loading.add_done_callback(self._forget_failed)
+
+    def _forget_failed(self, loading: asyncio.Future[StreamableHTTPASGIApp]) -> None:
+        if loading.cancelled() or loading.exception() is None:
+            return
+        log.warning(
+            "loading the MCP server failed; the next request tries again",
+            exc_info=loading.exception(),
+        )
+        if self._loading is loading:
+            self._loading = None
 
     async def _loaded(self) -> StreamableHTTPASGIApp:
         # One load for every request that arrives meanwhile; a request that goes away while

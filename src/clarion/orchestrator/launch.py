@@ -37,11 +37,20 @@ class SessionTokens:
 class Launcher:
     """Builds the launch description of a session's agent."""
 
-    def __init__(self, tokens: SessionTokens, base_url: Callable[[], str]) -> None:
+    def __init__(
+        self,
+        tokens: SessionTokens,
+        base_url: Callable[[], str],
+        prepare_tools: Callable[[str], None] = lambda profile: None,
+    ) -> None:
         self._tokens = tokens
         self._base_url = base_url
+        self._prepare_tools = prepare_tools
 
     def launch_for(self, session: Session) -> AgentLaunch:
+        # The agent's tool endpoint gets ready while the agent process starts, not when the
+        # agent first calls it (`prepare_tools` gets the profile's name).
+        self._prepare_tools(session.agent)
         return AgentLaunch(
             session_id=session.id,
             profile=session.agent,

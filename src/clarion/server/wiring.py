@@ -19,7 +19,7 @@ from clarion.clarification.deadlines import DeadlineScheduler
 from clarion.clarification.live_confirmation import LiveConfirmation
 from clarion.clarification.resolver import Resolver
 from clarion.clarification.waiters import LiveWaiters
-from clarion.config import AgentProfile, Settings
+from clarion.config import BUILTIN_PROFILE, AgentProfile, Settings
 from clarion.mcp.tools import McpEndpoint, build_mcp_server
 from clarion.metrics import MetricsExposition, PrometheusMetrics
 from clarion.orchestrator.access import AccessControl
@@ -131,7 +131,16 @@ async def build(
                 bool(waiters.for_session(sid)) or permissions.has_pending(sid)
             ),
         )
-        launcher = Launcher(tokens, base_url)
+        # The MCP server is built with the first MCP request, when `asker` below exists, or in
+        # the background with the first launch of an agent that connects as it starts: every
+        # agent but the built-in one discovers its tools then (some allow only a few seconds),
+        # while the built-in agent connects when it first asks.
+        mcp = McpEndpoint(lambda: build_mcp_server(asker), tokens)
+        launcher = Launcher(
+            tokens,
+            base_url,
+            prepare_tools=lambda profile: None if profile == BUILTIN_PROFILE else mcp.warm(),
+        )
         admission = TurnAdmission(
             store, runtime, publisher, lanes, launcher, failures, idle, metrics, tracer
         )
@@ -265,7 +274,7 @@ async def build(
         try:
             yield App(
                 services=services,
-                mcp=McpEndpoint(lambda: build_mcp_server(asker), tokens),
+                mcp=mcp,
                 recovery=StartupRecovery(store, projector, publisher, metrics),
                 watchdogs=watchdogs,
                 store=store,
