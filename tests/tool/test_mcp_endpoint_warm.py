@@ -4,6 +4,9 @@ agent's first MCP request finds it ready: some agents give tool discovery only a
 from __future__ import annotations
 
 import asyncio
+import time
+
+import pytest
 
 from clarion.mcp.tools import McpEndpoint
 from clarion.orchestrator.launch import Launcher, SessionTokens
@@ -29,15 +32,24 @@ async def test_warming_loads_the_server_once_and_the_first_request_uses_that_loa
     assert builds.calls == 1
 
 
-async def test_a_failed_warm_load_is_tried_again_by_the_first_request() -> None:
+async def test_a_failed_warm_load_is_logged_and_the_next_request_loads_again(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     builds = Builds(failures=1, error=ImportError("the SDK could not be imported"))
     endpoints: list[McpEndpoint] = []
     async with initialize_calls(builds, endpoints.append) as initialize:
         endpoints[0].warm()
-        await _built(builds)
+        await _logged(caplog, "loading the MCP server failed")
         answered = await initialize()
     assert answered.status_code == 200, answered.text
     assert builds.calls == 2
+
+
+async def _logged(caplog: pytest.LogCaptureFixture, message: str) -> None:
+    deadline = time.monotonic() + CEILING_S
+    while not any(message in r.getMessage() for r in caplog.records):
+        assert time.monotonic() < deadline, f"nothing logged {message!r}"
+        await asyncio.sleep(0.01)
 
 
 def test_every_launch_prepares_the_agents_tools_first_naming_its_profile() -> None:
