@@ -78,6 +78,9 @@ class RecordingRuntime:
     def is_running(self, session_id: str) -> bool:
         return session_id in self.launches
 
+    def running_sessions(self) -> frozenset[str]:
+        return frozenset(self.launches)
+
     def acp_session(self, session_id: str) -> AcpSessionInfo | None:
         return None
 

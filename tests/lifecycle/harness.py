@@ -124,6 +124,9 @@ class ScriptedRuntime:
     def is_running(self, session_id: str) -> bool:
         return session_id in self.running
 
+    def running_sessions(self) -> frozenset[str]:
+        return frozenset(self.running)
+
     def acp_session(self, session_id: str) -> AcpSessionInfo | None:
         # An agent that loads its earlier session, so prompts carry no recap.
         if session_id not in self.running:

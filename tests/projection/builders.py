@@ -26,7 +26,7 @@ from clarion.orchestrator.workflow import WorkflowGuard
 from clarion.ports import Event, NewMessage, Store
 from clarion.projection.events import EventPublisher
 from clarion.projection.pending import PendingProjector
-from clarion.projection.reads import Reads
+from clarion.projection.reads import Reads, RunningLook
 from clarion.projection.summaries import SummaryService
 from clarion.projection.waiter_lookup import LiveWaitersOf, local_only
 from clarion.runtime.clock import ManualClock
@@ -70,13 +70,22 @@ class Projections:
     guard: WorkflowGuard
 
 
-async def projections(store: Store, *, live_waiters: LiveWaitersOf | None = None) -> Any:
+async def projections(
+    store: Store,
+    *,
+    live_waiters: LiveWaitersOf | None = None,
+    agent_running: RunningLook | None = None,
+) -> Any:
     bus = TapBus()
     projector = PendingProjector(store)
     summaries = SummaryService(store, bus)
     publisher = EventPublisher(bus, projector, summaries)
     reads = Reads(
-        store, projector, summaries, live_waiters=live_waiters or local_only(lambda _pid: False)
+        store,
+        projector,
+        summaries,
+        live_waiters=live_waiters or local_only(lambda _pid: False),
+        **({} if agent_running is None else {"agent_running": agent_running}),
     )
     await projector.allocate_epoch()
     return Projections(store, bus, projector, summaries, publisher, reads, WorkflowGuard(store))

@@ -195,6 +195,9 @@ class AcpRuntime:
         agent = self._agents.get(session_id)
         return agent is not None and agent.is_running
 
+    def running_sessions(self) -> frozenset[str]:
+        return frozenset(sid for sid, agent in self._agents.items() if agent.is_running)
+
     def acp_session(self, session_id: str) -> AcpSessionInfo | None:
         agent = self._agents.get(session_id)
         if agent is None or agent.acp_session_id is None:

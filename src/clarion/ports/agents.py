@@ -101,6 +101,10 @@ class AgentRuntime(Protocol):
 
     def is_running(self, session_id: str) -> bool: ...
 
+    def running_sessions(self) -> frozenset[str]:
+        """The sessions whose agent runs here, at this moment."""
+        ...
+
     def acp_session(self, session_id: str) -> AcpSessionInfo | None:
         """The running agent's ACP session, or None when no agent runs for the session."""
         ...

@@ -39,6 +39,22 @@ log = logging.getLogger(__name__)
 AgentRunningHere = Callable[[Session], bool | None]
 """Whether this process runs a session's agent; None when it cannot know (another replica's)."""
 
+RunningLook = Callable[[], AgentRunningHere]
+"""A look at which agents run here now, answering per session. A read takes it before it reads
+the session rows: an idle stop records its reason on the row before it ends the process (and a
+restart clears it only once the agent runs), so a row read after the look carries the reason
+of any stop the look saw. Looking after the rows, a stop landing in between would read as an
+agent gone for no reason."""
+
+
+def _unknown() -> AgentRunningHere:
+    return lambda _session: None
+
+
+def running_among(running: frozenset[str]) -> AgentRunningHere:
+    """The look of a single server: its runtime's running sessions at that moment."""
+    return lambda session: session.id in running
+
 
 class Reads:
     def __init__(
@@ -47,7 +63,7 @@ class Reads:
         projector: PendingProjector,
         summaries: SummaryService,
         live_waiters: LiveWaitersOf,
-        agent_running: AgentRunningHere = lambda _session: None,
+        agent_running: RunningLook = _unknown,
     ) -> None:
         self._store = store
         self._projector = projector
@@ -65,7 +81,7 @@ class Reads:
         """Cluster mode: ask each bundle's owner, not only this replica's own waiters."""
         self._live_waiters = live_waiters
 
-    def use_agent_running(self, agent_running: AgentRunningHere) -> None:
+    def use_agent_running(self, agent_running: RunningLook) -> None:
         """Cluster mode: an agent not running here may run on the session's owner."""
         self._agent_running = agent_running
 
@@ -110,13 +126,15 @@ class Reads:
         return name
 
     async def sessions(self, task_id: str) -> list[dict[str, Any]]:
+        running = self._agent_running()  # before the rows (see RunningLook)
         await self._store.get_task(task_id)
         sessions = await self._store.list_sessions(task_id)
-        return await self._project_sessions(sessions)
+        return await self._project_sessions(sessions, running)
 
     async def session(self, session_id: str) -> dict[str, Any]:
+        running = self._agent_running()
         session = await self._store.get_session(session_id)
-        return (await self._project_sessions([session]))[0]
+        return (await self._project_sessions([session], running))[0]
 
     async def ensure_task(self, task_id: str) -> None:
         """NotFound unless the task exists; reads nothing else."""
@@ -130,15 +148,18 @@ class Reads:
         """The session as a write left it. Its projection fields are omitted (clients keep
         their prior value) if the projection cannot be read: the write already happened, so
         failing the response would invite a duplicate retry."""
+        running = self._agent_running()
         session = await self._store.get_session(session_id)
         try:
-            return (await self._project_sessions([session]))[0]
+            return (await self._project_sessions([session], running))[0]
         except ProjectionUnavailable:
-            body = session_wire(session, None, None, running_here=self._agent_running(session))
+            body = session_wire(session, None, None, running_here=running(session))
             del body["pending_action"]
             return body
 
-    async def _project_sessions(self, sessions: list[Session]) -> list[dict[str, Any]]:
+    async def _project_sessions(
+        self, sessions: list[Session], running: AgentRunningHere
+    ) -> list[dict[str, Any]]:
         try:
             projections = await self._projector.project([s.id for s in sessions])
         except Exception as exc:
@@ -152,7 +173,7 @@ class Reads:
                 s,
                 projections[s.id].pending_action,
                 projections[s.id].revision,
-                running_here=self._agent_running(s),
+                running_here=running(s),
             )
             for s in sessions
         ]

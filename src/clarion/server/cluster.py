@@ -28,6 +28,7 @@ from clarion.bus.waiter_queries import ask_waiters, serve_waiters
 from clarion.config import Settings
 from clarion.domain.scope import SessionScope
 from clarion.ports.cluster import DeadPeer, ReplicaInfo, SessionRoute
+from clarion.projection.reads import AgentRunningHere
 from clarion.projection.waiter_lookup import LiveWaiterLookup
 from clarion.runtime import log_fields
 from clarion.server.replica import Replica
@@ -175,9 +176,12 @@ class ClusterMode:
         # Whether an agent runs is known only on the session's owner; elsewhere the session's
         # record (stopped while idle, or not) decides.
         me = replica.replica_id
-        app.services.reads.use_agent_running(
-            lambda s: app.runtime.is_running(s.id) if s.owner_replica_id in (None, me) else None
-        )
+
+        def look() -> AgentRunningHere:
+            running = app.runtime.running_sessions()
+            return lambda s: s.id in running if s.owner_replica_id in (None, me) else None
+
+        app.services.reads.use_agent_running(look)
         await serve_waiters(
             nc, replica.replica_id, lambda ids: {i for i in ids if app.waiters.has(i)}
         )

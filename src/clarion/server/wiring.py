@@ -47,7 +47,7 @@ from clarion.ports import (
 from clarion.ports.tracing import Tracer
 from clarion.projection.events import EventPublisher
 from clarion.projection.pending import PendingProjector
-from clarion.projection.reads import Reads
+from clarion.projection.reads import Reads, running_among
 from clarion.projection.summaries import SummaryService
 from clarion.projection.waiter_lookup import local_only
 from clarion.runtime import failpoints
@@ -235,7 +235,7 @@ async def build(
             projector,
             summaries,
             live_waiters=local_only(waiters.has),
-            agent_running=lambda session: runtime.is_running(session.id),
+            agent_running=lambda: running_among(runtime.running_sessions()),
         )
         services = ApiServices(
             tasks=TaskService(store, bus),
