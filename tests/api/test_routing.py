@@ -21,8 +21,8 @@ from starlette.types import Receive, Scope, Send
 from clarion.api import routing
 from clarion.api.forwarding import FORWARDED_BY, Carrier, forwarded_by, read_body, replay
 from clarion.api.mcp_proxy import McpToOwner
-from clarion.api.route_memory import Target
-from clarion.api.routing import _ROUTES, ClusterRouting, target_of
+from clarion.api.route_targets import ROUTES, Target, target_of
+from clarion.api.routing import ClusterRouting
 from clarion.api.session_gate import SessionGate
 from clarion.ports.cluster import (
     ForwardedReply,
@@ -87,10 +87,10 @@ def test_the_classified_examples_cover_every_routed_request() -> None:
     covered = {
         i
         for method, path, _ in CLASSIFIED
-        for i, (route_method, pattern, _kind) in enumerate(_ROUTES)
+        for i, (route_method, pattern, _kind) in enumerate(ROUTES)
         if method == route_method and pattern.fullmatch(path)
     }
-    assert covered == set(range(len(_ROUTES)))
+    assert covered == set(range(len(ROUTES)))
 
 
 @pytest.mark.parametrize(("method", "path"), READS)

@@ -13,22 +13,12 @@ request waiting for its sessions' adoption sees the adopter.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Literal
-
+from clarion.api.route_targets import Target
 from clarion.ports.cluster import SessionRoute
-
-Kind = Literal["session", "bundle", "message", "placement", "link"]
 
 # How many routes are remembered, this replica's own and the others' apart (then that memory
 # restarts).
 REMEMBERED_ROUTES = 10_000
-
-
-@dataclass(frozen=True, slots=True)
-class Target:
-    kind: Kind  # what names the session in the request (api/routing.py)
-    key: str
 
 
 class RouteMemory:

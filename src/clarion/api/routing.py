@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 import time
 from collections.abc import Callable, Sequence
 
@@ -41,7 +40,8 @@ from clarion.api.forwarding import (
     send_reply,
 )
 from clarion.api.mcp_proxy import McpToOwner
-from clarion.api.route_memory import Kind, RouteMemory, Target
+from clarion.api.route_memory import RouteMemory
+from clarion.api.route_targets import Target, target_of
 from clarion.api.session_gate import SessionGate
 from clarion.domain.errors import ReplicaUnavailable, ReplicaUnreachable
 from clarion.ports.cluster import (
@@ -56,32 +56,8 @@ from clarion.ports.tracing import NO_TRACER, Tracer
 
 log = logging.getLogger(__name__)
 
-# The requests that act on a session, by what names the session.
-_ROUTES: tuple[tuple[str, re.Pattern[str], Kind], ...] = (
-    ("GET", re.compile(r"/api/v1/clarification/([^/]+)"), "bundle"),
-    ("POST", re.compile(r"/api/v1/clarification/([^/]+)/(?:respond|resend|cancel)"), "bundle"),
-    # An answer link names its bundle inside the signed token (`link_pending` reads it).
-    ("GET", re.compile(r"/api/v1/a/([^/]+)"), "link"),
-    ("POST", re.compile(r"/api/v1/a/([^/]+)/respond"), "link"),
-    ("GET", re.compile(r"/api/v1/permission/([^/]+)"), "message"),
-    ("POST", re.compile(r"/api/v1/permission/([^/]+)/respond"), "message"),
-    ("POST", re.compile(r"/api/v1/task-sessions/([^/]+)/(?:prompt|cancel|finish)"), "session"),
-    ("DELETE", re.compile(r"/api/v1/task-sessions/([^/]+)/messages/[^/]+"), "session"),
-    ("POST", re.compile(r"/api/v1/tasks/([^/]+)/task-sessions"), "placement"),
-    ("GET", re.compile(r"/mcp/sessions/([^/]+)"), "session"),
-    ("POST", re.compile(r"/mcp/sessions/([^/]+)"), "session"),
-    ("DELETE", re.compile(r"/mcp/sessions/([^/]+)"), "session"),
-)
 # How often a request waiting for a dead owner's sessions to be adopted looks again.
 _ADOPTION_POLL_S = 0.25
-
-
-def target_of(method: str, path: str) -> Target | None:
-    """What a request acts on, or None for a request any replica serves itself."""
-    for route_method, pattern, kind in _ROUTES:
-        if method == route_method and (match := pattern.fullmatch(path)):
-            return Target(kind, match.group(1))
-    return None
 
 
 def placement_order(counts: Sequence[tuple[str, int]], replica_id: str) -> list[str]:
