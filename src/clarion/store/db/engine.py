@@ -19,12 +19,12 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import TextClause, text
+from sqlalchemy import TextualSelect, column, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from clarion.store.db import sqlite
-from clarion.store.db.fastpath import Plans
+from clarion.store.db.fastpath import Plans, hot
 from clarion.store.db.fastpath_asyncpg import AsyncpgPlan
 from clarion.store.db.owner_fence import READ_OWN_ROW, OwnerFence
 from clarion.store.db.transactions import AsyncTx, Tx
@@ -106,9 +106,11 @@ _MANY_ROWS = (
 )
 
 
-def _session_locks(head: str, rows: str) -> TextClause:
-    # The owner comes back too: in cluster mode it is the fence (store/db/owner_fence.py).
-    return text(head + " SELECT s.id, s.owner_replica_id AS owner" + rows + " FOR UPDATE OF s")
+def _session_locks(head: str, rows: str) -> TextualSelect:
+    # The owner comes back too: in cluster mode it is the fence (store/db/owner_fence.py). Run
+    # by every session write, so on the fast path (its columns declared for the plan's rows).
+    sql = head + " SELECT s.id, s.owner_replica_id AS owner" + rows + " FOR UPDATE OF s"
+    return hot(text(sql).columns(column("id"), column("owner")))
 
 
 _LOCK_SESSION = _session_locks(_SESSION_KEY, _ONE_ROW)

@@ -29,6 +29,7 @@ from sqlalchemy import Delete, Dialect, Insert, Select, Update
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.sql.base import Executable
 from sqlalchemy.sql.compiler import SQLCompiler
+from sqlalchemy.sql.selectable import TextualSelect
 
 from clarion.store.db.fastpath_rows import FastResult, RowShape
 
@@ -210,8 +211,8 @@ def compile_plan(
     """Compile as `Connection.execute` would (an INSERT or UPDATE sets the columns it is given)."""
     if (dialect.name, dialect.driver) not in _DRIVERS:
         return None
-    if not isinstance(statement, Select | Insert | Update | Delete):
-        return None
+    if not isinstance(statement, Select | Insert | Update | Delete | TextualSelect):
+        return None  # a TextualSelect: text() with its result columns declared
     if statement.get_execution_options():
         return None
     compiled = statement.compile(dialect=dialect, column_keys=sorted(given))
