@@ -20,18 +20,8 @@ from clarion.config import AgentProfile, Settings, builtin_profile
 from clarion.mcp.tools import McpEndpoint
 from clarion.ports import AcpSessionInfo, AgentLaunch, AgentSink
 from clarion.server.wiring import build
+from tests.tool.mcp_endpoint_steps import ACCEPT, INITIALIZE
 
-ACCEPT = {"Accept": "application/json, text/event-stream"}
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {},
-        "clientInfo": {"name": "test", "version": "1"},
-    },
-}
 ASK = {
     "jsonrpc": "2.0",
     "id": 2,
