@@ -21,7 +21,8 @@ from clarion.api.app import create_app
 from clarion.config import AgentProfile, Settings, builtin_profile
 from clarion.ports import AgentSink
 from clarion.server.wiring import App, build
-from tests.auth.test_mcp_secrets import ACCEPT, INITIALIZE, RecordingRuntime
+from tests.auth.test_mcp_secrets import RecordingRuntime
+from tests.tool.mcp_endpoint_steps import ACCEPT, INITIALIZE
 
 
 def rpc(id_: int | None, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
