@@ -16,23 +16,18 @@ zygote's own).
 
 from __future__ import annotations
 
-import atexit
-import contextlib
 import gc
 import importlib
-import io
 import json
 import os
 import resource
-import runpy
 import select
-import signal
 import socket
 import sys
 import threading
-import time
-import traceback
-from typing import Any
+from typing import Any, NoReturn
+
+from tests import forked_child
 
 # What a server loads up to ready and with its first agent, MCP request and database: the ACP
 # library and the MCP SDK are imported lazily by the product, so preloading them here saves
@@ -84,29 +79,6 @@ def _send(sock: socket.socket, message: dict[str, Any]) -> None:
     sock.send(json.dumps({**message, "self_cpu": _cpu()}).encode())
 
 
-def _exit_code(exc: SystemExit) -> int:
-    if exc.code is None:
-        return 0
-    if isinstance(exc.code, int):
-        return exc.code
-    print(exc.code, file=sys.stderr)
-    return 1
-
-
-def _finish(code: int, interrupted: bool) -> None:
-    """End the child as the interpreter ends a process: wait for its non-daemon threads, run
-    its exit functions (coverage saves there), flush its streams, then exit with `code`."""
-    threading._shutdown()  # type: ignore[attr-defined]  # what Py_FinalizeEx calls first
-    atexit._run_exitfuncs()
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(OSError, ValueError):
-            stream.flush()
-    if interrupted:  # an uncaught KeyboardInterrupt ends Python by SIGINT
-        signal.signal(signal.SIGINT, signal.SIG_DFL)
-        os.kill(os.getpid(), signal.SIGINT)
-    os._exit(code)
-
-
 def _zygote_coverage() -> Any:
     """The zygote's own coverage measurement, when it runs under `coverage run`."""
     if "coverage" not in sys.modules:
@@ -116,42 +88,9 @@ def _zygote_coverage() -> Any:
     return coverage.Coverage.current()
 
 
-def _child(request: dict[str, Any], fds: list[int], inherited: Any) -> None:
-    """Become `python -m clarion ARGS`; never returns."""
-    code, interrupted = 1, False
-    if inherited is not None:
-        # Coverage restarted itself in the fork (patch = "fork") and saves this process's data
-        # at exit; its exit and SIGTERM hooks would also save the zygote's pre-fork data again,
-        # a second data file per server. That data is the zygote's to save, once.
-        inherited.save = lambda: None
-    try:
-        if request["new_session"]:
-            os.setsid()
-        for target, fd in enumerate(fds):
-            os.dup2(fd, target)
-        os.closerange(3, 1 << 16)
-        os.chdir(request["cwd"])
-        os.environ.clear()
-        os.environ.update(request["env"])
-        time.tzset()
-        # Python decided its streams' buffering for the zygote's descriptors 0-2, which now
-        # are the child's: decide again as a fresh interpreter would.
-        assert isinstance(sys.stdout, io.TextIOWrapper)
-        sys.stdout.reconfigure(
-            line_buffering=os.isatty(1), write_through=bool(os.environ.get("PYTHONUNBUFFERED"))
-        )
-        sys.path[0] = os.getcwd()
-        sys.argv = ["-m", *request["argv"]]
-        runpy.run_module("clarion", run_name="__main__", alter_sys=True)
-        code = 0
-    except SystemExit as exc:
-        code = _exit_code(exc)
-    except KeyboardInterrupt:
-        traceback.print_exc()
-        interrupted = True
-    except BaseException:
-        traceback.print_exc()
-    _finish(code, interrupted)
+def _server_child(request: dict[str, Any], fds: list[int], inherited: Any) -> NoReturn:
+    """Become `python -m clarion ARGS`."""
+    forked_child.run_module("clarion", request, fds, inherited, new_session=request["new_session"])
 
 
 def serve(sock: socket.socket) -> None:
@@ -167,7 +106,7 @@ def serve(sock: socket.socket) -> None:
                 pid = os.fork()
                 if pid == 0:
                     sock.close()
-                    _child(json.loads(data), fds, measuring)
+                    _server_child(json.loads(data), fds, measuring)
                 for fd in fds:
                     os.close(fd)
                 children[os.pidfd_open(pid)] = pid
