@@ -1,10 +1,8 @@
-"""One running agent: its process, its ACP connection and session, and its ordered output queue.
+"""One running agent: its process, its ACP connection and session, and its prompt runs.
 
-Imported by `clarion.agents.runtime` only. Everything the agent streams, every cancel
-acknowledgement and every prompt end goes through one FIFO queue per agent, and one consumer
-task hands the items to the sink in that order: a prompt's `PromptFinished` always follows
-all of its outputs. The agent owns its tasks (stderr drain, exit watcher, consumer, the
-running prompt) and cancels them in `close()`.
+Imported by `clarion.agents.runtime` and `clarion.agents.check` only. What the agent streams
+reaches the sink in order through `OrderedOutput`. The agent owns its tasks (stderr drain, exit
+watcher, output consumer, the running prompt) and cancels them in `close()`.
 """
 
 from __future__ import annotations
@@ -19,44 +17,26 @@ from typing import Any, cast
 import acp
 from acp.client.connection import ClientSideConnection
 from acp.connection import StreamDirection, StreamEvent
-from acp.schema import (
-    ClientCapabilities,
-    HttpHeader,
-    HttpMcpServer,
-    Implementation,
-    InitializeResponse,
-)
+from acp.schema import InitializeResponse
 
+from clarion.agents.acp_session import initialize, open_acp_session
 from clarion.agents.client import PermissionPolicy, SessionClient
 from clarion.agents.frames import to_output
+from clarion.agents.ordered_output import OrderedOutput
 from clarion.agents.process import drain_stderr, shut_down
+from clarion.agents.prompt_run import PromptRun, send_prompt
 from clarion.domain.errors import AgentBusy, AgentFailure
-from clarion.domain.permissions import CLARION_MCP_SERVER
 from clarion.ports import AgentExited, AgentOutput, AgentSink, PromptFinished
 
 logger = logging.getLogger(__name__)
-
-TOKEN_HEADER = "X-Clarion-Token"
-MCP_SERVER_NAME = CLARION_MCP_SERVER
 
 # Bounds on things that would otherwise wait on a wedged agent or sink forever.
 SEND_TIMEOUT_S = 5.0
 EXIT_GRACE_S = 2.0
 SINK_DRAIN_TIMEOUT_S = 5.0
 
-_Item = AgentOutput | PromptFinished | AgentExited | None  # None: the consumer stops
-
 # How much of an agent's stderr a failure report carries.
 STDERR_REPORT_CHARS = 2000
-
-
-@dataclass(slots=True, eq=False)
-class _PromptRun:
-    generation: int
-    sent: asyncio.Future[None]
-    task: asyncio.Task[None] | None = None
-    cancel_requested: bool = False
-    abort_reason: str | None = None
 
 
 @dataclass(slots=True, eq=False)
@@ -69,14 +49,17 @@ class RunningAgent:
     acp_session_id: str | None = None
     loaded: bool = False  # the ACP session was loaded (session/load), not created
     _conn: ClientSideConnection | None = None
-    _queue: asyncio.Queue[_Item] = field(default_factory=asyncio.Queue)
+    _output: OrderedOutput = field(init=False)
     _tasks: dict[str, asyncio.Task[None]] = field(default_factory=dict)
     _generation: int = 0
     _prompted: bool = False
-    _run: _PromptRun | None = None
+    _run: PromptRun | None = None
     _exit_code: int | None = None
     _closing: bool = False
     _init: InitializeResponse | None = None
+
+    def __post_init__(self) -> None:
+        self._output = OrderedOutput(self.session_id, self.sink)
 
     # ----------------------------------------------------------------------- lifecycle
 
@@ -93,53 +76,31 @@ class RunningAgent:
         self._tasks["stderr"] = asyncio.create_task(
             drain_stderr(self.proc.stderr, self.session_id, self.stderr_tail), name=f"{name}.stderr"
         )
-        self._tasks["consumer"] = asyncio.create_task(self._consume(), name=f"{name}.consumer")
+        self._tasks["consumer"] = asyncio.create_task(
+            self._output.consume(), name=f"{name}.consumer"
+        )
         self._tasks["exit"] = asyncio.create_task(self._watch_exit(), name=f"{name}.exit")
 
     async def open_session(
         self, *, mcp_url: str, mcp_token: str, cwd: str, resume_id: str | None = None
     ) -> None:
-        """ACP initialize, then session/load of `resume_id` when the agent supports it (it
-        keeps its conversation), else session/new; either offers Clarion's MCP endpoint."""
-        conn = self._require_conn()
+        """ACP initialize (unless `handshake` did it), then the session: see `open_acp_session`."""
         init = self._init or await self.handshake()
-        caps = init.agent_capabilities
-        if caps is None or caps.mcp_capabilities is None or not caps.mcp_capabilities.http:
-            # Offered anyway: without it the agent cannot ask questions at all.
-            logger.warning(
-                "agent does not advertise HTTP MCP support",
-                extra={"session_id": self.session_id, "profile": self.profile},
-            )
-        server = HttpMcpServer(
-            type="http",
-            name=MCP_SERVER_NAME,
-            url=mcp_url,
-            headers=[HttpHeader(name=TOKEN_HEADER, value=mcp_token)],
+        self.acp_session_id, self.loaded = await open_acp_session(
+            self._require_conn(),
+            init,
+            session_id=self.session_id,
+            profile=self.profile,
+            mcp_url=mcp_url,
+            mcp_token=mcp_token,
+            cwd=cwd,
+            resume_id=resume_id,
         )
-        if resume_id and caps is not None and caps.load_session:
-            try:
-                await conn.load_session(cwd=cwd, session_id=resume_id, mcp_servers=[server])
-            except Exception as exc:
-                logger.warning(
-                    "agent could not load its earlier session; starting a new one: %r",
-                    exc,
-                    extra={"session_id": self.session_id, "acp_session_id": resume_id},
-                )
-            else:
-                self.acp_session_id = resume_id
-                self.loaded = True
-                return
-        response = await conn.new_session(cwd=cwd, mcp_servers=[server])
-        self.acp_session_id = response.session_id
 
     async def handshake(self) -> InitializeResponse:
         """ACP initialize alone (`open_session` does it when it was not done): `clarion agents
         check` times it apart from the session."""
-        self._init = await self._require_conn().initialize(
-            protocol_version=acp.PROTOCOL_VERSION,
-            client_capabilities=ClientCapabilities(),
-            client_info=Implementation(name="clarion", version="0.1.0"),
-        )
+        self._init = await initialize(self._require_conn())
         return self._init
 
     @property
@@ -180,7 +141,7 @@ class RunningAgent:
             await asyncio.gather(run.task, return_exceptions=True)
         await self._finish_task("exit", EXIT_GRACE_S)
         await self._finish_task("stderr", EXIT_GRACE_S)
-        self._queue.put_nowait(None)
+        self._output.end()
         # A sink that stops the agent from inside its own callback must not wait for itself.
         if asyncio.current_task() is not self._tasks.get("consumer"):
             await self._finish_task("consumer", SINK_DRAIN_TIMEOUT_S)
@@ -204,7 +165,7 @@ class RunningAgent:
                 f"a prompt (generation {self._run.generation}) is still running",
                 session_id=self.session_id,
             )
-        run = _PromptRun(generation, asyncio.get_running_loop().create_future())
+        run = PromptRun(generation, asyncio.get_running_loop().create_future())
         self._run = run
         self._generation = generation
         self._prompted = True
@@ -227,43 +188,28 @@ class RunningAgent:
                 generation=generation,
             )
 
-    async def _drive(self, run: _PromptRun, text: str) -> None:
+    async def _drive(self, run: PromptRun, text: str) -> None:
         conn = self._require_conn()
         assert self.acp_session_id is not None
-        error: str | None = None
-        lost = False  # the connection failed or the run was aborted: is the process going?
-        try:
-            response = await conn.prompt(
-                session_id=self.acp_session_id, prompt=[acp.text_block(text)]
-            )
-            stop_reason: str = response.stop_reason
-        except asyncio.CancelledError:
-            # Only this module cancels a run (stop, exit watcher, refused hand-over).
-            stop_reason, error = "error", run.abort_reason or "prompt aborted"
-            lost = True
-        except ConnectionError as exc:
-            stop_reason, error = "error", run.abort_reason or f"agent connection lost ({exc})"
-            lost = True
-        except Exception as exc:  # the agent answered the prompt with an error
-            stop_reason = "error"
-            error = run.abort_reason or _describe_error(exc)
+        end = await send_prompt(conn, self.acp_session_id, text, run)
+        error = end.error
         if not run.sent.done():
             if self._run is run:
                 self._run = None
             return  # never handed over: prompt() raises instead of reporting a turn end
-        alive = await self._still_alive(wait=lost) if error is not None else True
+        alive = await self._still_alive(wait=end.lost) if error is not None else True
         if self._run is run:
             self._run = None
         extra = {"session_id": self.session_id, "generation": run.generation}
         if error is not None:
             logger.warning("prompt failed: %s", error, extra=extra)
         if run.cancel_requested:
-            self._queue.put_nowait(AgentOutput(self.session_id, run.generation, "cancel_ack"))
-        self._queue.put_nowait(
+            self._output.put(AgentOutput(self.session_id, run.generation, "cancel_ack"))
+        self._output.put(
             PromptFinished(
                 self.session_id,
                 run.generation,
-                stop_reason,
+                end.stop_reason,
                 error=error,
                 agent_alive=alive,
                 stderr=self.stderr_text() if error is not None else "",
@@ -315,29 +261,7 @@ class RunningAgent:
             return
         output = to_output(self.session_id, self._generation, update)
         if output is not None:
-            self._queue.put_nowait(output)
-
-    async def _consume(self) -> None:
-        while True:
-            item = await self._queue.get()
-            if item is None:
-                return
-            try:
-                if isinstance(item, PromptFinished):
-                    await self.sink.on_prompt_finished(item)
-                elif isinstance(item, AgentExited):
-                    await self.sink.on_agent_exited(item)
-                else:
-                    await self.sink.on_output(item)
-            except Exception:
-                logger.exception(
-                    "agent sink failed on %s",
-                    type(item).__name__,
-                    extra={
-                        "session_id": self.session_id,
-                        "generation": getattr(item, "generation", None),
-                    },
-                )
+            self._output.put(output)
 
     async def _watch_exit(self) -> None:
         code = await self.proc.wait()
@@ -361,20 +285,9 @@ class RunningAgent:
         # dies while starting is the start's failure, one Clarion stopped is no news.
         if not self._closing and self.acp_session_id is not None:
             await self._finish_task("stderr", EXIT_GRACE_S)
-            self._queue.put_nowait(AgentExited(self.session_id, code, self.stderr_text()))
+            self._output.put(AgentExited(self.session_id, code, self.stderr_text()))
 
     def _require_conn(self) -> ClientSideConnection:
         if self._conn is None:
             raise AgentFailure("agent not connected", session_id=self.session_id)
         return self._conn
-
-
-def _describe_error(exc: Exception) -> str:
-    """An agent's error answer in words: JSON-RPC errors carry the reason in `data`."""
-    text = f"{type(exc).__name__}: {exc}"
-    data = getattr(exc, "data", None)
-    if isinstance(data, dict):
-        details = data.get("details") or data.get("message")
-        if details:
-            text += f" ({details})"
-    return text
