@@ -188,8 +188,10 @@ class AcpRuntime:
                 await agent.close(self._stop_grace)
 
     def running_count(self) -> int:
-        """How many sessions' agent processes run here (a replica's `sessions`)."""
-        return sum(1 for agent in self._agents.values() if agent.is_running)
+        """How many sessions' agent processes run here (a replica's `sessions`). Read on the
+        replica's heartbeat thread: the copy of the values is taken at once, so the loop's
+        changes to the dict meanwhile cannot break the count."""
+        return sum(1 for agent in list(self._agents.values()) if agent.is_running)
 
     def is_running(self, session_id: str) -> bool:
         agent = self._agents.get(session_id)

@@ -7,10 +7,11 @@ itself) and its fencing window has passed, this replica tries to adopt it, and e
 survivor does (`take_over`, in the composition root).
 
 Fencing, three layers deep: the liveness lock lives on the membership connection, and every
-heartbeat runs on that connection. A heartbeat that fails (the connection, and so the lock,
+heartbeat runs on that connection, on the membership's own thread and event loop, so that no
+work of the server's holds one back. A heartbeat that fails (the connection, and so the lock,
 may be gone; or the row is gone: a survivor adopted this replica) or that has not succeeded for
-half the replica timeout (a hung connection or a starved event loop, seen by a thread) ends
-the process at once (`stop_fenced`). A survivor adopts only once the dead peer's last heartbeat
+half the replica timeout (a hung connection, a frozen process; seen by a thread) ends the
+process at once (`stop_fenced`). A survivor adopts only once the dead peer's last heartbeat
 is older than that half plus one heartbeat interval, so the two never act at the same time.
 And every session write checks the session's owner in the statement that locks it
 (store/db/owner_fence.py): a replica frozen past all of that and then resumed is refused by the
@@ -91,15 +92,18 @@ class Replica:
         watchdog = threading.Thread(target=self._watch, name="replica-watchdog", daemon=True)
         watchdog.start()
         try:
-            while True:
-                try:
-                    await asyncio.wait_for(self._member.heartbeat(self._status), self.fence_s)
-                except Exception as exc:
-                    self.stop_fenced(f"heartbeat failed: {exc!r}")
-                self._last_ok = time.monotonic()
-                await asyncio.sleep(self.interval)
+            await self._member.heartbeats(
+                self._status,
+                every_s=self.interval,
+                within_s=self.fence_s,
+                succeeded=self._beat_ok,
+                failed=lambda exc: self.stop_fenced(f"heartbeat failed: {exc!r}"),
+            )
         finally:
             self._stopping.set()
+
+    def _beat_ok(self) -> None:
+        self._last_ok = time.monotonic()
 
     async def watch_peers(
         self,

@@ -37,6 +37,7 @@ from sqlalchemy.pool import NullPool
 from clarion.ports.cluster import ReplicaInfo
 from clarion.store.db.engine import async_url
 from clarion.store.db.liveness import LIVENESS_NAMESPACE, liveness_key
+from clarion.store.db.own_loop import OwnLoop
 from clarion.store.db.single_server import APPLICATION_PREFIX, PG_LOCK_KEY, AnotherServer, pg_holder
 
 log = logging.getLogger(__name__)
@@ -50,17 +51,24 @@ _LIVE = text(
 
 class Membership:
     """This replica's connection, locks and row. Every statement runs on the one connection,
-    one at a time (asyncpg connections are not concurrent)."""
+    one at a time (asyncpg connections are not concurrent), on the membership's own thread and
+    event loop (own_loop.py): a heartbeat never waits behind the server's other work."""
 
-    def __init__(self, conn: AsyncConnection, replica_id: str, timeout_s: float) -> None:
+    def __init__(
+        self, own: OwnLoop, conn: AsyncConnection, replica_id: str, timeout_s: float
+    ) -> None:
+        self._own = own
         self._conn = conn
         self._lock = asyncio.Lock()
         self.replica_id = replica_id
         self.timeout_s = timeout_s
 
     async def _run(self, statement: Any, params: dict[str, Any] | None = None) -> Any:
-        async with self._lock:
-            return await self._conn.execute(statement, params or {})
+        async def run() -> Any:
+            async with self._lock:
+                return await self._conn.execute(statement, params or {})
+
+        return await self._own.run(run())
 
     async def register(self, advertise_url: str) -> None:
         await self._run(
@@ -82,6 +90,34 @@ class Membership:
         """Write `status()` (role, sessions), read under the connection's lock so that a
         heartbeat queued behind a role change never writes the old role after the new one.
         Raises LookupError if the row is gone (another replica took this one for dead)."""
+        await self._own.run(self._heartbeat(status))
+
+    async def heartbeats(
+        self,
+        status: Callable[[], tuple[str, int]],
+        *,
+        every_s: float,
+        within_s: float,
+        succeeded: Callable[[], None],
+        failed: Callable[[Exception], None],
+    ) -> None:
+        """Until cancelled, a heartbeat every `every_s`, each given `within_s`. `succeeded()`
+        after each; `failed(exc)` for the first that fails or takes longer, which ends them.
+        Both are called on the membership's thread, and `status` is read there."""
+
+        async def beating() -> None:
+            while True:
+                try:
+                    await asyncio.wait_for(self._heartbeat(status), within_s)
+                except Exception as exc:
+                    failed(exc)
+                    return
+                succeeded()
+                await asyncio.sleep(every_s)
+
+        await self._own.run(beating())
+
+    async def _heartbeat(self, status: Callable[[], tuple[str, int]]) -> None:
         async with self._lock:
             role, sessions = status()
             result = await self._conn.execute(
@@ -121,6 +157,18 @@ class Membership:
             {"id": self.replica_id},
         )
 
+    async def part(self) -> None:
+        """Close the connection, which releases every lock."""
+
+        async def close() -> None:
+            engine = self._conn.engine
+            try:
+                await self._conn.close()
+            finally:
+                await engine.dispose()
+
+        await self._own.run(close())
+
 
 def _unused_id() -> str:
     return str(uuid.uuid4())
@@ -135,9 +183,25 @@ def _name(replica_id: str) -> str:
 @contextlib.asynccontextmanager
 async def membership(url: str, timeout_s: float) -> AsyncIterator[Membership]:
     """Join as a replica: take the single-server key shared (AnotherServer if a single-mode
-    server holds it) and keep the connection until exit, which releases every lock."""
+    server holds it) and keep the connection until exit, which releases every lock. The
+    connection lives on a thread and event loop of its own (own_loop.py)."""
     if make_url(url).get_backend_name() not in ("postgresql", "postgres"):
         raise ValueError("cluster mode needs PostgreSQL")
+    own = OwnLoop("replica-membership")
+    try:
+        member = await own.run(_join(own, url, timeout_s))
+        try:
+            yield member
+        finally:
+            with contextlib.suppress(Exception):
+                await member.leave()
+            await member.part()
+    finally:
+        await own.close()
+
+
+async def _join(own: OwnLoop, url: str, timeout_s: float) -> Membership:
+    """On the membership's loop: connect, take the locks; the connection stays open."""
     replica_id = _unused_id()
     engine = create_async_engine(
         async_url(url),
@@ -146,7 +210,8 @@ async def membership(url: str, timeout_s: float) -> AsyncIterator[Membership]:
         connect_args={"server_settings": {"application_name": _name(replica_id)}},
     )
     try:
-        async with engine.connect() as conn:
+        conn = await engine.connect()
+        try:
             taken = await conn.scalar(
                 text("SELECT pg_try_advisory_lock_shared(:key)"), {"key": PG_LOCK_KEY}
             )
@@ -163,12 +228,11 @@ async def membership(url: str, timeout_s: float) -> AsyncIterator[Membership]:
                     text("SELECT set_config('application_name', :name, false)"),
                     {"name": _name(replica_id)},
                 )
-            log.info("replica joined the cluster", extra={"replica": replica_id})
-            member = Membership(conn, replica_id, timeout_s)
-            try:
-                yield member
-            finally:
-                with contextlib.suppress(Exception):
-                    await member.leave()
-    finally:
+        except BaseException:
+            await conn.close()
+            raise
+    except BaseException:
         await engine.dispose()
+        raise
+    log.info("replica joined the cluster", extra={"replica": replica_id})
+    return Membership(own, conn, replica_id, timeout_s)
