@@ -23,7 +23,13 @@ __all__ = [
 ]
 
 NATS = "nats://127.0.0.1:4222"
-TIMEOUT_S = "4"  # the replica timeout; short, yet well above a loaded machine's stalls
+# Replica timeouts (a replica heartbeats every quarter of it and fences itself after half of it
+# without one; a survivor adopts a dead replica once its last heartbeat is three quarters old).
+# Generous where a test waits for no replica's fencing window, so that no load makes one fence
+# itself; shorter where a test waits for a dead replica's window, yet with seconds to spare for
+# each heartbeat on a loaded machine (`expiring_replicas`, tests/e2e/conftest.py).
+TIMEOUT_S = "20"
+EXPIRY_TIMEOUT_S = "8"
 
 
 def health(server: ServerProcess) -> tuple[int, dict[str, object]]:

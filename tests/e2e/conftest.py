@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import fresh_database_url, services_required
-from tests.e2e.cluster import NATS, TIMEOUT_S
+from tests.e2e.cluster import EXPIRY_TIMEOUT_S, NATS, TIMEOUT_S
 from tests.e2e.harness import ServerProcess, running_server
 
 pytestmark = pytest.mark.e2e
@@ -83,9 +83,9 @@ def cluster_db(tmp_path: Path) -> Iterator[str]:
         yield url
 
 
-@pytest.fixture
-def replicas(tmp_path: Path, cluster_db: str) -> Iterator[Callable[..., ServerProcess]]:
-    """Servers on the one test database; `cluster=False` makes a single-mode server."""
+def _replica_factory(
+    tmp_path: Path, cluster_db: str, timeout_s: str
+) -> Iterator[Callable[..., ServerProcess]]:
     started: list[ServerProcess] = []
 
     def make(*, cluster: bool = True) -> ServerProcess:
@@ -99,7 +99,7 @@ def replicas(tmp_path: Path, cluster_db: str) -> Iterator[Callable[..., ServerPr
             # A live question stays live however slow the machine: these tests assert that a
             # question is still live after starting three replicas and several agents, which
             # the harness's 30 s clarification wait outlasted under load.
-            env={"CLARION_REPLICA_TIMEOUT_S": TIMEOUT_S, "CLARION_CLARIFICATION_WAIT_S": "600"},
+            env={"CLARION_REPLICA_TIMEOUT_S": timeout_s, "CLARION_CLARIFICATION_WAIT_S": "600"},
         )
         started.append(server)
         return server
@@ -109,3 +109,18 @@ def replicas(tmp_path: Path, cluster_db: str) -> Iterator[Callable[..., ServerPr
     finally:
         for server in started:
             server.stop()
+
+
+@pytest.fixture
+def replicas(tmp_path: Path, cluster_db: str) -> Iterator[Callable[..., ServerProcess]]:
+    """Servers on the one test database; `cluster=False` makes a single-mode server. Their
+    replica timeout is generous (TIMEOUT_S): the test waits for no replica's fencing window,
+    and a loaded machine must not make one fence itself."""
+    yield from _replica_factory(tmp_path, cluster_db, TIMEOUT_S)
+
+
+@pytest.fixture
+def expiring_replicas(tmp_path: Path, cluster_db: str) -> Iterator[Callable[..., ServerProcess]]:
+    """The same with a shorter replica timeout (EXPIRY_TIMEOUT_S), for a test that waits for a
+    replica that died, froze or was cut off to be adopted once its fencing window has passed."""
+    yield from _replica_factory(tmp_path, cluster_db, EXPIRY_TIMEOUT_S)

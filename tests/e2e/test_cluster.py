@@ -79,10 +79,10 @@ def _two_replicas_each_with_a_live_question(
 
 
 def test_when_a_replica_dies_one_survivor_adopts_its_sessions_and_an_answer_resumes_there(
-    replicas: Callable[..., ServerProcess],
+    expiring_replicas: Callable[..., ServerProcess],
 ) -> None:
     first, second, (session_id, pending_id), (own_session, own_pending) = (
-        _two_replicas_each_with_a_live_question(replicas)
+        _two_replicas_each_with_a_live_question(expiring_replicas)
     )
     first_id, second_id = replica_id(first), replica_id(second)
     roles = {r["id"]: (r["role"], r["advertise_url"]) for r in cluster_list(second)}
@@ -143,9 +143,11 @@ def _cut_off(server: ServerProcess) -> None:
 
 
 def test_a_replica_that_loses_its_locks_stops_and_its_sessions_stay_with_the_adopter(
-    replicas: Callable[..., ServerProcess],
+    expiring_replicas: Callable[..., ServerProcess],
 ) -> None:
-    first, second, (session_id, pending_id), _ = _two_replicas_each_with_a_live_question(replicas)
+    first, second, (session_id, pending_id), _ = _two_replicas_each_with_a_live_question(
+        expiring_replicas
+    )
     second_id = replica_id(second)
 
     _cut_off(first)
@@ -169,12 +171,17 @@ def test_a_replica_that_loses_its_locks_stops_and_its_sessions_stay_with_the_ado
 
 
 def test_a_replica_frozen_past_its_fencing_window_writes_nothing_when_it_resumes(
-    replicas: Callable[..., ServerProcess],
+    expiring_replicas: Callable[..., ServerProcess],
 ) -> None:
-    first, second, (session_id, pending_id), _ = _two_replicas_each_with_a_live_question(replicas)
+    first, second, (session_id, pending_id), _ = _two_replicas_each_with_a_live_question(
+        expiring_replicas
+    )
     second_id = replica_id(second)
 
     assert first.proc is not None
+    # Frozen until the survivor has adopted its session, which it does only once the frozen
+    # replica's last heartbeat is older than its fencing window plus a heartbeat interval: so
+    # it resumes past that window by construction, on any machine.
     os.kill(first.proc.pid, signal.SIGSTOP)  # frozen: a VM pause, a stalled host
     try:
         _cut_off(first)  # its connection, and so its locks, are gone meanwhile

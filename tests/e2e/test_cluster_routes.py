@@ -197,9 +197,12 @@ def test_a_detached_answer_posted_to_a_non_owner_resumes_the_agent_once(
     ],
 )
 def test_an_answer_in_flight_when_its_replica_dies_is_neither_lost_nor_dispatched_twice(
-    replicas: Callable[..., ServerProcess], point: str, detached: bool, settled: set[str] | None
+    expiring_replicas: Callable[..., ServerProcess],
+    point: str,
+    detached: bool,
+    settled: set[str] | None,
 ) -> None:
-    active, b, c = three_replicas(replicas, failpoints=f"{point}=crash")
+    active, b, c = three_replicas(expiring_replicas, failpoints=f"{point}=crash")
     if detached:
         session_id, pending_id = active.detached_question()
     else:
@@ -232,13 +235,13 @@ def test_an_answer_in_flight_when_its_replica_dies_is_neither_lost_nor_dispatche
 
 
 def test_a_survivor_that_dies_while_taking_over_leaves_the_answer_to_the_next_one_once(
-    replicas: Callable[..., ServerProcess],
+    expiring_replicas: Callable[..., ServerProcess],
 ) -> None:
-    active = replicas()
+    active = expiring_replicas()
     active.start(failpoints="resume.after_reserve=crash", wait_ready=False)
     wait_role(active, "active")
     # Its own start adopts nothing, so its recovery (and the fault point) does not run then.
-    dying = replicas()
+    dying = expiring_replicas()
     dying.start(failpoints="startup.reservations=crash", wait_ready=False)
     dying_id = wait_role(dying, "active")
     session_id, pending_id = active.detached_question()
@@ -255,7 +258,7 @@ def test_a_survivor_that_dies_while_taking_over_leaves_the_answer_to_the_next_on
 
     # The next replica adopts the session from the dead adopter and reconciles it: the
     # reservation is rolled back, the answer is accepted once and resumes the agent once.
-    last = replicas()
+    last = expiring_replicas()
     last.start(wait_ready=False)
     last_id = wait_role(last, "active")
     retry = retrying(lambda: last.respond(pending_id, answer("db", "sqlite", text="first")))

@@ -109,13 +109,13 @@ def test_a_crash_while_a_stopped_agent_restarts_leaves_the_answer_answerable(
 
 @pytest.mark.postgres
 def test_a_replica_adopting_a_session_whose_agent_stopped_while_idle_starts_it_for_the_answer(
-    replicas: Callable[..., ServerProcess],
+    expiring_replicas: Callable[..., ServerProcess],
 ) -> None:
-    first = replicas()
+    first = expiring_replicas()
     first.args += _idle_config(first.workdir)
     first.start(wait_ready=False)
     wait_role(first, "active")
-    second = replicas()
+    second = expiring_replicas()
     second.args += _idle_config(second.workdir, after="0")
     second.start(wait_ready=False)
     wait_role(second, "active")

@@ -205,14 +205,14 @@ def test_kill_soak_keeps_one_winner_and_delivers_each_accepted_answer_once(
 @pytest.mark.postgres
 @pytest.mark.timeout(240 + 30 * ROUNDS * max(1, SESSIONS // 3))
 def test_cluster_kill_soak_keeps_one_winner_and_delivers_each_accepted_answer_once(
-    replicas: Callable[..., ServerProcess], tmp_path: Path
+    expiring_replicas: Callable[..., ServerProcess], tmp_path: Path
 ) -> None:
     """Three replicas; each round a random one may be killed, its sessions adopted by a
     survivor, and it comes back as a new replica."""
     seed = int(os.environ.get("CLARION_SOAK_SEED") or random.randrange(1 << 30))
     print(f"cluster soak seed {seed}: {ROUNDS} rounds, {SESSIONS} sessions, 3 replicas")
     journal = tmp_path / "journal.jsonl"  # every replica's agents write to one journal
-    servers = [replicas() for _ in range(3)]
+    servers = [expiring_replicas() for _ in range(3)]
     for server in servers:
         server.env["CLARION_CLARIFICATION_WAIT_S"] = "20"
         server.args += ["--config", str(_config(server.workdir, journal))]

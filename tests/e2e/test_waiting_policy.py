@@ -92,9 +92,9 @@ def test_a_deadline_due_while_the_server_was_killed_fires_once_after_restart(
 
 @pytest.mark.postgres
 def test_the_adopter_fires_the_deadline_of_a_dead_owners_question_once(
-    replicas: Callable[..., ServerProcess],
+    expiring_replicas: Callable[..., ServerProcess],
 ) -> None:
-    first, second = replicas(), replicas()
+    first, second = expiring_replicas(), expiring_replicas()
     for server in (first, second):
         _configured(server, "10s", "default")
     first.start(wait_ready=False)
