@@ -2,22 +2,23 @@
 
 N sessions on one server, each with the built-in agent (a real subprocess) holding a detached
 question (`/scenario ask-timeout t=2`: the agent's own MCP client gives up, the question stays
-open, the turn ends). The profile's `agent_idle_stop_after` is set just above the time the
-set-up takes, so every agent runs when the first figure is read:
+open, the turn ends). A running built-in agent holds ~80 MiB, so the issue's 1,000 cannot run
+at once on a small host: the sessions are set up in waves of `wave`, and a wave starts only
+once at most `wave` agents are left running (the profile's `agent_idle_stop_after` stops the
+earlier waves' agents meanwhile), so no more than twice `wave` run at once. One wave (N at
+most `wave`) is the plain case: every agent runs when the first figures are read.
 
-- the total RSS of the server and its agents (every process below the server) while the agents
-  run, and again once every agent was stopped for idleness;
+- the total RSS of the server and its agents (every process below the server) as the wave with
+  the most agents running ended: per-agent RSS is measured there, the N-at-once total projected
+  from it; and again once every session's agent was stopped for idleness, measured at N;
 - the server's CPU per second of wall time while nothing happens, after the stop;
 - answer POST -> 200 `resumed` for a session whose agent was stopped: the answer starts the
   agent again (`session/load`) before the resume, so this is the cost of the restart.
-
-Per-agent RSS is printed so a larger N (the issue asks for 1,000) can be projected.
 """
 
 from __future__ import annotations
 
 import asyncio
-import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,71 +26,88 @@ from pathlib import Path
 from bench.client import Api, ask_timeout
 from bench.context import Ctx, progress
 from bench.footprint import cpu_seconds, rss_bytes
+from bench.proc_tree import descendants, rss_of, running_command
 from bench.server import BenchServer, fresh_database
 
-# Seconds the set-up may take per session before the first agent could idle out, on top of a
-# fixed margin: the stop must come after every agent is running and measured.
+# One wave: its idle stop waits for the whole set-up (seconds per session on top of a margin),
+# so every agent runs when the "before" figures are read.
 _SETUP_S_PER_SESSION = 2.0
 _SETUP_MARGIN_S = 30.0
-IDLE_CPU_WINDOW_S = 10.0
+# Several waves: agents stop soon after their question detached, while the next wave is set up.
+WAVE_IDLE_STOP_S = 15
+WAVE = 25
+_AGENT_COMMAND = "clarion.agents.builtin"
+
+
+@dataclass(frozen=True)
+class WaveRead:
+    """Figures read as a wave's last session held its question."""
+
+    sessions: int  # sessions set up so far, this wave's included
+    server: int  # server RSS
+    processes: list[int]  # RSS of each process below the server: agents and their guards
+    agents: int  # how many of them are built-in agents
+
+    @property
+    def total(self) -> int:
+        return self.server + sum(self.processes)
+
+    @property
+    def per_agent(self) -> float:
+        """What one running agent costs: its processes' RSS, guard included."""
+        return sum(self.processes) / max(1, self.agents)
 
 
 @dataclass
 class IdleAgents:
     sessions: int
+    wave: int
     idle_stop_s: int
-    server_before: int = 0
-    # RSS of each process below the server: each agent and the guard shell of its group.
-    agents_before: list[int] = field(default_factory=list)
-    running_before: int = 0  # sessions whose agent ran when the "before" figures were read
+    server_empty: int = 0
+    waves: list[WaveRead] = field(default_factory=list)
+    most_agents: int = 0  # most agent processes seen at once during the set-up
+    setup_s: float = 0.0
     server_after: int = 0
     agents_after: list[int] = field(default_factory=list)
     idle_cpu: float = 0.0  # server CPU seconds per wall second, after the stop
+    idle_cpu_window_s: float = 0.0
     restarts: list[float] = field(default_factory=list)  # answer -> resumed 200, seconds
 
     @property
-    def total_before(self) -> int:
-        return self.server_before + sum(self.agents_before)
+    def largest(self) -> WaveRead:
+        """The wave read with the most agents running: where per-agent RSS is measured."""
+        return max(self.waves, key=lambda w: (w.agents, w.sessions))
+
+    @property
+    def all_at_once(self) -> bool:
+        return self.largest.agents >= self.sessions
+
+    @property
+    def projected_before(self) -> float:
+        """Every session's agent running at once: the last wave's server plus N agents."""
+        return self.waves[-1].server + self.sessions * self.largest.per_agent
 
     @property
     def total_after(self) -> int:
         return self.server_after + sum(self.agents_after)
 
     @property
-    def per_session(self) -> float:
-        """What one session's running agent costs: its processes' RSS, guard included."""
-        return sum(self.agents_before) / max(1, self.running_before)
+    def server_per_session(self) -> float | None:
+        """Server RSS added per session between the first and the last wave read."""
+        first, last = self.waves[0], self.waves[-1]
+        if last.sessions == first.sessions:
+            return None
+        return (last.server - first.server) / (last.sessions - first.sessions)
 
 
-def descendants(pid: int) -> list[int]:
-    """Every process below `pid` (its agents, and anything they started)."""
-    children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
-        except (OSError, ValueError, IndexError):
-            continue  # gone meanwhile
-        children.setdefault(ppid, []).append(int(entry))
-    found: list[int] = []
-    todo = list(children.get(pid, []))
-    while todo:
-        child = todo.pop()
-        found.append(child)
-        todo += children.get(child, [])
-    return found
+def default_idle_stop(sessions: int, wave: int) -> int:
+    if sessions <= wave:
+        return int(_SETUP_MARGIN_S + _SETUP_S_PER_SESSION * sessions)
+    return WAVE_IDLE_STOP_S
 
 
-def _rss_of(pids: list[int]) -> list[int]:
-    sizes: list[int] = []
-    for pid in pids:
-        try:
-            sizes.append(rss_bytes(pid))
-        except (OSError, RuntimeError):
-            continue  # exited meanwhile, or a zombie with no memory left
-    return sizes
+def agent_processes(server_pid: int) -> list[int]:
+    return running_command(descendants(server_pid), _AGENT_COMMAND)
 
 
 async def _detached_session(api: Api, i: int) -> tuple[str, str]:
@@ -114,9 +132,51 @@ async def _detached_session(api: Api, i: int) -> tuple[str, str]:
     raise RuntimeError(f"session {session_id} never left a detached question")
 
 
-async def _running(api: Api, session_ids: list[str]) -> int:
-    reads = [await api.ok("GET", f"/task-sessions/{s}") for s in session_ids]
-    return sum(r["session"]["agent_process"] == "running" for r in reads)
+async def _agents_at_most(pid: int, limit: int, result: IdleAgents, wait_s: float) -> None:
+    """Until at most `limit` agent processes run below the server (earlier waves stopping)."""
+    deadline = time.perf_counter() + wait_s
+    while (count := len(agent_processes(pid))) > limit:
+        result.most_agents = max(result.most_agents, count)
+        if time.perf_counter() > deadline:
+            raise RuntimeError(f"{count} agents still running after {wait_s:.0f} s (> {limit})")
+        await asyncio.sleep(0.5)
+
+
+async def _set_up(ctx: Ctx, pid: int, result: IdleAgents) -> list[tuple[str, str]]:
+    """Every session holding a detached question, set up wave by wave."""
+    n, wave = result.sessions, result.wave
+    gate = asyncio.Semaphore(8)
+
+    async def one(i: int) -> tuple[str, str]:
+        async with gate:
+            return await _detached_session(ctx.api, i)
+
+    held: list[tuple[str, str]] = []
+    began = time.perf_counter()
+    for start in range(0, n, wave):
+        size = min(wave, n - start)
+        await _agents_at_most(pid, 2 * wave - size, result, result.idle_stop_s + 120)
+        held += await asyncio.gather(*(one(i) for i in range(start, start + size)))
+        await asyncio.sleep(1)  # the turn ends' follow-up work
+        below = descendants(pid)
+        read = WaveRead(
+            sessions=len(held),
+            server=rss_bytes(pid),
+            processes=rss_of(below),
+            agents=len(running_command(below, _AGENT_COMMAND)),
+        )
+        result.waves.append(read)
+        result.most_agents = max(result.most_agents, read.agents)
+        elapsed = time.perf_counter() - began
+        left = elapsed / len(held) * (n - len(held))
+        progress(
+            f"{ctx.db}: wave {len(result.waves)}/{-(-n // wave)}: {len(held)}/{n} sessions hold "
+            f"a detached question ({elapsed:.0f} s, ~{left:.0f} s left); server "
+            f"{read.server / 2**20:.0f} MiB, {read.agents} agents running "
+            f"({sum(read.processes) / 2**20:.0f} MiB, {read.per_agent / 2**20:.1f} MiB each)"
+        )
+    result.setup_s = time.perf_counter() - began
+    return held
 
 
 async def _all_stopped(api: Api, session_ids: list[str], limit_s: float) -> None:
@@ -125,9 +185,10 @@ async def _all_stopped(api: Api, session_ids: list[str], limit_s: float) -> None
     while left:
         if time.perf_counter() > deadline:
             raise RuntimeError(f"{len(left)} agents still running after {limit_s:.0f} s")
-        await asyncio.sleep(1.0)
         reads = [await api.ok("GET", f"/task-sessions/{s}") for s in left]
         left = [r["session"]["id"] for r in reads if r["session"]["agent_process"] != "stopped"]
+        if left:
+            await asyncio.sleep(1.0)
 
 
 async def _processes_gone(pid: int, limit_s: float) -> None:
@@ -141,14 +202,23 @@ async def _processes_gone(pid: int, limit_s: float) -> None:
 
 
 async def measure(
-    db: str, workdir: Path, sessions: int, answers: int, idle_stop_s: int | None = None
+    db: str,
+    workdir: Path,
+    sessions: int,
+    answers: int,
+    idle_stop_s: int | None = None,
+    *,
+    wave: int = WAVE,
+    idle_cpu_window_s: float = 30.0,
 ) -> IdleAgents:
-    """`idle_stop_s`: the profile's `agent_idle_stop_after`; by default a margin over the
-    set-up's usual length. A set-up longer than it (a loaded host) lets the first agents stop
-    before the "running" figures are read: they report how many ran then."""
+    """`idle_stop_s`: the profile's `agent_idle_stop_after`; by default a margin over one
+    wave's set-up, or `WAVE_IDLE_STOP_S` with several waves. A set-up longer than it (a loaded
+    host) lets the first agents stop before the wave's figures are read: they say how many
+    ran then."""
+    wave = max(1, min(wave, sessions))
     if idle_stop_s is None:
-        idle_stop_s = int(_SETUP_MARGIN_S + _SETUP_S_PER_SESSION * sessions)
-    result = IdleAgents(sessions=sessions, idle_stop_s=idle_stop_s)
+        idle_stop_s = default_idle_stop(sessions, wave)
+    result = IdleAgents(sessions=sessions, wave=wave, idle_stop_s=idle_stop_s)
     async with fresh_database(db, workdir) as url:
         server = BenchServer(
             url,
@@ -160,35 +230,21 @@ async def measure(
         pid = server.proc.pid
         ctx = await Ctx.connect(db, server)
         try:
-            gate = asyncio.Semaphore(8)
-
-            async def one(i: int) -> tuple[str, str]:
-                async with gate:
-                    return await _detached_session(ctx.api, i)
-
-            began = time.perf_counter()
-            held = await asyncio.gather(*(one(i) for i in range(sessions)))
-            setup_s = time.perf_counter() - began
-            await asyncio.sleep(1)  # the turn ends' follow-up work
-            result.server_before = rss_bytes(pid)
-            result.agents_before = _rss_of(descendants(pid))
-            result.running_before = await _running(ctx.api, [s for s, _ in held])
-            progress(
-                f"{db}: {sessions} sessions with a detached question (set up in {setup_s:.0f} s): "
-                f"server {result.server_before / 2**20:.0f} MiB + "
-                f"{len(result.agents_before)} agent processes "
-                f"{sum(result.agents_before) / 2**20:.0f} MiB"
-            )
+            result.server_empty = rss_bytes(pid)
+            held = await _set_up(ctx, pid, result)
+            progress(f"{db}: every session set up in {result.setup_s:.0f} s; waiting for the stop")
             await _all_stopped(ctx.api, [s for s, _ in held], idle_stop_s + 120)
             await _processes_gone(pid, limit_s=30)
             result.server_after = rss_bytes(pid)
-            result.agents_after = _rss_of(descendants(pid))
+            result.agents_after = rss_of(descendants(pid))
             before_cpu = cpu_seconds(pid)
-            await asyncio.sleep(IDLE_CPU_WINDOW_S)
-            result.idle_cpu = (cpu_seconds(pid) - before_cpu) / IDLE_CPU_WINDOW_S
+            await asyncio.sleep(idle_cpu_window_s)
+            result.idle_cpu = (cpu_seconds(pid) - before_cpu) / idle_cpu_window_s
+            result.idle_cpu_window_s = idle_cpu_window_s
             progress(
                 f"{db}: after the idle stop: server {result.server_after / 2**20:.0f} MiB, "
                 f"{len(result.agents_after)} agent processes; idle CPU {result.idle_cpu * 100:.2f}%"
+                f" over {idle_cpu_window_s:g} s"
             )
             for _, pending_id in held[:answers]:
                 elapsed, body = await ctx.api.respond(pending_id)

@@ -28,6 +28,8 @@ from bench import (
 )
 from bench.cluster import ClusterSizes
 from bench.context import Ctx, progress
+from bench.idle_agents import WAVE as IDLE_WAVE
+from bench.idle_rows import idle_agents_rows
 from bench.server import BenchServer, fresh_database, postgres_reachable
 from bench.stats import Row, latency_rows, ms, percentile, render
 
@@ -47,9 +49,11 @@ class Sizes:
     recovery_limit_s: float = 30.0
     peer: int = 100
     cluster: ClusterSizes = field(default_factory=ClusterSizes)  # 1, 2, 3 replicas
-    # Sessions whose built-in agent holds a detached question, before and after the idle stop
-    # (the figure is 1,000; 100 fits a shared machine, per-agent RSS projects the rest).
-    idle_agents: int = 100
+    # Sessions whose built-in agent holds a detached question, before and after the idle stop,
+    # set up in waves of `idle_wave` so that at most twice that many agents run at once.
+    idle_agents: int = 1_000
+    idle_wave: int = IDLE_WAVE
+    idle_cpu_window_s: float = 30.0  # the server's CPU read over this much quiet after the stop
     restart_answers: int = 5  # answers to sessions whose agent was stopped
     idle_stop_s: int | None = None  # the built-in profile's idle stop there (None: by size)
     statement_cycles: int = 5  # live and detached cycles whose statements are counted
@@ -70,6 +74,7 @@ QUICK = Sizes(
     peer=3,
     cluster=cluster.QUICK,
     idle_agents=2,
+    idle_cpu_window_s=2.0,
     restart_answers=1,
     statement_cycles=1,
 )
@@ -208,57 +213,15 @@ async def _memory(db: str, workdir: Path, sizes: Sizes, out: Results) -> None:
 
 async def _idle_agents(db: str, workdir: Path, sizes: Sizes, out: Results) -> None:
     r = await idle_agents.measure(
-        db, workdir, sizes.idle_agents, sizes.restart_answers, sizes.idle_stop_s
+        db,
+        workdir,
+        sizes.idle_agents,
+        sizes.restart_answers,
+        sizes.idle_stop_s,
+        wave=sizes.idle_wave,
+        idle_cpu_window_s=sizes.idle_cpu_window_s,
     )
-    n, mib = r.sessions, 2**20
-    projected = (r.server_before + 1000 * r.per_session) / 2**30
-    out.rows.append(
-        Row(
-            db,
-            f"RSS server + agents, {n} sessions with a detached question, agents running",
-            f"{r.total_before / mib:.0f} MiB",
-            note=(
-                f"server {r.server_before / mib:.0f} MiB + {r.running_before} built-in agents at "
-                f"{r.per_session / mib:.1f} MiB each ({len(r.agents_before)} processes: agents "
-                f"and their process-group guards); 1,000 would be ~{projected:.1f} GiB"
-            ),
-        )
-    )
-    out.rows.append(
-        Row(
-            db,
-            f"RSS server + agents, {n} sessions, after the idle stop",
-            f"{r.total_after / mib:.0f} MiB",
-            "< 400 MiB",
-            r.total_after < 400 * mib,
-            note=(
-                f"measured at {n} sessions, not 1,000; server {r.server_after / mib:.0f} MiB, "
-                f"{len(r.agents_after)} agent processes left "
-                f"(agent_idle_stop_after {r.idle_stop_s} s)"
-            ),
-        )
-    )
-    out.rows.append(
-        Row(
-            db,
-            f"server idle CPU after the idle stop, {n} sessions",
-            f"{r.idle_cpu * 100:.2f}% of a core",
-            "< 1%",
-            r.idle_cpu < 0.01,
-            note=f"CPU seconds per second over {idle_agents.IDLE_CPU_WINDOW_S:g} s of quiet",
-        )
-    )
-    out.rows.append(
-        Row(
-            db,
-            "answer POST -> 200 resumed, agent stopped while idle (restart) p50",
-            f"{ms(percentile(r.restarts, 50)):.0f} ms",
-            note=(
-                f"{len(r.restarts)} answers; the answer starts the agent (session/load) "
-                "before the resume"
-            ),
-        )
-    )
+    out.rows += idle_agents_rows(db, r)
 
 
 async def _growth(db: str, workdir: Path, sizes: Sizes, out: Results) -> None:
@@ -433,12 +396,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--sessions",
         type=int,
-        help="sessions holding a detached question in the idle-agents rows (default 100)",
+        help="sessions holding a detached question in the idle-agents rows (default 1000)",
+    )
+    parser.add_argument(
+        "--wave",
+        type=int,
+        help=f"idle-agents sessions set up at a time (default {IDLE_WAVE}; at most twice as "
+        "many agents run at once)",
     )
     parser.add_argument(
         "--idle-stop",
         type=int,
-        help="agent_idle_stop_after (seconds) in the idle-agents rows; default 30 + 2 per session",
+        help="agent_idle_stop_after (seconds) in the idle-agents rows; default 30 + 2 per session "
+        f"in one wave, {idle_agents.WAVE_IDLE_STOP_S} with several",
     )
     parser.add_argument(
         "--only", choices=["all", "idle-agents"], default="all", help="run only these rows"
@@ -449,6 +419,10 @@ def main(argv: list[str] | None = None) -> int:
         if args.sessions < 1:
             parser.error("--sessions must be at least 1")
         sizes = replace(sizes, idle_agents=args.sessions)
+    if args.wave is not None:
+        if args.wave < 1:
+            parser.error("--wave must be at least 1")
+        sizes = replace(sizes, idle_wave=args.wave)
     if args.idle_stop is not None:
         if args.idle_stop < 1:
             parser.error("--idle-stop must be at least 1 second")

@@ -11,7 +11,8 @@ from bench.run import Results, Sizes, _idle_agents, _memory, _online, _peer
 from bench.server import fresh_database, postgres_reachable
 from bench.stats import render
 
-from bench import cluster, commits, growth, peer, recovery, statements
+from bench import cluster, commits, growth, idle_agents, peer, recovery, statements
+from bench.idle_rows import idle_agents_rows
 from clarion.runtime.clock import SystemClock
 from clarion.store import open_store
 from tests.conftest import services_required
@@ -27,6 +28,7 @@ TINY = Sizes(
     throughput_s=0.2,
     peer=2,
     idle_agents=2,
+    idle_cpu_window_s=1.0,
     restart_answers=1,
 )
 
@@ -88,6 +90,30 @@ async def test_idle_agents_rows_measure_the_stop_and_the_restart(tmp_path: Path)
     assert "server idle CPU after the idle stop, 2 sessions" in rows
     restart = rows["answer POST -> 200 resumed, agent stopped while idle (restart) p50"]
     assert restart.value.endswith(" ms")
+
+
+@pytest.mark.slow
+async def test_idle_agents_in_waves_keep_at_most_two_waves_running_and_project_the_before(
+    tmp_path: Path,
+) -> None:
+    # Waves of one: the third session starts only once the first one's agent stopped, so at
+    # most two agents run at once, though each agent's idle stop (20 s) would let all three
+    # run together.
+    r = await asyncio.wait_for(
+        idle_agents.measure(
+            "sqlite", tmp_path, 3, 1, idle_stop_s=20, wave=1, idle_cpu_window_s=1.0
+        ),
+        300,
+    )
+    assert [w.sessions for w in r.waves] == [1, 2, 3]
+    assert 1 <= r.most_agents <= 2
+    assert r.agents_after == [] and len(r.restarts) == 1
+    rows = {row.name: row for row in idle_agents_rows("sqlite", r)}
+    running = rows["RSS server + agents, 3 sessions with a detached question, agents running"]
+    assert running.value.endswith("GiB (projected)")
+    assert f"waves of 1 (3 waves, at most {r.most_agents} agents running at once" in running.note
+    stopped = rows["RSS server + agents, 3 sessions, after the idle stop"]
+    assert "per session over the waves" in stopped.note
 
 
 async def test_seeding_builds_history_bundles_and_reservations(tmp_path: Path) -> None:
