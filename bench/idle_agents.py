@@ -128,7 +128,7 @@ async def _detached_session(api: Api, i: int) -> tuple[str, str]:
         if ended >= prompts and not asked and prompts < 5:
             await api.prompt(session_id, ask_timeout(2))
             prompts += 1
-        await asyncio.sleep(0.5)
+        await asyncio.sleep(1.0)
     raise RuntimeError(f"session {session_id} never left a detached question")
 
 
@@ -145,18 +145,17 @@ async def _agents_at_most(pid: int, limit: int, result: IdleAgents, wait_s: floa
 async def _set_up(ctx: Ctx, pid: int, result: IdleAgents) -> list[tuple[str, str]]:
     """Every session holding a detached question, set up wave by wave."""
     n, wave = result.sessions, result.wave
-    gate = asyncio.Semaphore(8)
-
-    async def one(i: int) -> tuple[str, str]:
-        async with gate:
-            return await _detached_session(ctx.api, i)
 
     held: list[tuple[str, str]] = []
     began = time.perf_counter()
     for start in range(0, n, wave):
         size = min(wave, n - start)
         await _agents_at_most(pid, 2 * wave - size, result, result.idle_stop_s + 120)
-        held += await asyncio.gather(*(one(i) for i in range(start, start + size)))
+        # A wave's sessions are set up together: on a loaded host its agents' starts then get
+        # their share of the cores rather than a few at a time.
+        held += await asyncio.gather(
+            *(_detached_session(ctx.api, i) for i in range(start, start + size))
+        )
         await asyncio.sleep(1)  # the turn ends' follow-up work
         below = descendants(pid)
         read = WaveRead(

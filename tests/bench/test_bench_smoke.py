@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 from bench.cluster import ClusterSizes
+from bench.idle_rows import idle_agents_rows
 from bench.run import Results, Sizes, _idle_agents, _memory, _online, _peer
 from bench.server import fresh_database, postgres_reachable
 from bench.stats import render
 
 from bench import cluster, commits, growth, idle_agents, peer, recovery, statements
-from bench.idle_rows import idle_agents_rows
 from clarion.runtime.clock import SystemClock
 from clarion.store import open_store
 from tests.conftest import services_required
