@@ -37,6 +37,9 @@ _SETUP_MARGIN_S = 30.0
 WAVE_IDLE_STOP_S = 15
 WAVE = 25
 _AGENT_COMMAND = "clarion.agents.builtin"
+# Agents started at once: 25 starting together on a host at load 40 kept a session's start POST
+# (which returns once its agent runs) over the client's 60 s timeout.
+_STARTING = 8
 
 
 @dataclass(frozen=True)
@@ -110,13 +113,16 @@ def agent_processes(server_pid: int) -> list[int]:
     return running_command(descendants(server_pid), _AGENT_COMMAND)
 
 
-async def _detached_session(api: Api, i: int) -> tuple[str, str]:
+async def _detached_session(api: Api, i: int, starting: asyncio.Semaphore) -> tuple[str, str]:
     """A session whose built-in agent asked and whose question detached: (session, pending).
 
-    Under load the agent's MCP client can give up before its call reaches the server: the turn
-    then ends without a question, and the prompt is sent again."""
+    `starting` bounds the sessions whose agent is being started (the costly part; a wave's
+    others wait for their question meanwhile). Under load the agent's MCP client can give up
+    before its call reaches the server: the turn then ends without a question, and the prompt
+    is sent again."""
     task_id = await api.create_task(f"idle agent {i}")
-    session_id = await api.start_session(task_id, ask_timeout(2))
+    async with starting:
+        session_id = await api.start_session(task_id, ask_timeout(2))
     prompts = 1
     deadline = time.perf_counter() + 600
     while time.perf_counter() < deadline:
@@ -145,16 +151,14 @@ async def _agents_at_most(pid: int, limit: int, result: IdleAgents, wait_s: floa
 async def _set_up(ctx: Ctx, pid: int, result: IdleAgents) -> list[tuple[str, str]]:
     """Every session holding a detached question, set up wave by wave."""
     n, wave = result.sessions, result.wave
-
+    starting = asyncio.Semaphore(_STARTING)
     held: list[tuple[str, str]] = []
     began = time.perf_counter()
     for start in range(0, n, wave):
         size = min(wave, n - start)
         await _agents_at_most(pid, 2 * wave - size, result, result.idle_stop_s + 120)
-        # A wave's sessions are set up together: on a loaded host its agents' starts then get
-        # their share of the cores rather than a few at a time.
         held += await asyncio.gather(
-            *(_detached_session(ctx.api, i) for i in range(start, start + size))
+            *(_detached_session(ctx.api, i, starting) for i in range(start, start + size))
         )
         await asyncio.sleep(1)  # the turn ends' follow-up work
         below = descendants(pid)
