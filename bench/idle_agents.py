@@ -19,11 +19,12 @@ most `wave`) is the plain case: every agent runs when the first figures are read
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench.client import Api, ask_timeout
+from bench.client import Api, Feed, ask_timeout, is_turn_completed
 from bench.context import Ctx, progress
 from bench.footprint import cpu_seconds, rss_bytes
 from bench.proc_tree import descendants, rss_of, running_command
@@ -113,28 +114,36 @@ def agent_processes(server_pid: int) -> list[int]:
     return running_command(descendants(server_pid), _AGENT_COMMAND)
 
 
-async def _detached_session(api: Api, i: int, starting: asyncio.Semaphore) -> tuple[str, str]:
+async def _detached_session(
+    api: Api, feed: Feed, i: int, starting: asyncio.Semaphore
+) -> tuple[str, str]:
     """A session whose built-in agent asked and whose question detached: (session, pending).
 
     `starting` bounds the sessions whose agent is being started (the costly part; a wave's
-    others wait for their question meanwhile). Under load the agent's MCP client can give up
-    before its call reaches the server: the turn then ends without a question, and the prompt
-    is sent again."""
+    others wait for their question meanwhile). The messages are read again each time one of
+    the session's turns completes, not on a timer: on a loaded host a server polled by a wave
+    of sessions every second spent its share of the cores answering the polls. Under load the
+    agent's MCP client can give up before its call reaches the server: the turn then ends
+    without a question, and the prompt is sent again."""
     task_id = await api.create_task(f"idle agent {i}")
     async with starting:
         session_id = await api.start_session(task_id, ask_timeout(2))
     prompts = 1
     deadline = time.perf_counter() + 600
     while time.perf_counter() < deadline:
+        # Registered before the read, so a turn that completes after it is not missed.
+        completed = feed.expect(session_id, is_turn_completed)
         page = await api.ok("GET", f"/task-sessions/{session_id}/messages?limit=100")
         asked = [m for m in page["messages"] if m["type"] == "clarification_request"]
         ended = sum("No answer yet" in str(m["content"]) for m in page["messages"])
         if asked and ended:
+            completed.cancel()
             return session_id, str(asked[0]["metadata"]["pending_id"])
         if ended >= prompts and not asked and prompts < 5:
             await api.prompt(session_id, ask_timeout(2))
             prompts += 1
-        await asyncio.sleep(1.0)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(completed, 30)
     raise RuntimeError(f"session {session_id} never left a detached question")
 
 
@@ -158,7 +167,7 @@ async def _set_up(ctx: Ctx, pid: int, result: IdleAgents) -> list[tuple[str, str
         size = min(wave, n - start)
         await _agents_at_most(pid, 2 * wave - size, result, result.idle_stop_s + 120)
         held += await asyncio.gather(
-            *(_detached_session(ctx.api, i, starting) for i in range(start, start + size))
+            *(_detached_session(ctx.api, ctx.feed, i, starting) for i in range(start, start + size))
         )
         await asyncio.sleep(1)  # the turn ends' follow-up work
         below = descendants(pid)
