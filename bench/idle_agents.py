@@ -64,9 +64,11 @@ class WaveRead:
 
 @dataclass
 class IdleAgents:
-    sessions: int
+    sessions: int  # set up: the target, or fewer when the set-up budget ran out
     wave: int
     idle_stop_s: int
+    target: int = 0
+    setup_budget_s: float | None = None
     server_empty: int = 0
     waves: list[WaveRead] = field(default_factory=list)
     most_agents: int = 0  # most agent processes seen at once during the set-up
@@ -164,6 +166,14 @@ async def _set_up(ctx: Ctx, pid: int, result: IdleAgents) -> list[tuple[str, str
     held: list[tuple[str, str]] = []
     began = time.perf_counter()
     for start in range(0, n, wave):
+        if (
+            result.setup_budget_s is not None
+            and time.perf_counter() - began > result.setup_budget_s
+        ):
+            progress(
+                f"{ctx.db}: set-up budget of {result.setup_budget_s:.0f} s spent; no more waves"
+            )
+            break
         size = min(wave, n - start)
         await _agents_at_most(pid, 2 * wave - size, result, result.idle_stop_s + 120)
         held += await asyncio.gather(
@@ -188,6 +198,7 @@ async def _set_up(ctx: Ctx, pid: int, result: IdleAgents) -> list[tuple[str, str
             f"({sum(read.processes) / 2**20:.0f} MiB, {read.per_agent / 2**20:.1f} MiB each)"
         )
     result.setup_s = time.perf_counter() - began
+    result.sessions = len(held)
     return held
 
 
@@ -222,15 +233,23 @@ async def measure(
     *,
     wave: int = WAVE,
     idle_cpu_window_s: float = 30.0,
+    setup_budget_s: float | None = None,
 ) -> IdleAgents:
     """`idle_stop_s`: the profile's `agent_idle_stop_after`; by default a margin over one
     wave's set-up, or `WAVE_IDLE_STOP_S` with several waves. A set-up longer than it (a loaded
     host) lets the first agents stop before the wave's figures are read: they say how many
-    ran then."""
+    ran then. `setup_budget_s`: no wave starts after that long (a shared host's load may make
+    N take longer than the time there is); the figures are then those of the sessions set up."""
     wave = max(1, min(wave, sessions))
     if idle_stop_s is None:
         idle_stop_s = default_idle_stop(sessions, wave)
-    result = IdleAgents(sessions=sessions, wave=wave, idle_stop_s=idle_stop_s)
+    result = IdleAgents(
+        sessions=sessions,
+        wave=wave,
+        idle_stop_s=idle_stop_s,
+        target=sessions,
+        setup_budget_s=setup_budget_s,
+    )
     async with fresh_database(db, workdir) as url:
         server = BenchServer(
             url,

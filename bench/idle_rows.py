@@ -11,9 +11,14 @@ _GIB = 2**30
 
 def idle_agents_rows(db: str, r: IdleAgents) -> list[Row]:
     n, largest = r.sessions, r.largest
+    cut = (
+        f"; the set-up budget ({r.setup_budget_s:.0f} s) ran out at {n:,} of {r.target:,}"
+        if n < r.target
+        else ""
+    )
     how = (
         f"set up in waves of {r.wave} ({len(r.waves)} waves, at most {r.most_agents} agents "
-        f"running at once, {r.setup_s:.0f} s)"
+        f"running at once, {r.setup_s:.0f} s{cut})"
     )
     measured = (
         f"server {largest.server / _MIB:.0f} MiB + {largest.agents} built-in agents at "
@@ -53,7 +58,7 @@ def idle_agents_rows(db: str, r: IdleAgents) -> list[Row]:
                 f"measured at {n:,} sessions; server {r.server_after / _MIB:.0f} MiB "
                 f"({r.server_empty / _MIB:.0f} MiB before the first session{per_session}), "
                 f"{len(r.agents_after)} agent processes left "
-                f"(agent_idle_stop_after {r.idle_stop_s} s)"
+                f"(agent_idle_stop_after {r.idle_stop_s} s){cut}"
             ),
         ),
         Row(

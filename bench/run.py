@@ -54,6 +54,7 @@ class Sizes:
     idle_agents: int = 1_000
     idle_wave: int = IDLE_WAVE
     idle_cpu_window_s: float = 30.0  # the server's CPU read over this much quiet after the stop
+    idle_setup_budget_s: float | None = None  # no idle-agents wave starts after this long
     restart_answers: int = 5  # answers to sessions whose agent was stopped
     idle_stop_s: int | None = None  # the built-in profile's idle stop there (None: by size)
     statement_cycles: int = 5  # live and detached cycles whose statements are counted
@@ -220,6 +221,7 @@ async def _idle_agents(db: str, workdir: Path, sizes: Sizes, out: Results) -> No
         sizes.idle_stop_s,
         wave=sizes.idle_wave,
         idle_cpu_window_s=sizes.idle_cpu_window_s,
+        setup_budget_s=sizes.idle_setup_budget_s,
     )
     out.rows += idle_agents_rows(db, r)
 
@@ -405,6 +407,12 @@ def main(argv: list[str] | None = None) -> int:
         "many agents run at once)",
     )
     parser.add_argument(
+        "--setup-budget",
+        type=int,
+        help="seconds after which no idle-agents wave starts (a loaded host); the rows then "
+        "say how many sessions were set up",
+    )
+    parser.add_argument(
         "--idle-stop",
         type=int,
         help="agent_idle_stop_after (seconds) in the idle-agents rows; default 30 + 2 per session "
@@ -423,6 +431,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.wave < 1:
             parser.error("--wave must be at least 1")
         sizes = replace(sizes, idle_wave=args.wave)
+    if args.setup_budget is not None:
+        sizes = replace(sizes, idle_setup_budget_s=float(args.setup_budget))
     if args.idle_stop is not None:
         if args.idle_stop < 1:
             parser.error("--idle-stop must be at least 1 second")
