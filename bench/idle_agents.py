@@ -38,9 +38,9 @@ _SETUP_MARGIN_S = 30.0
 WAVE_IDLE_STOP_S = 15
 WAVE = 25
 _AGENT_COMMAND = "clarion.agents.builtin"
-# Agents started at once: 25 starting together on a host at load 40 kept a session's start POST
-# (which returns once its agent runs) over the client's 60 s timeout.
-_STARTING = 8
+# Agents started at once: 25, and then 8, starting together on a host at load 35-40 kept a
+# session's start POST (which returns once its agent runs) over the client's 60 s timeout.
+_STARTING = 4
 
 
 @dataclass(frozen=True)
@@ -166,10 +166,8 @@ async def _set_up(ctx: Ctx, pid: int, result: IdleAgents) -> list[tuple[str, str
     held: list[tuple[str, str]] = []
     began = time.perf_counter()
     for start in range(0, n, wave):
-        if (
-            result.setup_budget_s is not None
-            and time.perf_counter() - began > result.setup_budget_s
-        ):
+        budget = result.setup_budget_s
+        if held and budget is not None and time.perf_counter() - began > budget:
             progress(
                 f"{ctx.db}: set-up budget of {result.setup_budget_s:.0f} s spent; no more waves"
             )

@@ -116,6 +116,22 @@ async def test_idle_agents_in_waves_keep_at_most_two_waves_running_and_project_t
     assert "per session over the waves" in stopped.note
 
 
+@pytest.mark.slow
+async def test_idle_agents_set_up_no_wave_after_the_budget_and_say_how_many_they_measured(
+    tmp_path: Path,
+) -> None:
+    r = await asyncio.wait_for(
+        idle_agents.measure(
+            "sqlite", tmp_path, 2, 1, wave=1, idle_cpu_window_s=1.0, setup_budget_s=0.0
+        ),
+        300,
+    )
+    assert (r.sessions, r.target, len(r.waves)) == (1, 2, 1)
+    rows = {row.name: row for row in idle_agents_rows("sqlite", r)}
+    stopped = rows["RSS server + agents, 1 sessions, after the idle stop"]
+    assert "the set-up budget (0 s) ran out at 1 of 2" in stopped.note
+
+
 async def test_seeding_builds_history_bundles_and_reservations(tmp_path: Path) -> None:
     async with fresh_database("sqlite", tmp_path) as url:
         async with open_store(url, SystemClock()) as store:
