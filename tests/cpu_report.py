@@ -3,10 +3,12 @@
 On a shared or loaded machine wall time says little; CPU seconds say what a test costs the suite.
 A test's figure is the user+sys time of the pytest process (all its threads) over its setup, call
 and teardown, plus that of the children it reaped meanwhile: `clarion serve`, the CLI, the agents
-a server starts (a server reaps its agents, so they count in its figure). A server shared by a
-module counts against the test whose teardown stops it. A child that is never reaped counts
-nowhere. Under xdist each worker measures its own tests and the figure travels to the controller
-in the report's `user_properties`.
+a server starts (a server reaps its agents, so they count in its figure), and what the fork
+server reported meanwhile (tests/forkserver.py): the forked servers and their built-in agents
+that ended, which the zygote reaps, and the zygote's own CPU. A server shared by a module
+counts against the test whose teardown stops it. A child that is never reaped counts nowhere.
+Under xdist each worker measures its own tests and the figure travels to the controller in the
+report's `user_properties`.
 """
 
 from __future__ import annotations

@@ -7,7 +7,9 @@ its own pid, session, environment, working directory and log, killed with SIGKIL
 point and restarted on the same database exactly as before. `popen` returns the part of
 `subprocess.Popen` the harness uses (pid, poll, wait, returncode).
 
-CLARION_TEST_FORKSERVER=0 starts each server as `python -m clarion serve` instead.
+Their built-in agents are forked from the same zygote (`tests/agent_forks.py`).
+CLARION_TEST_FORKSERVER=0 starts each server as `python -m clarion serve` instead, and
+CLARION_TEST_FORKSERVER=servers forks the servers but lets them start their agents.
 """
 
 from __future__ import annotations
@@ -15,19 +17,27 @@ from __future__ import annotations
 import json
 import os
 import queue
+import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
+
+from tests import agent_forks
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def enabled() -> bool:
     return os.environ.get("CLARION_TEST_FORKSERVER", "1") != "0"
+
+
+def agents_forked() -> bool:
+    return os.environ.get("CLARION_TEST_FORKSERVER", "1") not in ("0", "servers")
 
 
 class ForkedProcess:
@@ -37,10 +47,12 @@ class ForkedProcess:
         self.pid = pid
         self.args = list(args)
         self.returncode: int | None = None
+        self.cpu = 0.0  # once it has ended: its user+sys CPU, its reaped children's included
         self._exited = threading.Event()
 
-    def _ended(self, returncode: int) -> None:
+    def _ended(self, returncode: int, cpu: float = 0.0) -> None:
         self.returncode = returncode
+        self.cpu = cpu
         self._exited.set()
 
     def poll(self) -> int | None:
@@ -56,18 +68,24 @@ class ForkedProcess:
 class ForkServer:
     def __init__(self) -> None:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self._directory = tempfile.mkdtemp(prefix="clarion-zygote-")
+        self.agent_socket = os.path.join(self._directory, "agents")
+        agents = agent_forks.listen(self.agent_socket)
         self._process = subprocess.Popen(
-            [sys.executable, "-m", "tests.zygote", str(theirs.fileno())],
-            pass_fds=[theirs.fileno()],
+            [sys.executable, "-m", "tests.zygote", str(theirs.fileno()), str(agents.fileno())],
+            pass_fds=[theirs.fileno(), agents.fileno()],
             stdin=subprocess.DEVNULL,
             cwd=ROOT,
         )
         theirs.close()
+        agents.close()
         self._sock = ours
         self._request = threading.Lock()  # one start in flight: replies come in order
         self._started: queue.Queue[ForkedProcess | None] = queue.Queue()
         self._children: dict[int, ForkedProcess] = {}
         self._pending: list[Sequence[str]] = []
+        self._agents: dict[int, ForkedProcess] = {}  # the running forked agents by their shim
+        self._agent_started = threading.Condition()
         self.children_cpu = 0.0  # the ended children's CPU, their own reaped children included
         self.own_cpu = 0.0
         threading.Thread(target=self._read, name="forkserver", daemon=True).start()
@@ -80,7 +98,7 @@ class ForkServer:
                 data = b""
             if not data:
                 self._started.put(None)
-                for child in list(self._children.values()):
+                for child in [*self._children.values(), *self._agents.values()]:
                     child._ended(-9)  # the zygote is gone; its children were orphaned
                 return
             message: dict[str, Any] = json.loads(data)
@@ -89,10 +107,29 @@ class ForkServer:
                 child = ForkedProcess(int(message["started"]), self._pending.pop(0))
                 self._children[child.pid] = child
                 self._started.put(child)
+                continue
+            if "agent_started" in message:
+                agent = ForkedProcess(int(message["agent_started"]), agent_forks.BUILTIN_COMMAND)
+                with self._agent_started:
+                    self._agents[int(message["shim"])] = agent
+                    self._agent_started.notify_all()
+                continue
+            if "agent_exited" in message:
+                with self._agent_started:
+                    pid = int(message["agent_exited"])
+                    shim = next(s for s, agent in self._agents.items() if agent.pid == pid)
+                    ended = self._agents.pop(shim)
             else:
                 ended = self._children.pop(int(message["exited"]))
-                self.children_cpu += float(message["cpu"])
-                ended._ended(int(message["returncode"]))
+            self.children_cpu += float(message["cpu"])
+            ended._ended(int(message["returncode"]), float(message["cpu"]))
+
+    def agent(self, shim_pid: int, timeout: float = 60.0) -> ForkedProcess:
+        """The running agent forked for the shim `shim_pid`, once the zygote has said so."""
+        with self._agent_started:
+            if not self._agent_started.wait_for(lambda: shim_pid in self._agents, timeout):
+                raise AssertionError(f"no agent was forked for the shim {shim_pid}")
+            return self._agents[shim_pid]
 
     def popen(
         self,
@@ -106,6 +143,8 @@ class ForkServer:
         start_new_session: bool,
     ) -> ForkedProcess:
         """`python -m clarion ARGS` as a fork; the descriptors become its stdin, stdout, stderr."""
+        if agents_forked():
+            env = {**env, agent_forks.SOCKET_ENV: self.agent_socket}
         request: dict[str, Any] = {"argv": list(args), "env": dict(env), "cwd": str(cwd)}
         request["new_session"] = start_new_session
         with self._request:
@@ -121,6 +160,7 @@ class ForkServer:
         self._sock.shutdown(socket.SHUT_RDWR)
         self._process.wait(timeout=60)
         self._sock.close()
+        shutil.rmtree(self._directory, ignore_errors=True)
 
 
 _server: list[ForkServer] = []
@@ -135,8 +175,8 @@ def fork_server() -> ForkServer:
 
 
 def reaped_cpu() -> float:
-    """The CPU of the servers this process had forked that have ended, plus the zygote's own
-    (`tests/cpu_report.py` counts it as a test's reaped children)."""
+    """The CPU of the servers and agents this process had forked that have ended, plus the
+    zygote's own (`tests/cpu_report.py` counts it as a test's reaped children)."""
     return sum(s.children_cpu + s.own_cpu for s in _server)
 
 

@@ -1,5 +1,7 @@
-"""The fork server's process (`python -m tests.zygote FD`): imports what `clarion serve` runs
-once, then forks a child for each start that `tests/forkserver.py` asks for over the socket FD.
+"""The fork server's process (`python -m tests.zygote FD AGENTS_FD`): imports what `clarion
+serve` and the built-in agent run once, then forks a child for each start that
+`tests/forkserver.py` asks for over the socket FD, and a built-in agent for each that a forked
+server's shim asks for on the listening socket AGENTS_FD (`tests/agent_forks.py`).
 
 A child is a real `clarion` process: its own pid and session, the requested environment,
 working directory and standard streams, `python -m clarion ARGS` run in it, and its exit status
@@ -10,7 +12,8 @@ subprocess, and each child restarts coverage after the fork (pyproject's `patch 
 Messages are JSON, one per SOCK_SEQPACKET packet. In: {"argv", "env", "cwd", "new_session"}
 with the child's stdin, stdout and stderr as three descriptors. Out: {"started": pid} in the
 order of the requests, {"exited": pid, "returncode", "cpu"} when a child ends (its user+sys
-CPU with the children it reaped, such as a server's agents), each with "self_cpu" (the
+CPU with the children it reaped, such as a server's agent shims), the forked agents'
+{"agent_started"} and {"agent_exited"} (`tests/agent_forks.py`), each with "self_cpu" (the
 zygote's own).
 """
 
@@ -27,7 +30,7 @@ import sys
 import threading
 from typing import Any, NoReturn
 
-from tests import forked_child
+from tests import agent_forks, forked_child
 
 # What a server loads up to ready and with its first agent, MCP request and database: the ACP
 # library and the MCP SDK are imported lazily by the product, so preloading them here saves
@@ -46,6 +49,10 @@ PRELOAD = (
     "sqlalchemy.dialects.sqlite.aiosqlite",
     "nats",
     "uvloop",
+    # The built-in agent, forked from here for the servers (tests/agent_forks.py): the ACP
+    # schema, and the MCP client it loads for a question.
+    "clarion.agents.builtin",
+    "clarion.agents.mcp_call",
 )
 # `clarion.cli.app` reads CLARION_LOG_LEVEL and CLARION_LOG_FORMAT for its option defaults when
 # it is imported: each child imports it (and the modules naming it) again, under its own
@@ -89,16 +96,39 @@ def _zygote_coverage() -> Any:
 
 
 def _server_child(request: dict[str, Any], fds: list[int], inherited: Any) -> NoReturn:
-    """Become `python -m clarion ARGS`."""
-    forked_child.run_module("clarion", request, fds, inherited, new_session=request["new_session"])
+    """Become `python -m clarion ARGS`, its built-in agents forked when the request says so."""
+
+    def before() -> None:
+        agent_socket = os.environ.get(agent_forks.SOCKET_ENV)
+        if agent_socket:
+            agent_forks.fork_builtin_agents(agent_socket)
+
+    forked_child.run_module(
+        "clarion", request, fds, inherited, new_session=request["new_session"], before=before
+    )
 
 
-def serve(sock: socket.socket) -> None:
+def _agent_child(request: dict[str, Any], fds: list[int], inherited: Any) -> NoReturn:
+    """Become `python -m clarion.agents.builtin`, in a session of its own as a started agent
+    is in a process group of its own."""
+    sys.modules.pop(agent_forks.MODULE, None)  # run afresh as __main__, as `-m` does
+    forked_child.run_module(agent_forks.MODULE, request, fds, inherited, new_session=True)
+
+
+def serve(sock: socket.socket, agents_listener: socket.socket) -> None:
     children: dict[int, int] = {}  # pidfd -> pid
     measuring = _zygote_coverage()
-    while True:
-        readable, _, _ = select.select([sock.fileno(), *children], [], [])
-        for ready in readable:
+    agents = agent_forks.AgentForks(
+        agents_listener,
+        report=lambda message: _send(sock, message),
+        start_child=lambda request, fds: _agent_child(request, fds, measuring),
+    )
+    try:
+        while True:
+            readable, _, _ = select.select([sock.fileno(), *children, *agents.fds()], [], [])
+            # One descriptor per round: handling one closes descriptors and opens others, whose
+            # numbers a stale entry of the same round could name.
+            ready = readable[0]
             if ready == sock.fileno():
                 data, fds, _, _ = socket.recv_fds(sock, 1 << 20, 3)
                 if not data:
@@ -111,7 +141,7 @@ def serve(sock: socket.socket) -> None:
                     os.close(fd)
                 children[os.pidfd_open(pid)] = pid
                 _send(sock, {"started": pid})
-            else:
+            elif ready in children:
                 pid = children.pop(ready)
                 os.close(ready)
                 _, status, usage = os.wait4(pid, 0)
@@ -120,12 +150,17 @@ def serve(sock: socket.socket) -> None:
                     sock,
                     {"exited": pid, "returncode": os.waitstatus_to_exitcode(status), "cpu": cpu},
                 )
+            else:
+                agents.ready(ready)
+    finally:
+        agents.close()
 
 
 def main() -> None:
     sock = socket.socket(fileno=int(sys.argv[1]))
+    agents_listener = socket.socket(fileno=int(sys.argv[2]))
     preload()
-    serve(sock)
+    serve(sock, agents_listener)
 
 
 if __name__ == "__main__":
