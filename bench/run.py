@@ -1,8 +1,10 @@
 """`python -m bench.run`: every measurement on SQLite and (when reachable) PostgreSQL, one table.
 
 Progress goes to stderr, the table to stdout (and to --out as Markdown when given). Sizes
-are bounded so the default run finishes in about ten minutes on a 2-core machine; `--quick`
-shrinks every size so the code paths can be exercised in seconds (the smoke test does that).
+are bounded so the rest of the default run finishes in about ten minutes on a 2-core machine;
+the idle-agent rows' 1,000 sessions take longer (`--sessions`, `--setup-budget` bound them);
+`--quick` shrinks every size so the code paths can be exercised in seconds (the smoke test
+does that).
 """
 
 from __future__ import annotations
