@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import ssl
 import subprocess
 import sys
@@ -25,6 +24,7 @@ import pytest
 from websockets.sync.client import ClientConnection, connect
 
 from tests import forkserver
+from tests.ports import free_port
 
 # One TLS context for every request the tests make: `httpx.get` and friends otherwise build one
 # per call, loading the CA bundle (about 18 ms of CPU), and the tests poll many times a second;
@@ -53,12 +53,6 @@ FAST_TIMEOUTS = {
     "CLARION_PERSIST_S": "5",
     "CLARION_NO_SAMPLE": "1",  # tests start from an empty database
 }
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def server_log_tails(since: float) -> list[tuple[str, str]]:

@@ -36,6 +36,13 @@ except ImportError:
 
 log = logging.getLogger(__name__)
 
+
+# How long an idle kept-alive connection stays open. Clients close theirs after a few idle
+# seconds (Node's fetch: 4 s); a server that closed first (uvicorn's default, 5 s) raced the
+# client's next request on it, and on a loaded machine an MCP tool call was lost that way with
+# nothing reaching the server. Well above every client's, so closing is the client's move.
+HTTP_KEEP_ALIVE_S = 75
+
 __all__ = ["AnotherServer", "RecoveryFailed", "ServiceUnreachable", "run_server"]
 
 
@@ -99,6 +106,7 @@ async def run_server(
             # Notifications are small JSON frames sent once per connection each: compressing
             # every one cost more server CPU than any other step of sending it.
             ws_per_message_deflate=False,
+            timeout_keep_alive=HTTP_KEEP_ALIVE_S,
         )
         server = uvicorn.Server(config)
         serving = asyncio.ensure_future(server.serve())
