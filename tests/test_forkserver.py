@@ -10,7 +10,8 @@ import signal
 from pathlib import Path
 
 from tests import forkserver
-from tests.e2e.harness import FAST_TIMEOUTS, free_port, wait_until
+from tests.e2e.harness import FAST_TIMEOUTS, wait_until
+from tests.ports import free_port
 
 
 def _fork(args: list[str], env: dict[str, str], cwd: Path) -> forkserver.ForkedProcess:

@@ -22,7 +22,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.e2e.harness import TLS, free_port, wait_until
+from tests.e2e.harness import TLS, wait_until
+from tests.ports import free_port
 
 pytestmark = pytest.mark.e2e
 

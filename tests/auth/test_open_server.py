@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.harness import FAST_TIMEOUTS, ServerProcess, free_port, recv_until, running_server
+from tests.e2e.harness import FAST_TIMEOUTS, ServerProcess, recv_until, running_server
+from tests.ports import free_port
 
 pytestmark = pytest.mark.e2e
 

@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.harness import ServerProcess, free_port, wait_until
+from tests.e2e.harness import ServerProcess, wait_until
 from tests.email.smtp import Mailbox
+from tests.ports import free_port
 
 pytestmark = pytest.mark.e2e
 

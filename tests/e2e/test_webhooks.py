@@ -17,8 +17,9 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.harness import ServerProcess, answer, free_port, wait_until
+from tests.e2e.harness import ServerProcess, answer, wait_until
 from tests.e2e.permission_steps import decide, wait_for_permission, wait_for_session_state
+from tests.ports import free_port
 
 pytestmark = pytest.mark.e2e
 

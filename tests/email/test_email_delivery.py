@@ -18,10 +18,11 @@ import pytest
 from clarion.config.email import EmailChannel, EmailSettings
 from clarion.config.webhooks import WebhookDelivery
 from clarion.runtime.clock import SystemClock
-from tests.e2e.harness import free_port, wait_until
+from tests.e2e.harness import wait_until
 from tests.email.smtp import Mailbox, hanging_server
 from tests.lifecycle.harness import answer_db
 from tests.links.conftest import Linked, linked_app, settings_on
+from tests.ports import free_port
 
 FAST = WebhookDelivery(backoff_s=0.1, max_delay_s=0.3, attempts=1000, timeout_s=5.0)
 

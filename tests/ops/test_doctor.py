@@ -12,7 +12,7 @@ from clarion.cli.app import app
 from clarion.store import migrate, open_engine
 from clarion.store.db.migrations import LATEST_VERSION
 from tests.conftest import _run
-from tests.e2e.harness import free_port
+from tests.ports import free_port
 
 WIDE = {"COLUMNS": "250", "NO_COLOR": "1", "TERM": "dumb", "CLARION_CONFIG": ""}
 

@@ -10,8 +10,9 @@ import httpx
 import pytest
 
 from tests.auth.conftest import bearer, create_token
-from tests.e2e.harness import ServerProcess, answer, free_port, wait_until
+from tests.e2e.harness import ServerProcess, answer, wait_until
 from tests.ops.scrape import Samples, scrape, value
+from tests.ports import free_port
 
 pytestmark = pytest.mark.e2e
 

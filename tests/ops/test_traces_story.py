@@ -15,7 +15,6 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from clarion.config.telemetry import TelemetrySettings
 from clarion.config.webhooks import Webhook, WebhookDelivery
 from clarion.server.tracing import otel_tracer
-from tests.e2e.harness import free_port
 from tests.lifecycle.harness import (
     SKIP,
     Lifecycle,
@@ -25,6 +24,7 @@ from tests.lifecycle.harness import (
     lifecycle_on,
 )
 from tests.ops.traced import attributes, children, spans_named
+from tests.ports import free_port
 
 
 @pytest.fixture
