@@ -6,12 +6,10 @@ UV_VERSION := 0.13.9
 UV := .tools/bin/uv
 VENV := .venv
 BIN := $(VENV)/bin
-# Most tests wait on real processes and sockets, so more workers than cores pays off: eight
-# workers ran an idle 2-core machine's suite in 14 min 11 s of pytest against four's 16 min 25 s.
-# The cluster tests no longer fence at the load eight make, but at load 25-30 eight workers still
-# met a port taken between its choice and its bind, and a Qwen Code MCP call whose connection
-# failed (CONTRIBUTING.md, "Test it"): four until those bear that load.
-PYTEST_WORKERS ?= 4
+# Most tests wait on real processes and sockets, so more workers than cores pays off: with the
+# built-in agents forked and the ports and keep-alive races fixed, eight workers ran a clean
+# clone's `.ci/run` on an idle 2-core machine in 677 s, all green (CONTRIBUTING.md, "Test it").
+PYTEST_WORKERS ?= 8
 
 NPM ?= npm
 TSC := node_modules/.bin/tsc
