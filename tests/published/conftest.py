@@ -321,7 +321,15 @@ def _rig_factory(
             server = ServerProcess(
                 database_url=url,
                 workdir=serverdir,
-                env={"CLARION_CONFIG": str(config), **(server_env or {})},
+                # A published agent is a Node program that may take seconds to end a turn on a
+                # loaded machine; no test here waits for a resume to go unaccepted, so the
+                # harness's 5 s is no bound they need (a detached answer's resume waits for the
+                # agent's earlier turn to end).
+                env={
+                    "CLARION_CONFIG": str(config),
+                    "CLARION_RESUME_ACCEPT_S": "60",
+                    **(server_env or {}),
+                },
             )
             stack.callback(server.kill)
             server.start()

@@ -32,6 +32,11 @@ ASK_DEFAULT = {
 }
 
 
+# Real seconds that may pass between an ask and a check on a loaded machine: a ShiftedClock's wall
+# time moves with real time, so a check "just before" a deadline stays before it by this much.
+REAL_TIME_MARGIN_S = 300.0
+
+
 class ShiftedClock(ManualClock):
     """Timers move only with `advance`; wall time is real time plus the advances."""
 

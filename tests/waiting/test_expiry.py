@@ -11,7 +11,14 @@ import json
 from clarion.domain.models import MetaKey
 from clarion.domain.waiting import OnExpiry
 from tests.lifecycle.harness import ASK_DB, Lifecycle, answer_db
-from tests.waiting.rig import ASK_DEFAULT, ShiftedClock, eventually, policy, waiting_lifecycle
+from tests.waiting.rig import (
+    ASK_DEFAULT,
+    REAL_TIME_MARGIN_S,
+    ShiftedClock,
+    eventually,
+    policy,
+    waiting_lifecycle,
+)
 
 RESUME = "You previously asked the user:"
 HOUR = 3600.0
@@ -48,10 +55,10 @@ async def test_a_live_question_expires_with_skip_and_the_tool_call_returns_it(
         _, session_id = await life.start_session()
         call, pending_id = await life.ask(session_id)
 
-        clock.advance(HOUR - 1)
+        clock.advance(HOUR - REAL_TIME_MARGIN_S)
         await life.app.deadlines.fire_due(None)  # what the scheduler does when it wakes
         assert not call.done() and await life.state(pending_id) == "active_live"
-        clock.advance(1)
+        clock.advance(REAL_TIME_MARGIN_S)
         result = json.loads(await asyncio.wait_for(call, 30))
 
         assert result == {"rejected": True, "reject_reason": "No answer within 1h"}

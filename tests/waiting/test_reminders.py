@@ -14,7 +14,13 @@ from clarion.domain.webhooks import SIGNATURE_HEADER, signature
 from clarion.store import SqlStore
 from tests.lifecycle.harness import Lifecycle, answer_db
 from tests.lifecycle.test_webhook_delivery import Receiver, receiving
-from tests.waiting.rig import ShiftedClock, eventually, policy, waiting_lifecycle
+from tests.waiting.rig import (
+    REAL_TIME_MARGIN_S,
+    ShiftedClock,
+    eventually,
+    policy,
+    waiting_lifecycle,
+)
 
 HOUR = 3600.0
 SECRET = "k"
@@ -46,11 +52,11 @@ async def test_a_reminder_repeats_while_nobody_answers_and_stops_after(store_url
         _, session_id = await life.start_session()
         call, pending_id = await life.ask(session_id)
 
-        clock.advance(HOUR - 1)
+        clock.advance(HOUR - REAL_TIME_MARGIN_S)
         await life.app.deadlines.fire_due(None)
         assert await _waiting_events(life, pending_id) == []
         for n in (1, 2, 3):
-            clock.advance(HOUR if n > 1 else 1)
+            clock.advance(HOUR if n > 1 else REAL_TIME_MARGIN_S)
             assert await _count(life, pending_id, n) == ["clarification.reminder"] * n
 
         await life.app.services.resolver.respond(pending_id, answer_db())
