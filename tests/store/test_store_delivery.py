@@ -207,3 +207,41 @@ async def test_a_completed_turn_proves_the_agent_had_its_live_answer(world: Worl
     assert turn is not None and await world.store.complete_turn(turn.id)
     assert await world.store.transition_all_bundles(lifecycle.MARK_UNREAD) == ()
     assert await _delivery(world, "done") is Delivery.DELIVERED
+
+
+async def test_a_live_answer_the_agent_reported_unread_is_marked_once_and_resent_once(
+    world: World,
+) -> None:
+    session, ids = await _live_delivered(world, "failed-call")
+    await _live_delivered(world, "other")
+
+    marked = await world.store.transition_bundle(
+        "failed-call", lifecycle.TERMINAL, lifecycle.MARK_UNREAD
+    )
+
+    assert sorted(m.id for m in marked) == sorted(ids)
+    assert await _delivery(world, "failed-call") is Delivery.AMBIGUOUS
+    assert await _delivery(world, "other") is Delivery.DELIVERED, "only the bundle named"
+    assert (
+        await world.store.transition_bundle(
+            "failed-call", lifecycle.TERMINAL, lifecycle.MARK_UNREAD
+        )
+        == ()
+    ), "already ambiguous: nothing to mark"
+    assert await world.store.transition_bundle(
+        "failed-call", lifecycle.TERMINAL, lifecycle.CLAIM_RESEND
+    )
+    turn = await world.turn(session)
+    await world.store.transition_bundle(
+        "failed-call",
+        lifecycle.TERMINAL,
+        lifecycle.FINISH_RESEND,
+        values=lifecycle.resent_by(turn.id),
+    )
+    assert (
+        await world.store.transition_bundle(
+            "failed-call", lifecycle.TERMINAL, lifecycle.MARK_UNREAD
+        )
+        == ()
+    ), "an answer already sent again is not marked unread again"
+    assert await _delivery(world, "failed-call") is Delivery.DELIVERED

@@ -121,6 +121,7 @@ ONE_BUNDLE = {
     lifecycle.DELIVER,
     lifecycle.RETIRE_INTENT,
     lifecycle.CANCEL,
+    lifecycle.MARK_UNREAD,
     lifecycle.CLAIM_RESEND,
     lifecycle.RELEASE_RESEND,
     lifecycle.FINISH_RESEND,

@@ -1,11 +1,13 @@
 """Sending an ambiguous answer again, as the person's explicit decision.
 
 A detached answer whose dispatch outcome a restart left unknown (`delivery: "ambiguous"`) is
-terminal: Clarion never re-sends it by itself, since the agent may already have it. The
-person may. A resend claims the bundle durably (one resend in flight at most), starts a new
-turn with the same resume prompt through ordinary admission, and records the turn once the
-agent accepted the prompt. A refusal releases the claim, so the answer reads ambiguous again
-and may be resent; a crash mid-way is released at startup for the same reason.
+terminal: Clarion never re-sends it by itself, since the agent may already have it. The person
+may. The one exception is a live answer the agent itself reported it never read (the tool call
+that asked failed as the answer was confirmed: `send_unread_again`): it is marked ambiguous and
+sent again once, the same way. A resend claims the bundle durably (one resend in flight at
+most), starts a new turn with the same resume prompt through ordinary admission, and records the
+turn once the agent accepted the prompt. A refusal releases the claim, so the answer reads
+ambiguous again and may be resent; a crash mid-way is released at startup for the same reason.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from clarion.domain.errors import AcceptedButUnfinalized, NotActive, NotFound, R
 from clarion.domain.lifecycle import (
     CLAIM_RESEND,
     FINISH_RESEND,
+    MARK_UNREAD,
     RELEASE_RESEND,
     TERMINAL,
     resent_by,
@@ -111,6 +114,26 @@ class AnswerResender:
         log.info("resent answer accepted by the agent", extra={**extra, "turn_id": turn.id})
         await self._publisher.messages("updated", finished)
         return turn.id
+
+    async def send_unread_again(self, pending_id: str) -> None:
+        """A live answer the agent reported it never read: mark it ambiguous durably, then
+        send it again once, after the agent's running turn. A refusal, or a turn that does not
+        end within the resume's acceptance limit, leaves it ambiguous for the person."""
+        marked = await bounded(
+            self._store.transition_bundle(pending_id, TERMINAL, MARK_UNREAD), self._persist_s
+        )
+        if not marked:
+            log.info("unread live answer: nothing to mark", extra={"pending_id": pending_id})
+            return
+        extra = {"pending_id": pending_id, "session_id": marked[0].session_id}
+        log.info("live answer unread by the agent; delivery ambiguous", extra=extra)
+        await self._publisher.messages("updated", marked)
+        try:
+            turn_id = await self.resend(pending_id)
+        except Exception:
+            log.warning("unread live answer left ambiguous", extra=extra, exc_info=True)
+            return
+        log.info("unread live answer sent again", extra={**extra, "turn_id": turn_id})
 
 
 def _not_resendable(bundle: Bundle) -> NotActive:

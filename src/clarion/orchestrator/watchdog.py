@@ -8,15 +8,24 @@ agent's prompt (the cancellation's own acknowledgement frame, identified by its 
 generation, does not count as activity), re-checks that exactly that turn completed and that
 no other turn is active, then hands the answer over once as a replacement prompt, checked
 again inside serialized admission. Nothing here is persisted.
+
+One report is not activity: the agent saying that the call that asked the question failed
+(`AskCalls`), in the watched turn, before or after the confirmation. Its own client gave up
+as the answer was confirmed, so it never read it: the watch ends and `send_again` takes the
+answer over (marked ambiguous durably, then sent once as a new turn after the agent's own
+turn ends).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
+from typing import Any
 
 from clarion.orchestrator.admission import TurnAdmission
+from clarion.orchestrator.ask_calls import AskCalls
 from clarion.orchestrator.lanes import Lanes
 from clarion.ports import AgentOutput, AgentRuntime, Clock, TurnStore
 from clarion.runtime.supervisor import Supervisor, bounded
@@ -49,8 +58,11 @@ class Watchdogs:
         watchdog_s: float,
         persist_s: float,
         clock: Clock,
+        send_again: Callable[[str], Coroutine[Any, Any, None]],
     ) -> None:
         self._clock = clock
+        self._send_again = send_again  # by pending id
+        self._ask_calls = AskCalls()
         self._store = store
         self._runtime = runtime
         self._lanes = lanes
@@ -63,6 +75,10 @@ class Watchdogs:
     def arm(self, session_id: str, pending_id: str, turn_id: str, prompt: str) -> None:
         watch = Watch(session_id=session_id, pending_id=pending_id, turn_id=turn_id, prompt=prompt)
         self._cancel(watch.key)
+        failed = self._ask_calls.newest_failed(session_id)
+        if failed is not None and self._made_by(watch, failed):
+            self._hand_to_send_again(watch)  # the agent gave up on the call before this
+            return
         self._watches[watch.key] = watch
         watch.future = self._supervisor.spawn(
             self._run(watch), name=f"watchdog:{session_id}:{pending_id}"
@@ -77,7 +93,16 @@ class Watchdogs:
 
     def observe(self, output: AgentOutput) -> None:
         """Agent activity cancels the session's watches, except the acknowledgement of a
-        cancellation the fallback itself owns."""
+        cancellation the fallback itself owns, and the agent's report that the watched turn's
+        question call failed, which sends the answer again instead."""
+        if self._ask_calls.observe(output):
+            unread = [
+                w for w in self.armed(output.session_id) if self._made_by(w, output.generation)
+            ]
+            for watch in unread:
+                self._hand_to_send_again(watch)
+            if unread:
+                return
         lane = self._lanes.find(output.session_id)
         if (
             output.kind == "cancel_ack"
@@ -97,6 +122,7 @@ class Watchdogs:
             self._cancel(watch.key)
 
     def cancel_session(self, session_id: str) -> None:
+        self._ask_calls.forget(session_id)
         for watch in self.armed(session_id):
             log.info(
                 "session ended; watchdog dropped",
@@ -107,6 +133,24 @@ class Watchdogs:
     def cancel_all(self) -> None:
         for key in list(self._watches):
             self._cancel(key)
+
+    def _made_by(self, watch: Watch, generation: int) -> bool:
+        lane = self._lanes.find(watch.session_id)
+        return lane is not None and lane.turn_by_generation.get(generation) == watch.turn_id
+
+    def _hand_to_send_again(self, watch: Watch) -> None:
+        self._cancel(watch.key)
+        log.warning(
+            "agent reported the question's call failed; its live answer goes again",
+            extra={
+                "session_id": watch.session_id,
+                "pending_id": watch.pending_id,
+                "turn_id": watch.turn_id,
+            },
+        )
+        self._supervisor.spawn(
+            self._send_again(watch.pending_id), name=f"send-again:{watch.pending_id}"
+        )
 
     def _cancel(self, key: tuple[str, str]) -> None:
         watch = self._watches.pop(key, None)

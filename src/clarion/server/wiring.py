@@ -145,7 +145,16 @@ async def build(
             store, runtime, publisher, lanes, launcher, failures, idle, metrics, tracer
         )
         canceller = ClarificationCanceller(store, publisher, waiters, supervisor, t.persist)
+        resender = AnswerResender(
+            store=store,
+            admission=admission,
+            publisher=publisher,
+            lanes=lanes,
+            resume_accept_s=t.resume_accept,
+            persist_s=t.persist,
+        )
         watchdogs = Watchdogs(
+            send_again=resender.send_unread_again,
             store=store,
             runtime=runtime,
             lanes=lanes,
@@ -243,14 +252,7 @@ async def build(
             sessions=sessions,
             admission=admission,
             resolver=resolver,
-            resender=AnswerResender(
-                store=store,
-                admission=admission,
-                publisher=publisher,
-                lanes=lanes,
-                resume_accept_s=t.resume_accept,
-                persist_s=t.persist,
-            ),
+            resender=resender,
             canceller=canceller,
             workflow=WorkflowGuard(store),
             asker=asker,

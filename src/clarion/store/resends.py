@@ -1,12 +1,14 @@
-"""After a restart: answers whose delivery is unknown, sent again on request; agents' context.
+"""Answers whose delivery is unknown, sent again; agents' context.
 
-Store-internal. A live answer whose turn a restart interrupted before the
-agent wrote anything after it reads ambiguous: the confirmation commits before the tool result
-is written back, so the agent may never have read it. A resend is claimed like a response: one
-write under the session lock marks the bundle's ambiguous rows `resend_pending` (at most one
-resend in flight), and it either settles (`delivery: "delivered"`, the turn it started
-recorded) or is released back to ambiguous. Startup releases every resend a stopped process
-left in flight: whether that agent got the prompt is as unknown as the first dispatch was.
+Store-internal. A live answer whose turn a restart interrupted before the agent wrote anything
+after it reads ambiguous: the confirmation commits before the tool result is written back, so
+the agent may never have read it. So does one whose tool call the agent reported failed
+(MARK_UNREAD on that bundle: its client gave up as the answer was confirmed). A resend is
+claimed like a response: one write under the session lock marks the bundle's ambiguous rows
+`resend_pending` (at most one resend in flight), and it either settles (`delivery: "delivered"`,
+the turn it started recorded) or is released back to ambiguous. Startup releases every resend a
+stopped process left in flight: whether that agent got the prompt is as unknown as the first
+dispatch was.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from clarion.domain.flags import flag as is_set
 from clarion.domain.lifecycle import (
     CLAIM_RESEND,
     FINISH_RESEND,
+    MARK_UNREAD,
     RELEASE_RESEND,
     Transition,
 )
@@ -72,7 +75,11 @@ def _ambiguous(row: Message) -> bool:
     return row.metadata.get(MetaKey.DELIVERY) == Delivery.AMBIGUOUS.value
 
 
-RESEND_TRANSITIONS = frozenset({CLAIM_RESEND, RELEASE_RESEND, FINISH_RESEND})
+def _delivered(row: Message) -> bool:
+    return row.metadata.get(MetaKey.DELIVERY) == Delivery.DELIVERED.value
+
+
+RESEND_TRANSITIONS = frozenset({MARK_UNREAD, CLAIM_RESEND, RELEASE_RESEND, FINISH_RESEND})
 
 
 async def transition_resend(
@@ -81,14 +88,21 @@ async def transition_resend(
     transition: Transition,
     values: Mapping[str, Any] | None = None,
 ) -> tuple[Message, ...]:
-    """One of RESEND_TRANSITIONS on the bundle, under its session's lock: CLAIM_RESEND marks
-    its ambiguous rows while the session is live and no resend is in flight; the others act on
-    the rows in flight. The rows it changed; () when it did not apply."""
+    """One of RESEND_TRANSITIONS on the bundle, under its session's lock: MARK_UNREAD marks its
+    delivered rows ambiguous (none once resent: FINISH_RESEND records the turn); CLAIM_RESEND
+    marks its ambiguous rows while the session is live and no resend is in flight; the others
+    act on the rows in flight. The rows it changed; () when it did not apply."""
     async with db.write() as conn:
         session_id = await lock_bundle_session(db, conn, pending_id)
         if session_id is None:
             return ()
-        if transition is CLAIM_RESEND:
+        if transition is MARK_UNREAD:
+            rows = [
+                r
+                for r in await bundle_rows(conn, pending_id)
+                if _delivered(r) and MetaKey.RESENT_TURN_ID not in r.metadata
+            ]
+        elif transition is CLAIM_RESEND:
             if (await read_session(conn, session_id)).state.is_terminal:
                 return ()
             rows = [r for r in await bundle_rows(conn, pending_id) if _ambiguous(r)]

@@ -83,7 +83,8 @@ class AnswerStore(Lookups, Protocol):
         A claim's transitions (RESTORE_CLAIM, DELIVER, RETIRE_INTENT) take the claim's
         `message_ids` and apply only while every one still carries the delivery intent and,
         for RESTORE_CLAIM, its turn is current and the session not ended. CANCEL acts on the
-        bundle's pending rows in its session's current turn. CLAIM_RESEND marks its ambiguous
+        bundle's pending rows in its session's current turn. MARK_UNREAD marks its delivered
+        rows ambiguous unless they were resent already. CLAIM_RESEND marks its ambiguous
         rows while the session is live and no resend is in flight; RELEASE_RESEND and
         FINISH_RESEND (`values`: `lifecycle.resent_by(turn_id)`) act on the rows in flight.
         TransitionNotAllowed when the table does not let `transition` leave `expected`;
