@@ -14,11 +14,11 @@ PYTEST_WORKERS ?= 8
 NPM ?= npm
 TSC := node_modules/.bin/tsc
 
-# Independent steps run side by side (the linters, the two `npm ci`): on 2 cores the checks
-# before the tests took ~40 s one after another. Output is kept whole line by line.
-MAKEFLAGS += --jobs=4 --output-sync=line
-
+# The checks run side by side (the linters, and the published agents' `npm ci` before the
+# tests), each one's output printed whole when it ends. Only the checks: `make run`, the tests
+# and the bench print as they go.
 LINTERS := lint-ruff lint-types lint-layers lint-deps lint-js
+SIDE_BY_SIDE := --jobs=4 --output-sync=target
 
 .PHONY: run test lint $(LINTERS) install bench browser agents
 
@@ -44,7 +44,8 @@ $(TSC): package.json package-lock.json
 run: install
 	$(BIN)/clarion serve
 
-lint: $(LINTERS)
+lint:
+	@$(MAKE) --no-print-directory $(SIDE_BY_SIDE) $(LINTERS)
 
 lint-ruff: install
 	$(BIN)/ruff check src tests bench scripts
@@ -78,7 +79,8 @@ agents: $(PUBLISHED)/node_modules/.installed
 # [tool.coverage.run]); the floors hold only for the full suite, not a run narrowed by PYTEST_ARGS.
 # Bytecode is written even where PYTHONDONTWRITEBYTECODE is set: each pytest worker otherwise
 # rewrites and compiles every test module again (about 4 CPU-s per worker under coverage).
-test: lint agents
+test:
+	@$(MAKE) --no-print-directory $(SIDE_BY_SIDE) $(LINTERS) agents
 	$(BIN)/coverage erase
 	PYTHONDONTWRITEBYTECODE= $(BIN)/coverage run -m pytest -n $(PYTEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
 	$(BIN)/coverage combine --quiet
