@@ -14,6 +14,7 @@ points the agent at that model server with every kind of outside traffic turned 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
@@ -250,8 +251,17 @@ COPILOT = Published(
     copilot_setup,
     ChatCompletionsServer,
 )
+# Qwen Code discovers Clarion's MCP tool within a fixed 5 s that nothing lengthens
+# (docs/agents.md). On two cores saturated by the rest of the suite its own start could outlast
+# that, and then the model has no tool to ask with: where the tests may (as root, as in CI), its
+# process runs ahead of the rest of the suite's, so the limit measures Qwen, not the suite's load.
+_AHEAD = ("nice", "-n", "-10") if os.geteuid() == 0 else ()
 QWEN = Published(
-    "qwen", QWEN_CLI, ("node", str(QWEN_CLI), "--acp"), qwen_setup, ChatCompletionsServer
+    "qwen",
+    QWEN_CLI,
+    (*_AHEAD, "node", str(QWEN_CLI), "--acp"),
+    qwen_setup,
+    ChatCompletionsServer,
 )
 
 
