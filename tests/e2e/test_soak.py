@@ -246,11 +246,17 @@ def _soak_and_check(soak: Soak, seed: int) -> None:
     # its delivery ambiguous (the person sees it and may resend it).
     ambiguous = {o.token for o in accepted if soak.bundle(o.pending_id)["delivery"] == "ambiguous"}
 
-    def arrived() -> bool:
+    def missing() -> list[Outcome]:
         seen = soak.received()
-        return all(seen[o.token] >= 1 or o.token in ambiguous for o in accepted)
+        return [o for o in accepted if seen[o.token] < 1 and o.token not in ambiguous]
 
-    wait_until(arrived, timeout=60, what="every accepted answer in the agents' journal")
+    try:
+        wait_until(lambda: not missing(), timeout=60, what="every accepted answer to arrive")
+    except AssertionError as timed_out:
+        lost = [f"{o.token} ({o.pending_id}: {soak.bundle(o.pending_id)})" for o in missing()]
+        raise AssertionError(
+            f"accepted, never in the agents' journal, not ambiguous: {lost}"
+        ) from timed_out
     seen = soak.received()
 
     for pending_id, outcomes in by_bundle.items():

@@ -6,7 +6,11 @@ Clarion confirms the person's answer: the result then goes back on a call nobody
 although Clarion recorded it delivered. Clarion cannot see that on the MCP side; what it can
 see is the agent's report on its ACP stream that the call failed (a `tool_call_update` with
 status `failed` on the call whose title names the tool). Only the session's newest such call
-counts: an agent asks one question at a time, and the live answer is the newest call's.
+counts: an agent asks one question at a time, and the live answer is the newest call's. Not
+covered: an agent that reports one call failed and at once asks again, with its new call
+answered and confirmed before Clarion has read that call's first frame, would have the newer
+answer sent again too (it asks against the tool's own instructions, and a person answers
+faster than one ACP frame is read).
 
 In memory, like the watchdog it serves: what it remembers matters only until the turn ends.
 """
