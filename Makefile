@@ -20,7 +20,7 @@ TSC := node_modules/.bin/tsc
 LINTERS := lint-ruff lint-types lint-layers lint-deps lint-js
 SIDE_BY_SIDE := --jobs=4 --output-sync=target
 
-.PHONY: run test lint $(LINTERS) install bench browser agents
+.PHONY: run test lint $(LINTERS) install bench browser agents collect
 
 $(UV):
 	$(PYTHON) -m venv .tools
@@ -75,12 +75,24 @@ $(PUBLISHED)/node_modules/.installed: $(PUBLISHED)/package.json $(PUBLISHED)/pac
 
 agents: $(PUBLISHED)/node_modules/.installed
 
+# One collection before the workers start, beside the checks (mypy, the longest, keeps one core
+# busy): it writes the test modules' rewritten bytecode, which the workers then read instead of
+# each rewriting every module at once. In a clean clone eight workers collecting side by side took
+# 49 s of wall time without it and 33 s with it, on 2 cores. Nothing is run; a module that does not
+# import fails here, as it would in the workers.
+collect: install
+	@out=$$(PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest --collect-only -q -p no:cacheprovider \
+	  $(PYTEST_ARGS) 2>&1) && echo "$$out" | tail -n 1 || { echo "$$out"; exit 1; }
+
+# The published agents are installed for a full run, or for a narrowed one that runs their tests.
+TEST_NEEDS := collect $(if $(PYTEST_ARGS),$(if $(findstring published,$(PYTEST_ARGS)),agents),agents)
+
 # Branch coverage of the whole suite, including the processes it starts (pyproject's
 # [tool.coverage.run]); the floors hold only for the full suite, not a run narrowed by PYTEST_ARGS.
 # Bytecode is written even where PYTHONDONTWRITEBYTECODE is set: each pytest worker otherwise
 # rewrites and compiles every test module again (about 4 CPU-s per worker under coverage).
 test:
-	@$(MAKE) --no-print-directory $(SIDE_BY_SIDE) $(LINTERS) agents
+	@$(MAKE) --no-print-directory $(SIDE_BY_SIDE) $(LINTERS) $(TEST_NEEDS)
 	$(BIN)/coverage erase
 	PYTHONDONTWRITEBYTECODE= $(BIN)/coverage run -m pytest -n $(PYTEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
 	$(BIN)/coverage combine --quiet
