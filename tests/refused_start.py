@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
+
+from tests import forkserver
 
 
 def refused_serve_line(home: Path, config: str) -> str:
     """Start `clarion serve --config config`, expect exit status 2 and one line; return it."""
-    done = subprocess.run(
-        [sys.executable, "-m", "clarion", "serve", "--port", "0", "--config", config],
+    done = forkserver.run(
+        ["serve", "--port", "0", "--config", config],
         env={"CLARION_HOME": str(home), "PATH": "/usr/bin:/bin"},
-        capture_output=True,
-        text=True,
+        cwd=Path.cwd(),
         timeout=60,
     )
     assert done.returncode == 2, done.stderr

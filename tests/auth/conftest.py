@@ -4,38 +4,25 @@ module, with tokens issued by running `clarion token create` against the server'
 from __future__ import annotations
 
 import dataclasses
-import subprocess
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from tests import forkserver
 from tests.e2e.harness import ServerProcess, running_server
 
 
 def create_token(database_url: str | None, user: str, workspace: str, home: Path) -> str:
-    """Run the real command; its stdout must be exactly one line: the token."""
+    """Run the real command (forked like the tests' servers); its stdout must be exactly one
+    line: the token."""
     database = [] if database_url is None else ["--database", database_url]
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "clarion",
-            "token",
-            "create",
-            "--user",
-            user,
-            "--workspace",
-            workspace,
-            *database,
-        ],
-        capture_output=True,
-        text=True,
-        timeout=60,
+    result = forkserver.run(
+        ["token", "create", "--user", user, "--workspace", workspace, *database],
         env={"CLARION_HOME": str(home), "PATH": "/usr/bin:/bin"},
-        check=False,
+        cwd=Path.cwd(),
+        timeout=60,
     )
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
