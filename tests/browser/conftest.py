@@ -7,6 +7,11 @@ missing the tests skip, or fail when CI or CLARION_REQUIRE_SERVICES is set.
 Playwright event loop never outlives the package, so async tests elsewhere never meet it); each
 test gets a fresh context and page, and its own tasks on the shared server. `page` fails the
 test on any uncaught page error.
+
+The package's tests are two xdist groups, each on a pytest worker with its own Chromium and
+server: as one group they took about 480 s of one worker in a run whose tests took 560 s, so
+one worker's share of the suite would have been all that was left once the rest got cheaper.
+The modules marked `ON_A_SECOND_WORKER` are about half of that time.
 """
 
 from __future__ import annotations
@@ -43,6 +48,8 @@ PHONE = {"width": 390, "height": 844}
 SMALL_PHONE = {"width": 360, "height": 640}
 
 expect.set_options(timeout=WAIT_MS)
+
+ON_A_SECOND_WORKER = pytest.mark.xdist_group("tests/browser (second worker)")
 
 
 def require_chromium() -> None:

@@ -10,11 +10,12 @@ import httpx
 import pytest
 from playwright.sync_api import Page, expect
 
+from tests.browser.conftest import ON_A_SECOND_WORKER
 from tests.browser.ui_steps import open_board, screenshot, start_session
 from tests.conftest import fresh_database_url
 from tests.e2e.harness import ServerProcess, answer
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, ON_A_SECOND_WORKER]
 RESUME_MARK = "You previously asked the user:"
 
 

@@ -11,10 +11,11 @@ import httpx
 import pytest
 from playwright.sync_api import Page, expect
 
+from tests.browser.conftest import ON_A_SECOND_WORKER
 from tests.browser.ui_steps import screenshot, start_session
 from tests.e2e.harness import ServerProcess
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, ON_A_SECOND_WORKER]
 
 
 def _answer_url(server: ServerProcess, pending_id: str) -> str:

@@ -10,11 +10,11 @@ from collections.abc import Callable, Iterator
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.browser.conftest import LAPTOP
+from tests.browser.conftest import LAPTOP, ON_A_SECOND_WORKER
 from tests.browser.ui_steps import screenshot, start_session
 from tests.e2e.harness import ServerProcess, running_server
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, ON_A_SECOND_WORKER]
 
 # A stand-in Notification that records what the page shows, and a switch for "tab hidden".
 NOTIFICATION_STUB = """

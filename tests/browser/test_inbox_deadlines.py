@@ -11,11 +11,11 @@ from collections.abc import Callable, Iterator
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.browser.conftest import LAPTOP
+from tests.browser.conftest import LAPTOP, ON_A_SECOND_WORKER
 from tests.browser.ui_steps import start_session
 from tests.e2e.harness import ServerProcess, running_server, wait_until
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, ON_A_SECOND_WORKER]
 
 # Every question expires after 2 d at the latest (a call's `expires_in` may shorten it) and is
 # escalated to bob after 2 s; a permission request has no deadline. The `later` profile (the

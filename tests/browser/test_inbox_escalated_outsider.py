@@ -13,10 +13,10 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from tests.auth.conftest import bearer, create_token, serve_with_auth
-from tests.browser.conftest import LAPTOP
+from tests.browser.conftest import LAPTOP, ON_A_SECOND_WORKER
 from tests.e2e.harness import ServerProcess, answer
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, ON_A_SECOND_WORKER]
 
 CONFIG = """
 [agents.builtin.waiting]

@@ -10,6 +10,7 @@ from collections.abc import Callable
 import pytest
 from playwright.sync_api import Page, expect
 
+from tests.browser.conftest import ON_A_SECOND_WORKER
 from tests.browser.ui_steps import (
     box_of,
     open_board,
@@ -19,7 +20,7 @@ from tests.browser.ui_steps import (
 )
 from tests.e2e.harness import ServerProcess
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, ON_A_SECOND_WORKER]
 
 
 def test_question_icon_leads_to_the_secondary_session_that_owns_the_question(

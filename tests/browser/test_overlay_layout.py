@@ -11,7 +11,7 @@ from collections.abc import Callable
 import pytest
 from playwright.sync_api import Page, Route, expect
 
-from tests.browser.conftest import LAPTOP, PHONE, SMALL_PHONE
+from tests.browser.conftest import LAPTOP, ON_A_SECOND_WORKER, PHONE, SMALL_PHONE
 from tests.browser.ui_steps import (
     Outage,
     clipped_elements,
@@ -22,7 +22,7 @@ from tests.browser.ui_steps import (
 )
 from tests.e2e.harness import ServerProcess
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, ON_A_SECOND_WORKER]
 
 RESPOND = re.compile(r"/api/v1/clarification/[^/]+/respond$")
 
