@@ -34,7 +34,7 @@ from sqlalchemy.engine import make_url
 
 from tests import forkserver
 
-pytest_plugins = ["tests.process_leaks", "tests.cpu_report"]
+pytest_plugins = ["tests.process_leaks", "tests.cpu_report", "tests.xdist_groups"]
 
 # A run started in the background of a non-interactive shell (`make test &` in a script) inherits
 # SIGINT ignored, and an ignored signal stays ignored across exec: every `clarion watch` the tests
