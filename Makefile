@@ -6,10 +6,11 @@ UV_VERSION := 0.13.9
 UV := .tools/bin/uv
 VENV := .venv
 BIN := $(VENV)/bin
-# Most tests wait on real processes and sockets, so more workers than cores pays off: with the
-# built-in agents forked and the ports and keep-alive races fixed, eight workers ran a clean
-# clone's `.ci/run` on an idle 2-core machine in 677 s, all green (CONTRIBUTING.md, "Test it").
-PYTEST_WORKERS ?= 8
+# Most tests wait on real processes and sockets, so more workers than cores pays off, up to the
+# point where the cores are busy all along: then each worker's own start and collection is what
+# one more costs. A clean clone's `.ci/run` of one commit on an idle 2-core machine took 581 s
+# with eight workers and 565 s with six, the cores 98% busy (CONTRIBUTING.md, "Test it").
+PYTEST_WORKERS ?= 6
 
 NPM ?= npm
 TSC := node_modules/.bin/tsc
@@ -77,7 +78,7 @@ agents: $(PUBLISHED)/node_modules/.installed
 
 # One collection before the workers start, beside the checks (mypy, the longest, keeps one core
 # busy): it writes the test modules' rewritten bytecode, which the workers then read instead of
-# each rewriting every module at once. In a clean clone eight workers collecting side by side took
+# each rewriting every module at once. In a clean clone eight collections side by side took
 # 49 s of wall time without it and 33 s with it, on 2 cores. Nothing is run; a module that does not
 # import fails here, as it would in the workers.
 collect: install

@@ -9,9 +9,9 @@ test gets a fresh context and page, and its own tasks on the shared server. `pag
 test on any uncaught page error.
 
 The package's tests are two xdist groups, each on a pytest worker with its own Chromium and
-server: as one group they took about 480 s of one worker in a run whose tests took 560 s, so
-one worker's share of the suite would have been all that was left once the rest got cheaper.
-The modules marked `ON_A_SECOND_WORKER` are about half of that time.
+server: in a clean clone's `make test` each half took about 145 s of its worker, so that as one
+group the package would hold one worker for about five minutes, much of a run's length. The
+modules marked `ON_A_SECOND_WORKER` are about half of that time.
 """
 
 from __future__ import annotations
