@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
 import logging
 from collections.abc import Callable, Iterator
 
@@ -23,6 +22,7 @@ from clarion.config.files import redacted
 from clarion.domain.scope import EVERY_SESSION
 from clarion.orchestrator.recovery import RecoveryReport
 from clarion.ports import AgentRuntime
+from clarion.server.collector import settle_after_startup
 from clarion.server.sample import offer_sample_task
 from clarion.server.wiring import build
 from clarion.store.db.single_server import AnotherServer, single_server
@@ -134,7 +134,7 @@ async def run_server(
             except Exception as exc:
                 log.exception("startup recovery failed")
                 raise RecoveryFailed(f"startup recovery failed: {exc}") from exc
-            _freeze_startup_heap()
+            settle_after_startup()
             app.start_deadlines(joined.replica.replica_id if joined is not None else None)
             app.start_retention()
             app.services.ready.set()
@@ -162,18 +162,6 @@ def _running_count(runtime: AgentRuntime) -> int:
     """Sessions whose agent runs here; only the ACP runtime counts them (0 for test doubles)."""
     count = getattr(runtime, "running_count", None)
     return int(count()) if callable(count) else 0
-
-
-def _freeze_startup_heap() -> None:
-    """What start-up built (modules, the app, compiled statements) lives as long as the
-    process. Taking it out of the collector's view keeps full collections short: over it,
-    each took about 150 ms here, stalling every request in flight."""
-    collected = gc.collect()
-    gc.freeze()
-    log.info(
-        "start-up heap frozen",
-        extra={"collected": collected, "frozen": gc.get_freeze_count()},
-    )
 
 
 def _client_host(host: str) -> str:
