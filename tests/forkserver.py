@@ -18,6 +18,7 @@ import json
 import os
 import queue
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -197,7 +198,7 @@ def run(
         try:
             returncode = child.wait(timeout)
         except subprocess.TimeoutExpired:
-            os.killpg(child.pid, 9)
+            os.killpg(child.pid, signal.SIGKILL)
             raise
         out.seek(0)
         err.seek(0)

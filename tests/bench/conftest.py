@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import pytest
 
+from tests.untraced import COVERAGE_HANDOFF
+
 
 @pytest.fixture(autouse=True)
 def untraced_children(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("COVERAGE_PROCESS_START", "COVERAGE_PROCESS_CONFIG"):
+    for name in COVERAGE_HANDOFF:
         monkeypatch.delenv(name, raising=False)

@@ -18,6 +18,7 @@ import pytest
 from tests.auth.conftest import bearer, create_token
 from tests.e2e.harness import ServerProcess, running_server
 from tests.hardening.conftest import assert_no_traceback
+from tests.untraced import untraced
 
 pytestmark = pytest.mark.e2e
 
@@ -31,16 +32,6 @@ def target(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[ServerPro
         if request.param:
             server.headers = bearer(create_token(server.database_url, "fuzzer", "lab", tmp_path))
         yield server
-
-
-def untraced_env() -> dict[str, str]:
-    """This environment without coverage's subprocess hand-off: the fuzzer runs no Clarion code,
-    and tracing its own Python would only cost CPU (about a third more)."""
-    return {
-        k: v
-        for k, v in os.environ.items()
-        if k not in ("COVERAGE_PROCESS_START", "COVERAGE_PROCESS_CONFIG")
-    }
 
 
 # Alone it takes ~15 s per mode; the ceiling is for a loaded machine running the whole suite.
@@ -76,7 +67,7 @@ def test_schemathesis_finds_nothing(target: ServerProcess, tmp_path: Path) -> No
         text=True,
         timeout=360,
         cwd=tmp_path,  # its cache stays in the test's own directory
-        env=untraced_env(),
+        env=untraced(os.environ),  # the fuzzer runs no Clarion code
         check=False,
     )
     report = result.stdout + result.stderr
