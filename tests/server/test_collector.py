@@ -7,6 +7,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from clarion.server.collector import YOUNG_COLLECTION_EVERY
 
 _SETTLE_AND_REPORT = """
@@ -19,22 +21,24 @@ print(json.dumps({"default": default, "now": gc.get_threshold(), "frozen": gc.ge
 """
 
 
-def _settled_in_a_fresh_interpreter() -> dict[str, list[int] | int]:
-    # The collector's settings are the process's: change them in a child, never in pytest's.
+@pytest.fixture(scope="module")
+def report() -> dict[str, list[int] | int]:
+    """One fresh interpreter's collector, settled: the settings are the process's, so they
+    change in a child, never in pytest's."""
     out = subprocess.run(
         [sys.executable, "-c", _SETTLE_AND_REPORT], capture_output=True, text=True, check=True
     )
-    report: dict[str, list[int] | int] = json.loads(out.stdout)
-    return report
+    settled: dict[str, list[int] | int] = json.loads(out.stdout)
+    return settled
 
 
-def test_settling_freezes_what_start_up_built() -> None:
-    report = _settled_in_a_fresh_interpreter()
+def test_settling_freezes_what_start_up_built(report: dict[str, list[int] | int]) -> None:
     assert isinstance(report["frozen"], int) and report["frozen"] >= 1000
 
 
-def test_settling_raises_the_young_generation_threshold_and_keeps_the_older_ones() -> None:
-    report = _settled_in_a_fresh_interpreter()
+def test_settling_raises_the_young_generation_threshold_and_keeps_the_older_ones(
+    report: dict[str, list[int] | int],
+) -> None:
     default, now = report["default"], report["now"]
     assert isinstance(default, list) and isinstance(now, list)
     assert now[0] == YOUNG_COLLECTION_EVERY > default[0]
