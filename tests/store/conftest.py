@@ -207,6 +207,34 @@ def statements_run(store: SqlStore) -> Iterator[list[str]]:
 
 
 @contextlib.contextmanager
+def transaction_control_sent(store: SqlStore) -> Iterator[list[str]]:
+    """PostgreSQL: the BEGIN and COMMIT (or ROLLBACK) statements the driver sent while the
+    block ran, each one round trip, which `statements_run` does not see (asyncpg's query
+    logger on every connection checked out of the pool meanwhile)."""
+    seen: list[str] = []
+    logged: list[Any] = []
+
+    def record(query: Any) -> None:
+        verb = query.query.split(" ")[0].rstrip(";").upper()
+        if verb in ("BEGIN", "COMMIT", "ROLLBACK"):
+            seen.append(verb)
+
+    def on_checkout(dbapi_connection: Any, *_: Any) -> None:
+        driver = dbapi_connection.driver_connection
+        driver.add_query_logger(record)
+        logged.append(driver)
+
+    pool = store.engine.sync_engine.pool
+    event.listen(pool, "checkout", on_checkout)
+    try:
+        yield seen
+    finally:
+        event.remove(pool, "checkout", on_checkout)
+        for driver in logged:
+            driver.remove_query_logger(record)
+
+
+@contextlib.contextmanager
 def fast_path_statements(seen: Callable[[str], None]) -> Iterator[None]:
     """Calls `seen` with the SQL of each statement a fast-path plan ran (not those it handed
     back to SQLAlchemy), on either database, while the block runs."""

@@ -232,19 +232,25 @@ async def _cases(world: World) -> list[Case]:
             {"message_ids": [claimed[0].id], "pending_id": claimed_pid},
             None,
         ),
-        *(_session_lock_cases(session.id, pid) if store._db.is_postgres else []),
+        *(_session_lock_cases(session.id, pid, turn.id) if store._db.is_postgres else []),
     ]
 
 
 # The session locks: PostgreSQL's statements (SQLite's BEGIN IMMEDIATE already serializes).
-_POSTGRES_ONLY = (engine._LOCK_SESSION, engine._LOCK_BUNDLE_SESSION, engine._LOCK_SESSIONS)
+_POSTGRES_ONLY = (
+    engine._LOCK_SESSION,
+    engine._LOCK_BUNDLE_SESSION,
+    engine._LOCK_SESSIONS,
+    engine._LOCK_TURN_SESSION,
+)
 
 
-def _session_lock_cases(session_id: str, pending_id: str) -> list[Case]:
+def _session_lock_cases(session_id: str, pending_id: str, turn_id: str) -> list[Case]:
     key = engine.SESSION_KEY_PREFIX + session_id
     return [
         ("lock a session", engine._LOCK_SESSION, {"key": key, "session_id": session_id}, None),
         ("lock a bundle's session", engine._LOCK_BUNDLE_SESSION, {"pending_id": pending_id}, None),
+        ("lock a turn's session", engine._LOCK_TURN_SESSION, {"turn_id": turn_id}, None),
         (
             "lock sessions",
             engine._LOCK_SESSIONS,

@@ -220,3 +220,24 @@ async def test_a_one_statement_read_runs_outside_a_transaction_on_postgres(
         async with db.read() as conn:
             await conn.execute(text("SELECT 1"))
             assert await conn.run_sync(in_transaction)
+
+
+async def test_a_one_change_write_runs_outside_a_transaction_on_postgres_and_locked_on_sqlite(
+    store: SqlStore,
+) -> None:
+    """`write_one` spends no BEGIN/COMMIT on PostgreSQL; each statement commits alone there
+    (so it is for blocks with one change and no lock). On SQLite it is `write()`: the block
+    holds the write lock, and its changes commit together."""
+    db = store._db
+
+    def in_transaction(conn: Connection) -> bool:
+        if db.is_postgres:
+            return bool(conn.connection.driver_connection.is_in_transaction())  # type: ignore[union-attr]
+        return bool(conn.connection.dbapi_connection.in_transaction)  # type: ignore[union-attr]
+
+    async with db.write_one() as conn:
+        await conn.execute(text("SELECT 1"))
+        assert await conn.run_sync(in_transaction) is not db.is_postgres
+    async with db.write() as conn:
+        await conn.execute(text("SELECT 1"))
+        assert await conn.run_sync(in_transaction)

@@ -1,7 +1,8 @@
 """The session lock on PostgreSQL: one statement takes the session's advisory key and then its
 row (every writer takes them in that order, or two writers could deadlock), for one session, for
-many, and for the session of a bundle named by its pending id. It reads each session's owner
-in the same statement, which in cluster mode is the ownership fence (store/db/owner_fence.py)."""
+many, and for the session of a bundle named by its pending id or of a turn named by its id. It
+reads each session's owner in the same statement, which in cluster mode is the ownership fence
+(store/db/owner_fence.py)."""
 
 from __future__ import annotations
 
@@ -66,12 +67,12 @@ async def _lock(world: World, lock: Callable[[Tx], Awaitable[None]]) -> None:
         await lock(conn)
 
 
-@pytest.mark.parametrize("how", ["one", "many", "bundle"])
+@pytest.mark.parametrize("how", ["one", "many", "bundle", "turn"])
 async def test_the_lock_waits_for_the_key_before_it_takes_the_row(
     world: World, held_key: Callable[[Session], Awaitable[None]], how: str
 ) -> None:
     first, second = await world.session(), await world.session()
-    await world.turn(second)
+    turn = await world.turn(second)
     pending_id = (await world.bundle(second))[0].metadata["pending_id"]
     await held_key(second)
     db = world.store._db
@@ -81,6 +82,8 @@ async def test_the_lock_waits_for_the_key_before_it_takes_the_row(
             await db.lock_sessions(conn, [second.id, first.id])
         elif how == "bundle":  # the session found from the bundle's pending id
             await db.lock_bundle_session(conn, pending_id)
+        elif how == "turn":  # the session found from the turn's id
+            await db.lock_turn_session(conn, turn.id)
         else:
             await db.lock_session(conn, second.id)
 
@@ -127,26 +130,28 @@ async def test_a_session_lock_is_one_statement_that_reads_the_owner(
         world.store.own_sessions(OwnerFence("replica-a", lost.append))
     session = await world.session()
     db = world.store._db
-    await world.turn(session)
+    turn = await world.turn(session)
     pending_id = (await world.bundle(session))[0].metadata["pending_id"]
     async with db.write() as conn:
         with statements_run(world.store) as statements:
             await db.lock_session(conn, session.id)
             await db.lock_sessions(conn, [session.id])
             assert await db.lock_bundle_session(conn, pending_id) == session.id
-    assert len(statements) == 3, statements
+            assert await db.lock_turn_session(conn, turn.id) == session.id
+    assert len(statements) == 4, statements
     assert all("owner_replica_id" in s and "FOR UPDATE" in s for s in statements), statements
     assert lost == []
     assert (await world.owners())[session.id] == ("replica-a" if fenced else None)
 
 
-async def test_the_session_of_an_unknown_bundle_is_none_and_nothing_is_locked(
+async def test_the_session_of_an_unknown_bundle_or_turn_is_none_and_nothing_is_locked(
     world: World,
 ) -> None:
     session = await world.session()
     db = world.store._db
     async with db.write() as conn:
         assert await db.lock_bundle_session(conn, "no-such-bundle") is None
+        assert await db.lock_turn_session(conn, "no-such-turn") is None
         assert await _row_is_free(world.store, session.id)
         assert await _no_advisory_lock_held(world.store)
 

@@ -8,7 +8,7 @@ import pytest
 
 from clarion.domain.models import SessionState
 
-from .conftest import World, statements_run
+from .conftest import World, statements_run, transaction_control_sent
 
 pytestmark = pytest.mark.postgres
 
@@ -34,6 +34,49 @@ async def test_a_session_move_that_applies_is_one_statement_returning_the_sessio
     assert (moved.state, moved.updated_at) == (SessionState.RUNNING, world.clock.now())
     assert moved == await world.store.get_session(session.id)
     assert _kinds(seen) == ["UPDATE"], seen
+
+
+async def test_a_session_move_spends_no_begin_or_commit(world: World) -> None:
+    """One guarded UPDATE (and, when it matched nothing, one read) needs no transaction
+    around it: two round trips fewer than BEGIN ... COMMIT."""
+    session = await world.session()
+    with transaction_control_sent(world.store) as control:
+        assert await world.store.transition_session(session.id, SessionState.RUNNING)
+        assert await world.store.transition_session(session.id, SessionState.RUNNING)
+    assert control == [], control
+
+
+async def test_a_write_that_takes_the_session_lock_keeps_its_transaction(world: World) -> None:
+    """The other side of the one above, and proof that BEGIN and COMMIT are seen: a question's
+    lock, rows and move are one transaction."""
+    session = await world.session()
+    turn = await world.turn(session)
+    with transaction_control_sent(world.store) as control:
+        await world.write_bundle(
+            session, ("a",), turn_id=turn.id, session_state=SessionState.WAITING_FOR_INPUT
+        )
+    assert control == ["BEGIN", "COMMIT"], control
+
+
+async def test_a_summary_compare_and_set_is_one_statement_and_no_transaction(
+    world: World,
+) -> None:
+    session = await world.session()
+    first = await world.store.cas_summary(session.task_id, expected_revision=None, data={"a": 1})
+    assert first is not None
+    with transaction_control_sent(world.store) as control, statements_run(world.store) as seen:
+        second = await world.store.cas_summary(
+            session.task_id, expected_revision=first.revision, data={"a": 2}
+        )
+        lost = await world.store.cas_summary(
+            session.task_id, expected_revision=first.revision, data={"a": 3}
+        )
+    assert second is not None and second.revision == first.revision + 1
+    assert lost is None
+    assert _kinds(seen) == ["UPDATE", "UPDATE"], seen
+    assert control == [], control
+    stored = await world.store.find_summary(session.task_id)
+    assert stored is not None and stored.data == {"a": 2}
 
 
 async def test_a_move_to_the_state_it_is_in_reads_the_session_once_and_writes_nothing(
@@ -83,3 +126,17 @@ async def test_a_claim_reads_the_session_the_bundle_and_what_it_may_take_in_one_
     assert [r.id for r in result.claimed] == [row.id]
     # The lock by pending id; the session and the rows with their claimability; the claim.
     assert _kinds(seen) == ["WITH", "SELECT", "UPDATE"], seen
+
+
+async def test_a_turn_write_finds_and_locks_its_session_in_one_statement(world: World) -> None:
+    """Completing a turn: the lock found by the turn id, the turn read under it, the update
+    (the turn was read once before the lock, and once more after it)."""
+    session = await world.session()
+    turn = await world.turn(session)
+    with statements_run(world.store) as seen:
+        assert await world.store.complete_turn(turn.id)
+    assert _kinds(seen) == ["WITH", "SELECT", "UPDATE"], seen
+    with statements_run(world.store) as seen:
+        assert not await world.store.complete_turn(turn.id)  # completed already: no write
+        assert not await world.store.complete_turn("no-such-turn")
+    assert _kinds(seen) == ["WITH", "SELECT", "WITH"], seen

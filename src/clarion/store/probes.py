@@ -30,9 +30,7 @@ from clarion.store.startup.start_events import START_EVENT, without_marker
 from clarion.store.successor_turns import (
     live_reservation,
 )
-from clarion.store.turn_rows import (
-    read_turn,
-)
+from clarion.store.turn_rows import read_locked_turn
 
 log = logging.getLogger(__name__)
 
@@ -59,11 +57,7 @@ class RowProbes:
 
     async def clear_outbox(self, turn_id: str) -> bool:
         async with self._db.write() as conn:
-            turn = await read_turn(conn, turn_id)
-            if turn is None:
-                return False
-            await self._db.lock_session(conn, turn.session_id)
-            turn = await read_turn(conn, turn_id)
+            turn = await read_locked_turn(self._db, conn, turn_id)
             if turn is None or START_EVENT not in turn.metadata:
                 return False
             await conn.execute(

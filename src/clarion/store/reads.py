@@ -155,7 +155,8 @@ class SqlReads:
         now = self._clock.now()
         payload = dict(data)
         try:
-            async with self._db.write() as conn:
+            # One change (the insert or the compare-and-set) and no lock: see `write_one`.
+            async with self._db.write_one() as conn:
                 if expected_revision is None:
                     workspace_id = (
                         await conn.execute(WORKSPACE_OF_TASK, {"task_id": task_id})

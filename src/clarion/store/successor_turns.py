@@ -27,7 +27,7 @@ from clarion.store.db.schema import task_session_messages as messages
 from clarion.store.db.schema import task_session_turns as turns
 from clarion.store.db.transactions import Tx
 from clarion.store.tasks import move_with, read_session
-from clarion.store.turn_rows import read_turn
+from clarion.store.turn_rows import read_locked_turn
 
 log = logging.getLogger(__name__)
 
@@ -137,7 +137,7 @@ async def reserve_successor(
 
 async def mark_attempted(db: Db, clock: Clock, turn_id: str) -> bool:
     async with db.write() as conn:
-        turn = await _locked_turn(db, conn, turn_id)
+        turn = await read_locked_turn(db, conn, turn_id)
         if turn is None or not is_reservation(turn):
             return False
         await conn.execute(
@@ -165,7 +165,7 @@ async def publish_successor(
     if transition is not DELIVER:
         raise ValueError(f"{transition} does not settle a published successor's claim")
     async with db.write() as conn:
-        turn = await _locked_turn(db, conn, turn_id)
+        turn = await read_locked_turn(db, conn, turn_id)
         if turn is None or not is_reservation(turn):
             return None
         if turn.metadata.get(MetaKey.PROMPT_DISPATCH_PENDING_ID) != pending_id:
@@ -186,7 +186,7 @@ async def publish_successor(
 
 async def rollback_successor(db: Db, turn_id: str) -> bool:
     async with db.write() as conn:
-        turn = await _locked_turn(db, conn, turn_id)
+        turn = await read_locked_turn(db, conn, turn_id)
         if turn is None or not is_reservation(turn):
             return False
         result = await conn.execute(
@@ -195,11 +195,3 @@ async def rollback_successor(db: Db, turn_id: str) -> bool:
         deleted = result.rowcount == 1
     log.info("successor rollback", extra={"turn_id": turn_id, "deleted": deleted})
     return deleted
-
-
-async def _locked_turn(db: Db, conn: Tx, turn_id: str) -> Turn | None:
-    turn = await read_turn(conn, turn_id)
-    if turn is None:
-        return None
-    await db.lock_session(conn, turn.session_id)
-    return await read_turn(conn, turn_id)

@@ -13,6 +13,7 @@ from sqlalchemy import bindparam, select
 
 from clarion.domain.errors import NotFound
 from clarion.domain.models import DISPATCH_KEYS, Session, Turn
+from clarion.store.db.engine import Db
 from clarion.store.db.fastpath import hot
 from clarion.store.db.predicates import current_turn_id
 from clarion.store.db.row_conversion import to_session, to_turn
@@ -36,6 +37,16 @@ _SESSION_WITH_CURRENT_TURN = hot(
 async def read_turn(conn: Tx, turn_id: str) -> Turn | None:
     row = (await conn.execute(_TURN_BY_ID, {"turn_id": turn_id})).first()
     return None if row is None else to_turn(row)
+
+
+async def read_locked_turn(db: Db, conn: Tx, turn_id: str) -> Turn | None:
+    """Turn `turn_id` read under its session's lock (`Db.lock_session`), for a write to it:
+    on PostgreSQL the lock found by the turn in one statement, then the read, which sees
+    whatever the lock's last holder committed; on SQLite the write transaction already holds
+    the only lock, and this is the read alone. None when there is no such turn."""
+    if db.is_postgres and await db.lock_turn_session(conn, turn_id) is None:
+        return None
+    return await read_turn(conn, turn_id)
 
 
 async def read_current_turn_id(conn: Tx, session_id: str) -> str | None:

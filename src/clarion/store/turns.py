@@ -50,6 +50,7 @@ from clarion.store.tasks import (
 )
 from clarion.store.turn_rows import (
     read_current_turn_id,
+    read_locked_turn,
     read_turn,
     turn_values,
 )
@@ -155,9 +156,9 @@ class SqlTurns:
         allowed_from: Sequence[SessionState] | None = None,
     ) -> Session | None:
         allowed = NON_TERMINAL if allowed_from is None else tuple(allowed_from)
-        async with self._db.write() as conn:
-            # Already in the target state (and that state allowed) counts as moved; nothing is
-            # written then, so the transaction commits nothing.
+        # One guarded UPDATE, and no lock: see `write_one`. Already in the target state (and
+        # that state allowed) counts as moved; nothing is written then, only read.
+        async with self._db.write_one() as conn:
             return await move_session(conn, session_id, to, allowed, self._clock.now())
 
     async def create_turn(
@@ -195,11 +196,7 @@ class SqlTurns:
         self, turn_id: str, *, metadata_patch: Mapping[str, Any] | None = None
     ) -> bool:
         async with self._db.write() as conn:
-            turn = await read_turn(conn, turn_id)
-            if turn is None:
-                return False
-            await self._db.lock_session(conn, turn.session_id)
-            turn = await read_turn(conn, turn_id)
+            turn = await read_locked_turn(self._db, conn, turn_id)
             if turn is None or turn.completed_at is not None:
                 return False
             now = self._clock.now()

@@ -7,7 +7,8 @@ SQLite: see `clarion.store.db.sqlite` (WAL, `BEGIN IMMEDIATE` writers, transacti
 PostgreSQL: writes that touch one session's clarification state take a per-session advisory
 lock and lock the session row; reads run under REPEATABLE READ so a multi-statement read sees
 one snapshot. A read of one statement needs no transaction around it (a statement always sees
-one snapshot), so `read_one` runs it in autocommit: no BEGIN and COMMIT, two round trips fewer.
+one snapshot), so `read_one` runs it in autocommit: no BEGIN and COMMIT, two round trips fewer;
+`write_one` does the same for a write of one statement that takes no lock.
 The hot statements run on the asyncpg connection itself (`clarion.store.db.fastpath_asyncpg`).
 """
 
@@ -100,6 +101,13 @@ _BUNDLE_SESSION_KEY = (
     "k AS MATERIALIZED (SELECT pg_advisory_xact_lock(hashtextextended("
     f"'{SESSION_KEY_PREFIX}' || b.id, 0)) FROM b)"
 )
+# The session of a turn, found and locked the same way (a turn never moves between sessions).
+_TURN_SESSION_KEY = (
+    "WITH b AS MATERIALIZED (SELECT task_session_id AS id FROM task_session_turns "
+    "WHERE id = :turn_id), "
+    "k AS MATERIALIZED (SELECT pg_advisory_xact_lock(hashtextextended("
+    f"'{SESSION_KEY_PREFIX}' || b.id, 0)) FROM b)"
+)
 _ONE_ROW = " FROM task_sessions AS s CROSS JOIN k WHERE s.id = :session_id"
 _BUNDLE_ROW = " FROM task_sessions AS s CROSS JOIN k WHERE s.id = (SELECT id FROM b)"
 _MANY_ROWS = (
@@ -118,6 +126,7 @@ def _session_locks(head: str, rows: str) -> TextualSelect:
 _LOCK_SESSION = _session_locks(_SESSION_KEY, _ONE_ROW)
 _LOCK_BUNDLE_SESSION = _session_locks(_BUNDLE_SESSION_KEY, _BUNDLE_ROW)
 _LOCK_SESSIONS = _session_locks(_SESSION_KEYS, _MANY_ROWS)
+_LOCK_TURN_SESSION = _session_locks(_TURN_SESSION_KEY, _BUNDLE_ROW)
 
 
 class Db:
@@ -171,6 +180,21 @@ class Db:
             yield AsyncTx(conn, self._plans)
 
     @asynccontextmanager
+    async def write_one(self) -> AsyncIterator[Tx]:
+        """`write()` for a block whose only change is one statement and that takes no lock
+        (a compare-and-set, a guarded move). On PostgreSQL it runs outside a transaction,
+        saving BEGIN and COMMIT: under READ COMMITTED each statement of a transaction sees a
+        snapshot of its own anyway, and one statement is atomic alone, so without a lock to
+        hold or a second change to keep with the first, the transaction added nothing. On
+        SQLite it is `write()` (the write lock is what orders writers there)."""
+        if self._inline is not None:
+            async with self._inline.write() as tx:
+                yield tx
+            return
+        async with self._async_single.connect() as conn, conn.begin():
+            yield AsyncTx(conn, self._plans)
+
+    @asynccontextmanager
     async def write(self) -> AsyncIterator[Tx]:
         """A write transaction; on SQLite it holds the database write lock from its start."""
         if self._inline is not None:
@@ -207,6 +231,14 @@ class Db:
         locks it, in one statement instead of a read and then the lock; None when there is no
         such bundle (nothing is locked)."""
         result = await conn.execute(_LOCK_BUNDLE_SESSION, {"pending_id": pending_id})
+        rows = list(result)
+        self._check_fence(rows)
+        return str(rows[0].id) if rows else None
+
+    async def lock_turn_session(self, conn: Tx, turn_id: str) -> str | None:
+        """PostgreSQL: the session of turn `turn_id`, locked exactly as `lock_session` locks
+        it, in one statement; None when there is no such turn (nothing is locked)."""
+        result = await conn.execute(_LOCK_TURN_SESSION, {"turn_id": turn_id})
         rows = list(result)
         self._check_fence(rows)
         return str(rows[0].id) if rows else None
