@@ -44,6 +44,10 @@ class Sizes:
     builtin_sessions: tuple[int, ...] = (1, 10)  # full turns through the builtin agent
     idle_sessions: tuple[int, ...] = (10, 100)  # sessions holding an open question, for RSS
     throughput_s: float = 5.0
+    # Each MCP throughput size first runs this long on sessions of its own, not counted: the
+    # measured window then starts on a server already carrying that load (its pool connections
+    # open, their statements prepared, its heap grown), as bench.compare's does.
+    throughput_warmup_s: float = 1.0
     history: tuple[int, ...] = (10, 1_000, 100_000)
     history_samples: int = 5
     bundles: int = 10_000
@@ -69,6 +73,7 @@ QUICK = Sizes(
     builtin_sessions=(1,),
     idle_sessions=(1, 2),
     throughput_s=0.5,
+    throughput_warmup_s=0.2,
     history=(10, 30, 250),
     history_samples=1,
     bundles=20,
@@ -146,6 +151,7 @@ async def _online(db: str, workdir: Path, sizes: Sizes, out: Results) -> None:
                 ),
             ]
             for n in sizes.sessions:
+                await throughput.mcp_cycles_per_second(ctx, n, sizes.throughput_warmup_s)
                 t = await throughput.mcp_cycles_per_second(ctx, n, sizes.throughput_s)
                 target = n == 100 and db == "sqlite"
                 out.rows.append(
@@ -155,10 +161,10 @@ async def _online(db: str, workdir: Path, sizes: Sizes, out: Results) -> None:
                         f"{t.rate:.1f} cycles/s",
                         ">= 1000 cycles/s" if target else "",
                         (t.rate >= 1000) if target else None,
-                        f"{t.cycles} cycles",
+                        f"{t.cycles} cycles, after {sizes.throughput_warmup_s:g} s of warm-up",
                     )
                 )
-                cpu_limit = 5.0 if db == "sqlite" else 7.0
+                cpu_limit = 5.0
                 server_ms = ms(t.server_cpu_per_cycle)
                 out.rows.append(
                     Row(

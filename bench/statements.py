@@ -9,7 +9,10 @@ in `src/` changes):
   each is one round trip), plus the fast path's plans, which run on the raw driver below
   SQLAlchemy (`SqlitePlan.run`, `AsyncpgPlan.run`, counted when they ran rather than handing
   back).
-  Transaction control (BEGIN, COMMIT) is neither: the commit rows count commits;
+  Transaction control (BEGIN, COMMIT) is not a statement here: the commit rows count commits;
+- transaction control (PostgreSQL): the BEGIN, COMMIT and ROLLBACK the driver sends (asyncpg
+  `Connection.execute` with no arguments), one round trip each, so that the statements, these
+  and the prepares are every round trip of the cycle;
 - prepares (PostgreSQL): asyncpg `Connection.prepare` calls, one more round trip each, made
   when a statement is not in the connection's prepared-statement cache yet.
 
@@ -54,7 +57,7 @@ from bench.stats import Row, render
 COUNTER_ENV = "CLARION_BENCH_STATEMENTS"
 # Also append every counted statement's SQL, one line each, to this file (reading aid).
 LOG_ENV = "CLARION_BENCH_STATEMENTS_LOG"
-_LAYOUT = struct.Struct("<QQ")  # statements, prepares
+_LAYOUT = struct.Struct("<QQQ")  # statements, prepares, transaction control
 # Quiet: no statement for this long after a cycle's last awaited event.
 QUIET_S = 0.5
 WARMUP = 2
@@ -74,9 +77,18 @@ on_expiry = "skip"
 class Counts:
     statements: int
     prepares: int
+    control: int = 0  # BEGIN, COMMIT, ROLLBACK (PostgreSQL)
 
     def __sub__(self, other: Counts) -> Counts:
-        return Counts(self.statements - other.statements, self.prepares - other.prepares)
+        return Counts(
+            self.statements - other.statements,
+            self.prepares - other.prepares,
+            self.control - other.control,
+        )
+
+    @property
+    def round_trips(self) -> int:
+        return self.statements + self.prepares + self.control
 
 
 @dataclass(frozen=True)
@@ -124,7 +136,7 @@ def _install(path: str) -> None:
     Path(path).write_bytes(bytes(_LAYOUT.size))
     with open(path, "r+b") as f:
         counts = mmap.mmap(f.fileno(), _LAYOUT.size)
-    state = [0, 0]
+    state = [0, 0, 0]
     log_path = os.environ.get(LOG_ENV)
     log = open(log_path, "a", buffering=1) if log_path else None  # noqa: SIM115 - lives as long as the process
 
@@ -132,7 +144,7 @@ def _install(path: str) -> None:
         state[i] += 1
         _LAYOUT.pack_into(counts, 0, *state)
         if log is not None:
-            log.write(("PREPARE " if i else "") + " ".join(sql.split())[:160] + "\n")
+            log.write(("", "PREPARE ", "")[i] + " ".join(sql.split())[:160] + "\n")
 
     @event.listens_for(Engine, "before_cursor_execute")
     def _statement(_conn: Any, _cursor: Any, sql: str, *_args: Any) -> None:
@@ -166,6 +178,15 @@ def _install(path: str) -> None:
         return await prepare(self, query, *args, **kwargs)
 
     asyncpg.Connection.prepare = counted_prepare
+    execute = asyncpg.Connection.execute
+
+    async def counted_execute(self: Any, query: str, *args: Any, **kwargs: Any) -> Any:
+        # A transaction's BEGIN and its end are sent this way, with no arguments.
+        if not args and query.lstrip()[:8].upper().startswith(("BEGIN", "COMMIT", "ROLLBACK")):
+            bump(2, query)
+        return await execute(self, query, *args, **kwargs)
+
+    asyncpg.Connection.execute = counted_execute
 
 
 def main() -> None:
@@ -251,6 +272,7 @@ def _median(seen: list[Counts]) -> Counts:
     return Counts(
         round(statistics.median(c.statements for c in seen)),
         round(statistics.median(c.prepares for c in seen)),
+        round(statistics.median(c.control for c in seen)),
     )
 
 
@@ -290,8 +312,12 @@ async def rows(db: str, workdir: Path, cycles: int) -> list[Row]:
         ("live cycle (MCP client), waiting policy", r.policy_live, r.live),
         ("detached cycle, waiting policy", r.policy_detached, r.detached),
     ):
-        prepared = f"; {counts.prepares} prepared anew" if db == "postgres" else ""
-        note = f"median of {r.cycles}; BEGIN/COMMIT not counted{prepared}"
+        note = f"median of {r.cycles}; BEGIN/COMMIT not counted"
+        if db == "postgres":
+            note += (
+                f"; {counts.round_trips} round trips with {counts.control} BEGIN/COMMIT and"
+                f" {counts.prepares} prepared anew"
+            )
         if plain is not None:
             extra = counts.statements - plain.statements
             note = f"remind, escalate, expire configured, none due; {extra:+d} on no policy; {note}"

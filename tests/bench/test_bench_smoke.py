@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 from pathlib import Path
 
 import pytest
@@ -26,6 +27,7 @@ TINY = Sizes(
     builtin_sessions=(1,),
     idle_sessions=(1, 2),
     throughput_s=0.2,
+    throughput_warmup_s=0.1,
     peer=2,
     idle_agents=2,
     idle_cpu_window_s=1.0,
@@ -47,6 +49,8 @@ async def test_online_measurements_produce_figures(
     assert "commits per live respond (at 200)" in names
     assert "live answer POST -> MCP tool call returns p50" in names
     assert "throughput, 1 concurrent sessions (MCP clients)" in names
+    throughput = next(r for r in out.rows if r.name.startswith("throughput, 1 concurrent"))
+    assert "after 0.1 s of warm-up" in throughput.note
     assert "server CPU per cycle, 1 sessions (MCP clients)" in names
     assert "server RSS, 2 idle sessions holding a question" in names
     assert "full turns, 1 concurrent sessions (builtin agent)" in names
@@ -74,6 +78,10 @@ async def test_statement_rows_count_the_live_and_the_detached_cycle_without_and_
     assert "on no policy" in rows["statements per detached cycle, waiting policy"].note
     assert live.note.startswith("median of 1;")
     assert ("prepared anew" in detached.note) == (db == "postgres")
+    if db == "postgres":  # every round trip: the statements, BEGIN/COMMIT (some), prepares
+        trips = re.search(r"(\d+) round trips with (\d+) BEGIN/COMMIT", live.note)
+        assert trips is not None, live.note
+        assert int(trips[1]) > int(live.value) and int(trips[2]) >= 2
     assert "statements per live cycle (MCP client)" in render(list(rows.values()))
 
 
