@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from datetime import UTC, datetime
 
 from sqlalchemy import Connection, insert, inspect
@@ -11,6 +12,7 @@ from clarion.domain.models import MetaKey, SessionState
 from clarion.store import SqlStore, migrate, open_engine
 from clarion.store.db.migrations import LATEST_VERSION, MIGRATIONS, schema_version
 from clarion.store.pending_actions import PERMISSIONS_IN_TURNS
+from clarion.store.summary_inputs import SUMMARY_INPUTS
 
 from .conftest import World
 
@@ -135,14 +137,8 @@ async def test_the_permission_lookup_uses_the_turn_index_not_the_session_history
     walking the session's whole history backwards (250 ms at 100,000 messages); the batched
     lookup of every session's current-turn permission requests must seek the turn index."""
 
-    def indexes(conn: Connection) -> dict[str, list[str]]:
-        return {
-            str(i["name"]): [str(c) for c in i["column_names"]]
-            for i in inspect(conn).get_indexes("task_session_messages")
-        }
-
     async with store.engine.connect() as conn:
-        found = await conn.run_sync(indexes)
+        found = await conn.run_sync(_message_indexes)
         assert found["ix_messages_turn_type_order"] == ["turn_id", "type", "created_at", "id"]
         if store.dialect != "sqlite":
             return  # PostgreSQL plans from statistics; the index is what it can use
@@ -153,3 +149,58 @@ async def test_the_permission_lookup_uses_the_turn_index_not_the_session_history
         details = " | ".join(str(row[-1]) for row in plan)
     assert "ix_messages_turn_type_order" in details, details
     assert "TEMP B-TREE" not in details, details
+
+
+async def test_a_turns_pending_question_is_found_without_reading_its_answered_ones(
+    world: World,
+) -> None:
+    """The task summary asks "does the current turn hold a pending question" on every change;
+    without migration 10 both databases answered it by reading every row of the turn, so a
+    turn of a few hundred answered questions cost a scan per summary. The plan must go through
+    ix_messages_turn_pending, on PostgreSQL in the generic plan a prepared statement ends up
+    with (which knows no parameter's value: the pending statuses are in the SQL's text)."""
+    session = await world.session()
+    await world.turn(session)
+    for _ in range(40):
+        [row] = await world.bundle(session, ("q",))
+        await world.answer(str(row.metadata["pending_id"]), "x")
+    store = world.store
+    async with store.engine.connect() as conn:
+        if store.dialect == "sqlite":
+            listed = await conn.exec_driver_sql("PRAGMA index_list(task_session_messages)")
+            names = {str(index.name) for index in listed}
+        else:
+            listed = await conn.exec_driver_sql(
+                "SELECT indexname FROM pg_indexes WHERE tablename = 'task_session_messages'"
+            )
+            names = {str(index.indexname) for index in listed}
+        assert "ix_messages_turn_pending" in names
+        compiled = SUMMARY_INPUTS.compile(dialect=conn.dialect)
+        if store.dialect == "sqlite":
+            sql = SUMMARY_INPUTS.params(task_id=session.task_id).compile(
+                dialect=conn.dialect, compile_kwargs={"literal_binds": True}
+            )
+            plan = await conn.exec_driver_sql(f"EXPLAIN QUERY PLAN {sql}")
+        else:
+            # Usable is what is asserted: on a table this small a scan would cost less.
+            await conn.exec_driver_sql("SET enable_seqscan = off")
+            await conn.exec_driver_sql("SET plan_cache_mode = force_generic_plan")
+            await conn.exec_driver_sql(f"PREPARE summary_inputs AS {compiled}")
+            values = compiled.construct_params({"task_id": session.task_id})
+            args = ", ".join(f"'{values[name]}'" for name in compiled.positiontup or ())
+            plan = await conn.exec_driver_sql(f"EXPLAIN EXECUTE summary_inputs({args})")
+        details = " | ".join(str(row[-1]) for row in plan)
+    assert "ix_messages_turn_pending" in details, details
+    summary = await store.summary_inputs(session.task_id)
+    assert summary.actions == {session.id: None}  # every question of the turn is answered
+
+
+def _message_indexes(conn: Connection) -> dict[str, list[str]]:
+    """The message table's indexes and their columns, as SQLAlchemy reflects them: it skips
+    SQLite's ix_messages_turn_pending, on an expression, with a warning."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "Skipped unsupported reflection of expression-based")
+        return {
+            str(i["name"]): [str(c) for c in i["column_names"] if c is not None]
+            for i in inspect(conn).get_indexes("task_session_messages")
+        }

@@ -116,6 +116,29 @@ def _v9_clarification_deadlines(conn: Connection) -> None:
     waiting_schema.create_all(conn, checkfirst=True)
 
 
+# The pending rows of a turn (status missing, '' or 'pending'; `predicates.status_pending`),
+# found without reading the turn's answered ones: the task summary asks "does the current turn
+# hold a pending question" on every change, and a turn of a few hundred answered questions
+# made that a scan (SQLite 0.33 ms at 300 rows, PostgreSQL 1.9 ms). Each database gets the form
+# its planner uses: SQLite an index on the status expression (it matches the query's expression
+# exactly, so the text here must stay the query's), PostgreSQL a partial index on the pending
+# rows alone (its generic plans do not seek an expression compared with a list).
+_TURN_PENDING = {
+    "sqlite": (
+        "CREATE INDEX IF NOT EXISTS ix_messages_turn_pending ON task_session_messages "
+        "(turn_id, (COALESCE(CAST(json_extract(metadata, '$.status') AS TEXT), '')))"
+    ),
+    "postgresql": (
+        "CREATE INDEX IF NOT EXISTS ix_messages_turn_pending ON task_session_messages "
+        "(turn_id) WHERE COALESCE(CAST(metadata AS JSONB) ->> 'status', '') IN ('', 'pending')"
+    ),
+}
+
+
+def _v10_turn_pending_index(conn: Connection) -> None:
+    conn.execute(text(_TURN_PENDING[conn.dialect.name]))
+
+
 MIGRATIONS: tuple[Callable[[Connection], None], ...] = (
     _v1_initial_tables,
     _v2_access_control,
@@ -126,6 +149,7 @@ MIGRATIONS: tuple[Callable[[Connection], None], ...] = (
     _v7_session_owner,
     _v8_pending_revision_sequence,
     _v9_clarification_deadlines,
+    _v10_turn_pending_index,
 )
 LATEST_VERSION = len(MIGRATIONS)
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import Select, and_, exists, func, not_, or_, select
+from sqlalchemy import Select, and_, exists, func, literal_column, not_, or_, select
 from sqlalchemy.sql.elements import BindParameter, ColumnElement
 
 from clarion.domain.models import (
@@ -90,8 +90,16 @@ def not_parent_question(messages: Any = task_session_messages) -> ColumnElement[
     return not_(flag(messages.c.metadata, MetaKey.PARENT_QUESTION))
 
 
+# In the SQL text, not bound: a plan made for any parameters (PostgreSQL's generic plan) then
+# still knows that only these statuses are wanted, and seeks ix_messages_turn_status rather
+# than reading every row of the turn; none of them holds a quote.
+_PENDING_LITERALS: tuple[ColumnElement[str], ...] = tuple(
+    literal_column(f"'{status}'") for status in PENDING_STATUSES
+)
+
+
 def status_pending(messages: Any = task_session_messages) -> ColumnElement[bool]:
-    return meta_text(messages.c.metadata, MetaKey.STATUS).in_(PENDING_STATUSES)
+    return meta_text(messages.c.metadata, MetaKey.STATUS).in_(_PENDING_LITERALS)
 
 
 def clarification_rows(messages: Any = task_session_messages) -> ColumnElement[bool]:
