@@ -140,3 +140,31 @@ async def test_a_turn_write_finds_and_locks_its_session_in_one_statement(world: 
         assert not await world.store.complete_turn(turn.id)  # completed already: no write
         assert not await world.store.complete_turn("no-such-turn")
     assert _kinds(seen) == ["WITH", "SELECT", "WITH"], seen
+
+
+async def test_the_current_turn_is_one_statement_outside_a_transaction(world: World) -> None:
+    session = await world.session()
+    assert await world.store.find_current_turn(session.id) is None
+    turn = await world.turn(session)
+    with transaction_control_sent(world.store) as control, statements_run(world.store) as seen:
+        found = await world.store.find_current_turn(session.id)
+    assert found == turn
+    assert _kinds(seen) == ["SELECT"], seen
+    assert control == [], control
+
+
+async def test_a_successor_reservation_reads_the_session_and_its_current_turn_at_once(
+    world: World,
+) -> None:
+    session = await world.session()
+    turn = await world.turn(session)
+    [row] = await world.bundle(session, ("q",))
+    with statements_run(world.store) as seen:
+        await world.store.reserve_successor(
+            session.id,
+            source_turn_id=turn.id,
+            pending_id=str(row.pending_id),
+            message_ids=[row.id],
+        )
+    # The lock; the session with its current turn; no live reservation; the new turn.
+    assert _kinds(seen) == ["WITH", "SELECT", "SELECT", "INSERT"], seen

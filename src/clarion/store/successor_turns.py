@@ -21,13 +21,13 @@ from clarion.ports import Clock, Written
 from clarion.store.bundle_rows import rewrite, select_rows
 from clarion.store.db.engine import Db
 from clarion.store.db.portable_sql import flag
-from clarion.store.db.predicates import current_turn_id, referenced
+from clarion.store.db.predicates import referenced
 from clarion.store.db.row_conversion import to_turn
 from clarion.store.db.schema import task_session_messages as messages
 from clarion.store.db.schema import task_session_turns as turns
 from clarion.store.db.transactions import Tx
-from clarion.store.tasks import move_with, read_session
-from clarion.store.turn_rows import read_locked_turn
+from clarion.store.tasks import move_with
+from clarion.store.turn_rows import read_locked_turn, read_session_and_current_turn
 
 log = logging.getLogger(__name__)
 
@@ -87,12 +87,11 @@ async def reserve_successor(
     now = clock.now()
     async with db.write() as conn:
         await db.lock_session(conn, session_id)
-        session = await read_session(conn, session_id)
+        session, current = await read_session_and_current_turn(conn, session_id)
         if await live_reservation(conn, session_id) is not None:
             raise Conflict("a successor reservation is already live", session_id=session_id)
         if session.state.is_terminal:
             raise Conflict("session has ended", session_id=session_id)
-        current = (await conn.execute(select(current_turn_id(session_id)))).scalar()
         if current != source_turn_id:
             # The question's turn was superseded after the claim: resuming it now would
             # hand the agent an answer to inert history.

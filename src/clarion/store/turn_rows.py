@@ -27,6 +27,7 @@ log = logging.getLogger(__name__)
 # Built once: composing the current-turn expression costs more than running it.
 _TURN_BY_ID = hot(select(turns).where(turns.c.id == bindparam("turn_id")))
 _CURRENT_TURN_ID = select(current_turn_id(bindparam("session_id")))
+_CURRENT_TURN = hot(select(turns).where(turns.c.id == current_turn_id(bindparam("session_id"))))
 _SESSION_WITH_CURRENT_TURN = hot(
     select(task_sessions, current_turn_id(task_sessions.c.id).label("current_turn_id")).where(
         task_sessions.c.id == bindparam("session_id")
@@ -47,6 +48,12 @@ async def read_locked_turn(db: Db, conn: Tx, turn_id: str) -> Turn | None:
     if db.is_postgres and await db.lock_turn_session(conn, turn_id) is None:
         return None
     return await read_turn(conn, turn_id)
+
+
+async def read_current_turn(conn: Tx, session_id: str) -> Turn | None:
+    """The session's current turn, found and read in one statement."""
+    row = (await conn.execute(_CURRENT_TURN, {"session_id": session_id})).first()
+    return None if row is None else to_turn(row)
 
 
 async def read_current_turn_id(conn: Tx, session_id: str) -> str | None:

@@ -49,7 +49,7 @@ from clarion.store.tasks import (
     read_session,
 )
 from clarion.store.turn_rows import (
-    read_current_turn_id,
+    read_current_turn,
     read_locked_turn,
     read_turn,
     turn_values,
@@ -219,9 +219,9 @@ class SqlTurns:
         return turn
 
     async def find_current_turn(self, session_id: str) -> Turn | None:
-        async with self._db.read() as conn:
-            turn_id = await read_current_turn_id(conn, session_id)
-            return None if turn_id is None else await read_turn(conn, turn_id)
+        # One statement, so one snapshot: no transaction around it.
+        async with self._db.read_one() as conn:
+            return await read_current_turn(conn, session_id)
 
     async def add_message(self, new: NewMessage) -> Message:
         async with self._db.write() as conn:
