@@ -51,13 +51,15 @@ def test_the_server_prunes_finished_sessions_in_the_background(tmp_path: Path) -
         done = server.start_session(server.create_task("Done"), "hello")
         server.wait_for_agent_text(done, "Received: hello")
         server.ok("POST", f"/task-sessions/{done}/finish", json={"state": "completed"})
-        # A task with a running session keeps even its finished sessions.
+        # A task with a running session keeps even its finished sessions. The running one
+        # starts first: started after the other finished, a slow start (a loaded machine)
+        # left the task without a running session for longer than `older_than`.
         busy_task = server.create_task("Busy")
+        running = server.start_session(busy_task, "hello")
+        server.wait_for_agent_text(running, "Received: hello")
         finished = server.start_session(busy_task, "hello")
         server.wait_for_agent_text(finished, "Received: hello")
         server.ok("POST", f"/task-sessions/{finished}/finish", json={"state": "completed"})
-        running = server.start_session(busy_task, "hello")
-        server.wait_for_agent_text(running, "Received: hello")
 
         wait_until(
             lambda: server.request("GET", f"/task-sessions/{done}").status_code == 404,
