@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+import asyncpg
 import pytest
 from sqlalchemy import event, select, text, update
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -209,29 +210,22 @@ def statements_run(store: SqlStore) -> Iterator[list[str]]:
 @contextlib.contextmanager
 def transaction_control_sent(store: SqlStore) -> Iterator[list[str]]:
     """PostgreSQL: the BEGIN and COMMIT (or ROLLBACK) statements the driver sent while the
-    block ran, each one round trip, which `statements_run` does not see (asyncpg's query
-    logger on every connection checked out of the pool meanwhile)."""
+    block ran, each one round trip, which `statements_run` does not see. asyncpg sends them
+    with `Connection.execute` and no arguments, on whichever connection (kept or pooled)."""
     seen: list[str] = []
-    logged: list[Any] = []
+    execute = asyncpg.Connection.execute
 
-    def record(query: Any) -> None:
-        verb = query.query.split(" ")[0].rstrip(";").upper()
-        if verb in ("BEGIN", "COMMIT", "ROLLBACK"):
+    async def recording(self: Any, query: str, *args: Any, **kwargs: Any) -> Any:
+        verb = query.split(" ")[0].rstrip(";").upper()
+        if not args and verb in ("BEGIN", "COMMIT", "ROLLBACK"):
             seen.append(verb)
+        return await execute(self, query, *args, **kwargs)
 
-    def on_checkout(dbapi_connection: Any, *_: Any) -> None:
-        driver = dbapi_connection.driver_connection
-        driver.add_query_logger(record)
-        logged.append(driver)
-
-    pool = store.engine.sync_engine.pool
-    event.listen(pool, "checkout", on_checkout)
+    asyncpg.Connection.execute = recording
     try:
         yield seen
     finally:
-        event.remove(pool, "checkout", on_checkout)
-        for driver in logged:
-            driver.remove_query_logger(record)
+        asyncpg.Connection.execute = execute
 
 
 @contextlib.contextmanager

@@ -27,6 +27,12 @@ from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from clarion.store.db import sqlite
 from clarion.store.db.fastpath import Plans, hot
 from clarion.store.db.fastpath_asyncpg import AsyncpgPlan
+from clarion.store.db.kept_connections import (
+    AUTOCOMMIT,
+    READ_COMMITTED,
+    REPEATABLE_READ,
+    KeptConnections,
+)
 from clarion.store.db.owner_fence import READ_OWN_ROW, OwnerFence
 from clarion.store.db.transactions import AsyncTx, Tx
 
@@ -35,6 +41,9 @@ log = logging.getLogger(__name__)
 # Fifteen connections at most, as before, but all of them kept (see open_engine).
 POOL_SIZE = 15
 POOL_OVERFLOW = 0
+# Idle connections a store keeps checked out between its transactions (kept_connections.py);
+# the rest of the pool stays for the others (migrations, the single-server check).
+KEPT_CONNECTIONS = 10
 
 
 def async_url(url: str) -> str:
@@ -136,8 +145,9 @@ class Db:
     always ends in COMMIT or ROLLBACK, so the engines skip the pool's reset-on-return
     rollback (one more driver round trip per call).
 
-    The read and write flavours are engine copies carrying their execution options, made once:
-    a transaction then costs a pool checkout and BEGIN/COMMIT, with no per-call option setup.
+    On PostgreSQL the transactions run on connections kept between them (`KeptConnections`),
+    each at the isolation level of its kind: a transaction then costs BEGIN/COMMIT, with no
+    pool checkout around it.
     """
 
     def __init__(self, engine: AsyncEngine) -> None:
@@ -150,9 +160,7 @@ class Db:
         self._plans: Plans[AsyncpgPlan] | None = None
         if self.is_postgres:
             self._plans = Plans(engine.dialect, AsyncpgPlan)
-            self._async_writer = engine.execution_options(**{sqlite.WRITE_OPTION: True})
-            self._async_reader = engine.execution_options(isolation_level="REPEATABLE READ")
-            self._async_single = engine.execution_options(isolation_level="AUTOCOMMIT")
+            self._kept = KeptConnections(engine, KEPT_CONNECTIONS)
         else:
             self._inline = sqlite.InlineSqlite(engine.url)
 
@@ -163,7 +171,7 @@ class Db:
             async with self._inline.read() as tx:
                 yield tx
             return
-        async with self._async_reader.connect() as conn, conn.begin():
+        async with self._kept.transaction(REPEATABLE_READ) as conn:
             yield AsyncTx(conn, self._plans)
 
     @asynccontextmanager
@@ -176,7 +184,7 @@ class Db:
             async with self._inline.read() as tx:
                 yield tx
             return
-        async with self._async_single.connect() as conn, conn.begin():
+        async with self._kept.transaction(AUTOCOMMIT) as conn:
             yield AsyncTx(conn, self._plans)
 
     @asynccontextmanager
@@ -191,7 +199,7 @@ class Db:
             async with self._inline.write() as tx:
                 yield tx
             return
-        async with self._async_single.connect() as conn, conn.begin():
+        async with self._kept.transaction(AUTOCOMMIT) as conn:
             yield AsyncTx(conn, self._plans)
 
     @asynccontextmanager
@@ -201,13 +209,16 @@ class Db:
             async with self._inline.write() as tx:
                 yield tx
             return
-        async with self._async_writer.connect() as conn, conn.begin():
+        async with self._kept.transaction(READ_COMMITTED) as conn:
             yield AsyncTx(conn, self._plans)
 
     def close(self) -> None:
-        """Close the inline SQLite connections (the async engine is disposed by its owner)."""
+        """Close the inline SQLite connections, or give the kept PostgreSQL ones back to the
+        pool (the async engine is disposed by its owner)."""
         if self._inline is not None:
             self._inline.close()
+        else:
+            self._kept.close()
 
     async def lock_key(self, conn: Tx, key: str) -> None:
         """Serialize writers on `key` until the transaction ends (SQLite already is serial)."""

@@ -1,0 +1,169 @@
+"""PostgreSQL: a store's transactions run on connections it keeps between them, each at the
+isolation level of its kind; a failed transaction's connection goes back to the pool, a dropped
+one takes the idle ones with it, and closing the store gives every kept one back."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from sqlalchemy import Connection, event, text
+from sqlalchemy.exc import DBAPIError
+
+from clarion.store import SqlStore
+from clarion.store.db.engine import KEPT_CONNECTIONS, POOL_SIZE, Db
+
+pytestmark = pytest.mark.postgres
+
+_ISOLATION = text("SELECT current_setting('transaction_isolation')")
+
+
+@pytest.fixture
+def db_kind() -> str:
+    return "postgres"
+
+
+def _in_transaction(conn: Connection) -> bool:
+    """Whether the driver's connection is inside a transaction it began (PostgreSQL says so
+    after each statement)."""
+    return bool(conn.connection.driver_connection.is_in_transaction())  # type: ignore[union-attr]
+
+
+def _db(store: SqlStore) -> Db:
+    return store._db
+
+
+async def _checkouts(store: SqlStore) -> list[object]:
+    seen: list[object] = []
+    event.listen(store.engine.sync_engine.pool, "checkout", lambda *a: seen.append(a[1]))
+    return seen
+
+
+async def test_transactions_reuse_a_kept_connection_without_a_pool_checkout(
+    store: SqlStore,
+) -> None:
+    db = _db(store)
+    async with db.write() as conn:
+        await conn.execute(text("SELECT 1"))
+    checkouts = await _checkouts(store)
+    for block in (db.write, db.read, db.read_one, db.write_one, db.write):
+        async with block() as conn:
+            await conn.execute(text("SELECT 1"))
+    assert checkouts == []
+    assert db._kept.idle == 1
+
+
+async def test_each_kind_runs_at_its_isolation_on_the_same_kept_connection(
+    store: SqlStore,
+) -> None:
+    db = _db(store)
+    seen: dict[str, tuple[str, bool]] = {}
+    for name, block in (
+        ("write", db.write),
+        ("read", db.read),
+        ("read_one", db.read_one),
+        ("write_one", db.write_one),
+        ("write again", db.write),
+    ):
+        async with block() as conn:
+            level = str((await conn.execute(_ISOLATION)).scalar())
+            seen[name] = (level, await conn.run_sync(_in_transaction))
+    assert seen == {
+        "write": ("read committed", True),
+        "read": ("repeatable read", True),
+        "read_one": ("read committed", False),
+        "write_one": ("read committed", False),
+        "write again": ("read committed", True),
+    }
+    assert db._kept.idle == 1
+
+
+async def test_a_failed_transaction_rolls_back_and_its_connection_is_not_kept(
+    store: SqlStore,
+) -> None:
+    db = _db(store)
+    async with db.write() as conn:
+        await conn.execute(text("CREATE TABLE kept_probe (n int)"))
+    assert db._kept.idle == 1
+
+    async def failing() -> None:
+        async with db.write() as conn:
+            await conn.execute(text("INSERT INTO kept_probe VALUES (1)"))
+            raise RuntimeError("the block failed")
+
+    with pytest.raises(RuntimeError, match="the block failed"):
+        await failing()
+    assert db._kept.idle == 0
+    async with db.read_one() as conn:
+        assert (await conn.execute(text("SELECT count(*) FROM kept_probe"))).scalar() == 0
+
+
+async def test_a_burst_keeps_at_most_its_share_of_the_pool(store: SqlStore) -> None:
+    db = _db(store)
+    all_in = asyncio.Barrier(POOL_SIZE + 1)
+    release = asyncio.Event()
+
+    async def one() -> None:
+        async with db.write() as conn:
+            await conn.execute(text("SELECT 1"))
+            await all_in.wait()
+            await release.wait()
+
+    burst = [asyncio.create_task(one()) for _ in range(POOL_SIZE)]
+    async with asyncio.timeout(60):  # a ceiling, never a delay
+        await all_in.wait()  # the whole pool in use at once
+    release.set()
+    await asyncio.gather(*burst)
+    assert db._kept.idle == KEPT_CONNECTIONS < POOL_SIZE
+    pool = store.engine.sync_engine.pool
+    assert pool.checkedout() == KEPT_CONNECTIONS  # type: ignore[attr-defined]
+
+
+async def test_a_dropped_connection_fails_one_transaction_and_releases_the_idle_ones(
+    store: SqlStore,
+) -> None:
+    db = _db(store)
+    all_in = asyncio.Barrier(3 + 1)
+    release = asyncio.Event()
+    pids: list[int] = []
+
+    async def hold() -> None:
+        async with db.write() as conn:
+            pids.append(int((await conn.execute(text("SELECT pg_backend_pid()"))).scalar()))
+            await all_in.wait()
+            await release.wait()
+
+    holders = [asyncio.create_task(hold()) for _ in range(3)]
+    async with asyncio.timeout(60):  # a ceiling, never a delay
+        await all_in.wait()  # three connections in use at once, then kept
+    release.set()
+    await asyncio.gather(*holders)
+    assert db._kept.idle == 3
+    async with store.engine.connect() as admin:  # the pool's spare: not a kept one
+        await admin.execute(
+            text("SELECT pg_terminate_backend(pid) FROM unnest(CAST(:pids AS int[])) AS pid"),
+            {"pids": pids},
+        )
+        await admin.commit()
+    with pytest.raises(DBAPIError):
+        async with db.write() as conn:
+            await conn.execute(text("SELECT 1"))
+    assert db._kept.idle == 0
+    async with db.write() as conn:  # a fresh connection from the pool
+        assert (await conn.execute(text("SELECT 1"))).scalar() == 1
+
+
+async def test_closing_the_store_gives_every_kept_connection_back_to_the_pool(
+    store: SqlStore,
+) -> None:
+    db = _db(store)
+    async with db.write() as conn:
+        await conn.execute(text("SELECT 1"))
+    pool = store.engine.sync_engine.pool
+    assert pool.checkedout() == 1  # type: ignore[attr-defined]
+    db.close()
+    assert pool.checkedout() == 0  # type: ignore[attr-defined]
+    async with db.write() as conn:  # still usable, but nothing is kept any more
+        await conn.execute(text("SELECT 1"))
+    assert db._kept.idle == 0
+    assert pool.checkedout() == 0  # type: ignore[attr-defined]
