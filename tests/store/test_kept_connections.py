@@ -5,13 +5,16 @@ one takes the idle ones with it, and closing the store gives every kept one back
 from __future__ import annotations
 
 import asyncio
+from datetime import UTC, datetime
 
 import pytest
 from sqlalchemy import Connection, event, text
 from sqlalchemy.exc import DBAPIError
 
-from clarion.store import SqlStore
+from clarion.store import SqlStore, summaries
 from clarion.store.db.engine import KEPT_CONNECTIONS, POOL_SIZE, Db
+
+from .conftest import World, fast_path_statements, transaction_control_sent
 
 pytestmark = pytest.mark.postgres
 
@@ -167,3 +170,44 @@ async def test_closing_the_store_gives_every_kept_connection_back_to_the_pool(
         await conn.execute(text("SELECT 1"))
     assert db._kept.idle == 0
     assert pool.checkedout() == 0  # type: ignore[attr-defined]
+
+
+async def _summary_cas(db: Db, task_id: str, expected: int, data: dict[str, int]) -> int:
+    """The summary's compare-and-set, a hot statement, on the fast path inside `db.write()`
+    (which is a transaction), returning the rows it changed."""
+    async with db.write() as conn:
+        result = await conn.execute(
+            summaries._CAS_UPDATE,
+            {
+                "b_task_id": task_id,
+                "b_expected": expected,
+                "b_revision": expected + 1,
+                "b_summary": data,
+                "b_updated_at": datetime.now(UTC),
+            },
+        )
+        if data.get("fail"):
+            raise RuntimeError("the block failed")
+        return result.rowcount
+
+
+async def test_a_fast_path_transaction_commits_and_rolls_back_on_the_driver_alone(
+    world: World,
+) -> None:
+    """A block whose statements all ran on the fast path never had a SQLAlchemy transaction:
+    its end commits, or rolls back, the driver's."""
+    session = await world.session()
+    store = world.store
+    db = _db(store)
+    first = await store.cas_summary(session.task_id, expected_revision=None, data={"a": 1})
+    assert first is not None
+    ran: list[str] = []
+    with fast_path_statements(ran.append), transaction_control_sent(store) as control:
+        assert await _summary_cas(db, session.task_id, first.revision, {"a": 2}) == 1
+        with pytest.raises(RuntimeError, match="the block failed"):
+            await _summary_cas(db, session.task_id, first.revision + 1, {"a": 3, "fail": 1})
+    assert len(ran) == 2  # both updates on the fast path, none through SQLAlchemy
+    assert control == ["BEGIN", "COMMIT", "BEGIN", "ROLLBACK"]
+    stored = await store.find_summary(session.task_id)
+    assert stored is not None and (stored.revision, stored.data) == (2, {"a": 2})
+    assert db._kept.idle == 1  # the committed one kept, the failed one given back

@@ -80,7 +80,7 @@ class AsyncpgPlan(Plan):
         try:
             raw, status = await _fetch(adapt, sql, values, self._dialect)
         except BaseException as error:
-            await conn.run_sync(_raise_as_sqlalchemy, error, sql, values)
+            await conn.run_sync(raise_as_sqlalchemy, error, sql, values)
             raise  # not reached: the line above raised SQLAlchemy's exception
         match = _ROWCOUNT.match(status or "")
         rowcount = int(match.group(1)) if match else -1
@@ -131,7 +131,7 @@ async def _fetch(adapt: Any, sql: str, values: list[Any], dialect: Any) -> tuple
             raise
 
 
-def _raise_as_sqlalchemy(sync: Connection, error: BaseException, sql: str, values: Any) -> None:
+def raise_as_sqlalchemy(sync: Connection, error: BaseException, sql: str, values: Any) -> None:
     """SQLAlchemy's handling of a failed execution, as its own path would have run it: the
     exception wrapped in its class, a disconnect invalidating the connection and the pool."""
     dialect: Any = sync.dialect

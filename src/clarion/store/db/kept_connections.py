@@ -5,7 +5,11 @@ Imported only by `clarion.store.db.engine`. Taking a connection from SQLAlchemy'
 it back, with the `AsyncConnection` around it, cost two greenlet switches and the pool's
 bookkeeping on every transaction: about as much CPU as the statements of a short one. A live
 ask -> answer cycle runs about ten transactions, so `KeptConnections` keeps up to `keep`
-connections out of the pool while they are idle and hands them to the next transaction.
+connections out of the pool while they are idle and hands them to the next transaction. Nor
+does a transaction open a SQLAlchemy transaction first (two more greenlet switches, to begin and
+to commit): the driver's transaction begins with the first statement, as it did under
+SQLAlchemy's; SQLAlchemy begins its own only around a statement that goes through it, and the
+block's end commits whichever there is (`_end`).
 
 One set of kept connections serves every kind of transaction: the isolation level it needs
 (READ COMMITTED for writes, REPEATABLE READ for reads, none for a block of one statement) is set
@@ -28,6 +32,8 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+
+from clarion.store.db.fastpath_asyncpg import raise_as_sqlalchemy
 
 log = logging.getLogger(__name__)
 
@@ -60,8 +66,12 @@ class KeptConnections:
         adaptor.isolation_level = isolation
         kept = False
         try:
-            async with conn.begin():
+            try:
                 yield conn
+            except BaseException:
+                await _roll_back_after(conn, adaptor)
+                raise
+            await _end(conn, adaptor, commit=True)
             kept = not self._closed and len(self._idle) < self._keep and not conn.invalidated
         finally:
             adaptor.isolation_level = before
@@ -87,6 +97,41 @@ class KeptConnections:
             # nothing on return), so it is done here without awaiting.
             if conn.sync_connection is not None:
                 conn.sync_connection.close()
+
+
+async def _end(conn: AsyncConnection, adaptor: Any, *, commit: bool) -> None:
+    """COMMIT or ROLLBACK the block's transaction. SQLAlchemy's, when a statement went through
+    it: it began its transaction around that statement, with the driver's inside. Otherwise
+    the driver's alone, which the fast path began (`fastpath_asyncpg`), ended on the driver as
+    SQLAlchemy's adaptor ends it, with no greenlet switch and no SQLAlchemy transaction; a
+    failure goes through SQLAlchemy's handling all the same (a lost connection invalidated)."""
+    if conn.in_transaction():
+        await (conn.commit() if commit else conn.rollback())
+        return
+    transaction = adaptor._transaction
+    if transaction is None:  # no statement ran, or it ran in autocommit
+        return
+    sql = "COMMIT" if commit else "ROLLBACK"
+    try:
+        try:
+            await (transaction.commit() if commit else transaction.rollback())
+        except Exception as error:
+            adaptor._handle_exception(error)  # raises it as the adaptor's DBAPI error
+    except Exception as error:
+        await conn.run_sync(raise_as_sqlalchemy, error, sql, ())
+    finally:
+        adaptor._transaction = None  # ended, or failed to: either way not the next one's
+
+
+async def _roll_back_after(conn: AsyncConnection, adaptor: Any) -> None:
+    """The rollback of a block that raised: its own failure is logged, not raised, so the
+    block's error is what the caller sees; the connection is invalidated, so not kept."""
+    try:
+        await _end(conn, adaptor, commit=False)
+    except Exception:
+        log.warning("rollback failed; the connection is dropped", exc_info=True)
+        if not conn.invalidated:
+            await conn.invalidate()
 
 
 def _adaptor(conn: AsyncConnection) -> Any:
