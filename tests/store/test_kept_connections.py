@@ -36,30 +36,21 @@ def _db(store: SqlStore) -> Db:
     return store._db
 
 
-async def _checkouts(store: SqlStore) -> list[object]:
-    seen: list[object] = []
-    event.listen(store.engine.sync_engine.pool, "checkout", lambda *a: seen.append(a[1]))
-    return seen
-
-
-async def test_transactions_reuse_a_kept_connection_without_a_pool_checkout(
-    store: SqlStore,
-) -> None:
-    db = _db(store)
+async def _keeping_one(store: SqlStore, sql: str = "SELECT 1") -> Db:
+    """The store's transactions, after one write (`sql`) left one connection kept."""
+    db = store._db
     async with db.write() as conn:
-        await conn.execute(text("SELECT 1"))
-    checkouts = await _checkouts(store)
-    for block in (db.write, db.read, db.read_one, db.write_one, db.write):
-        async with block() as conn:
-            await conn.execute(text("SELECT 1"))
-    assert checkouts == []
+        await conn.execute(text(sql))
     assert db._kept.idle == 1
+    return db
 
 
-async def test_each_kind_runs_at_its_isolation_on_the_same_kept_connection(
+async def test_every_kind_runs_at_its_isolation_on_one_kept_connection_with_no_checkout(
     store: SqlStore,
 ) -> None:
-    db = _db(store)
+    db = await _keeping_one(store)  # the one connection: checked out once, then kept
+    checkouts: list[object] = []
+    event.listen(store.engine.sync_engine.pool, "checkout", lambda *a: checkouts.append(a[1]))
     seen: dict[str, tuple[str, bool]] = {}
     for name, block in (
         ("write", db.write),
@@ -78,16 +69,14 @@ async def test_each_kind_runs_at_its_isolation_on_the_same_kept_connection(
         "write_one": ("read committed", False),
         "write again": ("read committed", True),
     }
+    assert checkouts == []
     assert db._kept.idle == 1
 
 
 async def test_a_failed_transaction_rolls_back_and_its_connection_is_not_kept(
     store: SqlStore,
 ) -> None:
-    db = _db(store)
-    async with db.write() as conn:
-        await conn.execute(text("CREATE TABLE kept_probe (n int)"))
-    assert db._kept.idle == 1
+    db = await _keeping_one(store, "CREATE TABLE kept_probe (n int)")
 
     async def failing() -> None:
         async with db.write() as conn:
@@ -159,9 +148,7 @@ async def test_a_dropped_connection_fails_one_transaction_and_releases_the_idle_
 async def test_closing_the_store_gives_every_kept_connection_back_to_the_pool(
     store: SqlStore,
 ) -> None:
-    db = _db(store)
-    async with db.write() as conn:
-        await conn.execute(text("SELECT 1"))
+    db = await _keeping_one(store)
     pool = store.engine.sync_engine.pool
     assert pool.checkedout() == 1  # type: ignore[attr-defined]
     db.close()
