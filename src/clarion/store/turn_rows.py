@@ -26,7 +26,6 @@ log = logging.getLogger(__name__)
 
 # Built once: composing the current-turn expression costs more than running it.
 _TURN_BY_ID = hot(select(turns).where(turns.c.id == bindparam("turn_id")))
-_CURRENT_TURN_ID = select(current_turn_id(bindparam("session_id")))
 _CURRENT_TURN = hot(select(turns).where(turns.c.id == current_turn_id(bindparam("session_id"))))
 _SESSION_WITH_CURRENT_TURN = hot(
     select(task_sessions, current_turn_id(task_sessions.c.id).label("current_turn_id")).where(
@@ -54,11 +53,6 @@ async def read_current_turn(conn: Tx, session_id: str) -> Turn | None:
     """The session's current turn, found and read in one statement."""
     row = (await conn.execute(_CURRENT_TURN, {"session_id": session_id})).first()
     return None if row is None else to_turn(row)
-
-
-async def read_current_turn_id(conn: Tx, session_id: str) -> str | None:
-    value = (await conn.execute(_CURRENT_TURN_ID, {"session_id": session_id})).scalar()
-    return None if value is None else str(value)
 
 
 async def read_session_and_current_turn(conn: Tx, session_id: str) -> tuple[Session, str | None]:
