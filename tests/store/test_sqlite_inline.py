@@ -31,7 +31,7 @@ async def test_inline_connections_leave_checkpoints_to_the_worker(tmp_path: Path
         db.close()
 
 
-async def test_a_passive_checkpoint_follows_every_batch_of_writes(
+async def test_a_round_of_passive_checkpoints_follows_every_batch_of_writes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     db = _inline(tmp_path)
@@ -39,10 +39,11 @@ async def test_a_passive_checkpoint_follows_every_batch_of_writes(
     checkpointed = threading.Event()
     original = sqlite._Checkpointer._checkpoint
 
-    def spy(self: sqlite._Checkpointer) -> None:
+    def spy(self: sqlite._Checkpointer) -> tuple[int, int]:
         threads.append(threading.current_thread().name)
-        original(self)
+        result = original(self)
         checkpointed.set()
+        return result
 
     monkeypatch.setattr(sqlite._Checkpointer, "_checkpoint", spy)
     try:
@@ -56,11 +57,43 @@ async def test_a_passive_checkpoint_follows_every_batch_of_writes(
             await tx.execute(text("INSERT INTO scratch (x) VALUES (-1)"))
 
         assert await asyncio.to_thread(checkpointed.wait, 10)
-        assert db.checkpoints == 1
-        assert threads == ["clarion-wal-checkpoint_0"]
+        assert await db.checkpoints_settled() == 1
+        assert threads == ["clarion-wal-checkpoint_0"] * 2  # the bulk, then the catch-up
         async with db.read() as tx:
             count = (await tx.execute(text("SELECT count(*) FROM scratch"))).scalar()
         assert count == CHECKPOINT_EVERY - 1
+    finally:
+        db.close()
+
+
+def _wal_restarts(wal: Path) -> int:
+    """The WAL header's checkpoint sequence number: one more each time a writer starts the log
+    again from its beginning."""
+    return int.from_bytes(wal.read_bytes()[12:16], "big")
+
+
+async def test_writes_that_never_pause_still_restart_the_wal_from_its_beginning(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A checkpoint beside writes that never pause ends behind the newest commit, and the log
+    # restarts only when it was fully copied: the WAL file grew by every write, without end.
+    monkeypatch.setattr(sqlite, "CHECKPOINT_EVERY", 20)
+    db = _inline(tmp_path)
+    wal = tmp_path / "inline.db-wal"
+    try:
+        async with db.write() as tx:
+            await tx.execute(text("CREATE TABLE scratch (x TEXT)"))
+        before = _wal_restarts(wal)
+        for _ in range(100_000):  # a ceiling; rounds end long before
+            async with db.write() as tx:
+                await tx.execute(text("INSERT INTO scratch (x) VALUES (:x)"), {"x": "x" * 2000})
+            await asyncio.sleep(0)  # the server's loop serves other work between writes
+            if db.checkpoints >= 3:
+                break
+        async with db.write() as tx:
+            await tx.execute(text("INSERT INTO scratch (x) VALUES ('after')"))
+        assert db.checkpoints >= 3
+        assert _wal_restarts(wal) > before
     finally:
         db.close()
 
