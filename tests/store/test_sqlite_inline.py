@@ -39,11 +39,10 @@ async def test_a_round_of_passive_checkpoints_follows_every_batch_of_writes(
     checkpointed = threading.Event()
     original = sqlite._Checkpointer._checkpoint
 
-    def spy(self: sqlite._Checkpointer) -> tuple[int, int]:
+    def spy(self: sqlite._Checkpointer) -> None:
         threads.append(threading.current_thread().name)
-        result = original(self)
+        original(self)
         checkpointed.set()
-        return result
 
     monkeypatch.setattr(sqlite._Checkpointer, "_checkpoint", spy)
     try:

@@ -181,8 +181,8 @@ class InlineSqlite:
 
 
 class _Checkpointer:
-    """Passive WAL checkpoints on one worker thread, with a connection of its own; a round
-    that ended behind the newest commit copies the rest while the writers wait."""
+    """Passive WAL checkpoints on one worker thread, with a connection of its own, in rounds
+    of two: the bulk beside the writers, then what they committed meanwhile while they wait."""
 
     def __init__(self, database: str, writers: Callable[[], asyncio.Lock]) -> None:
         self._database = database
@@ -216,18 +216,15 @@ class _Checkpointer:
             await loop.run_in_executor(executor, self._checkpoint)
         self.done += 1
 
-    def _checkpoint(self) -> tuple[int, int]:
-        """(frames in the log when it began, frames of those copied into the database); (0, 0)
-        when it failed."""
+    def _checkpoint(self) -> None:
         try:
             if self._conn is None:
                 self._conn = sqlite3.connect(self._database, timeout=BUSY_TIMEOUT_MS / 1000)
             busy, frames, copied = self._conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
         except sqlite3.Error:
             log.warning("WAL checkpoint failed; the next one retries", exc_info=True)
-            return 0, 0
+            return
         log.debug("WAL checkpoint", extra={"busy": busy, "wal_frames": frames, "copied": copied})
-        return frames, copied
 
     def _close_connection(self) -> None:
         if self._conn is not None:
