@@ -1,10 +1,15 @@
 """Cost growth: respond and pending-projection latency as a session's history grows.
 
-One session gets 10, then 1,000, then 100,000 messages of history (completed turns of 100
-messages each, written while the server is stopped; see bench.seed). At each size the server
-is started, one warm-up question is answered, then for each sample the benchmark asks a
-question and, while it is pending, times GET /tasks/{id}/task-sessions (the pending
-projection) and then the live answer (POST -> 200).
+One task and session per size (10, 1,000, 100,000 messages of history: completed turns of 100
+messages each, written while the server is stopped; see bench.seed), all in one database. One
+server then serves every size side by side: a few warm-up rounds, then each round takes one
+sample of every size in turn. A sample asks a question and, while it is pending, times GET
+/tasks/{id}/task-sessions (the pending projection) and then the live answer (POST -> 200).
+
+Interleaving is what makes the ratio readable: the host's speed drifts by tens of percent
+within minutes here, and a drift between one size's samples and the next's would show up as
+growth (or hide it). The small sessions share the database with the 100,000-message one, as a
+real server's sessions do.
 """
 
 from __future__ import annotations
@@ -66,23 +71,51 @@ async def _grow_to(url: str, session_id: str, target: int) -> int:
     return await _count(url, session_id)
 
 
+WARM_UP_ROUNDS = 3
+
+
+async def _sample(ctx: Ctx, task_id: str, session_id: str) -> tuple[float, float]:
+    """One question: (respond POST -> 200, projection GET) in seconds."""
+    pending_id = await ask_and_wait(ctx.api, ctx.feed, session_id)
+    began = time.perf_counter()
+    body = await ctx.api.ok("GET", f"/tasks/{task_id}/task-sessions")
+    project = time.perf_counter() - began
+    if body["sessions"][0]["pending_action"] != "clarification":
+        raise RuntimeError(f"projection did not show the pending question: {body}")
+    to_200, _ = await answer_live(ctx, session_id, pending_id)
+    return to_200, project
+
+
 async def measure(
-    ctx: Ctx, task_id: str, session_id: str, samples: int
-) -> tuple[list[float], list[float]]:
-    respond: list[float] = []
-    project: list[float] = []
-    for i in range(samples + 1):
-        pending_id = await ask_and_wait(ctx.api, ctx.feed, session_id)
-        if i:
-            began = time.perf_counter()
-            body = await ctx.api.ok("GET", f"/tasks/{task_id}/task-sessions")
-            project.append(time.perf_counter() - began)
-            if body["sessions"][0]["pending_action"] != "clarification":
-                raise RuntimeError(f"projection did not show the pending question: {body}")
-        to_200, _ = await answer_live(ctx, session_id, pending_id)
-        if i:
-            respond.append(to_200)
-    return respond, project
+    ctx: Ctx, sessions: dict[int, tuple[str, str]], samples: int
+) -> dict[int, tuple[list[float], list[float]]]:
+    """Round-robin over the sizes: WARM_UP_ROUNDS untimed rounds, then `samples` timed ones."""
+    out: dict[int, tuple[list[float], list[float]]] = {size: ([], []) for size in sessions}
+    for round_no in range(WARM_UP_ROUNDS + samples):
+        for size, (task_id, session_id) in sessions.items():
+            respond, project = await _sample(ctx, task_id, session_id)
+            if round_no >= WARM_UP_ROUNDS:
+                out[size][0].append(respond)
+                out[size][1].append(project)
+    return out
+
+
+async def _first_turns(ctx: Ctx, sizes: Sequence[int]) -> dict[int, tuple[str, str]]:
+    """A task and a session per size, each with its first turn finished: size -> (task, session)."""
+    sessions = {}
+    for size in sizes:
+        task_id = await ctx.api.create_task(f"cost growth, {size:,} messages")
+        sessions[size] = (task_id, await ctx.api.start_session(task_id, "hello"))
+    deadline = time.perf_counter() + 120
+    for _, session_id in sessions.values():
+        while not any(
+            m["author_type"] == "agent"
+            for m in (await ctx.api.ok("GET", f"/task-sessions/{session_id}/messages"))["messages"]
+        ):
+            if time.perf_counter() > deadline:
+                raise RuntimeError(f"session {session_id}'s first turn never finished")
+            await asyncio.sleep(0.05)
+    return sessions
 
 
 async def run(
@@ -91,30 +124,19 @@ async def run(
     await server.start()
     ctx = await Ctx.connect(db, server)
     try:
-        task_id = await ctx.api.create_task("cost growth")
-        session_id = await ctx.api.start_session(task_id, "hello")
-        deadline = time.perf_counter() + 60
-        while not any(
-            m["author_type"] == "agent"
-            for m in (await ctx.api.ok("GET", f"/task-sessions/{session_id}/messages"))["messages"]
-        ):
-            if time.perf_counter() > deadline:
-                raise RuntimeError("the first turn never finished")
-            await asyncio.sleep(0.05)
+        sessions = await _first_turns(ctx, sizes)
     finally:
         await ctx.close()
         server.stop()
-    out: dict[int, tuple[list[float], list[float]]] = {}
-    for size in sizes:
+    for size, (_, session_id) in sessions.items():
         began = time.perf_counter()
         have = await _grow_to(server.database_url, session_id, size)
         seeded_s = time.perf_counter() - began
-        progress(f"{db}: cost growth, history at {have} messages (seeded in {seeded_s:.1f}s)")
-        await server.start()
-        ctx = await Ctx.connect(db, server)
-        try:
-            out[size] = await measure(ctx, task_id, session_id, samples)
-        finally:
-            await ctx.close()
-            server.stop()
-    return out
+        progress(f"{db}: cost growth, a session at {have} messages (seeded in {seeded_s:.1f}s)")
+    await server.start()
+    ctx = await Ctx.connect(db, server)
+    try:
+        return await measure(ctx, sessions, samples)
+    finally:
+        await ctx.close()
+        server.stop()

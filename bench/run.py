@@ -49,7 +49,7 @@ class Sizes:
     # open, their statements prepared, its heap grown), as bench.compare's does.
     throughput_warmup_s: float = 1.0
     history: tuple[int, ...] = (10, 1_000, 100_000)
-    history_samples: int = 5
+    history_samples: int = 15
     bundles: int = 10_000
     reservations: int = 1_000
     recovery_limit_s: float = 30.0
@@ -374,6 +374,10 @@ async def main_async(sizes: Sizes, dbs: list[str], workdir: Path, *, only: str =
             progress("postgres: unreachable, skipped")
             out.rows.append(Row("postgres", "all", "skipped", note="PostgreSQL unreachable"))
             continue
+        if only == "growth":
+            progress(f"{db}: cost growth")
+            await _growth(db, workdir, sizes, out)
+            continue
         progress(f"{db}: {sizes.idle_agents} idle agents, before and after the idle stop")
         await _idle_agents(db, workdir, sizes, out)
         if only == "idle-agents":
@@ -388,7 +392,7 @@ async def main_async(sizes: Sizes, dbs: list[str], workdir: Path, *, only: str =
         await _growth(db, workdir, sizes, out)
         progress(f"{db}: startup recovery")
         await _recovery(db, workdir, sizes, out)
-    if only == "idle-agents":
+    if only != "all":
         return out
     if "postgres" in dbs:
         progress(f"cluster: {sizes.cluster.replicas} replicas on PostgreSQL and NATS")
@@ -427,7 +431,10 @@ def main(argv: list[str] | None = None) -> int:
         f"in one wave, {idle_agents.WAVE_IDLE_STOP_S} with several",
     )
     parser.add_argument(
-        "--only", choices=["all", "idle-agents"], default="all", help="run only these rows"
+        "--only",
+        choices=["all", "idle-agents", "growth"],
+        default="all",
+        help="run only these rows",
     )
     args = parser.parse_args(argv)
     sizes = QUICK if args.quick else Sizes()

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from bench.cluster import ClusterSizes
 from bench.idle_rows import idle_agents_rows
-from bench.run import Results, Sizes, _idle_agents, _memory, _online, _peer
+from bench.run import Results, Sizes, _growth, _idle_agents, _memory, _online, _peer
 from bench.server import fresh_database, postgres_reachable
 from bench.stats import render
 
@@ -193,3 +194,15 @@ async def test_cluster_phase_is_skipped_without_nats(
     rows = await cluster.rows(tmp_path, ClusterSizes(replicas=(1,)))
     assert len(rows) == 1 and rows[0].value == "skipped"
     assert "unreachable" in rows[0].note
+
+
+async def test_growth_rows_give_every_size_its_samples_and_the_ratio(tmp_path: Path) -> None:
+    out = Results()
+    sizes = replace(TINY, history=(10, 30), history_samples=2)
+    await asyncio.wait_for(_growth("sqlite", tmp_path, sizes, out), 180)
+    rows = {row.name: row for row in out.rows}
+    for label in ("respond POST -> 200", "pending projection GET task-sessions"):
+        assert rows[f"{label} p50, 10 messages"].note == "1.00x; n=2"
+        last = rows[f"{label} p50, 30 messages"]
+        assert last.target == "<= 1.2x the 10 figure"
+        assert last.note.endswith("x; n=2")
