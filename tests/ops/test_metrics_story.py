@@ -53,6 +53,9 @@ def _story(server: ServerProcess) -> None:
     assert value(empty, "clarion_questions_waiting", state="active_live") == 0
     assert value(empty, "clarion_oldest_question_waiting_seconds") == 0
     assert value(empty, "clarion_agent_starts_total") == 0
+    # The full collection that ends start-up (the heap is then frozen) is counted.
+    assert value(empty, "clarion_gc_collections_total", generation="2") >= 1
+    assert value(empty, "clarion_gc_cpu_seconds_total", generation="2") > 0
 
     # A live question: the agent waits in its tool call.
     live_session, live_pending = server.live_question()

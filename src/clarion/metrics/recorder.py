@@ -11,6 +11,7 @@ from typing import get_args
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
+from clarion.metrics.gc_time import process_gc_time
 from clarion.ports.metrics import AnswerOutcome, RespondPath, WebhookResult
 
 # From a millisecond (a live answer on a quiet server) to the resume bound's order (30 s).
@@ -57,6 +58,7 @@ class PrometheusMetrics:
         self._adopted = Counter(
             "clarion_adopted_sessions", "Cluster: sessions adopted from dead replicas", registry=r
         )
+        r.register(process_gc_time())
 
     def answer(self, outcome: AnswerOutcome) -> None:
         self._answers[outcome].inc()
