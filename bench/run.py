@@ -19,6 +19,7 @@ from pathlib import Path
 from bench import (
     cluster,
     commits,
+    cpu_rows,
     footprint,
     growth,
     idle_agents,
@@ -44,6 +45,8 @@ class Sizes:
     builtin_sessions: tuple[int, ...] = (1, 10)  # full turns through the builtin agent
     idle_sessions: tuple[int, ...] = (10, 100)  # sessions holding an open question, for RSS
     throughput_s: float = 5.0
+    # MCP throughput windows per session count, the counts taken in turn (bench.cpu_rows).
+    throughput_rounds: int = 3
     # Each MCP throughput size first runs this long on sessions of its own, not counted: the
     # measured window then starts on a server already carrying that load (its pool connections
     # open, their statements prepared, its heap grown), as bench.compare's does.
@@ -74,6 +77,7 @@ QUICK = Sizes(
     idle_sessions=(1, 2),
     throughput_s=0.5,
     throughput_warmup_s=0.2,
+    throughput_rounds=1,
     history=(10, 30, 250),
     history_samples=1,
     bundles=20,
@@ -150,34 +154,17 @@ async def _online(db: str, workdir: Path, sizes: Sizes, out: Results) -> None:
                     f"{how}; {det_c[1]} once quiet, incl. successor turn end",
                 ),
             ]
-            for n in sizes.sessions:
-                await throughput.mcp_cycles_per_second(ctx, n, sizes.throughput_warmup_s)
-                t = await throughput.mcp_cycles_per_second(ctx, n, sizes.throughput_s)
-                target = n == 100 and db == "sqlite"
-                out.rows.append(
-                    Row(
-                        db,
-                        f"throughput, {n} concurrent sessions (MCP clients)",
-                        f"{t.rate:.1f} cycles/s",
-                        ">= 1000 cycles/s" if target else "",
-                        (t.rate >= 1000) if target else None,
-                        f"{t.cycles} cycles, after {sizes.throughput_warmup_s:g} s of warm-up",
-                    )
-                )
-                cpu_limit = 5.0
-                server_ms = ms(t.server_cpu_per_cycle)
-                out.rows.append(
-                    Row(
-                        db,
-                        f"server CPU per cycle, {n} sessions (MCP clients)",
-                        f"{server_ms:.2f} ms",
-                        f"<= {cpu_limit:g} ms",
-                        server_ms <= cpu_limit,
-                        f"bench client {ms(t.client_cpu_per_cycle):.2f} ms/cycle",
-                    )
-                )
-                if n == 1:
-                    out.one_session_rate[db] = t.rate
+            rows, rates = await cpu_rows.mcp_rows(
+                db,
+                ctx,
+                sizes.sessions,
+                sizes.throughput_s,
+                sizes.throughput_warmup_s,
+                sizes.throughput_rounds,
+            )
+            out.rows += rows
+            if 1 in rates:
+                out.one_session_rate[db] = rates[1]
             for n in sizes.builtin_sessions:
                 rate, done = await throughput.cycles_per_second(ctx, n, sizes.throughput_s)
                 out.rows.append(

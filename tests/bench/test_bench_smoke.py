@@ -29,6 +29,7 @@ TINY = Sizes(
     idle_sessions=(1, 2),
     throughput_s=0.2,
     throughput_warmup_s=0.1,
+    throughput_rounds=1,
     peer=2,
     idle_agents=2,
     idle_cpu_window_s=1.0,
@@ -52,7 +53,8 @@ async def test_online_measurements_produce_figures(
     assert "throughput, 1 concurrent sessions (MCP clients)" in names
     throughput = next(r for r in out.rows if r.name.startswith("throughput, 1 concurrent"))
     assert "after 0.1 s of warm-up" in throughput.note
-    assert "server CPU per cycle, 1 sessions (MCP clients)" in names
+    cpu = next(r for r in out.rows if r.name == "server CPU per cycle, 1 sessions (MCP clients)")
+    assert re.search(r"garbage collector \d+\.\d\d ms of it", cpu.note)
     assert "server RSS, 2 idle sessions holding a question" in names
     assert "full turns, 1 concurrent sessions (builtin agent)" in names
     assert all(row.value for row in out.rows)
