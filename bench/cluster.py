@@ -48,9 +48,10 @@ import httpx
 
 from bench import latency, throughput
 from bench.client import Api, RoundRobinApi
+from bench.cluster_rows import ClusterResult, cluster_rows
 from bench.context import Ctx, progress
 from bench.server import BenchServer, fresh_database, postgres_reachable
-from bench.stats import Row, ms, percentile, render
+from bench.stats import Row, render
 
 NATS_URL = os.environ.get("CLARION_BENCH_NATS_URL", "nats://127.0.0.1:4222")
 NATS_MONITOR = os.environ.get("CLARION_BENCH_NATS_MONITOR", "")
@@ -81,10 +82,12 @@ class ClusterSizes:
     replicas: tuple[int, ...] = (1, 2, 3)
     sessions: int = 10  # simulated MCP agents, as the 10-session throughput row
     throughput_s: float = 5.0
-    live: int = 30  # answers per latency figure
+    live: int = 30  # answers per latency figure, each round
+    # The replica counts are measured in turn, this many times each (bench.cluster_rows).
+    rounds: int = 3
 
 
-QUICK = ClusterSizes(replicas=(1, 2), sessions=2, throughput_s=0.5, live=2)
+QUICK = ClusterSizes(replicas=(1, 2), sessions=2, throughput_s=0.5, live=2, rounds=1)
 
 
 async def nats_reachable(url: str | None = None) -> bool:
@@ -185,14 +188,6 @@ async def cluster(n: int, workdir: Path) -> AsyncIterator[Cluster]:
             _stop_all(servers)
 
 
-@dataclass(frozen=True)
-class ClusterResult:
-    replicas: int
-    throughput: throughput.McpThroughput
-    via_owner: tuple[list[float], list[float]]  # (POST -> 200, POST -> tool call returns)
-    via_other: tuple[list[float], list[float]] | None
-
-
 async def measure(n: int, workdir: Path, sizes: ClusterSizes) -> ClusterResult:
     async with cluster(n, workdir) as c:
         apis = [Api(r.api) for r in c.replicas]
@@ -224,60 +219,6 @@ async def measure(n: int, workdir: Path, sizes: ClusterSizes) -> ClusterResult:
     return ClusterResult(n, t, via_owner, via_other)
 
 
-def result_rows(r: ClusterResult, sessions: int) -> list[Row]:
-    n, t = r.replicas, r.throughput
-    label = f"cluster, {n} replica{'s' if n > 1 else ''}"
-    # Each replica runs its share of the sessions, carries the answers it receives for the
-    # others' sessions, and receives every cycle's events over NATS.
-    per_replica = ", ".join(f"{ms(c):.2f}" for c in t.process_cpu_per_cycle)
-    crossed = ""
-    if t.counted_per_cycle:
-        events, event_bytes, requests = t.counted_per_cycle
-        crossed = (
-            f"; NATS delivered per cycle: {events:.1f} events ({event_bytes:.0f} B), "
-            f"{requests:.1f} request-reply messages"
-        )
-    rows = [
-        Row(
-            "postgres",
-            f"{label}: throughput, {sessions} sessions (MCP clients)",
-            f"{t.rate:.1f} cycles/s",
-            note=(
-                f"{t.cycles} cycles; HTTP round-robin over {n} replica{'s' if n > 1 else ''}"
-                + crossed
-            ),
-        ),
-        Row(
-            "postgres",
-            f"{label}: server CPU per cycle, {sessions} sessions, all replicas",
-            f"{ms(t.server_cpu_per_cycle):.2f} ms",
-            note=(
-                f"per replica {per_replica} ms; "
-                f"bench client {ms(t.client_cpu_per_cycle):.2f} ms/cycle"
-            ),
-        ),
-    ]
-    for where, samples in (
-        ("the session's replica", r.via_owner),
-        ("another replica", r.via_other),
-    ):
-        if samples is None:
-            continue
-        to_200, to_return = samples
-        rows.append(
-            Row(
-                "postgres",
-                f"{label}: live answer POST -> MCP tool call returns p50, posted to {where}",
-                f"{ms(percentile(to_return, 50)):.1f} ms",
-                note=(
-                    f"n={len(to_return)}; p99 {ms(percentile(to_return, 99)):.1f} ms; "
-                    f"POST -> 200 p50 {ms(percentile(to_200, 50)):.1f} ms"
-                ),
-            )
-        )
-    return rows
-
-
 async def rows(workdir: Path, sizes: ClusterSizes) -> list[Row]:
     """Every replica count's rows, or one row saying why the phase was skipped."""
     if not await postgres_reachable():
@@ -286,11 +227,12 @@ async def rows(workdir: Path, sizes: ClusterSizes) -> list[Row]:
     if not await nats_reachable():
         progress(f"cluster: NATS at {NATS_URL} unreachable, skipped")
         return [Row("postgres", "cluster", "skipped", note=f"NATS at {NATS_URL} unreachable")]
-    out: list[Row] = []
-    for n in sizes.replicas:
-        progress(f"cluster: {n} replicas")
-        out += result_rows(await measure(n, workdir, sizes), sizes.sessions)
-    return out
+    taken: dict[int, list[ClusterResult]] = {n: [] for n in sizes.replicas}
+    for round_no in range(sizes.rounds):
+        for n in sizes.replicas:
+            progress(f"cluster: {n} replicas, round {round_no + 1} of {sizes.rounds}")
+            taken[n].append(await measure(n, workdir, sizes))
+    return cluster_rows(taken, sizes.sessions)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -129,7 +129,13 @@ async def _online(db: str, workdir: Path, sizes: Sizes, out: Results) -> None:
             )
             det = await latency.detached(ctx, sizes.detached)
             out.rows += latency_rows(
-                db, "detached answer POST -> 200 resumed", det, p50_target=15, p99_target=None
+                db,
+                "detached answer POST -> 200 resumed",
+                det,
+                # PostgreSQL's is the stricter figure of the issue that asked for its path to
+                # be as lean as SQLite's.
+                p50_target=10 if db == "postgres" else 15,
+                p99_target=None,
             )
             out.detached_p50[db] = percentile(det, 50)
             live_c = await commits.live(ctx)

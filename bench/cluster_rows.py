@@ -1,0 +1,117 @@
+"""The cluster rows from each replica count's rounds, and what each replica added costs.
+
+Each replica count is measured `rounds` times, the counts in turn, so that the host's drift
+over the minutes the phase takes spreads over all of them (one window each read 10.15 -> 15.42
+-> 13.47 ms per cycle for 1, 2 and 3 replicas on a host that slowed as it ran). The CPU row is
+the median of a count's windows; the latency rows pool its rounds' answers. The cost of a
+replica added is the median over the rounds of (CPU per cycle at the most replicas - at one)
+/ (replicas added).
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+
+from bench import throughput
+from bench.stats import Row, ms, percentile
+
+PER_REPLICA_LIMIT_MS = 0.5
+
+
+@dataclass(frozen=True)
+class ClusterResult:
+    replicas: int
+    throughput: throughput.McpThroughput
+    via_owner: tuple[list[float], list[float]]  # (POST -> 200, POST -> tool call returns)
+    via_other: tuple[list[float], list[float]] | None
+
+
+def _pooled(
+    samples: list[tuple[list[float], list[float]] | None],
+) -> tuple[list[float], list[float]] | None:
+    present = [s for s in samples if s is not None]
+    if not present:
+        return None
+    return [x for s in present for x in s[0]], [x for s in present for x in s[1]]
+
+
+def _count_rows(n: int, taken: list[ClusterResult], sessions: int) -> list[Row]:
+    label = f"cluster, {n} replica{'s' if n > 1 else ''}"
+    windows = [r.throughput for r in taken]
+    median_window = sorted(windows, key=lambda t: t.server_cpu_per_cycle)[len(windows) // 2]
+    # Each replica runs its share of the sessions, carries the answers it receives for the
+    # others' sessions, and receives every cycle's events over NATS.
+    per_replica = ", ".join(f"{ms(c):.2f}" for c in median_window.process_cpu_per_cycle)
+    crossed = ""
+    if median_window.counted_per_cycle:
+        events, event_bytes, requests = median_window.counted_per_cycle
+        crossed = (
+            f"; NATS delivered per cycle: {events:.1f} events ({event_bytes:.0f} B), "
+            f"{requests:.1f} request-reply messages"
+        )
+    each = ", ".join(f"{ms(t.server_cpu_per_cycle):.2f}" for t in windows)
+    rows = [
+        Row(
+            "postgres",
+            f"{label}: throughput, {sessions} sessions (MCP clients)",
+            f"{statistics.median(t.rate for t in windows):.1f} cycles/s",
+            note=(
+                f"median of {len(windows)} windows ({sum(t.cycles for t in windows)} cycles); "
+                f"HTTP round-robin over {n} replica{'s' if n > 1 else ''}" + crossed
+            ),
+        ),
+        Row(
+            "postgres",
+            f"{label}: server CPU per cycle, {sessions} sessions, all replicas",
+            f"{ms(median_window.server_cpu_per_cycle):.2f} ms",
+            note=(
+                f"windows {each} ms; per replica {per_replica} ms (the median window); "
+                f"bench client {ms(median_window.client_cpu_per_cycle):.2f} ms/cycle"
+            ),
+        ),
+    ]
+    for where, samples in (
+        ("the session's replica", _pooled([r.via_owner for r in taken])),
+        ("another replica", _pooled([r.via_other for r in taken])),
+    ):
+        if samples is None:
+            continue
+        to_200, to_return = samples
+        rows.append(
+            Row(
+                "postgres",
+                f"{label}: live answer POST -> MCP tool call returns p50, posted to {where}",
+                f"{ms(percentile(to_return, 50)):.1f} ms",
+                note=(
+                    f"n={len(to_return)}; p99 {ms(percentile(to_return, 99)):.1f} ms; "
+                    f"POST -> 200 p50 {ms(percentile(to_200, 50)):.1f} ms"
+                ),
+            )
+        )
+    return rows
+
+
+def cluster_rows(taken: dict[int, list[ClusterResult]], sessions: int) -> list[Row]:
+    """Every count's rows (its results in round order), then the cost of a replica added."""
+    rows = [row for n, results in taken.items() for row in _count_rows(n, results, sessions)]
+    fewest, most = min(taken), max(taken)
+    if fewest == 1 and most > 1:
+        added = [
+            ms(big.throughput.server_cpu_per_cycle - one.throughput.server_cpu_per_cycle)
+            / (most - 1)
+            for one, big in zip(taken[1], taken[most], strict=True)
+        ]
+        cost = statistics.median(added)
+        rows.append(
+            Row(
+                "postgres",
+                f"cluster: server CPU per cycle added per replica, {sessions} sessions",
+                f"{cost:+.2f} ms",
+                f"<= +{PER_REPLICA_LIMIT_MS:g} ms",
+                cost <= PER_REPLICA_LIMIT_MS,
+                f"median of the rounds' (1 -> {most} replicas) / {most - 1} "
+                f"({', '.join(f'{a:+.2f}' for a in added)} ms)",
+            )
+        )
+    return rows

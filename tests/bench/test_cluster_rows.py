@@ -1,0 +1,44 @@
+"""The cluster rows from their rounds: medians, pooled answers, and the cost of a replica added."""
+
+from __future__ import annotations
+
+from bench.cluster_rows import ClusterResult, cluster_rows
+from bench.throughput import McpThroughput
+
+
+def _result(n: int, cpu_ms: float, answers: list[float]) -> ClusterResult:
+    t = McpThroughput(
+        rate=80.0,
+        cycles=400,
+        server_cpu_per_cycle=cpu_ms / 1000,
+        client_cpu_per_cycle=0.006,
+        process_cpu_per_cycle=tuple(cpu_ms / 1000 / n for _ in range(n)),
+    )
+    seconds = [a / 1000 for a in answers]
+    return ClusterResult(n, t, (seconds, seconds), (seconds, seconds) if n > 1 else None)
+
+
+def test_a_replica_added_costs_the_median_of_the_rounds_own_differences() -> None:
+    # Round 2 ran on a slow host: one replica cost 12 ms there, three 13.5.
+    taken = {
+        1: [_result(1, 9.0, [8.0]), _result(1, 12.0, [9.0]), _result(1, 9.2, [10.0])],
+        3: [_result(3, 10.2, [11.0]), _result(3, 13.5, [12.0]), _result(3, 11.4, [13.0])],
+    }
+    rows = {row.name: row for row in cluster_rows(taken, 10)}
+    added = rows["cluster: server CPU per cycle added per replica, 10 sessions"]
+    # (10.2 - 9.0) / 2 = 0.60, (13.5 - 12.0) / 2 = 0.75, (11.4 - 9.2) / 2 = 1.10
+    assert (added.value, added.target, added.met) == ("+0.75 ms", "<= +0.5 ms", False)
+    assert "(+0.60, +0.75, +1.10 ms)" in added.note
+    one_cpu = rows["cluster, 1 replica: server CPU per cycle, 10 sessions, all replicas"]
+    assert one_cpu.value == "9.20 ms"
+    assert one_cpu.note.startswith("windows 9.00, 12.00, 9.20 ms; per replica 9.20 ms")
+    other = rows[
+        "cluster, 3 replicas: live answer POST -> MCP tool call returns p50, posted to another replica"
+    ]
+    assert (other.value, other.note.split(";")[0]) == ("12.0 ms", "n=3")
+
+
+def test_a_single_replica_count_has_no_added_cost_row() -> None:
+    rows = cluster_rows({2: [_result(2, 11.0, [9.0])]}, 10)
+    assert not any("added per replica" in row.name for row in rows)
+    assert len(rows) == 4
