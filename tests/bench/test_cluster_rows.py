@@ -32,9 +32,8 @@ def test_a_replica_added_costs_the_median_of_the_rounds_own_differences() -> Non
     one_cpu = rows["cluster, 1 replica: server CPU per cycle, 10 sessions, all replicas"]
     assert one_cpu.value == "9.20 ms"
     assert one_cpu.note.startswith("windows 9.00, 12.00, 9.20 ms; per replica 9.20 ms")
-    other = rows[
-        "cluster, 3 replicas: live answer POST -> MCP tool call returns p50, posted to another replica"
-    ]
+    returns = "live answer POST -> MCP tool call returns p50"
+    other = rows[f"cluster, 3 replicas: {returns}, posted to another replica"]
     assert (other.value, other.note.split(";")[0]) == ("12.0 ms", "n=3")
 
 
