@@ -25,6 +25,8 @@ from bench.stats import Row, ms
 
 CPU_LIMIT_MS = 5.0
 GROWTH_LIMIT = 1.1
+# Cycles per second the embedded database is held to with 100 agents asking at once.
+SQLITE_100_RATE = 1000
 
 
 async def gc_cpu_seconds(base_url: str) -> tuple[float]:
@@ -77,11 +79,14 @@ def throughput_rows(
         gc = statistics.median(ms(t.counted_per_cycle[0]) for t in taken)
         client = statistics.median(ms(t.client_cpu_per_cycle) for t in taken)
         each = ", ".join(f"{ms(t.server_cpu_per_cycle):.2f}" for t in taken)
+        rate_target = n == 100 and db == "sqlite"
         rows += [
             Row(
                 db,
                 f"throughput, {n} concurrent sessions (MCP clients)",
                 f"{rates[n]:.1f} cycles/s",
+                f">= {SQLITE_100_RATE} cycles/s" if rate_target else "",
+                (rates[n] >= SQLITE_100_RATE) if rate_target else None,
                 note=f"median of {len(taken)} windows of {seconds:g} s "
                 f"({sum(t.cycles for t in taken)} cycles), after {warmup_s:g} s of warm-up",
             ),

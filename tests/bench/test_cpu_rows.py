@@ -34,6 +34,9 @@ def test_growth_is_the_median_of_each_rounds_ratio_not_the_ratio_of_medians() ->
     assert "windows 4.00, 6.00, 4.20 ms; garbage collector 0.10 ms of it" in ten.note
     assert by_name["server CPU per cycle, 100 sessions (MCP clients)"].value == "6.30 ms"
     assert rates == {10: 100.0, 100: 100.0}
+    rate_100 = by_name["throughput, 100 concurrent sessions (MCP clients)"]
+    assert (rate_100.target, rate_100.met) == (">= 1000 cycles/s", False)
+    assert by_name["throughput, 10 concurrent sessions (MCP clients)"].met is None
 
 
 def test_without_both_10_and_100_sessions_there_is_no_growth_row() -> None:
