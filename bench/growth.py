@@ -14,11 +14,10 @@ real server's sessions do.
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Sequence
 
-from bench.client import ask_and_wait
+from bench.client import ask_and_wait, new_idle_session
 from bench.context import Ctx, progress
 from bench.latency import answer_live
 from bench.seed import clone_turn
@@ -105,16 +104,7 @@ async def _first_turns(ctx: Ctx, sizes: Sequence[int]) -> dict[int, tuple[str, s
     sessions = {}
     for size in sizes:
         task_id = await ctx.api.create_task(f"cost growth, {size:,} messages")
-        sessions[size] = (task_id, await ctx.api.start_session(task_id, "hello"))
-    deadline = time.perf_counter() + 120
-    for _, session_id in sessions.values():
-        while not any(
-            m["author_type"] == "agent"
-            for m in (await ctx.api.ok("GET", f"/task-sessions/{session_id}/messages"))["messages"]
-        ):
-            if time.perf_counter() > deadline:
-                raise RuntimeError(f"session {session_id}'s first turn never finished")
-            await asyncio.sleep(0.05)
+        sessions[size] = (task_id, await new_idle_session(ctx.api, task_id))
     return sessions
 
 
