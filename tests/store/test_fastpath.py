@@ -173,6 +173,7 @@ async def _cases(world: World) -> list[Case]:
         ("session and turn", turns._SESSION_WITH_CURRENT_TURN, {"session_id": session.id}, None),
         ("current turn", turns._CURRENT_TURN, {"session_id": session.id}, None),
         ("bundle rows", bundles._BUNDLE_ROWS, {"pending_id": pid}, None),
+        ("bundle with session", bundles._BUNDLE_WITH_SESSION, {"pending_id": pid}, None),
         ("bundle session", bundles._BUNDLE_SESSION, {"pending_id": pid}, None),
         (
             "set metadata",

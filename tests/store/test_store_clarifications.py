@@ -92,6 +92,35 @@ async def test_find_bundle_orders_rows_by_question_index_and_reports_current_tur
     assert bundle.session.id == session.id
 
 
+async def test_find_bundle_of_rows_in_two_sessions_reports_the_first_rows_session_and_turn(
+    world: World,
+) -> None:
+    """A malformed bundle is read whole (a claim refuses it): its session is the session of
+    its first row in bundle order, with that session's current turn."""
+    session, other = await world.session(), await world.session()
+    turn = await world.turn(session)
+    await world.turn(other)
+    await world.turn(other)
+    first = await world.bundle(session, ("a",), pending_id="p")
+    world.clock.advance(1)
+    stray = await world.store.add_message(
+        NewMessage(
+            other.id,
+            "agent",
+            MessageType.CLARIFICATION_REQUEST,
+            "b?",
+            {"pending_id": "p", "question_id": "b", "status": "pending"},
+        )
+    )
+    bundle = await world.store.find_bundle("p")
+    assert bundle is not None
+    assert [r.id for r in bundle.rows] == [first[0].id, stray.id]
+    assert (bundle.session, bundle.current_turn_id) == (
+        await world.store.get_session(session.id),
+        turn.id,
+    )
+
+
 async def test_find_bundle_ignores_parent_question_rows(world: World) -> None:
     session = await world.session()
     await world.turn(session)

@@ -128,6 +128,23 @@ async def test_a_claim_reads_the_session_the_bundle_and_what_it_may_take_in_one_
     assert _kinds(seen) == ["WITH", "SELECT", "UPDATE"], seen
 
 
+async def test_a_bundle_is_read_with_its_session_in_one_statement_outside_a_transaction(
+    world: World,
+) -> None:
+    """What a detached answer, a resend and the projections read first: the rows, their
+    session and its current turn, one round trip (it was BEGIN, two reads and COMMIT)."""
+    session = await world.session()
+    turn = await world.turn(session)
+    rows = await world.bundle(session, ("a", "b"))
+    with transaction_control_sent(world.store) as control, statements_run(world.store) as seen:
+        bundle = await world.store.find_bundle(str(rows[0].pending_id))
+        missing = await world.store.find_bundle("no-such-bundle")
+    assert bundle is not None and missing is None
+    assert ([r.id for r in bundle.rows], bundle.current_turn_id) == ([r.id for r in rows], turn.id)
+    assert _kinds(seen) == ["SELECT", "SELECT"], seen
+    assert control == [], control
+
+
 async def test_a_turn_write_finds_and_locks_its_session_in_one_statement(world: World) -> None:
     """Completing a turn: the lock found by the turn id, the turn read under it, the update
     (the turn was read once before the lock, and once more after it)."""

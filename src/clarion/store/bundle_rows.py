@@ -14,11 +14,11 @@ from clarion.domain.models import Bundle, Message, MetaKey
 from clarion.store.db.engine import Db
 from clarion.store.db.fastpath import hot
 from clarion.store.db.portable_sql import JsonText, UtcDateTime, with_flag
-from clarion.store.db.predicates import not_parent_question
-from clarion.store.db.row_conversion import to_message
+from clarion.store.db.predicates import current_turn_id, not_parent_question
+from clarion.store.db.row_conversion import SESSION_PREFIX, to_message, to_prefixed_session
 from clarion.store.db.schema import task_session_messages as messages
+from clarion.store.db.schema import task_sessions
 from clarion.store.db.transactions import Tx
-from clarion.store.turn_rows import read_session_and_current_turn
 
 
 def bundle_order(message: Message) -> tuple[int, datetime, str]:
@@ -31,6 +31,18 @@ def bundle_order(message: Message) -> tuple[int, datetime, str]:
 # carries the metadata predicates costs more than executing it.
 _BUNDLE_ROWS = hot(
     select(messages).where(messages.c.pending_id == bindparam("pending_id"), not_parent_question())
+)
+# A bundle whole, in one statement: each row with its session and that session's current turn
+# (a well-formed bundle's rows share them; a malformed one is read as it is). One statement is
+# one snapshot, so it needs no transaction around it.
+_BUNDLE_WITH_SESSION = hot(
+    select(
+        messages,
+        *(column.label(SESSION_PREFIX + column.name) for column in task_sessions.c),
+        current_turn_id(task_sessions.c.id).label("current_turn_id"),
+    )
+    .select_from(messages.join(task_sessions, task_sessions.c.id == messages.c.task_session_id))
+    .where(messages.c.pending_id == bindparam("pending_id"), not_parent_question())
 )
 _BUNDLE_SESSION = hot(
     select(messages.c.task_session_id)
@@ -99,11 +111,25 @@ async def lock_bundle_session(db: Db, conn: Tx, pending_id: str) -> str | None:
 
 
 async def read_bundle(conn: Tx, pending_id: str) -> Bundle | None:
-    rows = await bundle_rows(conn, pending_id)
-    if not rows:
+    """The bundle's rows in bundle order, with the session of the first of them (and its
+    current turn); None when no row carries the pending id."""
+    found = sorted(
+        (
+            (to_message(row), row)
+            for row in await conn.execute(_BUNDLE_WITH_SESSION, {"pending_id": pending_id})
+        ),
+        key=lambda pair: bundle_order(pair[0]),
+    )
+    if not found:
         return None
-    session, current = await read_session_and_current_turn(conn, rows[0].session_id)
-    return Bundle(pending_id=pending_id, session=session, rows=tuple(rows), current_turn_id=current)
+    first = found[0][1]
+    current = first.current_turn_id
+    return Bundle(
+        pending_id=pending_id,
+        session=to_prefixed_session(first),
+        rows=tuple(message for message, _ in found),
+        current_turn_id=None if current is None else str(current),
+    )
 
 
 def is_well_formed(rows: Sequence[Message]) -> bool:

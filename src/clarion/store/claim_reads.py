@@ -13,7 +13,6 @@ session come back too, and the claim refuses it.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from sqlalchemy import and_, bindparam, select
 from sqlalchemy.sql.elements import BindParameter
@@ -27,17 +26,16 @@ from clarion.store.db.predicates import (
     pending_in_current_turn,
     session_not_terminal,
 )
-from clarion.store.db.row_conversion import to_message, to_session
+from clarion.store.db.row_conversion import SESSION_PREFIX, to_message, to_prefixed_session
 from clarion.store.db.schema import task_session_messages as messages
 from clarion.store.db.schema import task_sessions
 from clarion.store.db.transactions import Tx
 
 _SESSION: BindParameter[str] = bindparam("session_id")
 _PENDING_ID: BindParameter[str] = bindparam("pending_id")
-_PREFIX = "session_"
 _CLAIM_READ = hot(
     select(
-        *(column.label(_PREFIX + column.name) for column in task_sessions.c),
+        *(column.label(SESSION_PREFIX + column.name) for column in task_sessions.c),
         current_turn_id(_SESSION).label("current_turn_id"),
         messages,
         # Pending in the current turn of its non-terminal session: what a claim may take.
@@ -53,18 +51,6 @@ _CLAIM_READ = hot(
     )
     .where(task_sessions.c.id == _SESSION)
 )
-
-
-class _SessionColumns:
-    """A row's session columns under their own names, for `to_session`."""
-
-    __slots__ = ("_row",)
-
-    def __init__(self, row: Any) -> None:
-        self._row = row
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._row, _PREFIX + name)
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,7 +74,7 @@ async def read_claim(conn: Tx, pending_id: str, session_id: str) -> ClaimRead | 
     taken = {str(row.id) for row in present if row.claimable}
     current = first.current_turn_id
     return ClaimRead(
-        session=to_session(_SessionColumns(first)),
+        session=to_prefixed_session(first),
         current_turn_id=None if current is None else str(current),
         rows=rows,
         claimable=[row for row in rows if row.id in taken],

@@ -58,7 +58,7 @@ class SqlLookups:
             return [to_session(row) for row in rows]
 
     async def find_bundle(self, pending_id: str) -> Bundle | None:
-        async with self._db.read() as conn:
+        async with self._db.read_one() as conn:
             return await read_bundle(conn, pending_id)
 
     async def sessions_with_active_clarification(self, task_id: str) -> list[str]:

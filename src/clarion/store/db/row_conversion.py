@@ -54,6 +54,27 @@ def to_session(row: Record) -> Session:
     )
 
 
+# A statement that reads a session beside other rows names the session's columns with this
+# prefix (`session_state`, ...); `to_prefixed_session` reads them back.
+SESSION_PREFIX = "session_"
+
+
+class _SessionColumns:
+    """A row's prefixed session columns under their own names, for `to_session`."""
+
+    __slots__ = ("_row",)
+
+    def __init__(self, row: Record) -> None:
+        self._row = row
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._row, SESSION_PREFIX + name)
+
+
+def to_prefixed_session(row: Record) -> Session:
+    return to_session(_SessionColumns(row))
+
+
 def to_turn(row: Record) -> Turn:
     return Turn(
         id=row.id,
