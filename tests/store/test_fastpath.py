@@ -29,6 +29,7 @@ from clarion.store import (
     SqlStore,
     claim_reads,
     messages,
+    successor_turns,
     summaries,
     summary_inputs,
     tasks,
@@ -143,7 +144,21 @@ async def _cases(world: World) -> list[Case]:
         )
     )
     await store.cas_summary(session.task_id, expected_revision=None, data={"k": [1, "x"]})
+    reserved = await store.reserve_successor(
+        session.id, source_turn_id=turn.id, pending_id=claimed_pid, message_ids=[claimed[0].id]
+    )
     now = clock.now()
+    new_turn = {
+        "id": new_id(),
+        "task_session_id": session.id,
+        "task_id": session.task_id,
+        "started_at": now,
+        "completed_at": None,
+        "metadata": {"a": [1]},
+        "created_at": now,
+        "updated_at": now,
+    }
+    turn_rows = "task_session_turns"
     message: dict[str, Any] = {
         "id": new_id(),
         "task_session_id": session.id,
@@ -172,6 +187,30 @@ async def _cases(world: World) -> list[Case]:
         ("turn by id", turns._TURN_BY_ID, {"turn_id": turn.id}, None),
         ("session and turn", turns._SESSION_WITH_CURRENT_TURN, {"session_id": session.id}, None),
         ("current turn", turns._CURRENT_TURN, {"session_id": session.id}, None),
+        ("insert turn", turns._INSERT_TURN, new_turn, (turn_rows, "id", new_turn["id"])),
+        (
+            "set a turn's metadata",
+            turns._SET_TURN_METADATA,
+            {"turn_id": reserved.id, "new_metadata": {"x": True}, "new_updated_at": now},
+            (turn_rows, "id", reserved.id),
+        ),
+        (
+            "complete a turn",
+            turns._COMPLETE_TURN,
+            {
+                "turn_id": turn.id,
+                "new_metadata": {},
+                "new_updated_at": now,
+                "new_completed_at": now,
+            },
+            (turn_rows, "id", turn.id),
+        ),
+        (
+            "live reservation",
+            successor_turns._LIVE_RESERVATION,
+            {"session_id": session.id},
+            None,
+        ),
         ("bundle rows", bundles._BUNDLE_ROWS, {"pending_id": pid}, None),
         ("bundle with session", bundles._BUNDLE_WITH_SESSION, {"pending_id": pid}, None),
         ("bundle session", bundles._BUNDLE_SESSION, {"pending_id": pid}, None),
@@ -230,7 +269,7 @@ async def _cases(world: World) -> list[Case]:
         ),
         (
             "with intent",
-            clarifications._WITH_INTENT,
+            clarifications.WITH_INTENT,
             {"message_ids": [claimed[0].id], "pending_id": claimed_pid},
             None,
         ),

@@ -44,9 +44,9 @@ async def test_postgres_shares_one_prepared_statement_with_sqlalchemy(
     monkeypatch.setattr(asyncpg.Connection, "prepare", counted)
     params = {"message_ids": [m.id for m in claimed], "pending_id": pid}
     async with world.store._db.write() as tx:
-        fast = await tx.execute(clarifications._WITH_INTENT, params)
+        fast = await tx.execute(clarifications.WITH_INTENT, params)
         assert isinstance(fast, FastResult)
-        slow = await tx.run_sync(lambda c: list(c.execute(clarifications._WITH_INTENT, params)))
+        slow = await tx.run_sync(lambda c: list(c.execute(clarifications.WITH_INTENT, params)))
     assert [tuple(r) for r in fast] == [tuple(r) for r in slow]
     assert len([q for q in prepared if "response_delivery_pending" in q]) <= 1, prepared
 

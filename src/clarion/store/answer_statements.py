@@ -75,7 +75,7 @@ ACTIVE_IDS = (
     .where(pending_in_current_turn(session_id=_SESSION))
     .order_by(messages.c.pending_id)
 )
-_WITH_INTENT = hot(
+WITH_INTENT = hot(
     select(messages).where(
         messages.c.id.in_(_IDS),
         messages.c.pending_id == _PENDING_ID,

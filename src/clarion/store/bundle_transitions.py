@@ -18,13 +18,13 @@ from clarion.domain.models import Message, SessionState
 from clarion.domain.webhooks import CLARIFICATION_DETACHED
 from clarion.ports import Clock, Written
 from clarion.store.answer_statements import (
-    _WITH_INTENT,
     DETACHABLE,
     DETACHABLE_BUNDLE,
     PENDING_OF_BUNDLE,
     PENDING_OF_SESSION,
     RESTORABLE,
     SETTLES_A_CLAIM,
+    WITH_INTENT,
     detached_fact,
     pending_id_of,
 )
@@ -58,7 +58,7 @@ async def settle(
         if session_id is None:
             return None
         rows = await run_rows(
-            conn, _WITH_INTENT, {"message_ids": sorted(wanted), "pending_id": pending_id}
+            conn, WITH_INTENT, {"message_ids": sorted(wanted), "pending_id": pending_id}
         )
         if len(rows) != len(wanted):
             return None

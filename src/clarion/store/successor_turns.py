@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
-from sqlalchemy import delete, insert, select, update
+from sqlalchemy import bindparam, delete, select
 
 from clarion.domain.errors import Conflict, InvalidInput
 from clarion.domain.flags import is_truthy as truthy
@@ -18,16 +18,22 @@ from clarion.domain.lifecycle import DELIVER, Transition
 from clarion.domain.models import Message, MetaKey, SessionState, Turn
 from clarion.domain.turns import public_metadata
 from clarion.ports import Clock, Written
-from clarion.store.bundle_rows import rewrite, select_rows
+from clarion.store.answer_statements import WITH_INTENT
+from clarion.store.bundle_rows import rewrite, run_rows
 from clarion.store.db.engine import Db
+from clarion.store.db.fastpath import hot
 from clarion.store.db.portable_sql import flag
 from clarion.store.db.predicates import referenced
 from clarion.store.db.row_conversion import to_turn
-from clarion.store.db.schema import task_session_messages as messages
 from clarion.store.db.schema import task_session_turns as turns
 from clarion.store.db.transactions import Tx
 from clarion.store.tasks import move_with
-from clarion.store.turn_rows import read_locked_turn, read_session_and_current_turn
+from clarion.store.turn_rows import (
+    insert_turn,
+    read_locked_turn,
+    read_session_and_current_turn,
+    set_turn_metadata,
+)
 
 log = logging.getLogger(__name__)
 
@@ -39,18 +45,20 @@ def claimed_ids(message_ids: Sequence[str]) -> list[str]:
     return ids
 
 
+# The session's newest turn still carrying the dispatch-pending key: its live reservation.
+_LIVE_RESERVATION = hot(
+    select(turns)
+    .where(
+        turns.c.task_session_id == bindparam("session_id"),
+        flag(turns.c.metadata, MetaKey.PROMPT_DISPATCH_PENDING),
+    )
+    .order_by(turns.c.started_at.desc(), turns.c.created_at.desc(), turns.c.id.desc())
+    .limit(1)
+)
+
+
 async def live_reservation(conn: Tx, session_id: str) -> Turn | None:
-    row = (
-        await conn.execute(
-            select(turns)
-            .where(
-                turns.c.task_session_id == session_id,
-                flag(turns.c.metadata, MetaKey.PROMPT_DISPATCH_PENDING),
-            )
-            .order_by(turns.c.started_at.desc(), turns.c.created_at.desc(), turns.c.id.desc())
-            .limit(1)
-        )
-    ).first()
+    row = (await conn.execute(_LIVE_RESERVATION, {"session_id": session_id})).first()
     return None if row is None else to_turn(row)
 
 
@@ -65,11 +73,8 @@ async def _finalize_claim(
     updated_at keeps the claim time. Returns the rows it changed."""
     if not message_ids:
         return ()
-    rows = await select_rows(
-        conn,
-        messages.c.id.in_(list(message_ids)),
-        messages.c.pending_id == pending_id,
-        flag(messages.c.metadata, MetaKey.RESPONSE_DELIVERY_PENDING),
+    rows = await run_rows(
+        conn, WITH_INTENT, {"message_ids": list(message_ids), "pending_id": pending_id}
     )
     return await rewrite(conn, rows, transition)
 
@@ -115,18 +120,7 @@ async def reserve_successor(
             created_at=now,
             updated_at=now,
         )
-        await conn.execute(
-            insert(turns).values(
-                id=turn.id,
-                task_session_id=session_id,
-                task_id=turn.task_id,
-                started_at=now,
-                completed_at=None,
-                metadata=dict(turn.metadata),
-                created_at=now,
-                updated_at=now,
-            )
-        )
+        await insert_turn(conn, turn)
     log.info(
         "successor reserved",
         extra={"session_id": session_id, "turn_id": turn.id, "pending_id": pending_id},
@@ -139,14 +133,8 @@ async def mark_attempted(db: Db, clock: Clock, turn_id: str) -> bool:
         turn = await read_locked_turn(db, conn, turn_id)
         if turn is None or not is_reservation(turn):
             return False
-        await conn.execute(
-            update(turns)
-            .where(turns.c.id == turn_id)
-            .values(
-                metadata={**turn.metadata, MetaKey.PROMPT_DISPATCH_ATTEMPTED: True},
-                updated_at=clock.now(),
-            )
-        )
+        attempted = {**turn.metadata, MetaKey.PROMPT_DISPATCH_ATTEMPTED: True}
+        await set_turn_metadata(conn, turn_id, attempted, now=clock.now())
     log.info("successor dispatch attempted", extra={"turn_id": turn_id})
     return True
 
@@ -169,14 +157,7 @@ async def publish_successor(
             return None
         if turn.metadata.get(MetaKey.PROMPT_DISPATCH_PENDING_ID) != pending_id:
             return None
-        await conn.execute(
-            update(turns)
-            .where(turns.c.id == turn_id)
-            .values(
-                metadata=public_metadata(turn.metadata),
-                updated_at=clock.now(),
-            )
-        )
+        await set_turn_metadata(conn, turn_id, public_metadata(turn.metadata), now=clock.now())
         finalized = await _finalize_claim(conn, pending_id, message_ids, transition)
         session = await move_with(conn, turn.session_id, session_state, clock.now())
     log.info("successor published", extra={"turn_id": turn_id, "pending_id": pending_id})

@@ -7,14 +7,16 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
+from datetime import datetime
 from typing import Any
 
-from sqlalchemy import bindparam, select
+from sqlalchemy import bindparam, insert, select, update
 
 from clarion.domain.errors import NotFound
 from clarion.domain.models import DISPATCH_KEYS, Session, Turn
 from clarion.store.db.engine import Db
 from clarion.store.db.fastpath import hot
+from clarion.store.db.portable_sql import JsonText, UtcDateTime
 from clarion.store.db.predicates import current_turn_id
 from clarion.store.db.row_conversion import to_session, to_turn
 from clarion.store.db.schema import task_session_turns as turns
@@ -32,6 +34,46 @@ _SESSION_WITH_CURRENT_TURN = hot(
         task_sessions.c.id == bindparam("session_id")
     )
 )
+
+_INSERT_TURN = hot(insert(turns))
+# A turn's metadata rewritten under its session's lock (the caller read it under that lock).
+_SET_TURN_METADATA = hot(
+    update(turns)
+    .where(turns.c.id == bindparam("turn_id"))
+    .values(
+        metadata=bindparam("new_metadata", type_=JsonText),
+        updated_at=bindparam("new_updated_at", type_=UtcDateTime),
+    )
+)
+_COMPLETE_TURN = hot(
+    _SET_TURN_METADATA.where(turns.c.completed_at.is_(None)).values(
+        completed_at=bindparam("new_completed_at", type_=UtcDateTime)
+    )
+)
+
+
+async def insert_turn(conn: Tx, turn: Turn) -> None:
+    await conn.execute(_INSERT_TURN, turn_values(turn))
+
+
+async def set_turn_metadata(
+    conn: Tx, turn_id: str, metadata: Mapping[str, Any], *, now: datetime
+) -> None:
+    params = {"turn_id": turn_id, "new_metadata": dict(metadata), "new_updated_at": now}
+    await conn.execute(_SET_TURN_METADATA, params)
+
+
+async def complete_open_turn(
+    conn: Tx, turn_id: str, metadata: Mapping[str, Any], *, now: datetime
+) -> None:
+    """Complete the turn, if it is still open, with `metadata` at `now`."""
+    params = {
+        "turn_id": turn_id,
+        "new_metadata": dict(metadata),
+        "new_updated_at": now,
+        "new_completed_at": now,
+    }
+    await conn.execute(_COMPLETE_TURN, params)
 
 
 async def read_turn(conn: Tx, turn_id: str) -> Turn | None:

@@ -32,7 +32,6 @@ from clarion.store.answer_statements import (
 from clarion.store.db.engine import Db
 from clarion.store.db.row_conversion import to_message, to_task, to_workspace
 from clarion.store.db.schema import task_session_messages as messages
-from clarion.store.db.schema import task_session_turns as turns
 from clarion.store.db.schema import task_sessions, tasks, workspaces
 from clarion.store.messages import (
     insert_message,
@@ -49,10 +48,11 @@ from clarion.store.tasks import (
     read_session,
 )
 from clarion.store.turn_rows import (
+    complete_open_turn,
+    insert_turn,
     read_current_turn,
     read_locked_turn,
     read_turn,
-    turn_values,
 )
 
 log = logging.getLogger(__name__)
@@ -185,7 +185,7 @@ class SqlTurns:
                 created_at=now,
                 updated_at=now,
             )
-            await conn.execute(insert(turns).values(turn_values(turn)))
+            await insert_turn(conn, turn)
         log.info(
             "turn created",
             extra={"session_id": session_id, "turn_id": turn.id, "lifecycle_only": lifecycle_only},
@@ -199,16 +199,8 @@ class SqlTurns:
             turn = await read_locked_turn(self._db, conn, turn_id)
             if turn is None or turn.completed_at is not None:
                 return False
-            now = self._clock.now()
-            await conn.execute(
-                update(turns)
-                .where(turns.c.id == turn_id, turns.c.completed_at.is_(None))
-                .values(
-                    completed_at=now,
-                    updated_at=now,
-                    metadata={**turn.metadata, **(metadata_patch or {})},
-                )
-            )
+            metadata = {**turn.metadata, **(metadata_patch or {})}
+            await complete_open_turn(conn, turn_id, metadata, now=self._clock.now())
             return True
 
     async def get_turn(self, turn_id: str) -> Turn:
