@@ -148,8 +148,9 @@ async def _cases(world: World) -> list[Case]:
         session.id, source_turn_id=turn.id, pending_id=claimed_pid, message_ids=[claimed[0].id]
     )
     now = clock.now()
-    new_turn = {
-        "id": new_id(),
+    new_turn_id = new_id()
+    new_turn: dict[str, Any] = {
+        "id": new_turn_id,
         "task_session_id": session.id,
         "task_id": session.task_id,
         "started_at": now,
@@ -187,7 +188,7 @@ async def _cases(world: World) -> list[Case]:
         ("turn by id", turns._TURN_BY_ID, {"turn_id": turn.id}, None),
         ("session and turn", turns._SESSION_WITH_CURRENT_TURN, {"session_id": session.id}, None),
         ("current turn", turns._CURRENT_TURN, {"session_id": session.id}, None),
-        ("insert turn", turns._INSERT_TURN, new_turn, (turn_rows, "id", new_turn["id"])),
+        ("insert turn", turns._INSERT_TURN, new_turn, (turn_rows, "id", new_turn_id)),
         (
             "set a turn's metadata",
             turns._SET_TURN_METADATA,
