@@ -10,7 +10,7 @@ import pytest
 from clarion.domain import lifecycle
 from clarion.domain.errors import Conflict, InvalidInput, NotFound
 from clarion.domain.lifecycle import CLAIM, CLAIMED, RESTORE_CLAIM, RETIRE_INTENT
-from clarion.domain.models import ClarificationResponse, MessageType, SessionState
+from clarion.domain.models import ClarificationResponse, Message, MessageType, SessionState
 from clarion.ports import NewMessage
 from clarion.store import SqlStore
 
@@ -92,6 +92,21 @@ async def test_find_bundle_orders_rows_by_question_index_and_reports_current_tur
     assert bundle.session.id == session.id
 
 
+async def _stray_question(world: World, session_id: str, *, turn_id: str | None = None) -> Message:
+    """Question "b" of bundle "p", written as a plain message: what makes a bundle malformed
+    when it lands in another session, turn or type than the bundle's other rows."""
+    return await world.store.add_message(
+        NewMessage(
+            session_id,
+            "agent",
+            MessageType.CLARIFICATION_REQUEST,
+            "b?",
+            {"pending_id": "p", "question_id": "b", "status": "pending"},
+            turn_id=turn_id,
+        )
+    )
+
+
 async def test_find_bundle_of_rows_in_two_sessions_reports_the_first_rows_session_and_turn(
     world: World,
 ) -> None:
@@ -103,15 +118,7 @@ async def test_find_bundle_of_rows_in_two_sessions_reports_the_first_rows_sessio
     await world.turn(other)
     first = await world.bundle(session, ("a",), pending_id="p")
     world.clock.advance(1)
-    stray = await world.store.add_message(
-        NewMessage(
-            other.id,
-            "agent",
-            MessageType.CLARIFICATION_REQUEST,
-            "b?",
-            {"pending_id": "p", "question_id": "b", "status": "pending"},
-        )
-    )
+    stray = await _stray_question(world, other.id)
     bundle = await world.store.find_bundle("p")
     assert bundle is not None
     assert [r.id for r in bundle.rows] == [first[0].id, stray.id]
@@ -237,16 +244,7 @@ async def test_claim_refuses_a_malformed_bundle_spanning_two_turns(world: World)
     older = await world.turn(session)
     await world.turn(session)
     rows = await world.bundle(session, ("a",), pending_id="p")
-    await world.store.add_message(
-        NewMessage(
-            session.id,
-            "agent",
-            MessageType.CLARIFICATION_REQUEST,
-            "b?",
-            {"pending_id": "p", "question_id": "b", "status": "pending"},
-            turn_id=older.id,
-        )
-    )
+    await _stray_question(world, session.id, turn_id=older.id)
     result = await world.answer("p", "a", "b")
     assert result.claimed == ()
     assert await world.status(rows[0].id) == "pending"
@@ -258,15 +256,7 @@ async def test_claim_refuses_a_malformed_bundle_spanning_two_sessions(world: Wor
     await world.turn(session)
     await world.turn(other)
     await world.bundle(session, ("a",), pending_id="p")
-    await world.store.add_message(
-        NewMessage(
-            other.id,
-            "agent",
-            MessageType.CLARIFICATION_REQUEST,
-            "b?",
-            {"pending_id": "p", "question_id": "b", "status": "pending"},
-        )
-    )
+    await _stray_question(world, other.id)
     assert (await world.answer("p", "a", "b")).claimed == ()
 
 
