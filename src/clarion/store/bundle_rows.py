@@ -15,7 +15,11 @@ from clarion.store.db.engine import Db
 from clarion.store.db.fastpath import hot
 from clarion.store.db.portable_sql import JsonText, UtcDateTime, with_flag
 from clarion.store.db.predicates import current_turn_id, not_parent_question
-from clarion.store.db.row_conversion import SESSION_PREFIX, to_message, to_prefixed_session
+from clarion.store.db.row_conversion import (
+    prefixed_session_columns,
+    to_message,
+    to_prefixed_session,
+)
 from clarion.store.db.schema import task_session_messages as messages
 from clarion.store.db.schema import task_sessions
 from clarion.store.db.transactions import Tx
@@ -38,7 +42,7 @@ _BUNDLE_ROWS = hot(
 _BUNDLE_WITH_SESSION = hot(
     select(
         messages,
-        *(column.label(SESSION_PREFIX + column.name) for column in task_sessions.c),
+        *prefixed_session_columns(),
         current_turn_id(task_sessions.c.id).label("current_turn_id"),
     )
     .select_from(messages.join(task_sessions, task_sessions.c.id == messages.c.task_session_id))

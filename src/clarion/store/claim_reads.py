@@ -26,7 +26,11 @@ from clarion.store.db.predicates import (
     pending_in_current_turn,
     session_not_terminal,
 )
-from clarion.store.db.row_conversion import SESSION_PREFIX, to_message, to_prefixed_session
+from clarion.store.db.row_conversion import (
+    prefixed_session_columns,
+    to_message,
+    to_prefixed_session,
+)
 from clarion.store.db.schema import task_session_messages as messages
 from clarion.store.db.schema import task_sessions
 from clarion.store.db.transactions import Tx
@@ -35,7 +39,7 @@ _SESSION: BindParameter[str] = bindparam("session_id")
 _PENDING_ID: BindParameter[str] = bindparam("pending_id")
 _CLAIM_READ = hot(
     select(
-        *(column.label(SESSION_PREFIX + column.name) for column in task_sessions.c),
+        *prefixed_session_columns(),
         current_turn_id(_SESSION).label("current_turn_id"),
         messages,
         # Pending in the current turn of its non-terminal session: what a claim may take.

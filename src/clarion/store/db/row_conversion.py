@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from sqlalchemy import Label
+
 from clarion.domain.models import (
     AuthorType,
     Message,
@@ -18,6 +20,7 @@ from clarion.domain.models import (
     WorkflowStep,
     Workspace,
 )
+from clarion.store.db.schema import task_sessions
 
 # A result row: SQLAlchemy's `Row`, or the fast path's named tuple
 # (`clarion.store.db.fastpath_rows`); both give the columns by attribute.
@@ -55,8 +58,13 @@ def to_session(row: Record) -> Session:
 
 
 # A statement that reads a session beside other rows names the session's columns with this
-# prefix (`session_state`, ...); `to_prefixed_session` reads them back.
+# prefix (`session_state`, ...): `prefixed_session_columns` selects them, `to_prefixed_session`
+# reads them back.
 SESSION_PREFIX = "session_"
+
+
+def prefixed_session_columns() -> list[Label[Any]]:
+    return [column.label(SESSION_PREFIX + column.name) for column in task_sessions.c]
 
 
 class _SessionColumns:
