@@ -9,7 +9,13 @@ import re
 import pytest
 from playwright.sync_api import Locator, Page, expect
 
-from tests.browser.ui_steps import box_of, open_board, open_pending_task, start_session
+from tests.browser.ui_steps import (
+    box_of,
+    drag_card,
+    open_board,
+    open_pending_task,
+    start_session,
+)
 from tests.e2e.harness import ServerProcess
 
 pytestmark = pytest.mark.browser
@@ -29,10 +35,9 @@ def test_dragging_a_card_to_another_column_moves_the_task(
 ) -> None:
     task_id = shared_server.create_task("Drag me to review")
     open_board(page, shared_server)
-    card = page.get_by_test_id(f"task-card-{task_id}")
     expect(_card_in(page, "backlog", task_id)).to_be_visible()
 
-    card.drag_to(page.get_by_test_id("column-review"))
+    drag_card(page, task_id, "review")
 
     expect(_card_in(page, "review", task_id)).to_be_visible()
     assert _step(shared_server, task_id) == "review"

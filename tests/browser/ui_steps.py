@@ -73,6 +73,23 @@ def box_of(page: Page, *test_ids: str) -> dict[str, float]:
     return box
 
 
+def drag_card(page: Page, task_id: str, step: str) -> None:
+    """Drags the task's card onto the column of `step` with the mouse, as a person does.
+
+    Not Playwright's `drag_to`: before pressing, it checks that the point hits the card it
+    found, and it swallows the press (no default action, so no drag) when the press lands on
+    another element. A board redraw between that check and the press replaces the card with an
+    equal one, so the card stayed where it was now and then (the flaky drag test). A person's
+    press after a redraw lands on the new card, and from the press on the board holds its
+    redraws until the release; the raw mouse does just that."""
+    card = box_of(page, f"task-card-{task_id}")
+    page.mouse.move(card["x"] + card["width"] / 2, card["y"] + card["height"] / 2)
+    page.mouse.down()
+    column = box_of(page, f"column-{step}")
+    page.mouse.move(column["x"] + column["width"] / 2, column["y"] + column["height"] / 2, steps=4)
+    page.mouse.up()
+
+
 def agent_reply(server: ServerProcess, session_id: str, prefix: str) -> str:
     """The agent's stored reply starting with `prefix` (waits for it)."""
     return server.wait_for_agent_text(session_id, prefix)
