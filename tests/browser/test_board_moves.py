@@ -46,6 +46,27 @@ def test_dragging_a_card_to_another_column_moves_the_task(
     )
 
 
+def test_a_press_on_a_card_redrawn_under_the_resting_pointer_still_drags_it(
+    shared_server: ServerProcess, page: Page
+) -> None:
+    """The board redraws while the pointer rests on a card (an equal card takes its place);
+    the button then goes down on the new card, and the drag moves the task."""
+    task_id = shared_server.create_task("Redrawn under the pointer")
+    open_board(page, shared_server)
+    expect(_card_in(page, "backlog", task_id)).to_be_visible()
+    before = page.get_by_test_id(f"task-card-{task_id}").element_handle()
+
+    def redraw() -> None:
+        other_id = shared_server.create_task("Redraws the board")
+        expect(page.get_by_test_id(f"task-card-{other_id}")).to_be_visible()
+        assert before.evaluate("card => !card.isConnected"), "the board did not redraw the card"
+
+    drag_card(page, task_id, "review", before_press=redraw)
+
+    expect(_card_in(page, "review", task_id)).to_be_visible()
+    assert _step(shared_server, task_id) == "review"
+
+
 def test_the_board_waits_while_a_card_is_pressed_so_a_drag_survives_a_refresh(
     shared_server: ServerProcess, page: Page
 ) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -73,8 +74,11 @@ def box_of(page: Page, *test_ids: str) -> dict[str, float]:
     return box
 
 
-def drag_card(page: Page, task_id: str, step: str) -> None:
-    """Drags the task's card onto the column of `step` with the mouse, as a person does.
+def drag_card(
+    page: Page, task_id: str, step: str, *, before_press: Callable[[], None] = lambda: None
+) -> None:
+    """Drags the task's card onto the column of `step` with the mouse, as a person does
+    (`before_press` runs once the pointer rests on the card, before the button goes down).
 
     Not Playwright's `drag_to`: before pressing, it checks that the point hits the card it
     found, and it swallows the press (no default action, so no drag) when the press lands on
@@ -84,6 +88,7 @@ def drag_card(page: Page, task_id: str, step: str) -> None:
     redraws until the release; the raw mouse does just that."""
     card = box_of(page, f"task-card-{task_id}")
     page.mouse.move(card["x"] + card["width"] / 2, card["y"] + card["height"] / 2)
+    before_press()
     page.mouse.down()
     column = box_of(page, f"column-{step}")
     page.mouse.move(column["x"] + column["width"] / 2, column["y"] + column["height"] / 2, steps=4)
