@@ -16,6 +16,7 @@ import typer
 from clarion.cli import (
     agents_check,
     answer,
+    changes,
     commands,
     db,
     demo,
@@ -52,6 +53,7 @@ token.register(app)
 db.register(app)
 doctor.register(app)
 agents_check.register(app)
+changes.register(app)
 
 
 def _event_loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
