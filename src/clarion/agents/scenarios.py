@@ -12,6 +12,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from clarion.agents.file_scenarios import read_reply, write_reply
 from clarion.agents.scenario_questions import (
     ask_arguments,
     ask_default_arguments,
@@ -61,6 +62,10 @@ class ScenarioHost(Protocol):
         ...
 
     def write_stderr(self, nbytes: int) -> None: ...
+
+    def working_directory(self) -> str:
+        """The directory the session works in (ACP's `cwd`)."""
+        ...
 
     def exit(self, code: int, message: str) -> None:
         """Write `message` to stderr and end the process at once with `code`."""
@@ -217,6 +222,14 @@ class ScenarioFailure(Exception):
     """Raised out of the prompt on purpose: the agent answers it with a JSON-RPC error."""
 
 
+async def _write(host: ScenarioHost, call: ScenarioCall) -> None:
+    await host.say(write_reply(host.working_directory(), call.rest))
+
+
+async def _read(host: ScenarioHost, call: ScenarioCall) -> None:
+    await host.say(read_reply(host.working_directory(), call.rest))
+
+
 async def _fail(host: ScenarioHost, call: ScenarioCall) -> None:
     raise ScenarioFailure(call.rest or "the scenario failed on purpose")
 
@@ -236,6 +249,8 @@ SCENARIOS: dict[str, Scenario] = {
     "stream": _stream,
     "permission": _permission,
     "permission-then-ask": _permission_then_ask,
+    "write": _write,
+    "read": _read,
     # Test-only: proves the runtime keeps draining an agent's stderr.
     "stderr-flood": _stderr_flood,
     # Test-only: an errored prompt (the agent keeps running) and an agent that dies mid-turn.

@@ -34,7 +34,10 @@ async def create_task(request: Request) -> JSONResponse:
     body = parse_body(CreateTask, await read_json_object(request))
     workspace = svc.access.workspace_for_new_task(caller_of(request), body.workspace)
     task = await svc.tasks.create(
-        title=body.title, description=body.description, workspace=workspace
+        title=body.title,
+        description=body.description,
+        workspace=workspace,
+        repository=body.repository,
     )
     return JSONResponse({"task": await svc.reads.task_view(task, repair=False)}, status_code=201)
 

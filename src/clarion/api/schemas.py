@@ -17,6 +17,8 @@ class CreateTask(Body):
     title: str = Field(min_length=1, max_length=500)
     description: str = Field(default="", max_length=100_000)
     workspace: str | None = None
+    # A configured repository (docs/workspaces.md); omitted: the workspace's default, if any.
+    repository: str | None = Field(default=None, min_length=1, max_length=200)
 
 
 class MoveTask(Body):

@@ -66,6 +66,15 @@ def _event_loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
     return uvloop.new_event_loop
 
 
+def _checked_repositories(settings: Settings) -> Settings:
+    """Settings whose repositories git confirmed, each base resolved; ValueError otherwise."""
+    if not settings.repositories.repositories:
+        return settings
+    from clarion.workspaces.checks import checked_repositories
+
+    return dataclasses.replace(settings, repositories=checked_repositories(settings.repositories))
+
+
 def _is_loopback(host: str) -> bool:
     if host == "localhost":
         return True
@@ -143,6 +152,10 @@ def serve(
             cluster=cluster,
             advertise_url=advertise_url,
         )
+    except ValueError as exc:
+        raise fail(str(exc), 2) from exc
+    try:
+        settings = _checked_repositories(settings)
     except ValueError as exc:
         raise fail(str(exc), 2) from exc
     if no_migrate:

@@ -18,6 +18,7 @@ from clarion.config.files import http_url, positive, read_config
 from clarion.config.links import AnswerLinkSettings, load_answer_links
 from clarion.config.ops import OperationsConfig
 from clarion.config.permissions import permission_rules
+from clarion.config.repositories import RepositorySettings, load_repositories
 from clarion.config.telemetry import TelemetrySettings, load_telemetry
 from clarion.config.waiting import (
     load_workspace_policies,
@@ -139,6 +140,9 @@ class Settings:
     operations: OperationsConfig = field(default_factory=OperationsConfig)
     # `[telemetry]`: where traces go (None: nowhere, and OpenTelemetry is never loaded).
     telemetry: TelemetrySettings | None = None
+    # `[repositories.NAME]`, workspace defaults, `worktrees_dir`, `max_patch_bytes`
+    # (docs/workspaces.md).
+    repositories: RepositorySettings = field(default_factory=RepositorySettings)
 
     @classmethod
     def load(
@@ -192,6 +196,7 @@ class Settings:
             workspace_roles=load_workspace_roles(config_file),
             operations=OperationsConfig.load(config_file, env),
             telemetry=load_telemetry(config_file),
+            repositories=load_repositories(config_file, clarion_home(env)),
         )
         if settings.cluster:
             _check_cluster(settings)

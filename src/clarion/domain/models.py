@@ -41,6 +41,25 @@ class WorkflowStep(StrEnum):
     DONE = "done"
 
 
+class WorktreeState(StrEnum):
+    """A task's git worktree: `creating` is written before `git worktree add` runs (a crash
+    leaves it for repair), `ready` once it is complete, `removed` once archived."""
+
+    CREATING = "creating"
+    READY = "ready"
+    REMOVED = "removed"
+
+
+@dataclass(frozen=True, slots=True)
+class Worktree:
+    """Where a task's agents work: `path` on the branch `branch`, made from `base`."""
+
+    path: str
+    branch: str
+    base: str
+    state: WorktreeState
+
+
 class AuthorType(StrEnum):
     USER = "user"
     AGENT = "agent"
@@ -158,6 +177,9 @@ class Task:
     workflow_step: WorkflowStep
     created_at: datetime
     updated_at: datetime
+    # The configured repository its agents work in (docs/workspaces.md), and its worktree.
+    repository: str | None = None
+    worktree: Worktree | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,6 +17,7 @@ from clarion.domain.models import (
     StatusSummary,
     Task,
     Turn,
+    Worktree,
 )
 from clarion.domain.turns import public_metadata
 
@@ -114,12 +115,25 @@ def task_wire(
         "status_summary": summary_wire(summary),
         "primary_session_pending_action": _action(primary_session_pending_action),
         "task_pending_action": _action(task_pending_action),
+        "repository": task.repository,
+        "worktree": worktree_wire(task.worktree),
         "created_at": iso(task.created_at),
         "updated_at": iso(task.updated_at),
     }
     if summary_invalidated:
         body["status_summary_invalidated"] = True
     return body
+
+
+def worktree_wire(worktree: Worktree | None) -> dict[str, str] | None:
+    if worktree is None:
+        return None
+    return {
+        "path": worktree.path,
+        "branch": worktree.branch,
+        "base": worktree.base,
+        "state": str(worktree.state),
+    }
 
 
 def _action(action: PendingAction | None) -> str | None:

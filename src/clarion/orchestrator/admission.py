@@ -17,6 +17,7 @@ from clarion.orchestrator.failures import AgentFailures
 from clarion.orchestrator.idle import IdleStops
 from clarion.orchestrator.lanes import Lane, Lanes
 from clarion.orchestrator.launch import Launcher
+from clarion.orchestrator.worktrees import TaskWorktrees
 from clarion.ports import AgentRuntime, NewMessage, TurnStore
 from clarion.ports.metrics import NO_METRICS, Metrics
 from clarion.ports.tracing import NO_TRACER, Span, Tracer
@@ -41,7 +42,9 @@ class TurnAdmission:
         idle: IdleStops | None = None,
         metrics: Metrics = NO_METRICS,
         tracer: Tracer = NO_TRACER,
+        worktrees: TaskWorktrees | None = None,
     ) -> None:
+        self._worktrees = worktrees
         self._tracer = tracer
         self._failures = failures
         self._idle = idle
@@ -97,7 +100,14 @@ class TurnAdmission:
     async def _start_agent(self, session: Session, fail_session: bool, span: Span) -> str:
         await self.transition(session.id, SessionState.STARTING)
         try:
-            started = await self._runtime.ensure_started(self._launcher.launch_for(session))
+            # A task with a repository: its worktree is made (or repaired) first, and the
+            # agent runs there whatever its profile's cwd.
+            cwd = None
+            if self._worktrees is not None:
+                cwd = await self._worktrees.working_directory(session)
+            started = await self._runtime.ensure_started(
+                self._launcher.launch_for(session, cwd=cwd)
+            )
         except Exception as exc:
             log.exception("agent failed to start", extra={"session_id": session.id})
             if fail_session and self._failures is not None:

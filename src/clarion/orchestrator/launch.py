@@ -47,7 +47,7 @@ class Launcher:
         self._base_url = base_url
         self._prepare_tools = prepare_tools
 
-    def launch_for(self, session: Session) -> AgentLaunch:
+    def launch_for(self, session: Session, *, cwd: str | None = None) -> AgentLaunch:
         # The agent's tool endpoint gets ready while the agent process starts, not when the
         # agent first calls it (`prepare_tools` gets the profile's name).
         self._prepare_tools(session.agent)
@@ -57,4 +57,5 @@ class Launcher:
             mcp_url=f"{self._base_url()}/mcp/sessions/{session.id}",
             mcp_token=self._tokens.issue(session.id),
             acp_session_id=session.acp_session_id,
+            cwd=cwd,
         )

@@ -3,7 +3,9 @@
 In order: a new projection epoch; unpublished successor reservations; response-delivery
 intents no reservation owns; the start-event outbox; bundles that lost their live waiter;
 permission requests the previous process left pending (expired, never re-sent: the agent call
-that made them is gone); turns the previous process left open. Every step is a query that is
+that made them is gone); turns the previous process left open; last, task worktrees (`git
+worktree prune`, and every worktree row a kill left `creating` or whose worktree is gone is
+repaired: orchestrator/worktrees.py). Every step is a query that is
 harmless to run twice, and any failure aborts startup: nothing may supersede an unrecovered
 claim.
 
@@ -22,6 +24,7 @@ from clarion.domain.lifecycle import DETACH, MARK_UNREAD, RELEASE_RESEND
 from clarion.domain.models import SessionState
 from clarion.domain.scope import EVERY_SESSION, SessionScope
 from clarion.orchestrator.permissions import SERVER_RESTARTED
+from clarion.orchestrator.worktrees import TaskWorktrees
 from clarion.ports import ChangedBundle, RecoveryStore
 from clarion.ports.metrics import NO_METRICS, Metrics
 from clarion.projection.events import EventPublisher
@@ -42,6 +45,7 @@ class RecoveryReport:
     bundles_detached: int
     turns_interrupted: int
     permissions_expired: int = 0
+    worktrees_repaired: int = 0
 
 
 class StartupRecovery:
@@ -51,7 +55,9 @@ class StartupRecovery:
         projector: PendingProjector,
         publisher: EventPublisher,
         metrics: Metrics = NO_METRICS,
+        worktrees: TaskWorktrees | None = None,
     ) -> None:
+        self._worktrees = worktrees
         self._metrics = metrics
         self._store = store
         self._projector = projector
@@ -160,6 +166,10 @@ class StartupRecovery:
             )
             await self._publisher.turn_quietly("completed", turn)
         await self._settle_sessions(scope)
+        repaired = 0
+        if self._worktrees is not None:
+            ids = None if scope.session_ids is None else sorted(scope.session_ids)
+            repaired = await self._worktrees.reconcile(ids)
 
         report = RecoveryReport(
             epoch=epoch,
@@ -171,6 +181,7 @@ class StartupRecovery:
             bundles_detached=detached,
             turns_interrupted=len(open_turns),
             permissions_expired=len(expired),
+            worktrees_repaired=repaired,
         )
         self._metrics.ambiguous_deliveries(
             sum(r.kept and r.ambiguous for r in reservations) + len(released) + len(unread)

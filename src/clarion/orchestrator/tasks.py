@@ -1,9 +1,11 @@
-"""Task use cases that are not about sessions: create a task."""
+"""Task use cases that are not about sessions: create a task (with its repository)."""
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Collection, Mapping
 
+from clarion.domain.errors import InvalidInput
 from clarion.domain.models import Task
 from clarion.domain.wire import task_wire
 from clarion.ports import Bus, Event, TurnStore
@@ -14,16 +16,42 @@ DEFAULT_WORKSPACE = "default"
 
 
 class TaskService:
-    def __init__(self, store: TurnStore, bus: Bus) -> None:
+    def __init__(
+        self,
+        store: TurnStore,
+        bus: Bus,
+        *,
+        repositories: Collection[str] = (),
+        workspace_repositories: Mapping[str, str] | None = None,
+    ) -> None:
         self._store = store
         self._bus = bus
+        self._repositories = frozenset(repositories)
+        self._defaults = dict(workspace_repositories or {})
 
-    async def create(self, *, title: str, description: str, workspace: str | None) -> Task:
-        ws = await self._store.ensure_workspace(workspace or DEFAULT_WORKSPACE)
+    async def create(
+        self,
+        *,
+        title: str,
+        description: str,
+        workspace: str | None,
+        repository: str | None = None,
+    ) -> Task:
+        name = workspace or DEFAULT_WORKSPACE
+        if repository is not None and repository not in self._repositories:
+            known = ", ".join(sorted(self._repositories)) or "none is configured"
+            raise InvalidInput(
+                f"unknown repository {repository!r} (known: {known})", field="repository"
+            )
+        repository = repository if repository is not None else self._defaults.get(name)
+        ws = await self._store.ensure_workspace(name)
         task = await self._store.create_task(
-            title=title.strip(), description=description, workspace_id=ws.id
+            title=title.strip(), description=description, workspace_id=ws.id, repository=repository
         )
-        log.info("task created", extra={"task_id": task.id, "workspace": ws.name})
+        log.info(
+            "task created",
+            extra={"task_id": task.id, "workspace": ws.name, "repository": repository},
+        )
         try:
             await self._bus.publish(
                 Event(

@@ -31,6 +31,9 @@ KNOWN_POINTS = frozenset(
         "startup.intents",
         # Not in the contract's table: an email the SMTP server accepted, not yet recorded.
         "email.after_send",
+        # Not in the contract's table: around `git worktree add` of a task's worktree.
+        "worktree.before_add",
+        "worktree.after_add",
     }
 )
 

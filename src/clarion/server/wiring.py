@@ -38,6 +38,7 @@ from clarion.orchestrator.sessions import SessionService
 from clarion.orchestrator.tasks import TaskService
 from clarion.orchestrator.watchdog import Watchdogs
 from clarion.orchestrator.workflow import WorkflowGuard
+from clarion.orchestrator.worktrees import TaskWorktrees
 from clarion.ports import (
     AgentRuntime,
     AgentSink,
@@ -62,6 +63,7 @@ from clarion.server.configured import (
 )
 from clarion.server.late_sink import LateSink
 from clarion.server.outgoing import answer_links, outgoing_deliveries
+from clarion.server.repositories import task_worktrees
 from clarion.store import open_store
 
 log = logging.getLogger(__name__)
@@ -141,8 +143,9 @@ async def build(
             base_url,
             prepare_tools=lambda profile: None if profile == BUILTIN_PROFILE else mcp.warm(),
         )
+        worktrees: TaskWorktrees = task_worktrees(settings, store)
         admission = TurnAdmission(
-            store, runtime, publisher, lanes, launcher, failures, idle, metrics, tracer
+            store, runtime, publisher, lanes, launcher, failures, idle, metrics, tracer, worktrees
         )
         canceller = ClarificationCanceller(store, publisher, waiters, supervisor, t.persist)
         resender = AnswerResender(
@@ -247,7 +250,12 @@ async def build(
             agent_running=lambda: running_among(runtime.running_sessions()),
         )
         services = ApiServices(
-            tasks=TaskService(store, bus),
+            tasks=TaskService(
+                store,
+                bus,
+                repositories=worktrees.repositories,
+                workspace_repositories=settings.repositories.workspace_defaults,
+            ),
             reads=reads,
             sessions=sessions,
             admission=admission,
@@ -277,7 +285,7 @@ async def build(
             yield App(
                 services=services,
                 mcp=mcp,
-                recovery=StartupRecovery(store, projector, publisher, metrics),
+                recovery=StartupRecovery(store, projector, publisher, metrics, worktrees),
                 watchdogs=watchdogs,
                 store=store,
                 runtime=runtime,

@@ -40,6 +40,7 @@ from clarion.store.recovery import SqlRecovery
 from clarion.store.retention import SqlRetention
 from clarion.store.turns import SqlTurns
 from clarion.store.webhooks import SqlWebhooks
+from clarion.store.worktrees import SqlWorktrees
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -153,6 +154,11 @@ class SqlStore:
         self.route_of_bundle = shield(ownership.route_of_bundle)
         self.route_of_message = shield(ownership.route_of_message)
         self.bundle_owners = shield(ownership.bundle_owners)
+        worktrees = SqlWorktrees(db, clock)
+        self.claim_worktree = shield(worktrees.claim_worktree)
+        self.set_worktree_state = shield(worktrees.set_worktree_state)
+        self.worktree_tasks = shield(worktrees.worktree_tasks)
+        self.route_of_task = shield(worktrees.route_of_task)
         figures = SqlFigures(db, clock)
         self.operational_figures = shield(figures.operational_figures)
         retention = SqlRetention(db)
@@ -180,6 +186,7 @@ class SqlStore:
             ownership,
             figures,
             retention,
+            worktrees,
             link_secret,
             probes,
         )

@@ -77,7 +77,9 @@ class SqlTurns:
             )
             return workspace
 
-    async def create_task(self, *, title: str, description: str, workspace_id: str) -> Task:
+    async def create_task(
+        self, *, title: str, description: str, workspace_id: str, repository: str | None = None
+    ) -> Task:
         now = self._clock.now()
         task = Task(
             id=new_id(),
@@ -87,6 +89,7 @@ class SqlTurns:
             workflow_step=WorkflowStep.BACKLOG,
             created_at=now,
             updated_at=now,
+            repository=repository,
         )
         async with self._db.write() as conn:
             await conn.execute(
@@ -98,6 +101,7 @@ class SqlTurns:
                     workflow_step=task.workflow_step.value,
                     created_at=now,
                     updated_at=now,
+                    repository=repository,
                 )
             )
         return task

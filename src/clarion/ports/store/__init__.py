@@ -35,6 +35,7 @@ from clarion.ports.store.records import (
 from clarion.ports.store.recovery import RecoveryStore
 from clarion.ports.store.turns import TurnStore
 from clarion.ports.store.webhooks import WebhookStore
+from clarion.ports.store.worktrees import WorktreeStore
 
 __all__ = [
     "AccessStore",
@@ -59,6 +60,7 @@ __all__ = [
     "TokenOwner",
     "TurnStore",
     "WebhookStore",
+    "WorktreeStore",
     "Written",
 ]
 
@@ -89,6 +91,7 @@ class Store(
     PermissionStore,
     WebhookStore,
     DeadlineStore,
+    WorktreeStore,
     Protocol,
 ):
     """Everything durable. Only the composition root and the store's own tests see the whole;

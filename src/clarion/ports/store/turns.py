@@ -28,8 +28,11 @@ class TurnStore(Lookups, Protocol):
         """The workspace called `name`, created if missing (idempotent under races)."""
         ...
 
-    async def create_task(self, *, title: str, description: str, workspace_id: str) -> Task:
-        """A new task in `backlog`, with no summary yet."""
+    async def create_task(
+        self, *, title: str, description: str, workspace_id: str, repository: str | None = None
+    ) -> Task:
+        """A new task in `backlog`, with no summary yet; `repository` names the configured
+        repository its agents work in (None: none)."""
         ...
 
     async def set_task_step(self, task_id: str, step: WorkflowStep) -> Task:

@@ -139,6 +139,24 @@ def _v10_turn_pending_index(conn: Connection) -> None:
     conn.execute(text(_TURN_PENDING[conn.dialect.name]))
 
 
+_TASK_WORKTREE_COLUMNS = (
+    ("repository", "VARCHAR(200)"),
+    ("worktree_path", "TEXT"),
+    ("worktree_branch", "TEXT"),
+    ("worktree_base", "TEXT"),
+    ("worktree_state", "VARCHAR(16)"),
+)
+
+
+def _v11_task_worktrees(conn: Connection) -> None:
+    # tasks.repository and the task's worktree (path, branch, base, state). A database
+    # created by this version's v1 already has them.
+    columns = {str(c["name"]) for c in inspect(conn).get_columns("tasks")}
+    for name, kind in _TASK_WORKTREE_COLUMNS:
+        if name not in columns:
+            conn.execute(text(f"ALTER TABLE tasks ADD COLUMN {name} {kind}"))
+
+
 MIGRATIONS: tuple[Callable[[Connection], None], ...] = (
     _v1_initial_tables,
     _v2_access_control,
@@ -150,6 +168,7 @@ MIGRATIONS: tuple[Callable[[Connection], None], ...] = (
     _v8_pending_revision_sequence,
     _v9_clarification_deadlines,
     _v10_turn_pending_index,
+    _v11_task_worktrees,
 )
 LATEST_VERSION = len(MIGRATIONS)
 

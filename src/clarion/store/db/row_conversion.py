@@ -19,6 +19,8 @@ from clarion.domain.models import (
     Turn,
     WorkflowStep,
     Workspace,
+    Worktree,
+    WorktreeState,
 )
 from clarion.store.db.schema import task_sessions
 
@@ -40,6 +42,19 @@ def to_task(row: Record) -> Task:
         workflow_step=WorkflowStep(row.workflow_step),
         created_at=row.created_at,
         updated_at=row.updated_at,
+        repository=row.repository,
+        worktree=_worktree(row),
+    )
+
+
+def _worktree(row: Record) -> Worktree | None:
+    if row.worktree_state is None:
+        return None
+    return Worktree(
+        path=row.worktree_path,
+        branch=row.worktree_branch,
+        base=row.worktree_base,
+        state=WorktreeState(row.worktree_state),
     )
 
 

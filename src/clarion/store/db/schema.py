@@ -46,6 +46,12 @@ tasks = Table(
     Column("workflow_step", String(32), nullable=False),
     Column("created_at", UtcDateTime, nullable=False),
     Column("updated_at", UtcDateTime, nullable=False),
+    # Task worktrees (store/worktrees.py); added by migration 11 to older databases.
+    Column("repository", String(200), nullable=True),
+    Column("worktree_path", Text, nullable=True),
+    Column("worktree_branch", Text, nullable=True),
+    Column("worktree_base", Text, nullable=True),
+    Column("worktree_state", String(16), nullable=True),
     Index("ix_tasks_workspace_created", "workspace_id", "created_at", "id"),
     Index("ix_tasks_created", "created_at", "id"),
 )

@@ -1,0 +1,30 @@
+"""Task worktree rows, as the worktree service keeps them (WorktreeStore)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+from clarion.domain.models import Task, Worktree, WorktreeState
+from clarion.ports.store.lookups import Lookups
+
+
+class WorktreeStore(Lookups, Protocol):
+    async def claim_worktree(self, task_id: str, worktree: Worktree) -> Task | None:
+        """Record the task's worktree (normally in `creating`) if it has none yet; the task
+        as stored, or None when another start already claimed it (nothing written)."""
+        ...
+
+    async def set_worktree_state(
+        self, task_id: str, to: WorktreeState, *, allowed_from: Sequence[WorktreeState]
+    ) -> Task | None:
+        """Move the worktree to `to` if its state is in `allowed_from`; the task, or None
+        (nothing written)."""
+        ...
+
+    async def worktree_tasks(
+        self, states: Sequence[WorktreeState], *, session_ids: Sequence[str] | None = None
+    ) -> list[Task]:
+        """Tasks whose worktree is in one of `states`, oldest first; with `session_ids`,
+        only the tasks of those sessions."""
+        ...

@@ -1,0 +1,202 @@
+"""Task worktrees on a real git repository and a real store (both databases): made once per
+task on its own branch, repaired after a kill at each step, removed with the branch kept."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from clarion.domain.models import Session, Worktree, WorktreeState
+from clarion.orchestrator.worktrees import TaskWorktrees, WorktreeUnavailable
+from clarion.ports.workspaces import RepositoryRef
+from clarion.runtime.clock import ManualClock
+from clarion.store import SqlStore, open_store
+from clarion.workspaces.worktrees import GitWorktrees
+
+from .gitrepo import commit_all, git, make_repository
+
+
+def branches(repository: Path) -> list[str]:
+    out = git(repository, "for-each-ref", "--format=%(refname:short)", "refs/heads/")
+    return sorted(out.split())
+
+
+def worktree_dirs(repository: Path) -> list[str]:
+    out = git(repository, "worktree", "list", "--porcelain")
+    return [line.split(" ", 1)[1] for line in out.splitlines() if line.startswith("worktree ")]
+
+
+@pytest.fixture
+async def store(store_url: str) -> AsyncIterator[SqlStore]:
+    async with open_store(store_url, ManualClock(datetime(2026, 3, 1, tzinfo=UTC))) as opened:
+        yield opened
+
+
+@pytest.fixture
+def repository(tmp_path: Path) -> Path:
+    return make_repository(tmp_path, {f"file{i}.txt": f"line {i}\n" for i in range(3)})
+
+
+@pytest.fixture
+def service(store: SqlStore, repository: Path, tmp_path: Path) -> TaskWorktrees:
+    return TaskWorktrees(
+        store=store,
+        git=GitWorktrees(),
+        repositories={"app": RepositoryRef("app", repository, "main")},
+        worktrees_dir=tmp_path / "worktrees",
+    )
+
+
+async def _session(store: SqlStore, repository: str | None = "app") -> Session:
+    workspace = await store.ensure_workspace("default")
+    task = await store.create_task(
+        title="t", description="", workspace_id=workspace.id, repository=repository
+    )
+    return await store.create_session(task_id=task.id, agent="builtin", is_primary=True)
+
+
+async def _claim_creating(store: SqlStore, service: TaskWorktrees, session: Session) -> Path:
+    """The row a kill right after the `creating` commit leaves."""
+    path = service_dir(service) / session.task_id
+    await store.claim_worktree(
+        session.task_id,
+        Worktree(str(path), f"clarion/{session.task_id}", "main", WorktreeState.CREATING),
+    )
+    return path
+
+
+def service_dir(service: TaskWorktrees) -> Path:
+    return service._dir  # the directory the fixture gave it
+
+
+async def test_the_first_start_makes_a_worktree_on_a_new_branch_from_base(
+    store: SqlStore, service: TaskWorktrees, repository: Path
+) -> None:
+    session = await _session(store)
+    cwd = await service.working_directory(session)
+    assert cwd == str(service_dir(service) / session.task_id)
+    task = await store.get_task(session.task_id)
+    assert task.worktree == Worktree(cwd, f"clarion/{session.task_id}", "main", WorktreeState.READY)
+    assert branches(repository) == sorted(["main", f"clarion/{session.task_id}"])
+    assert (Path(cwd) / "file2.txt").read_text() == "line 2\n"
+    # The next start finds it complete and changes nothing.
+    assert await service.working_directory(session) == cwd
+    assert len(worktree_dirs(repository)) == 2
+
+
+async def test_a_task_without_a_repository_keeps_the_profile_cwd(
+    store: SqlStore, service: TaskWorktrees
+) -> None:
+    session = await _session(store, repository=None)
+    assert await service.working_directory(session) is None
+    assert (await store.get_task(session.task_id)).worktree is None
+
+
+async def test_two_tasks_get_two_worktrees_and_a_write_in_one_shows_nowhere_else(
+    store: SqlStore, service: TaskWorktrees, repository: Path
+) -> None:
+    first, second = await _session(store), await _session(store)
+    one = Path(await service.working_directory(first) or "")
+    two = Path(await service.working_directory(second) or "")
+    assert one != two
+    (one / "new.txt").write_text("only in the first")
+    assert not (two / "new.txt").exists()
+    assert not (repository / "new.txt").exists()
+    assert git(repository, "status", "--porcelain") == ""
+    assert len(branches(repository)) == 3
+
+
+async def test_a_creating_row_whose_worktree_was_complete_is_marked_ready_at_startup(
+    store: SqlStore, service: TaskWorktrees, repository: Path
+) -> None:
+    # Killed after `git worktree add`, before the row moved to ready.
+    session = await _session(store)
+    path = await _claim_creating(store, service, session)
+    git(repository, "worktree", "add", "-b", f"clarion/{session.task_id}", str(path), "main")
+    assert await service.reconcile() == 1
+    task = await store.get_task(session.task_id)
+    assert task.worktree is not None and task.worktree.state is WorktreeState.READY
+    assert branches(repository).count(f"clarion/{session.task_id}") == 1
+    assert len(worktree_dirs(repository)) == 2
+
+
+async def test_a_branch_without_its_worktree_is_reused_and_keeps_its_commits(
+    store: SqlStore, service: TaskWorktrees, repository: Path, tmp_path: Path
+) -> None:
+    session = await _session(store)
+    path = await _claim_creating(store, service, session)
+    branch = f"clarion/{session.task_id}"
+    # A branch with a commit on it, its worktree gone, and a half-made directory in its place.
+    elsewhere = tmp_path / "elsewhere"
+    git(repository, "worktree", "add", "-b", branch, str(elsewhere), "main")
+    (elsewhere / "work.txt").write_text("committed work")
+    commit_all(elsewhere, "work")
+    git(repository, "worktree", "remove", str(elsewhere))
+    path.mkdir(parents=True)
+    (path / "partial").write_text("half")
+    assert await service.working_directory(session) == str(path)
+    assert (path / "work.txt").read_text() == "committed work"
+    assert not (path / "partial").exists()
+    assert branches(repository) == sorted(["main", branch])
+    assert (await store.get_task(session.task_id)).worktree.state is WorktreeState.READY  # type: ignore[union-attr]
+
+
+async def test_a_worktree_git_left_initializing_is_made_again(
+    store: SqlStore, service: TaskWorktrees, repository: Path
+) -> None:
+    # A kill inside `git worktree add`: git's `initializing` lock stays, the checkout is partial.
+    session = await _session(store)
+    path = await _claim_creating(store, service, session)
+    branch = f"clarion/{session.task_id}"
+    git(repository, "worktree", "add", "-b", branch, str(path), "main")
+    git(repository, "worktree", "lock", "--reason", "initializing", str(path))
+    (path / "file1.txt").unlink()
+    assert await service.working_directory(session) == str(path)
+    assert (path / "file1.txt").exists()
+    listed = git(repository, "worktree", "list", "--porcelain")
+    assert "locked" not in listed
+    assert branches(repository) == sorted(["main", branch])
+
+
+async def test_a_ready_worktree_whose_directory_vanished_is_made_again_from_its_branch(
+    store: SqlStore, service: TaskWorktrees, repository: Path
+) -> None:
+    session = await _session(store)
+    cwd = Path(await service.working_directory(session) or "")
+    (cwd / "kept.txt").write_text("x")
+    commit_all(cwd, "kept")
+    subprocess.run(["rm", "-rf", str(cwd)], check=True)
+    assert await service.reconcile() == 1
+    assert (cwd / "kept.txt").read_text() == "x"
+    assert len(branches(repository)) == 2
+
+
+async def test_a_vanished_repository_fails_the_start_with_the_reason(
+    store: SqlStore, service: TaskWorktrees, repository: Path
+) -> None:
+    session = await _session(store)
+    os.rename(repository, repository.with_name("moved"))
+    with pytest.raises(WorktreeUnavailable, match="could not be made"):
+        await service.working_directory(session)
+    task = await store.get_task(session.task_id)
+    assert task.worktree is not None and task.worktree.state is WorktreeState.CREATING
+
+
+async def test_remove_deletes_the_worktree_and_keeps_the_branch(
+    store: SqlStore, service: TaskWorktrees, repository: Path
+) -> None:
+    session = await _session(store)
+    cwd = Path(await service.working_directory(session) or "")
+    (cwd / "dirty.txt").write_text("uncommitted")
+    task = await service.remove(session.task_id)
+    assert task.worktree is not None and task.worktree.state is WorktreeState.REMOVED
+    assert not cwd.exists()
+    assert f"clarion/{session.task_id}" in branches(repository)
+    assert len(worktree_dirs(repository)) == 1
+    with pytest.raises(WorktreeUnavailable, match="archived"):
+        await service.working_directory(session)
