@@ -4,7 +4,7 @@ task on its own branch, repaired after a kill at each step, removed with the bra
 from __future__ import annotations
 
 import os
-import subprocess
+import shutil
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -170,7 +170,7 @@ async def test_a_ready_worktree_whose_directory_vanished_is_made_again_from_its_
     cwd = Path(await service.working_directory(session) or "")
     (cwd / "kept.txt").write_text("x")
     commit_all(cwd, "kept")
-    subprocess.run(["rm", "-rf", str(cwd)], check=True)
+    shutil.rmtree(cwd)
     assert await service.reconcile() == 1
     assert (cwd / "kept.txt").read_text() == "x"
     assert len(branches(repository)) == 2
@@ -195,7 +195,8 @@ async def test_remove_deletes_the_worktree_and_keeps_the_branch(
     (cwd / "dirty.txt").write_text("uncommitted")
     task = await service.remove(session.task_id)
     assert task.worktree is not None and task.worktree.state is WorktreeState.REMOVED
-    assert not cwd.exists()
+    assert str(cwd) not in worktree_dirs(repository)
+    assert not list(cwd.parent.glob(cwd.name))
     assert f"clarion/{session.task_id}" in branches(repository)
     assert len(worktree_dirs(repository)) == 1
     with pytest.raises(WorktreeUnavailable, match="archived"):
