@@ -47,6 +47,9 @@ class Owners:
     async def route_of_message(self, message_id: str) -> SessionRoute | None:
         return SessionRoute("s1", "other")
 
+    async def route_of_task(self, task_id: str) -> SessionRoute | None:
+        return SessionRoute("s1", "other")
+
 
 class NoForwarding:
     async def forward(

@@ -30,6 +30,7 @@ from clarion.domain.errors import (
     PendingInput,
     RetryableFailure,
     ServiceStarting,
+    SessionBusy,
     Unauthenticated,
 )
 
@@ -86,6 +87,11 @@ ROWS: list[tuple[BaseException, int, dict[str, Any]]] = [
         PendingInput("a clarification is active", task_id="t1"),
         409,
         {"code": "pending_input", "message": "a clarification is active", "retryable": False},
+    ),
+    (
+        SessionBusy("the session has a turn running", session_id="s1"),
+        409,
+        {"code": "session_busy", "message": "the session has a turn running", "retryable": False},
     ),
     (
         Conflict("session is terminal"),

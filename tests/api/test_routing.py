@@ -51,6 +51,9 @@ CLASSIFIED: list[tuple[str, str, Target]] = [
     ("POST", "/api/v1/task-sessions/s1/finish", Target("session", "s1")),
     ("DELETE", "/api/v1/task-sessions/s1/messages/m9", Target("session", "s1")),
     ("POST", "/api/v1/tasks/t1/task-sessions", Target("placement", "t1")),
+    ("GET", "/api/v1/tasks/t1/changes", Target("task", "t1")),
+    ("POST", "/api/v1/tasks/t1/review", Target("task", "t1")),
+    ("POST", "/api/v1/tasks/t1/archive", Target("task", "t1")),
     ("GET", "/mcp/sessions/s1", Target("session", "s1")),
     ("POST", "/mcp/sessions/s1", Target("session", "s1")),
     ("DELETE", "/mcp/sessions/s1", Target("session", "s1")),
@@ -113,6 +116,7 @@ class Directory:
         self.owners: dict[str, str | None] = {}  # session -> owner
         self.bundles: dict[str, str] = {}  # pending id -> session
         self.messages: dict[str, str] = {}  # message id -> session
+        self.tasks: dict[str, str] = {}  # task id -> its primary session
         self.order: list[str] = []  # placement, fewest sessions first
         self.placement_fails: Exception | None = None
         self.live = set(live)  # replicas with a live row
@@ -135,6 +139,9 @@ class Directory:
 
     async def route_of_message(self, message_id: str) -> SessionRoute | None:
         return self._route("message", message_id, self.messages.get(message_id))
+
+    async def route_of_task(self, task_id: str) -> SessionRoute | None:
+        return self._route("task", task_id, self.tasks.get(task_id))
 
     async def placement(self) -> list[str]:
         if self.placement_fails is not None:
@@ -332,8 +339,10 @@ async def test_a_websocket_is_served_here_whatever_its_path() -> None:
         (PROMPT, {}),
         ("/api/v1/clarification/p1/respond", {"bundles": {"p1": "s1"}}),
         ("/api/v1/permission/m1/respond", {"messages": {"m1": "s1"}}),
+        ("/api/v1/tasks/t1/review", {"tasks": {"t1": "s1"}}),
+        ("/api/v1/tasks/t1/archive", {"tasks": {"t1": "s1"}}),
     ],
-    ids=["session", "bundle", "message"],
+    ids=["session", "bundle", "message", "task-review", "task-archive"],
 )
 async def test_a_request_for_another_replicas_session_is_carried_there_marked(
     path: str, named: dict[str, dict[str, str]]

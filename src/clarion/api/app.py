@@ -28,6 +28,7 @@ from clarion.api import (
     routes_permissions,
     routes_sessions,
     routes_tasks,
+    routes_workspaces,
     ws,
 )
 from clarion.api.errors import error_response, install_error_handlers
@@ -91,6 +92,7 @@ def create_app(services: ApiServices, mcp: McpEndpoint) -> FastAPI:
 
     app.include_router(auth.router)
     app.include_router(routes_tasks.router)
+    app.include_router(routes_workspaces.router)
     app.include_router(routes_sessions.router)
     app.include_router(routes_clarifications.router)
     app.include_router(routes_permissions.router)

@@ -36,6 +36,7 @@ from clarion.domain.errors import (
     ReplicaUnavailable,
     RetryableFailure,
     ServiceStarting,
+    SessionBusy,
     Unauthenticated,
     Unavailable,
 )
@@ -49,6 +50,7 @@ STATUS: dict[type[ClarionError], tuple[int, bool]] = {
     InvalidInput: (400, False),
     NotActive: (409, False),
     PendingInput: (409, False),
+    SessionBusy: (409, False),  # a review of a session with a turn running or anything waiting
     Conflict: (409, False),
     Unauthenticated: (401, False),
     ServiceStarting: (503, True),  # recovery is running: the same request will work shortly

@@ -3,7 +3,9 @@
 A request that acts on a session (an answer, a decision, a prompt, an agent's MCP call) must be
 served by the replica that runs the session (api/routing.py); everything else is served where
 it arrives. A request names its session directly, or through a bundle, a permission request's
-message or an answer link's token; a new session's creation names its task (placement).
+message or an answer link's token; a new session's creation names its task (placement); a
+request on a task's worktree (its changes, a review, archiving) names the task, and is served by
+its primary session's replica, where the task's agent and worktree are.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-Kind = Literal["session", "bundle", "message", "placement", "link"]
+Kind = Literal["session", "bundle", "message", "placement", "link", "task"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +35,8 @@ ROUTES: tuple[tuple[str, re.Pattern[str], Kind], ...] = (
     ("POST", re.compile(r"/api/v1/task-sessions/([^/]+)/(?:prompt|cancel|finish)"), "session"),
     ("DELETE", re.compile(r"/api/v1/task-sessions/([^/]+)/messages/[^/]+"), "session"),
     ("POST", re.compile(r"/api/v1/tasks/([^/]+)/task-sessions"), "placement"),
+    ("GET", re.compile(r"/api/v1/tasks/([^/]+)/changes"), "task"),
+    ("POST", re.compile(r"/api/v1/tasks/([^/]+)/(?:review|archive)"), "task"),
     ("GET", re.compile(r"/mcp/sessions/([^/]+)"), "session"),
     ("POST", re.compile(r"/mcp/sessions/([^/]+)"), "session"),
     ("DELETE", re.compile(r"/mcp/sessions/([^/]+)"), "session"),

@@ -164,6 +164,8 @@ class ClusterRouting:
             route = await self._directory.route_of_bundle(target.key)
         elif target.kind == "message":
             route = await self._directory.route_of_message(target.key)
+        elif target.kind == "task":
+            route = await self._directory.route_of_task(target.key)
         else:
             route = await self._directory.route_of_session(target.key)
         if route is not None:

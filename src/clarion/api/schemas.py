@@ -62,3 +62,16 @@ class DecidePermission(Body):
 
     option_id: str | None = None
     cancelled: bool = False
+
+
+class ReviewCommentBody(Body):
+    path: str = Field(min_length=1, max_length=4096)
+    line: int | None = Field(default=None, ge=1)
+    body: str = Field(min_length=1, max_length=20_000)
+
+
+class ReviewTask(Body):
+    """`POST /tasks/{task_id}/review`: at least one comment or a summary."""
+
+    comments: list[ReviewCommentBody] = Field(default_factory=list, max_length=500)
+    summary: str | None = Field(default=None, max_length=20_000)

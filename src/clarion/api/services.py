@@ -9,11 +9,15 @@ from clarion.clarification.asker import Asker
 from clarion.clarification.canceller import ClarificationCanceller
 from clarion.clarification.links import AnswerLinks
 from clarion.clarification.resolver import Resolver
+from clarion.config.repositories import DEFAULT_MAX_PATCH_BYTES
+from clarion.domain.models import Task
 from clarion.orchestrator.access import AccessControl
 from clarion.orchestrator.admission import TurnAdmission
+from clarion.orchestrator.archive import TaskArchive
 from clarion.orchestrator.launch import SessionTokens
 from clarion.orchestrator.permissions import PermissionService
 from clarion.orchestrator.resend import AnswerResender
+from clarion.orchestrator.reviews import ReviewService
 from clarion.orchestrator.sessions import SessionService
 from clarion.orchestrator.tasks import TaskService
 from clarion.orchestrator.workflow import WorkflowGuard
@@ -50,3 +54,12 @@ class ApiServices:
     metrics_token: str | None = None
     # Answer links (`/a/<token>`); None only for an application built without them.
     links: AnswerLinks | None = None
+    # Task worktrees (docs/workspaces.md): reviews, archiving, and the per-file patch cap of
+    # `GET /tasks/{task_id}/changes`; None only for an application built without them.
+    reviews: ReviewService | None = None
+    archive: TaskArchive | None = None
+    max_patch_bytes: int = DEFAULT_MAX_PATCH_BYTES
+
+    async def store_task(self, task_id: str) -> Task:
+        """The task as stored (its worktree row included)."""
+        return await self.tasks.get(task_id)

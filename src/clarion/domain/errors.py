@@ -9,6 +9,7 @@ ClarionError
  |    +-- PendingInput         a workflow move refused while a clarification is active
  |    +-- AgentUnavailable     the session's agent is not running, could not start, or refused
  |    +-- AgentBusy            the agent is already running a prompt (ACP allows one)
+ |    +-- SessionBusy          a review refused: the session has an open turn or anything waiting
  |    +-- ClarificationActive  a row of an active bundle cannot be deleted (carries the state)
  +-- Unauthenticated           missing or wrong credentials (401)
  +-- ServiceStarting           startup recovery has not finished (503)
@@ -121,6 +122,13 @@ class AgentBusy(Conflict):
     """A prompt is already running in this session; ACP allows one at a time."""
 
     code = "agent_busy"
+
+
+class SessionBusy(Conflict):
+    """A review was refused: its session has an open turn, a question or permission request
+    waiting, or a queued prompt. Nothing was written."""
+
+    code = "session_busy"
 
 
 class QuestionDetached(ClarionError):

@@ -11,12 +11,18 @@ unresolved and blocks admission in this process until restart recovery reconcile
 
 It reports how it ended and never touches the claimed rows itself: the resolver, which owns
 the claim, restores it (ResumeNotAccepted) or settles it as delivered (AcceptedButUnpublished).
+
+A person's review of a task's changes (`review`) takes this same path from the reservation on:
+its reservation names a claim key no message carries, so the same promises hold (the attempt
+marker once the agent is ready, at most one dispatch, a rollback before the agent accepted,
+startup keeping an attempted one and deleting any other).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from dataclasses import dataclass
 
 from clarion.domain.errors import (
     AcceptedButUnfinalized,
@@ -24,7 +30,7 @@ from clarion.domain.errors import (
     ResumeNotAccepted,
 )
 from clarion.domain.lifecycle import DELIVER
-from clarion.domain.models import SessionState, Turn
+from clarion.domain.models import Session, SessionState, Turn
 from clarion.domain.prompts import with_recap
 from clarion.orchestrator.admission import TurnAdmission
 from clarion.orchestrator.lanes import Lane, Lanes
@@ -35,6 +41,26 @@ from clarion.runtime import failpoints
 from clarion.runtime.supervisor import bounded
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class Dispatch:
+    """What a reserved turn hands over and settles: the claim it publishes (`pending_id`,
+    `message_ids`), and the ids its log lines and errors carry."""
+
+    session: Session
+    pending_id: str
+    message_ids: tuple[str, ...]
+    ids: dict[str, str]
+
+
+def _of_claim(claim: ClaimResult) -> Dispatch:
+    return Dispatch(
+        session=claim.bundle.session,
+        pending_id=claim.bundle.pending_id,
+        message_ids=tuple(row.id for row in claim.claimed),
+        ids=_ids(claim),
+    )
 
 
 class DetachedResume:
@@ -96,16 +122,23 @@ class DetachedResume:
                 raise ResumeNotAccepted(
                     "the successor could not be reserved", **_ids(claim)
                 ) from exc
-            lane.hold_reservation(turn.id)
-            try:
-                return await self._attempt(lane, claim, turn, prompt)
-            finally:
-                if lane.blocked_reason is None:
-                    lane.settle_reservation()
+            return await self.dispatch_reserved(lane, _of_claim(claim), turn, prompt)
 
-    async def _attempt(self, lane: Lane, claim: ClaimResult, turn: Turn, prompt: str) -> Turn:
-        session = claim.bundle.session
-        extra = {**_ids(claim), "turn_id": turn.id}
+    async def dispatch_reserved(
+        self, lane: Lane, dispatch: Dispatch, turn: Turn, prompt: str
+    ) -> Turn:
+        """Hand the reserved `turn` its prompt: start the agent, mark the attempt, dispatch,
+        publish. The caller holds the lane's admission and just reserved `turn`."""
+        lane.hold_reservation(turn.id)
+        try:
+            return await self._attempt(lane, dispatch, turn, prompt)
+        finally:
+            if lane.blocked_reason is None:
+                lane.settle_reservation()
+
+    async def _attempt(self, lane: Lane, dispatch: Dispatch, turn: Turn, prompt: str) -> Turn:
+        session = dispatch.session
+        extra = {**dispatch.ids, "turn_id": turn.id}
         generation: int | None = None
         try:
             await failpoints.hit("resume.after_reserve")
@@ -128,7 +161,7 @@ class DetachedResume:
             log.exception("resume prompt not accepted; rolling back", extra=extra)
             if generation is not None:
                 lane.end(generation)
-            await self._roll_back(claim, turn)
+            await self._roll_back(lane, dispatch, turn)
             raise ResumeNotAccepted("the agent did not accept the resume prompt", **extra) from exc
         log.info("resume prompt accepted by the agent", extra={**extra, "generation": generation})
         self._metrics.resumed()
@@ -140,8 +173,8 @@ class DetachedResume:
                 self._store.publish_successor(
                     turn.id,
                     DELIVER,
-                    pending_id=claim.bundle.pending_id,
-                    message_ids=[row.id for row in claim.claimed],
+                    pending_id=dispatch.pending_id,
+                    message_ids=list(dispatch.message_ids),
                     session_state=SessionState.RUNNING,
                 ),
                 self._persist_s,
@@ -152,7 +185,7 @@ class DetachedResume:
             log.exception("accepted resume could not be published", extra=extra)
             raise AcceptedButUnpublished(
                 "clarification response was accepted, but dispatch state could not be finalized",
-                pending_id=claim.bundle.pending_id,
+                pending_id=dispatch.pending_id,
                 turn_id=turn.id,
             ) from exc
         log.info("successor turn published", extra=extra)
@@ -180,35 +213,34 @@ class DetachedResume:
             return
         except Exception:
             return  # the write failed after all: nothing was reserved
-        if await self._delete_reservation(lane, claim, turn):
+        if await self._delete_reservation(lane, _ids(claim), turn):
             log.info("late reservation withdrawn", extra={**_ids(claim), "turn_id": turn.id})
 
-    async def _roll_back(self, claim: ClaimResult, turn: Turn) -> None:
+    async def _roll_back(self, lane: Lane, dispatch: Dispatch, turn: Turn) -> None:
         """Delete the reservation of a dispatch known not to have been accepted. One that
         cannot be deleted stays unresolved: admission is blocked until restart recovery, and
         the answer's outcome is left to it."""
-        lane = self._lanes.get(claim.bundle.session.id)
-        if await self._delete_reservation(lane, claim, turn):
+        if await self._delete_reservation(lane, dispatch.ids, turn):
             return
         raise AcceptedButUnfinalized(
             "clarification resume could not be rolled back; restart recovery will reconcile it",
-            pending_id=claim.bundle.pending_id,
+            pending_id=dispatch.pending_id,
             turn_id=turn.id,
         )
 
-    async def _delete_reservation(self, lane: Lane, claim: ClaimResult, turn: Turn) -> bool:
+    async def _delete_reservation(self, lane: Lane, ids: dict[str, str], turn: Turn) -> bool:
         """Delete a reservation no agent received; when that fails, block the session's
         admission until restart recovery reconciles it. Returns whether it was deleted."""
         try:
             deleted = await bounded(self._store.rollback_successor(turn.id), self._persist_s)
         except Exception:
-            log.exception("reservation rollback failed", extra=_ids(claim))
+            log.exception("reservation rollback failed", extra=ids)
             deleted = False
         if not deleted:
             lane.blocked_reason = f"reservation {turn.id} could not be rolled back"
             log.error(
                 "reservation unresolved; admission blocked until restart",
-                extra={**_ids(claim), "turn_id": turn.id},
+                extra={**ids, "turn_id": turn.id},
             )
         return deleted
 

@@ -29,6 +29,10 @@ class TaskService:
         self._repositories = frozenset(repositories)
         self._defaults = dict(workspace_repositories or {})
 
+    async def get(self, task_id: str) -> Task:
+        """The task; NotFound if missing."""
+        return await self._store.get_task(task_id)
+
     async def create(
         self,
         *,

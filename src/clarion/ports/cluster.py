@@ -68,6 +68,11 @@ class Directory(Protocol):
 
     async def route_of_message(self, message_id: str) -> SessionRoute | None: ...
 
+    async def route_of_task(self, task_id: str) -> SessionRoute | None:
+        """The task's primary session (its oldest when none is primary): where the task's
+        agent, and so its worktree, lives."""
+        ...
+
     async def placement(self) -> list[str]:
         """Serving replicas, the one a new session should go to first (fewest sessions; the
         replica asking among equals)."""

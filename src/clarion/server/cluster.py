@@ -58,6 +58,9 @@ class ReplicaDirectory:
     async def route_of_message(self, message_id: str) -> SessionRoute | None:
         return await self.app.sql.route_of_message(message_id)
 
+    async def route_of_task(self, task_id: str) -> SessionRoute | None:
+        return await self.app.sql.route_of_task(task_id)
+
     async def placement(self) -> list[str]:
         counts = await self.app.sql.placement(self.this.timeout_s)
         return placement_order(counts, self.this.replica_id)

@@ -25,6 +25,7 @@ from clarion.metrics import MetricsExposition, PrometheusMetrics
 from clarion.orchestrator.access import AccessControl
 from clarion.orchestrator.admission import TurnAdmission
 from clarion.orchestrator.agent_events import AgentEvents
+from clarion.orchestrator.archive import TaskArchive
 from clarion.orchestrator.failures import AgentFailures
 from clarion.orchestrator.handoffs import OrchestratorHandoffs
 from clarion.orchestrator.idle import IdleStops
@@ -34,6 +35,7 @@ from clarion.orchestrator.permissions import PermissionService
 from clarion.orchestrator.recovery import StartupRecovery
 from clarion.orchestrator.resend import AnswerResender
 from clarion.orchestrator.resume import DetachedResume
+from clarion.orchestrator.reviews import ReviewService
 from clarion.orchestrator.sessions import SessionService
 from clarion.orchestrator.tasks import TaskService
 from clarion.orchestrator.watchdog import Watchdogs
@@ -279,6 +281,22 @@ async def build(
             ),
             metrics_token=settings.operations.metrics_token,
             links=links,
+            reviews=ReviewService(
+                store=store,
+                resume=resume,
+                publisher=publisher,
+                lanes=lanes,
+                permission_pending=permissions.has_pending,
+                persist_s=t.persist,
+            ),
+            archive=TaskArchive(
+                store=store,
+                worktrees=worktrees,
+                lanes=lanes,
+                runtime=runtime,
+                permission_pending=permissions.has_pending,
+            ),
+            max_patch_bytes=settings.repositories.max_patch_bytes,
         )
         services.reads.use_answer_links(links.url_for)
         try:

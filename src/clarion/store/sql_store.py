@@ -38,6 +38,7 @@ from clarion.store.probes import RowProbes
 from clarion.store.reads import SqlReads
 from clarion.store.recovery import SqlRecovery
 from clarion.store.retention import SqlRetention
+from clarion.store.review_turns import SqlReviews
 from clarion.store.turns import SqlTurns
 from clarion.store.webhooks import SqlWebhooks
 from clarion.store.worktrees import SqlWorktrees
@@ -154,6 +155,8 @@ class SqlStore:
         self.route_of_bundle = shield(ownership.route_of_bundle)
         self.route_of_message = shield(ownership.route_of_message)
         self.bundle_owners = shield(ownership.bundle_owners)
+        reviews = SqlReviews(db, clock)
+        self.reserve_review = shield(reviews.reserve_review)
         worktrees = SqlWorktrees(db, clock)
         self.claim_worktree = shield(worktrees.claim_worktree)
         self.set_worktree_state = shield(worktrees.set_worktree_state)
@@ -187,6 +190,7 @@ class SqlStore:
             figures,
             retention,
             worktrees,
+            reviews,
             link_secret,
             probes,
         )

@@ -33,6 +33,7 @@ from clarion.ports.store.records import (
     Written,
 )
 from clarion.ports.store.recovery import RecoveryStore
+from clarion.ports.store.reviews import ReviewStore
 from clarion.ports.store.turns import TurnStore
 from clarion.ports.store.webhooks import WebhookStore
 from clarion.ports.store.worktrees import WorktreeStore
@@ -55,6 +56,7 @@ __all__ = [
     "ReadStore",
     "RecoveryStore",
     "ReservationRecovery",
+    "ReviewStore",
     "Store",
     "SummaryInputs",
     "TokenOwner",
@@ -92,6 +94,7 @@ class Store(
     WebhookStore,
     DeadlineStore,
     WorktreeStore,
+    ReviewStore,
     Protocol,
 ):
     """Everything durable. Only the composition root and the store's own tests see the whole;
