@@ -66,6 +66,10 @@ class ReviewService:
         self._lanes = lanes
         self._permission_pending = permission_pending
         self._persist_s = persist_s
+        # Sessions a review is being sent to: a second review arriving meanwhile is busy at
+        # once (checked and added with no await between), rather than waiting for the lane
+        # and finding the first one's turn already over.
+        self._sending: set[str] = set()
 
     async def review(
         self, task_id: str, comments: Sequence[tuple[str, int | None, str]], summary: str | None
@@ -84,7 +88,19 @@ class ReviewService:
         if not checked and (summary is None or not summary.strip()):
             raise InvalidInput("a review needs at least one comment or a summary", field="comments")
         session = await self._primary(task_id)
-        await self._refuse_busy(session)
+        if session.id in self._sending:
+            raise SessionBusy("a review is being sent to the session", session_id=session.id)
+        self._sending.add(session.id)
+        try:
+            await self._refuse_busy(session)
+            return await self._send(session, checked, summary)
+        finally:
+            self._sending.discard(session.id)
+
+    async def _send(
+        self, session: Session, checked: list[ReviewComment], summary: str | None
+    ) -> str:
+        task_id = session.task_id
         prompt = review_prompt(checked, summary)
         key_turn = new_id()
         key = review_claim_key(key_turn)
