@@ -15,3 +15,8 @@ test("task and session routes round-trip", () => {
   }
   assert.equal(formatRoute({ name: "session", taskId: "a", sessionId: "b" }), "#/tasks/a/sessions/b");
 });
+
+test("a task's Changes view has its own route", () => {
+  assert.equal(formatRoute({ name: "changes", taskId: "t 1" }), "#/tasks/t%201/changes");
+  assert.deepEqual(parseRoute("#/tasks/t%201/changes"), { name: "changes", taskId: "t 1" });
+});

@@ -87,6 +87,10 @@ export function createApi(options = {}) {
       call("POST", "/tasks", body),
     moveTask: (/** @type {string} */ id, /** @type {string} */ step) =>
       call("POST", `/tasks/${enc(id)}/move`, { step }),
+    changes: (/** @type {string} */ id) => call("GET", `/tasks/${enc(id)}/changes`),
+    review: (/** @type {string} */ id,
+      /** @type {{comments: {path: string, line?: number, body: string}[], summary?: string}} */ body) =>
+      call("POST", `/tasks/${enc(id)}/review`, body),
     listSessions: (/** @type {string} */ taskId) => call("GET", `/tasks/${enc(taskId)}/task-sessions`),
     startSession: (/** @type {string} */ taskId,
       /** @type {{agent: string, prompt?: string, is_primary?: boolean}} */ body) =>

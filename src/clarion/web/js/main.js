@@ -10,8 +10,17 @@
 //   Task view:    detail, task-view, task-back, task-view-title, task-view-step, task-view-pending,
 //                 task-description, session-list, session-item-<session_id>, session-pending-icon,
 //                 task-status-line, new-session-form, new-session-agent, new-session-prompt,
-//                 new-session-submit
-//   Session view: session-view, session-back, session-state, transcript, message-<message_id>
+//                 new-session-submit, task-worktree, task-changes
+//   Changes view: changes-view, changes-back, changes-title, changes-summary, changes-where,
+//                 changes-layout-unified / changes-layout-split (aria-pressed), changes-refresh,
+//                 changes-status, changes-file-list, changes-file-item (data-path) with
+//                 file-status, file-path, file-counts; changes-diffs, changes-file (data-path),
+//                 changes-binary, changes-truncated, review-box, review-comment-input,
+//                 review-comment-add, review-comment-cancel, review-comment (data-path,
+//                 data-line, data-side), review-comment-remove, review-panel, review-list,
+//                 review-summary, review-send, review-status (data-code on a refusal),
+//                 review-open-session, review-bar, review-count, review-finish
+//   Session view: session-view, session-back, session-changes, session-state, transcript, message-<message_id>
 //                 (data-type, data-author, data-status for questions), speaker,
 //                 late-answer-<message_id>, question-status,
 //                 turn-start-<turn_id>, turn-end-<turn_id>, prompt-input, prompt-send,
@@ -29,6 +38,7 @@
 //                 session-error
 
 import { createApi } from "./api.js";
+import { ChangesView } from "./changes-view.js";
 import { DEFAULT_STEPS, renderBoard, stepLabel } from "./board.js";
 import { noFilter, workspacesOf } from "./board-filter.js";
 import { h } from "./dom.js";
@@ -38,7 +48,7 @@ import { beginOwnerLoad, decideOwnerLoad } from "./navigation.js";
 import { formatRoute, parseRoute } from "./router.js";
 import { SessionView } from "./session-view.js";
 import {
-  ClientStore, applyBoot, applySessionList, applySessionRow, applyTaskRead, beginTaskRead,
+  ClientStore, applyBoot, applySessionList, applySessionRow, applyTaskRead, beginTaskRead, sessionsOfTask,
 } from "./store.js";
 import { TaskView } from "./task-view.js";
 import { InboxController, inboxMayChange } from "./inbox-controller.js";
@@ -68,6 +78,8 @@ const taskView = new TaskView();
 let taskViewState = { taskId: null, loading: false, error: null };
 /** @type {SessionView | null} */
 let sessionView = null;
+/** @type {ChangesView | null} */
+let changesView = null;
 let loadCounter = 0;
 let boardScrollY = 0;
 let latestLoadId = 0;
@@ -121,6 +133,7 @@ function renderAll() {
     onMove: (id, step) => void moveTask(id, step), filter: boardFilter });
   renderWorkspaceChoice();
   if (route.name === "task") renderTaskView(route.taskId);
+  if (route.name === "changes") changesView?.renderHeader();
   if (route.name === "inbox") inboxView.render();
 }
 
@@ -208,6 +221,7 @@ function renderTaskView(taskId) {
     error: taskViewState.taskId === taskId ? taskViewState.error : null,
     onBack: () => navigate({ name: "board" }),
     onSelect: (sessionId) => navigate({ name: "session", taskId, sessionId }),
+    onChanges: () => navigate({ name: "changes", taskId }),
     onStart: async (agent, prompt) => {
       try {
         const body = await api.startSession(taskId, { agent, ...(prompt.trim() ? { prompt } : {}) });
@@ -236,10 +250,16 @@ function onRoute() {
   const wasBoard = !document.body.classList.contains("has-detail");
   if (wasBoard && route.name !== "board") boardScrollY = window.scrollY;
   document.body.classList.toggle("has-detail", route.name !== "board");
+  // A diff needs the width: the Changes view takes most of a wide screen.
+  document.body.classList.toggle("wide-detail", route.name === "changes");
   if (!wasBoard && route.name === "board") requestAnimationFrame(() => window.scrollTo(0, boardScrollY));
   if (route.name !== "session" && sessionView) {
     sessionView.destroy();
     sessionView = null;
+  }
+  if (changesView && (route.name !== "changes" || changesView.deps.taskId !== route.taskId)) {
+    changesView.destroy();
+    changesView = null;
   }
   if (route.name === "board" || route.name === "inbox") {
     taskViewState = { taskId: null, loading: false, error: null };
@@ -247,18 +267,50 @@ function onRoute() {
   } else if (route.name === "task") {
     detailEl.replaceChildren(taskView.root);
     if (taskViewState.taskId !== route.taskId) void loadTaskSessions(route.taskId);
+  } else if (route.name === "changes") {
+    if (!changesView) openChanges(route.taskId);
   } else {
     localStorage.setItem(rememberKey(route.taskId), route.sessionId);
     if (!sessionView || sessionView.deps.sessionId !== route.sessionId) {
       sessionView?.destroy();
       const taskId = route.taskId;
       sessionView = new SessionView({ api, store, taskId, sessionId: route.sessionId,
-        onBack: () => { taskViewState = { taskId: null, loading: false, error: null }; navigate({ name: "task", taskId }); } });
+        onBack: () => { taskViewState = { taskId: null, loading: false, error: null }; navigate({ name: "task", taskId }); },
+        onChanges: () => navigate({ name: "changes", taskId }) });
       detailEl.replaceChildren(sessionView.root);
       void sessionView.load();
     }
   }
   renderAll();
+}
+
+/** The Changes view of a task; its sessions are read too, for the review's way to the session. @param {string} taskId */
+function openChanges(taskId) {
+  const view = new ChangesView({
+    api, taskId,
+    title: () => String(store.state.tasks[taskId]?.title ?? "task"),
+    primarySession: () => {
+      const sessions = sessionsOfTask(store.state, taskId);
+      return (sessions.find((s) => s.is_primary) ?? sessions[0])?.id ?? null;
+    },
+    onBack: () => { taskViewState = { taskId: null, loading: false, error: null }; navigate({ name: "task", taskId }); },
+    onOpenSession: (sessionId) => navigate({ name: "session", taskId, sessionId }),
+  });
+  changesView = view;
+  detailEl.replaceChildren(view.root);
+  void view.load();
+  void (async () => {
+    try {
+      if (!store.state.tasks[taskId]) {
+        const body = await api.getTask(taskId);
+        store.update((s) => applyTaskRead(s, [body.task], beginTaskRead(s)));
+      }
+      const body = await api.listSessions(taskId);
+      store.update((s) => applySessionList(s, body.sessions ?? []));
+    } catch {
+      // the view still shows the changes; the review's link to the session is what is missing
+    }
+  })();
 }
 
 // ---- live feed, create form, start -----------------------------------------------------------

@@ -1,9 +1,11 @@
 // Hash routes: `#/` (board), `#/tasks/<id>` (task view), `#/tasks/<id>/sessions/<sid>` (session
-// view), `#/inbox`. Pure parse and format, imported by main.js and the tests.
+// view), `#/tasks/<id>/changes` (the task's Changes view), `#/inbox`. Pure parse and format,
+// imported by main.js and the tests.
 
 /**
  * @typedef {{name: "board"} | {name: "inbox"} | {name: "task", taskId: string}
- *   | {name: "session", taskId: string, sessionId: string}} Route
+ *   | {name: "session", taskId: string, sessionId: string}
+ *   | {name: "changes", taskId: string}} Route
  */
 
 /**
@@ -17,6 +19,7 @@ export function parseRoute(hash) {
     if (parts[2] === "sessions" && parts[3]) {
       return { name: "session", taskId: parts[1], sessionId: parts[3] };
     }
+    if (parts[2] === "changes") return { name: "changes", taskId: parts[1] };
     return { name: "task", taskId: parts[1] };
   }
   return { name: "board" };
@@ -30,6 +33,7 @@ export function formatRoute(route) {
   const enc = encodeURIComponent;
   if (route.name === "inbox") return "#/inbox";
   if (route.name === "task") return `#/tasks/${enc(route.taskId)}`;
+  if (route.name === "changes") return `#/tasks/${enc(route.taskId)}/changes`;
   if (route.name === "session") {
     return `#/tasks/${enc(route.taskId)}/sessions/${enc(route.sessionId)}`;
   }

@@ -34,7 +34,8 @@ const MAX_BUNDLE_PROBES = 3;
 
 export class SessionView {
   /**
-   * @param {{api: Api, store: ClientStore, taskId: string, sessionId: string, onBack: () => void}} deps
+   * @param {{api: Api, store: ClientStore, taskId: string, sessionId: string, onBack: () => void,
+   *   onChanges?: () => void}} deps
    */
   constructor(deps) {
     this.deps = deps;
@@ -173,7 +174,7 @@ export class SessionView {
   }
 
   renderHeader() {
-    const { store, taskId, sessionId, onBack } = this.deps;
+    const { store, taskId, sessionId, onBack, onChanges } = this.deps;
     const session = store.state.sessions[sessionId];
     const task = store.state.tasks[taskId];
     const error = session?.error ? String(session.error) : "";
@@ -189,7 +190,11 @@ export class SessionView {
           text: sessionName(sessionsOfTask(store.state, taskId), sessionId) }),
         h("span", { class: "session-agent", text: String(session?.agent ?? "") }),
         h("span", { class: "badge", testid: "session-state", dataset: { state: String(session?.state ?? "") },
-          text: stateWords(session?.state) })),
+          text: stateWords(session?.state) }),
+        // A task in its own worktree: what its agent changed, and the review of it.
+        onChanges && hasWorktree(task)
+          ? h("button", { type: "button", class: "session-changes", testid: "session-changes", onClick: onChanges }, "Changes")
+          : null),
       error ? h("div", { class: "session-error", testid: "session-error", role: "alert", text: error }) : "",
       processNote ? h("div", { class: "session-note", testid: "agent-process-note", text: processNote }) : "",
     );
@@ -304,4 +309,10 @@ export class SessionView {
       winner ? h("span", { class: "winner", testid: "winning-answer", text: winner }) : "");
     this.notice.hidden = !text;
   }
+}
+
+/** Whether a task has a worktree that still exists. @param {Record<string, any> | undefined} task */
+function hasWorktree(task) {
+  const worktree = task?.worktree;
+  return !!worktree && worktree.state !== "removed";
 }

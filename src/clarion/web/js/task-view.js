@@ -11,7 +11,7 @@ import { sessionsOfTask, taskPendingAction } from "./store.js";
 
 /**
  * @typedef {{taskId: string, loading: boolean, error: string | null,
- *   onBack: () => void, onSelect: (sessionId: string) => void,
+ *   onBack: () => void, onSelect: (sessionId: string) => void, onChanges: () => void,
  *   onStart: (agent: string, prompt: string) => Promise<void>}} TaskViewModel
  */
 
@@ -79,6 +79,7 @@ export class TaskView {
         pending ? h("span", { class: "pending-icon", testid: "task-view-pending", text: "?", title: `Pending ${pending}` }) : null) : "",
       task?.description ? h("div", { class: "task-description markdown", testid: "task-description" },
         ...renderMarkdown(String(task.description))) : "",
+      task ? worktreeLine(task, model.onChanges) : "",
     );
     const sessions = sessionsOfTask(state, model.taskId);
     this.sessions.replaceChildren(
@@ -96,4 +97,22 @@ export class TaskView {
     this.status.textContent = model.error ?? (model.loading ? "Loading sessions…" : sessions.length ? "" : "No sessions yet.");
     this.status.classList.toggle("error", !!model.error);
   }
+}
+
+/**
+ * A task with a repository: its worktree (branch, base, state) and the way to its Changes view.
+ * @param {Record<string, any>} task
+ * @param {() => void} onChanges
+ */
+function worktreeLine(task, onChanges) {
+  const worktree = task.worktree;
+  if (!task.repository && !worktree) return "";
+  const where = worktree
+    ? `${String(worktree.branch ?? "")} from ${String(worktree.base ?? "")}${worktree.state === "ready" ? "" : ` (${String(worktree.state ?? "")})`}`
+    : `${String(task.repository)}: the worktree is made when the first session starts`;
+  return h("p", { class: "task-worktree", testid: "task-worktree" },
+    h("span", { class: "task-worktree-where", text: where }),
+    worktree && worktree.state !== "removed"
+      ? h("button", { type: "button", testid: "task-changes", onClick: onChanges }, "Changes")
+      : null);
 }
