@@ -18,6 +18,7 @@ NO_BODY = {
     "/api/v1/task-sessions/{session_id}/cancel",
     "/api/v1/clarification/{pending_id}/cancel",
     "/api/v1/clarification/{pending_id}/resend",
+    "/api/v1/tasks/{task_id}/archive",
 }
 
 
@@ -63,6 +64,22 @@ def test_no_operation_declares_422_and_errors_use_the_envelope(server: ServerPro
     assert set(detail["required"]) == {"code", "message", "retryable"}
     responds = doc["paths"]["/api/v1/clarification/{pending_id}/respond"]["post"]["responses"]
     assert {"400", "404", "409"} <= set(responds)
+
+
+def test_the_task_read_declares_its_repository_and_worktree(server: ServerProcess) -> None:
+    doc = document(server)
+    created = doc["paths"]["/api/v1/tasks"]["post"]["responses"]["201"]
+    ref = created["content"]["application/json"]["schema"]["$ref"].rsplit("/", 1)[1]
+    task_ref = doc["components"]["schemas"][ref]["properties"]["task"]["$ref"].rsplit("/", 1)[1]
+    task = doc["components"]["schemas"][task_ref]
+    assert {"repository", "worktree"} <= set(task["required"])
+    worktree = doc["components"]["schemas"]["WorktreeRead"]
+    assert worktree["properties"]["state"]["enum"] == ["creating", "ready", "removed"]
+    assert set(worktree["required"]) == {"path", "branch", "base", "state"}
+    review = doc["paths"]["/api/v1/tasks/{task_id}/review"]["post"]
+    assert review["requestBody"]["content"]["application/json"]["schema"]["$ref"].endswith(
+        "/ReviewTask"
+    )
 
 
 def test_limit_is_an_integer_parameter(server: ServerProcess) -> None:

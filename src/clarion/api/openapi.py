@@ -9,7 +9,7 @@ declares bearer authentication when access control is on.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
@@ -39,6 +39,43 @@ class ErrorDetail(BaseModel):
 
 class ErrorEnvelope(BaseModel):
     error: ErrorDetail
+
+
+class WorktreeRead(BaseModel):
+    """A task's git worktree (docs/workspaces.md)."""
+
+    model_config = ConfigDict(extra="allow")
+    path: str
+    branch: str = Field(description="`clarion/<task_id>`")
+    base: str
+    state: Literal["creating", "ready", "removed"]
+
+
+class TaskRead(BaseModel):
+    """A task as every route reads it (more fields may be added, none renamed)."""
+
+    model_config = ConfigDict(extra="allow")
+    id: str
+    title: str
+    description: str
+    workspace: str
+    workflow_step: Literal["backlog", "in_progress", "review", "done"]
+    status_summary: dict[str, Any] | None
+    primary_session_pending_action: str | None
+    task_pending_action: str | None
+    repository: str | None = Field(description="the configured repository, or null")
+    worktree: WorktreeRead | None = Field(description="null until its first session starts")
+    created_at: str
+    updated_at: str
+
+
+class TaskEnvelope(BaseModel):
+    task: TaskRead
+
+
+def task_read(status: int = 200) -> dict[int | str, dict[str, Any]]:
+    """`responses=` entry: the route answers `{"task": Task}` with `status`."""
+    return {status: {"model": TaskEnvelope, "description": "The task"}}
 
 
 # Body models declared by `body(...)`, added to components/schemas when the document is built.

@@ -9,7 +9,7 @@ from fastapi.responses import JSONResponse
 
 from clarion.api.auth import caller_of
 from clarion.api.bodies import parse_body, read_json_object
-from clarion.api.openapi import body, errors
+from clarion.api.openapi import body, errors, task_read
 from clarion.api.schemas import CreateTask, MoveTask
 from clarion.api.services import ApiServices
 from clarion.domain.models import WorkflowStep
@@ -27,7 +27,7 @@ def services(request: Request) -> ApiServices:
     status_code=201,
     summary="Create a task",
     openapi_extra=body(CreateTask),
-    responses=errors(400, 404),
+    responses={**task_read(201), **errors(400, 404)},
 )
 async def create_task(request: Request) -> JSONResponse:
     svc = services(request)
@@ -48,7 +48,7 @@ async def list_tasks(request: Request) -> dict[str, Any]:
     return {"tasks": tasks, "total": len(tasks)}
 
 
-@router.get("/tasks/{task_id}", summary="One task", responses=errors(404))
+@router.get("/tasks/{task_id}", summary="One task", responses={**task_read(), **errors(404)})
 async def get_task(task_id: str, request: Request) -> dict[str, Any]:
     svc = services(request)
     await svc.access.require_task(caller_of(request), task_id)
@@ -59,7 +59,7 @@ async def get_task(task_id: str, request: Request) -> dict[str, Any]:
     "/tasks/{task_id}/move",
     summary="Move a task to another workflow step",
     openapi_extra=body(MoveTask),
-    responses=errors(400, 404, 409),
+    responses={**task_read(), **errors(400, 404, 409)},
 )
 async def move_task(task_id: str, request: Request) -> dict[str, Any]:
     svc = services(request)

@@ -13,7 +13,7 @@ from fastapi import APIRouter, Request
 
 from clarion.api.auth import caller_of
 from clarion.api.bodies import parse_body, read_json_object
-from clarion.api.openapi import body, errors
+from clarion.api.openapi import body, errors, task_read
 from clarion.api.schemas import ReviewTask
 from clarion.api.services import ApiServices
 from clarion.domain.errors import NotFound, Unavailable
@@ -71,7 +71,7 @@ async def review_task(task_id: str, request: Request) -> dict[str, Any]:
 @router.post(
     "/tasks/{task_id}/archive",
     summary="Remove the task's worktree (its branch stays) and take it off the active steps",
-    responses=errors(404, 409),
+    responses={**task_read(), **errors(404, 409)},
 )
 async def archive_task(task_id: str, request: Request) -> dict[str, Any]:
     svc = services(request)

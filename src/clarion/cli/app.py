@@ -22,6 +22,7 @@ from clarion.cli import (
     demo,
     doctor,
     permissions,
+    review,
     token,
     watch,
 )
@@ -54,6 +55,7 @@ db.register(app)
 doctor.register(app)
 agents_check.register(app)
 changes.register(app)
+review.register(app)
 
 
 def _event_loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
