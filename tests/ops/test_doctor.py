@@ -6,9 +6,12 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from clarion.cli.app import app
+from clarion.cli.doctor import git_checks
+from clarion.config import Settings
 from clarion.store import migrate, open_engine
 from clarion.store.db.migrations import LATEST_VERSION
 from tests.conftest import _run
@@ -73,3 +76,43 @@ def test_a_config_file_that_does_not_load_is_one_failed_row(tmp_path: Path) -> N
     code, out = doctor("--config", str(config))
     assert code == 1
     assert "command must be a non-empty list" in _row(out, "config")
+
+
+def test_git_and_each_repository_get_a_row(tmp_path: Path) -> None:
+    from tests.workspaces.gitrepo import make_repository
+
+    url = f"sqlite:///{tmp_path / 'c.db'}"
+    _run(lambda: _migrated(url))
+    repository = make_repository(tmp_path, {"README.md": "hello\n"})
+    config = tmp_path / "clarion.toml"
+    config.write_text(
+        f'[repositories.app]\npath = "{repository}"\n'
+        f'[repositories.gone]\npath = "{tmp_path / "nothing-here"}"\n'
+        f'[repositories.nobase]\npath = "{repository}"\nbase = "release"\n'
+    )
+    code, out = doctor("--config", str(config), "--database", url, "--bus", "memory")
+    assert code == 1, out
+    assert " ok (git version" in _row(out, "│ git ")
+    assert " ok" in _row(out, "repository app")
+    assert "FAIL" in _row(out, "repository gone")
+    assert "FAIL" in _row(out, "repository nobase")
+    details = {c.name: c.detail for c in git_checks(Settings.load(config_file=str(config)))}
+    assert details["repository app"] == f"ok ({repository}, base main)"
+    assert details["repository gone"].endswith("nothing-here is not a directory")
+    assert (
+        "repositories.nobase.base: branch 'release' does not exist" in details["repository nobase"]
+    )
+
+
+def test_doctor_says_git_is_missing_when_a_repository_needs_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url = f"sqlite:///{tmp_path / 'c.db'}"
+    _run(lambda: _migrated(url))
+    config = tmp_path / "clarion.toml"
+    config.write_text(f'[repositories.app]\npath = "{tmp_path}"\n')
+    monkeypatch.setenv("PATH", str(tmp_path / "empty-bin"))
+    code, out = doctor("--config", str(config), "--database", url, "--bus", "memory")
+    assert code == 1, out
+    assert "not installed" in _row(out, "│ git ") and "FAIL" in _row(out, "│ git ")
+    assert "FAIL" in _row(out, "repository app")

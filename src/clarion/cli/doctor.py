@@ -1,6 +1,6 @@
 """`clarion doctor [--config FILE]`: is this installation able to run? One row per check
-(config, database and schema, bus, each agent profile's command, each webhook), each `ok` or
-the reason it failed; exit 0 when all pass, 1 otherwise.
+(config, database and schema, bus, each agent profile's command, each webhook, git and each
+configured repository), each `ok` or the reason it failed; exit 0 when all pass, 1 otherwise.
 
 It reads what `clarion serve` would read (flags' env vars, the config file) and changes
 nothing: the database is only read, a webhook only has a TCP connection opened to it (a POST
@@ -107,6 +107,32 @@ async def run_checks(settings: Settings) -> list[Check]:
     return checks
 
 
+def git_checks(settings: Settings) -> list[Check]:
+    """git (needed once a repository is configured) and each repository: a git repository
+    whose base branch exists."""
+    from clarion.workspaces.checks import checked_repository, git_version
+
+    repositories = settings.repositories.repositories
+    version = git_version()
+    if version is None:
+        needed = bool(repositories)
+        detail = "not installed (no `git` on PATH)" + (
+            ", and a repository is configured" if needed else "; needed only for [repositories]"
+        )
+        checks = [Check("git", not needed, detail)]
+    else:
+        checks = [Check("git", True, f"ok ({version})")]
+    for name, repository in sorted(repositories.items()):
+        row = f"repository {name}"
+        try:
+            checked = checked_repository(repository, settings.repositories.config_file)
+        except (ValueError, OSError) as exc:
+            checks.append(Check(row, False, str(exc)))
+            continue
+        checks.append(Check(row, True, f"ok ({checked.path}, base {checked.base})"))
+    return checks
+
+
 def doctor(
     config: str | None = typer.Option(None, "--config", help="TOML file [env CLARION_CONFIG]"),
     database: str | None = typer.Option(
@@ -124,7 +150,11 @@ def doctor(
     except ValueError as exc:
         show_checks([Check(f"config {where}", False, str(exc))])
         raise typer.Exit(1) from exc
-    checks = [Check(f"config {where}", True, "ok"), *asyncio.run(run_checks(settings))]
+    checks = [
+        Check(f"config {where}", True, "ok"),
+        *asyncio.run(run_checks(settings)),
+        *git_checks(settings),
+    ]
     show_checks(checks)
     if not all(c.ok for c in checks):
         raise typer.Exit(1)
