@@ -27,7 +27,7 @@ def test_a_path_inside_the_worktree_is_kept_relative_to_it(path: str, relative: 
     ["../other/x.py", "src/../../x.py", "/etc/passwd", "/srv/worktrees/t10/x.py", ROOT, "", " "],
 )
 def test_a_path_that_leaves_the_worktree_is_refused_naming_the_field(path: str) -> None:
-    with pytest.raises(InvalidInput, match="worktree|path") as caught:
+    with pytest.raises(InvalidInput, match=r"worktree|path") as caught:
         worktree_relative(path, ROOT, field="comments[2].path")
     assert caught.value.field == "comments[2].path"
 
