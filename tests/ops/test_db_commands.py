@@ -262,3 +262,46 @@ def test_backup_copies_a_sqlite_database_and_points_postgresql_to_pg_dump(
     assert code == 2 and "exists" in err
     code, _, err = db("backup", str(tmp_path / "pg.dump"), "--database", "postgresql://u@h/d")
     assert code == 2 and "pg_dump" in err
+
+
+async def _task_with_a_worktree(url: str, repository: Path, worktrees: Path) -> tuple[str, Path]:
+    """An old task whose only session finished, with a real worktree on its own branch."""
+    from clarion.domain.models import Worktree, WorktreeState
+    from tests.workspaces.gitrepo import git
+
+    engine = open_engine(url)
+    await migrate(engine)
+    store = SqlStore(engine, ManualClock(OLD))
+    try:
+        workspace = await store.ensure_workspace("default")
+        task = await store.create_task(
+            title="t", description="", workspace_id=workspace.id, repository="app"
+        )
+        path = worktrees / task.id
+        git(repository, "worktree", "add", "-q", "-b", f"clarion/{task.id}", str(path), "main")
+        await store.claim_worktree(
+            task.id, Worktree(str(path), f"clarion/{task.id}", "main", WorktreeState.READY)
+        )
+        session = await store.create_session(task_id=task.id, agent="b", is_primary=True)
+        await store.transition_session(session.id, SessionState.COMPLETED)
+        return task.id, path
+    finally:
+        store.close()
+        await engine.dispose()
+
+
+def test_prune_removes_the_worktree_of_a_task_it_left_without_sessions_and_keeps_its_branch(
+    db_url: str, tmp_path: Path
+) -> None:
+    from tests.workspaces.gitrepo import git, make_repository
+
+    repository = make_repository(tmp_path, {"README.md": "hello\n"})
+    task_id, path = _run(lambda: _task_with_a_worktree(db_url, repository, tmp_path / "wt"))
+    code, out, err = db("prune", "--older-than", "90d", "--database", db_url)
+    assert code == 0, err
+    assert "removed 1 task worktrees" in out
+    assert not path.exists()
+    assert f"clarion/{task_id}" in git(repository, "branch", "--list")
+    assert str(path) not in git(repository, "worktree", "list")
+    again = db("prune", "--older-than", "90d", "--database", db_url)
+    assert again[0] == 0 and "worktrees" not in again[1]

@@ -177,6 +177,7 @@ def prune_command(
     from clarion.store import SqlStore
     from clarion.store.db.schema_status import schema_status
     from clarion.store.retention import prune
+    from clarion.workspaces.pruning import remove_orphaned_worktrees
 
     try:
         seconds = parse_duration(older_than).seconds
@@ -187,7 +188,7 @@ def prune_command(
     def report(done: int, total: int) -> None:
         typer.echo(f"… {done}/{total} sessions", err=True)
 
-    async def work() -> tuple[str, Pruned]:
+    async def work() -> tuple[str, Pruned, int]:
         async with _engine(url) as engine:
             found = await schema_status(engine)
             if found.pending or found.newer_than_code:
@@ -199,13 +200,18 @@ def prune_command(
             cutoff = SystemClock().now() - timedelta(seconds=seconds)
             try:
                 pruned = await prune(store, cutoff, dry_run=dry_run, progress=report)
+                # The worktrees of the tasks whose sessions are all gone now (their branches
+                # stay). A dry run removed no session, so it counts the ones gone already.
+                worktrees = await remove_orphaned_worktrees(store, dry_run=dry_run)
             finally:
                 store.close()
-            return cutoff.isoformat(timespec="seconds"), pruned
+            return cutoff.isoformat(timespec="seconds"), pruned, len(worktrees)
 
-    cutoff, pruned = _run(url, work())
+    cutoff, pruned, worktrees = _run(url, work())
     verb = "would delete" if dry_run else "deleted"
     typer.echo(f"{verb} {_describe(pruned)} that finished before {cutoff}")
+    if worktrees:
+        typer.echo(f"{'would remove' if dry_run else 'removed'} {worktrees} task worktrees")
 
 
 def register(app: typer.Typer) -> None:

@@ -81,9 +81,15 @@ class SqlWorktrees:
         return to_task(row)
 
     async def worktree_tasks(
-        self, states: Sequence[WorktreeState], *, session_ids: Sequence[str] | None = None
+        self,
+        states: Sequence[WorktreeState],
+        *,
+        session_ids: Sequence[str] | None = None,
+        without_sessions: bool = False,
     ) -> list[Task]:
         query = select(tasks).where(tasks.c.worktree_state.in_([s.value for s in states]))
+        if without_sessions:
+            query = query.where(~exists().where(task_sessions.c.task_id == tasks.c.id))
         if session_ids is not None:
             if not session_ids:
                 return []

@@ -23,8 +23,13 @@ class WorktreeStore(Lookups, Protocol):
         ...
 
     async def worktree_tasks(
-        self, states: Sequence[WorktreeState], *, session_ids: Sequence[str] | None = None
+        self,
+        states: Sequence[WorktreeState],
+        *,
+        session_ids: Sequence[str] | None = None,
+        without_sessions: bool = False,
     ) -> list[Task]:
         """Tasks whose worktree is in one of `states`, oldest first; with `session_ids`,
-        only the tasks of those sessions."""
+        only the tasks of those sessions; with `without_sessions`, only tasks with no session
+        left (a prune deleted them all)."""
         ...
