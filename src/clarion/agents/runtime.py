@@ -110,10 +110,10 @@ class AcpRuntime:
             self._permissions = sink_policy(self._sink)
         sid = launch.session_id
         extra = {"session_id": sid, "profile": profile.name}
-        cwd = _absolute(profile.cwd)
+        cwd = _absolute(launch.cwd or profile.cwd)
         env = build_env(profile.env, self._base_env)
         try:
-            proc = await spawn(profile.command, env, cwd)
+            proc = await spawn(profile.command, env, cwd, profile.sandbox)
         except OSError as exc:
             raise AgentFailure(
                 f"cannot start agent {profile.name!r} ({' '.join(profile.command)}): {exc}",
