@@ -74,6 +74,7 @@ def fork_builtin_agents(socket_path: str) -> None:
     if not bound_there:  # the runtime starts agents some other way now: say so
         raise RuntimeError("clarion.agents.runtime no longer starts agents through spawn()")
     shim = shim_command(socket_path)
+    zygote_folder = os.path.dirname(os.path.realpath(socket_path))
 
     async def spawn(
         command: Sequence[str],
@@ -86,7 +87,7 @@ def fork_builtin_agents(socket_path: str) -> None:
         # The shim runs where the agent would (in its sandbox, if it has one), and must reach
         # the zygote's socket from there; the agent the zygote forks runs outside it.
         if sandbox is not None:
-            reach = (*sandbox.extra_read, os.path.dirname(os.path.realpath(socket_path)))
+            reach = (*sandbox.extra_read, zygote_folder)
             sandbox = dataclasses.replace(sandbox, extra_read=reach)
         return await launch(shim, env, cwd, sandbox)
 

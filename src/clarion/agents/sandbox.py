@@ -15,11 +15,12 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from clarion.config import AgentProfile
 from clarion.config.sandbox import SandboxConfig
 
 logger = logging.getLogger(__name__)
@@ -113,9 +114,9 @@ _ORDER = {"program": 0, "hide": 1, "write": 2, "read": 3, "extra-write": 4, "gua
 def mounts(
     command: Sequence[str], env: Mapping[str, str], cwd: str, config: SandboxConfig
 ) -> list[list[str]]:
-    """bubblewrap's mount options, in the order bubblewrap must apply them. A mount covers what was mounted
-    under its path before it, so parents go first (shallower paths first), and for one path
-    the stronger rule goes last: hiding the database and config files beats everything."""
+    """bubblewrap's mount options, in the order it must apply them. A mount covers what was
+    mounted under its path before it, so parents go first (shallower paths first), and for one
+    path the stronger rule goes last: hiding the database and config files beats everything."""
     wanted: list[tuple[str, str, str]] = [("hide", "--tmpfs", "/tmp")]
     wanted += [("program", "--ro-bind", p) for p in program_paths(command, env, cwd)]
     wanted += [("hide", "--tmpfs", p) for p in config.hidden.directories() if os.path.isdir(p)]
@@ -203,3 +204,52 @@ def _common_dir(folder: Path, dot_git: Path) -> str | None:
     except OSError:
         common = gitdir
     return str(common) if common.is_dir() else None
+
+
+def check_profiles(
+    profiles: Mapping[str, AgentProfile], config_file: str | None
+) -> dict[str, Effective]:
+    """What each profile runs under, checked as `clarion serve` starts: ValueError naming the
+    profile when one asks for bubblewrap, or sets a limit, that this machine cannot honour; a
+    warning for each `auto` profile that runs unsandboxed."""
+    from clarion.agents.limits import limits_problem
+
+    where = config_file or "the config file"
+    modes: dict[str, Effective] = {}
+    for name, profile in profiles.items():
+        try:
+            modes[name] = effective_mode(profile.sandbox)
+        except SandboxUnavailable as exc:
+            raise ValueError(
+                f'agent profile {name!r} has sandbox = "bwrap" ({where}: agents.{name}.sandbox) '
+                f"but bubblewrap cannot run it here: {exc}"
+            ) from None
+        if profile.sandbox.mode == "auto" and modes[name] == "none":
+            logger.warning(
+                'agent profile %r runs without a sandbox (sandbox = "auto"): %s',
+                name,
+                bwrap_problem(),
+                extra={"profile": name},
+            )
+        if profile.sandbox.limited and (problem := limits_problem()) is not None:
+            key = "pids_max" if profile.sandbox.pids_max is not None else "memory_max"
+            raise ValueError(
+                f"agent profile {name!r} sets {key} ({where}: agents.{name}.{key}) but {problem}"
+            )
+    return modes
+
+
+def sandbox_modes(profiles: Mapping[str, AgentProfile]) -> Callable[[str], Effective]:
+    """A profile's mode as the session read shows it: what its agents run under, or would
+    (a `bwrap` profile whose bubblewrap fails starts no agent at all, never an unsandboxed
+    one). A profile no longer configured reads as the default would run."""
+    modes = {name: _mode_shown(p.sandbox) for name, p in profiles.items()}
+    default = _mode_shown(SandboxConfig())
+    return lambda profile: modes.get(profile, default)
+
+
+def _mode_shown(config: SandboxConfig) -> Effective:
+    try:
+        return effective_mode(config)
+    except SandboxUnavailable:
+        return "bwrap"
