@@ -158,7 +158,7 @@ class BuiltinAgent:
     ) -> NewSessionResponse:
         endpoint = _endpoint(mcp_servers)
         session_id = uuid.uuid4().hex
-        self._sessions[session_id] = AgentSession(endpoint=endpoint)
+        self._sessions[session_id] = AgentSession(endpoint=endpoint, cwd=cwd)
         logger.info("session %s: mcp endpoint %s", session_id, endpoint.url if endpoint else None)
         return NewSessionResponse(session_id=session_id)
 
@@ -173,7 +173,9 @@ class BuiltinAgent:
         prompts = self._memory.load(session_id) if self._memory is not None else None
         if prompts is None:
             raise acp.RequestError.resource_not_found(session_id)
-        self._sessions[session_id] = AgentSession(endpoint=_endpoint(mcp_servers), prompts=prompts)
+        self._sessions[session_id] = AgentSession(
+            endpoint=_endpoint(mcp_servers), prompts=prompts, cwd=cwd
+        )
         # session/load replays the conversation to the client before answering.
         for text in prompts:
             await self.send(session_id, acp.update_user_message_text(text))

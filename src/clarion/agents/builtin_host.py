@@ -50,6 +50,7 @@ class AgentSession:
     running: asyncio.Task[Any] | None = None
     mcp: McpConnection | None = None  # opened on the session's first question
     prompts: list[str] = field(default_factory=list)  # newest last, bounded
+    cwd: str = ""  # ACP's working directory of the session ("" : the process's own)
 
 
 class PromptHost:
@@ -89,6 +90,9 @@ class PromptHost:
             status: Literal["completed", "failed"] = "completed" if ok else "failed"
             await self._agent.send(self._session_id, acp.update_tool_call(call_id, status=status))
         return outcome
+
+    def working_directory(self) -> str:
+        return self._session.cwd or os.getcwd()
 
     def previous_prompt(self) -> str | None:
         prompts = self._session.prompts

@@ -8,10 +8,13 @@ knows nothing about ACP or MCP wire details.
 from __future__ import annotations
 
 import asyncio
+import json
+import os
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from clarion.agents.file_scenarios import read_reply, write_reply
 from clarion.agents.scenario_questions import (
     ask_arguments,
     ask_default_arguments,
@@ -61,6 +64,10 @@ class ScenarioHost(Protocol):
         ...
 
     def write_stderr(self, nbytes: int) -> None: ...
+
+    def working_directory(self) -> str:
+        """The directory the session works in (ACP's `cwd`)."""
+        ...
 
     def exit(self, code: int, message: str) -> None:
         """Write `message` to stderr and end the process at once with `code`."""
@@ -165,6 +172,11 @@ async def _recall(host: ScenarioHost, call: ScenarioCall) -> None:
     await host.say(f"Remembered: {previous}" if previous is not None else "Remembered: nothing")
 
 
+async def _env(host: ScenarioHost, call: ScenarioCall) -> None:
+    # What Clarion gave the agent, as JSON: the check that no server secret reaches agents.
+    await host.say("env: " + json.dumps(dict(os.environ), sort_keys=True))
+
+
 async def _stream(host: ScenarioHost, call: ScenarioCall) -> None:
     count = int(_number(call, "n", 10))
     delay = _number(call, "ms", 50) / 1000
@@ -217,6 +229,14 @@ class ScenarioFailure(Exception):
     """Raised out of the prompt on purpose: the agent answers it with a JSON-RPC error."""
 
 
+async def _write(host: ScenarioHost, call: ScenarioCall) -> None:
+    await host.say(write_reply(host.working_directory(), call.rest))
+
+
+async def _read(host: ScenarioHost, call: ScenarioCall) -> None:
+    await host.say(read_reply(host.working_directory(), call.rest))
+
+
 async def _fail(host: ScenarioHost, call: ScenarioCall) -> None:
     raise ScenarioFailure(call.rest or "the scenario failed on purpose")
 
@@ -233,9 +253,13 @@ SCENARIOS: dict[str, Scenario] = {
     "ask-default": _ask_default,
     "ask-silent": _ask_silent,
     "recall": _recall,
+    # An addition to the contract's table: the agent's environment (docs/security.md).
+    "env": _env,
     "stream": _stream,
     "permission": _permission,
     "permission-then-ask": _permission_then_ask,
+    "write": _write,
+    "read": _read,
     # Test-only: proves the runtime keeps draining an agent's stderr.
     "stderr-flood": _stderr_flood,
     # Test-only: an errored prompt (the agent keeps running) and an agent that dies mid-turn.

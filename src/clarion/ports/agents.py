@@ -71,7 +71,8 @@ class AgentLaunch:
     # The ACP session the agent had before a restart: loaded (session/load) when the agent
     # supports it, so it keeps its conversation.
     acp_session_id: str | None = None
-    # The agent's working directory (a task's worktree); None: the profile's `cwd`.
+    # The task's worktree, when it has one: the agent's working directory, overriding the
+    # profile's `cwd`.
     cwd: str | None = None
 
 
