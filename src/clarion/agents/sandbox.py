@@ -134,7 +134,18 @@ def mounts(
     wanted += [("file", "--ro-bind", p) for p in config.hidden.files()]
     present = [(kind, op, p) for kind, op, p in wanted if p == "/tmp" or os.path.exists(p)]
     present.sort(key=lambda m: (_depth(m[2]), _ORDER[m[0]]))
-    return [_option(kind, op, p) for kind, op, p in present]
+    ordered: list[tuple[str, str, str]] = []
+    for kind, op, path in present:
+        # A file under a hidden folder is gone already; binding over it would show its name.
+        if kind != "file" or not _under_tmpfs(path, ordered):
+            ordered.append((kind, op, path))
+    return [_option(kind, op, p) for kind, op, p in ordered]
+
+
+def _under_tmpfs(path: str, before: list[tuple[str, str, str]]) -> bool:
+    """Whether the last mount over `path` so far is an empty tmpfs."""
+    covering = [op for _, op, p in before if path.startswith(p.rstrip("/") + "/")]
+    return bool(covering) and covering[-1] == "--tmpfs"
 
 
 def _option(kind: str, op: str, path: str) -> list[str]:
