@@ -55,12 +55,17 @@ def site(tmp_path: Path) -> Site:
 
 async def run(
     script: str, cwd: Path, sandbox: SandboxConfig | None, env: dict[str, str] | None = None
-) -> tuple[int, str, str]:
+) -> tuple[str, str]:
+    """`script` run by `sh` as an agent in `sandbox`: its stdout and stderr."""
     proc = await spawn(["sh", "-c", script], env or build_env({}, None), str(cwd), sandbox)
     async with asyncio.timeout(RUN_S):
         out, err = await proc.communicate()
     await shut_down(proc, 1.0)
-    return proc.returncode or 0, out.decode(), err.decode()
+    return out.decode(), err.decode()
+
+
+def exists(path: Path | str) -> bool:
+    return Path(path).exists()
 
 
 async def test_reading_the_database_config_or_clarion_home_fails_inside_the_sandbox(
@@ -70,7 +75,7 @@ async def test_reading_the_database_config_or_clarion_home_fails_inside_the_sand
     reads.append(site.config)
     script = "; ".join(f"cat {p} && echo LEAK" for p in reads)
     script += f"; ls -A {site.home}; ls -A {site.worktrees}; echo done"
-    code, out, err = await run(script, site.mine, site.sandbox())
+    out, _err = await run(script, site.mine, site.sandbox())
     assert "LEAK" not in out and "secret" not in out and "recent rows" not in out
     assert "done" in out
     # Clarion's home shows only what the agent may have: its own home and its own worktree.
@@ -85,7 +90,7 @@ async def test_another_tasks_worktree_is_hidden_and_the_own_one_is_writable(site
         "echo changed > README.md && cat README.md; "
         f"echo intruder > {site.theirs}/new.txt && echo WROTE"
     )
-    code, out, err = await run(script, site.mine, site.sandbox())
+    out, _err = await run(script, site.mine, site.sandbox())
     assert "LEAK" not in out and "WROTE" not in out
     assert "changed" in out
     assert (site.mine / "README.md").read_text() == "changed\n"
@@ -104,13 +109,13 @@ async def test_writing_outside_the_working_directory_fails_and_nothing_appears_o
         f"echo x > {outside_tmp}; echo x > {elsewhere} 2>&1 || echo REFUSED; "
         f"echo x > {site.home}/planted.txt; echo x > /usr/planted-{os.getpid()} || echo REFUSED"
     )
-    code, out, err = await run(script, site.mine, site.sandbox())
+    out, err = await run(script, site.mine, site.sandbox())
     assert out.count("REFUSED") == 2
     assert "Read-only file system" in err
     assert not outside_tmp.exists()
     assert not elsewhere.exists()
     assert not (site.home / "planted.txt").exists()
-    assert not Path(f"/usr/planted-{os.getpid()}").exists()
+    assert not exists(f"/usr/planted-{os.getpid()}")
 
 
 async def test_extra_read_and_extra_write_widen_the_sandbox(site: Site, tmp_path: Path) -> None:
@@ -120,7 +125,7 @@ async def test_extra_read_and_extra_write_widen_the_sandbox(site: Site, tmp_path
     (shared / "doc.txt").write_text("readable")
     script = f"cat {shared}/doc.txt; echo no > {shared}/x || echo REFUSED; echo yes > {scratch}/x"
     sandbox = site.sandbox(extra_read=(str(shared),), extra_write=(str(scratch),))
-    code, out, err = await run(script, site.mine, sandbox)
+    out, _err = await run(script, site.mine, sandbox)
     assert "readable" in out and "REFUSED" in out
     assert not (shared / "x").exists()
     assert (scratch / "x").read_text() == "yes\n"
@@ -128,12 +133,12 @@ async def test_extra_read_and_extra_write_widen_the_sandbox(site: Site, tmp_path
 
 async def test_the_agent_home_is_its_own_persistent_and_private(site: Site) -> None:
     sandbox = site.sandbox()
-    code, out, _ = await run('echo "$HOME"; echo kept > "$HOME/state"', site.mine, sandbox)
+    out, _ = await run('echo "$HOME"; echo kept > "$HOME/state"', site.mine, sandbox)
     assert out.strip() == sandbox.home
     assert sandbox.home is not None
     assert (Path(sandbox.home) / "state").read_text() == "kept\n"
-    assert oct(Path(sandbox.home).stat().st_mode & 0o777) == "0o700"
-    code, out, _ = await run('cat "$HOME/state"', site.mine, sandbox)  # a later start
+    assert oct(os.stat(sandbox.home).st_mode & 0o777) == "0o700"
+    out, _ = await run('cat "$HOME/state"', site.mine, sandbox)  # a later start
     assert out == "kept\n"
 
 
@@ -175,7 +180,7 @@ async def test_committing_inside_a_git_worktree_lands_on_its_branch(site: Site) 
         + str(repo / ".git" / "hooks" / "post-commit")
         + " || echo HOOKS-REFUSED"
     )
-    code, out, err = await run(script, tree, site.sandbox())
+    out, err = await run(script, tree, site.sandbox())
     assert "COMMITTED" in out, err
     assert "HOOKS-REFUSED" in out
     assert _git("log", "-1", "--format=%s", "clarion/task-c", cwd=repo) == "by the agent"
@@ -200,7 +205,7 @@ async def test_the_environment_holds_only_the_allow_list_with_and_without_the_sa
     env = build_env({"ANTHROPIC_API_KEY": "named-by-the-profile"}, None)
     script = "env"
     for sandbox in (site.sandbox(), SandboxConfig(mode="none")):
-        code, out, _ = await run(script, site.mine, sandbox, env)
+        out, _ = await run(script, site.mine, sandbox, env)
         seen = dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
         assert not set(secrets) & set(seen), sandbox.mode
         assert not [k for k in seen if k.startswith("CLARION_")]
@@ -214,7 +219,7 @@ async def test_the_environment_is_not_on_bubblewraps_command_line(site: Site) ->
     env = build_env({"SOME_API_KEY": "do-not-show-me"}, None)
     proc = await spawn(["sleep", "30"], env, str(site.mine), site.sandbox())
     try:
-        cmdline = Path(f"/proc/{proc.pid}/cmdline").read_bytes()
+        cmdline = await asyncio.to_thread(Path(f"/proc/{proc.pid}/cmdline").read_bytes)
         assert b"bwrap" in cmdline
         assert b"do-not-show-me" not in cmdline
     finally:
