@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio.subprocess
 import contextlib
+import dataclasses
 import json
 import os
 import signal
@@ -31,7 +32,10 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
+
+if TYPE_CHECKING:
+    from clarion.config.sandbox import SandboxConfig
 
 MODULE = "clarion.agents.builtin"
 BUILTIN_COMMAND = (sys.executable, "-m", MODULE)
@@ -70,11 +74,22 @@ def fork_builtin_agents(socket_path: str) -> None:
     if not bound_there:  # the runtime starts agents some other way now: say so
         raise RuntimeError("clarion.agents.runtime no longer starts agents through spawn()")
     shim = shim_command(socket_path)
+    zygote_folder = os.path.dirname(os.path.realpath(socket_path))
 
     async def spawn(
-        command: Sequence[str], env: Mapping[str, str], cwd: str
+        command: Sequence[str],
+        env: Mapping[str, str],
+        cwd: str,
+        sandbox: SandboxConfig | None = None,
     ) -> asyncio.subprocess.Process:
-        return await launch(shim if tuple(command) == BUILTIN_COMMAND else command, env, cwd)
+        if tuple(command) != BUILTIN_COMMAND:
+            return await launch(command, env, cwd, sandbox)
+        # The shim runs where the agent would (in its sandbox, if it has one), and must reach
+        # the zygote's socket from there; the agent the zygote forks runs outside it.
+        if sandbox is not None:
+            reach = (*sandbox.extra_read, zygote_folder)
+            sandbox = dataclasses.replace(sandbox, extra_read=reach)
+        return await launch(shim, env, cwd, sandbox)
 
     names["spawn"] = spawn
 

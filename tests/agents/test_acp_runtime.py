@@ -11,6 +11,7 @@ import pytest
 
 from clarion.agents.runtime import AcpRuntime
 from clarion.config import AgentProfile
+from clarion.config.sandbox import SandboxConfig
 from clarion.domain.errors import AgentBusy, AgentFailure, NotFound
 from clarion.ports import AgentOutput, PromptFinished
 from tests.agents.agent_harness import WAIT_S, RecordingSink, launch
@@ -239,7 +240,11 @@ async def test_a_start_cancelled_during_the_handshake_stops_the_agent(
         f"pathlib.Path({str(asked)!r}).touch()\n"
         "time.sleep(300)\n"
     )
-    profile = AgentProfile(name="mute", command=(sys.executable, "-c", script))
+    # Unsandboxed: it writes to the test's folder and is looked for among this process's
+    # children (a sandboxed one is bubblewrap's).
+    profile = AgentProfile(
+        name="mute", command=(sys.executable, "-c", script), sandbox=SandboxConfig(mode="none")
+    )
     async with AcpRuntime({"mute": profile}, sink, stop_grace=0.5) as rt:
         start = asyncio.create_task(rt.ensure_started(launch("m", profile="mute")))
         async with asyncio.timeout(WAIT_S):

@@ -410,7 +410,8 @@ def test_the_builtin_profile_takes_an_idle_stop_without_a_command(tmp_path: Path
     builtin = load_agent_profiles(config, home=tmp_path)[BUILTIN_PROFILE]
     assert builtin.idle_stop_after == 2.0
     assert builtin.command == (sys.executable, "-m", "clarion.agents.builtin")
-    assert dict(builtin.env) == {"CLARION_HOME": str(tmp_path)}
+    # Its own home, not Clarion's: no CLARION_* reaches an agent its profile does not name.
+    assert dict(builtin.env) == {"HOME": str((tmp_path / "agent-homes" / "builtin").resolve())}
 
 
 @pytest.mark.parametrize("value", ['"10"', '"-5m"', '"1.5h"', '"5w"', '"m"', "600", "true", '""'])

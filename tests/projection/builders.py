@@ -85,8 +85,9 @@ async def projections(
         projector,
         summaries,
         live_waiters=live_waiters or local_only(lambda _pid: False),
-        **({} if agent_running is None else {"agent_running": agent_running}),
     )
+    if agent_running is not None:
+        reads.use_agent_running(agent_running)
     await projector.allocate_epoch()
     return Projections(store, bus, projector, summaries, publisher, reads, WorkflowGuard(store))
 

@@ -73,7 +73,7 @@ MEMORY_PROMPTS = 20
 
 
 class _Memory:
-    """Each session's prompts as a small JSON file under `$CLARION_HOME/builtin-agent`."""
+    """Each session's prompts as a small JSON file under `<home>/builtin-agent`."""
 
     def __init__(self, home: Path) -> None:
         self._dir = home / "builtin-agent" / "sessions"
@@ -252,11 +252,13 @@ async def serve(agent: Any) -> None:
 
 
 def _memory_from_env() -> _Memory | None:
-    """Sessions are kept under CLARION_HOME (default ~/.clarion) and loadable after a restart;
-    CLARION_BUILTIN_LOAD_SESSION=0 plays an agent without session/load (tests of the recap)."""
+    """Sessions are kept in the agent's own home (Clarion gives it `agent-homes/builtin` in
+    its home, sandboxed or not) and loadable after a restart; a CLARION_HOME its profile sets
+    keeps them there instead. CLARION_BUILTIN_LOAD_SESSION=0 plays an agent without
+    session/load (tests of the recap)."""
     if os.environ.get("CLARION_BUILTIN_LOAD_SESSION", "1") == "0":
         return None
-    return _Memory(Path(os.environ.get("CLARION_HOME") or Path.home() / ".clarion"))
+    return _Memory(Path(os.environ.get("CLARION_HOME") or Path.home()))
 
 
 def main() -> None:

@@ -89,7 +89,7 @@ async def check_agent(
         return [Step("command", False, f"command not found: {program}")]
     cwd = _absolute(profile.cwd)
     try:
-        proc = await spawn(profile.command, env, cwd)
+        proc = await spawn(profile.command, env, cwd, profile.sandbox)
     except OSError as exc:
         return [Step("command", False, f"cannot start it: {exc}")]
     watch = _Watch()

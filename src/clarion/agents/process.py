@@ -6,20 +6,31 @@ each group: a shell that reads a pipe from this process and, at end of file, kil
 End of file comes when the agent has exited (we close the pipe, so what it left behind goes too) or
 when this process dies in any way, SIGKILL included: the kernel closes the pipe, so no agent, child
 or grandchild, outlives the server that started it.
+
+A sandboxed agent's process is bubblewrap (`clarion.agents.sandbox`): it sits in the group, and
+the agent inside, in a process namespace of its own, dies with it (`--die-with-parent`), so the
+group's end is the sandbox's end. An agent with limits joins its control group before it runs
+(`clarion.agents.limits`); the group is removed once the agent has been reaped.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import functools
 import logging
 import os
+import shutil
 import signal
 import subprocess
 from collections import deque
 from collections.abc import Mapping, Sequence
 from typing import Any
+
+from clarion.agents.limits import AgentGroup, agent_group
+from clarion.agents.sandbox import effective_mode, wrap
+from clarion.config.sandbox import SandboxConfig
 
 logger = logging.getLogger(__name__)
 
@@ -52,6 +63,7 @@ _GUARD = ("sh", "-c", "trap '' TERM INT HUP; read _; kill -KILL 0")
 _GUARD_WAIT_S = 5.0
 _POLL_S = 0.2
 _PIPE_POLL_S = 0.01
+_RELEASE_TRIES = 40
 _sweepers: dict[int, asyncio.Task[None]] = {}
 
 
@@ -69,20 +81,48 @@ def build_env(
 
 
 async def spawn(
-    command: Sequence[str], env: Mapping[str, str], cwd: str
+    command: Sequence[str],
+    env: Mapping[str, str],
+    cwd: str,
+    sandbox: SandboxConfig | None = None,
 ) -> asyncio.subprocess.Process:
-    """Start `command` with piped stdio in a new process group, guarded (see the module doc).
-    Raises OSError if it cannot be started."""
-    proc = await asyncio.create_subprocess_exec(
-        *command,
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        env=dict(env),
-        cwd=cwd,
-        limit=STDOUT_LIMIT_BYTES,
-        **_in_group(0),
-    )
+    """Start `command` with piped stdio in a new process group, guarded (see the module doc),
+    in the sandbox and within the limits `sandbox` sets (None: neither). Raises OSError if it
+    cannot be started (SandboxUnavailable among them)."""
+    argv = tuple(command)
+    args_fd: int | None = None
+    group: AgentGroup | None = None
+    try:
+        if sandbox is not None and effective_mode(sandbox) == "bwrap":
+            if shutil.which(command[0], path=env.get("PATH")) is None:
+                # As an unsandboxed start would fail, not once bubblewrap is running.
+                raise FileNotFoundError(errno.ENOENT, "No such file or directory", command[0])
+            # bubblewrap reads its options from a memory file: its environment stays off argv.
+            args_fd = os.memfd_create("clarion-agent-sandbox", 0)
+            wrapped = wrap(command, env, cwd, sandbox, args_fd)
+            os.pwrite(args_fd, wrapped.args, 0)
+            argv = wrapped.argv
+        if sandbox is not None and sandbox.limited:
+            group = agent_group(sandbox.pids_max, sandbox.memory_max)
+            argv = (*group.prefix(), *argv)
+        proc = await asyncio.create_subprocess_exec(
+            *argv,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            env=dict(env),
+            cwd=cwd,
+            limit=STDOUT_LIMIT_BYTES,
+            pass_fds=() if args_fd is None else (args_fd,),
+            **_in_group(0),
+        )
+    except BaseException:
+        if group is not None:
+            group.release()
+        raise
+    finally:
+        if args_fd is not None:
+            os.close(args_fd)
     try:
         # Same session as the agent's group (a new session could not be joined).
         guard = await asyncio.create_subprocess_exec(
@@ -96,10 +136,10 @@ async def spawn(
         # Only when the agent is already gone (its group with it) or the system is out of
         # processes; a stop still ends the group, just not a SIGKILL of this server.
         logger.warning("agent process group left unguarded: %r", exc, extra={"pid": proc.pid})
-    else:
-        _sweepers[proc.pid] = asyncio.get_running_loop().create_task(
-            _sweep_when_done(proc, guard), name=f"agent-guard-{proc.pid}"
-        )
+        guard = None
+    _sweepers[proc.pid] = asyncio.get_running_loop().create_task(
+        _sweep_when_done(proc, guard, group), name=f"agent-guard-{proc.pid}"
+    )
     return proc
 
 
@@ -114,7 +154,9 @@ def _in_group(pgid: int) -> dict[str, Any]:
 
 
 async def _sweep_when_done(
-    proc: asyncio.subprocess.Process, guard: asyncio.subprocess.Process
+    proc: asyncio.subprocess.Process,
+    guard: asyncio.subprocess.Process | None,
+    group: AgentGroup | None = None,
 ) -> None:
     """Once the agent itself has exited, end whatever it left in its group, and reap the guard.
 
@@ -130,14 +172,27 @@ async def _sweep_when_done(
     except asyncio.CancelledError:
         cancelled = True
     try:
-        if guard.stdin is not None:
-            guard.stdin.close()
-        cancelled |= await _reap(guard, proc)
+        if guard is not None:
+            if guard.stdin is not None:
+                guard.stdin.close()
+            cancelled |= await _reap(guard, proc)
         cancelled |= await _reap(proc, proc)
     finally:
         _sweepers.pop(proc.pid, None)
+        if group is not None:
+            await _release(group)
     if cancelled:
         raise asyncio.CancelledError
+
+
+async def _release(group: AgentGroup) -> None:
+    """Remove the agent's control group; the processes the guard has just killed may take a
+    moment to leave it."""
+    for _ in range(_RELEASE_TRIES):
+        if group.try_release():
+            return
+        await asyncio.sleep(_PIPE_POLL_S * 5)
+    group.release()
 
 
 async def _reap(child: asyncio.subprocess.Process, agent: asyncio.subprocess.Process) -> bool:

@@ -113,7 +113,7 @@ class AcpRuntime:
         cwd = _absolute(launch.cwd or profile.cwd)
         env = build_env(profile.env, self._base_env)
         try:
-            proc = await spawn(profile.command, env, cwd)
+            proc = await spawn(profile.command, env, cwd, profile.sandbox)
         except OSError as exc:
             raise AgentFailure(
                 f"cannot start agent {profile.name!r} ({' '.join(profile.command)}): {exc}",

@@ -8,6 +8,8 @@ knows nothing about ACP or MCP wire details.
 from __future__ import annotations
 
 import asyncio
+import json
+import os
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -170,6 +172,11 @@ async def _recall(host: ScenarioHost, call: ScenarioCall) -> None:
     await host.say(f"Remembered: {previous}" if previous is not None else "Remembered: nothing")
 
 
+async def _env(host: ScenarioHost, call: ScenarioCall) -> None:
+    # What Clarion gave the agent, as JSON: the check that no server secret reaches agents.
+    await host.say("env: " + json.dumps(dict(os.environ), sort_keys=True))
+
+
 async def _stream(host: ScenarioHost, call: ScenarioCall) -> None:
     count = int(_number(call, "n", 10))
     delay = _number(call, "ms", 50) / 1000
@@ -246,6 +253,8 @@ SCENARIOS: dict[str, Scenario] = {
     "ask-default": _ask_default,
     "ask-silent": _ask_silent,
     "recall": _recall,
+    # An addition to the contract's table: the agent's environment (docs/security.md).
+    "env": _env,
     "stream": _stream,
     "permission": _permission,
     "permission-then-ask": _permission_then_ask,

@@ -125,6 +125,7 @@ def serve(
     # a start's CPU. Nothing they make is garbage worth collecting meanwhile.
     gc.disable()
     try:
+        from clarion.agents.sandbox import check_profiles
         from clarion.server.serving import (
             AnotherServer,
             RecoveryFailed,
@@ -154,6 +155,8 @@ def serve(
             cluster=cluster,
             advertise_url=advertise_url,
         )
+        # Each profile's sandbox and limits, as this machine can honour them (or exit 2).
+        check_profiles(settings.agents, settings.config_file)
     except ValueError as exc:
         raise fail(str(exc), 2) from exc
     try:

@@ -19,6 +19,13 @@ from clarion.config.links import AnswerLinkSettings, load_answer_links
 from clarion.config.ops import OperationsConfig
 from clarion.config.permissions import permission_rules
 from clarion.config.repositories import RepositorySettings, load_repositories
+from clarion.config.sandbox import (
+    HiddenPaths,
+    SandboxConfig,
+    agent_home,
+    hidden_paths,
+    load_sandbox,
+)
 from clarion.config.telemetry import TelemetrySettings, load_telemetry
 from clarion.config.waiting import (
     load_workspace_policies,
@@ -54,6 +61,8 @@ class AgentProfile:
     idle_stop_after: float = DEFAULT_IDLE_STOP_AFTER
     # `[agents.NAME.waiting]`: reminders, escalation and expiry of its questions.
     waiting: WaitingPolicy | None = None
+    # `sandbox`, `extra_read`, `extra_write`, `home`, `pids_max`, `memory_max`.
+    sandbox: SandboxConfig = field(default_factory=SandboxConfig)
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,14 +106,22 @@ def default_database_url(env: Mapping[str, str]) -> str:
 BUILTIN_PROFILE = "builtin"
 
 
-def builtin_profile(home: Path | None = None) -> AgentProfile:
-    """The built-in agent. With `home`, it keeps its sessions' small state there (so it can
-    load a session after a restart); without, under its own `~/.clarion`."""
+def builtin_profile(home: Path | None = None, hidden: HiddenPaths | None = None) -> AgentProfile:
+    """The built-in agent. With Clarion's `home`, its own home is `agent-homes/builtin` there,
+    sandboxed or not: it keeps its sessions' small state in it (so it can load a session after
+    a restart); without, in its `~/.clarion-builtin`."""
+    if home is None:
+        return AgentProfile(name=BUILTIN_PROFILE, command=BUILTIN_COMMAND)
+    own = agent_home(home, BUILTIN_PROFILE)
     return AgentProfile(
         name=BUILTIN_PROFILE,
-        command=(sys.executable, "-m", "clarion.agents.builtin"),
-        env={} if home is None else {"CLARION_HOME": str(home)},
+        command=BUILTIN_COMMAND,
+        env={"HOME": own},
+        sandbox=SandboxConfig(home=own, hidden=hidden or HiddenPaths()),
     )
+
+
+BUILTIN_COMMAND = (sys.executable, "-m", "clarion.agents.builtin")
 
 
 # Outgoing webhook events (the contract's names; clarion.domain.webhooks keeps the same list).
@@ -167,18 +184,19 @@ class Settings:
         else:
             port_value = _port(env.get("CLARION_PORT") or "8787", "CLARION_PORT")
         auth_env = _flag(env.get("CLARION_AUTH", ""), "CLARION_AUTH")
+        database_url = database_url or env.get("CLARION_DATABASE_URL") or default_database_url(env)
+        home = clarion_home(env)
+        hidden = hidden_paths(home, database_url, config_file, _worktrees_dir(config_file))
         settings = cls(
             host=host or env.get("CLARION_HOST") or "127.0.0.1",
             port=port_value,
-            database_url=database_url
-            or env.get("CLARION_DATABASE_URL")
-            or default_database_url(env),
+            database_url=database_url,
             bus_url=bus_url or env.get("CLARION_BUS_URL") or "memory",
             config_file=config_file,
             auth=auth if auth is not None else auth_env,
             insecure_no_auth=insecure_no_auth,
             timeouts=Timeouts.from_env(env),
-            agents=load_agent_profiles(config_file, home=clarion_home(env)),
+            agents=load_agent_profiles(config_file, home=home, hidden=hidden),
             failpoints=env.get("CLARION_FAILPOINTS", ""),
             webhooks=load_webhooks(config_file),
             webhook_delivery=WebhookDelivery.from_env(env),
@@ -227,10 +245,13 @@ def _port(raw: int | str, name: str) -> int:
 
 
 def load_agent_profiles(
-    config_file: str | None, *, home: Path | None = None
+    config_file: str | None, *, home: Path | None = None, hidden: HiddenPaths | None = None
 ) -> dict[str, AgentProfile]:
-    """`[agents.NAME] command = [...]`, optional `env` and `cwd`; `builtin` always exists."""
-    profiles: dict[str, AgentProfile] = {BUILTIN_PROFILE: builtin_profile(home)}
+    """`[agents.NAME] command = [...]`, optional `env`, `cwd` and the rest; `builtin` always
+    exists. `home` is Clarion's (the agents' homes are in it); `hidden`, what their sandboxes
+    hide."""
+    hidden = hidden or HiddenPaths()
+    profiles: dict[str, AgentProfile] = {BUILTIN_PROFILE: builtin_profile(home, hidden)}
     if not config_file:
         return profiles
     path = Path(config_file)
@@ -242,6 +263,7 @@ def load_agent_profiles(
     for name, spec in agents.items():
         if not isinstance(spec, dict):
             raise ValueError(f"{path}: [agents.{name}] must be a table")
+        own_env = spec.get("env", {})
         if name == BUILTIN_PROFILE and "command" not in spec:
             # `[agents.builtin]` may set options of the built-in agent without replacing it.
             builtin = profiles[name]
@@ -273,6 +295,15 @@ def load_agent_profiles(
             or start_timeout <= 0
         ):
             raise ValueError(f"{path}: agents.{name}.start_timeout_s must be a positive number")
+        sandbox = load_sandbox(
+            spec,
+            f"{path}: agents.{name}",
+            default_home=agent_home(home or Path.home() / ".clarion", name),
+            hidden=hidden,
+        )
+        if name == BUILTIN_PROFILE and "HOME" not in own_env and sandbox.home:
+            # The built-in agent lives in its own home, sandboxed or not (see builtin_profile).
+            env = {**env, "HOME": sandbox.home}
         profiles[name] = AgentProfile(
             name=name,
             command=tuple(command),
@@ -283,8 +314,19 @@ def load_agent_profiles(
             start_timeout=None if start_timeout is None else float(start_timeout),
             idle_stop_after=_idle_stop_after(spec, f"{path}: agents.{name}"),
             waiting=waiting_policy(spec.get("waiting"), path, f"agents.{name}.waiting", roles),
+            sandbox=sandbox,
         )
     return profiles
+
+
+def _worktrees_dir(config_file: str | None) -> str | None:
+    """The task worktrees' folder, when the config file moves it (`worktrees_dir`)."""
+    if not config_file:
+        return None
+    value = read_config(Path(config_file)).get("worktrees_dir")
+    if value is not None and (not isinstance(value, str) or not os.path.isabs(value)):
+        raise ValueError(f"{config_file}: worktrees_dir must be an absolute path")
+    return value
 
 
 def _idle_stop_after(spec: Mapping[str, Any], where: str) -> float:

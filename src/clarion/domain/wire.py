@@ -62,8 +62,10 @@ def session_wire(
     revision: Revision | None,
     *,
     running_here: bool | None = None,
+    sandbox: str = "none",
 ) -> dict[str, Any]:
-    """`running_here`: whether this process runs the session's agent (None: not known here)."""
+    """`running_here`: whether this process runs the session's agent (None: not known here);
+    `sandbox`: what its profile's agents run under, `bwrap` or `none`."""
     process = agent_process(session, running_here)
     body: dict[str, Any] = {
         "id": session.id,
@@ -72,6 +74,7 @@ def session_wire(
         "agent_process": str(process),
         # Why the agent is not running and what brings it back, for a person; else null.
         "agent_process_note": agent_process_note(session, process),
+        "sandbox": sandbox,
         "state": str(session.state),
         "is_primary": session.is_primary,
         "pending_action": None if pending_action is None else str(pending_action),

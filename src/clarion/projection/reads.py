@@ -64,12 +64,15 @@ class Reads:
         summaries: SummaryService,
         live_waiters: LiveWaitersOf,
         agent_running: RunningLook = _unknown,
+        sandbox_of: Callable[[str], str] = lambda _profile: "none",
     ) -> None:
         self._store = store
         self._projector = projector
         self._summaries = summaries
         self._live_waiters = live_waiters
         self._agent_running = agent_running
+        # What a profile's agents run under (`bwrap` or `none`), for the session read.
+        self._sandbox_of = sandbox_of
         self._workspace_names: dict[str, str] = {}
         self._answer_url: Callable[[str], str] | None = None
 
@@ -153,7 +156,13 @@ class Reads:
         try:
             return (await self._project_sessions([session], running))[0]
         except ProjectionUnavailable:
-            body = session_wire(session, None, None, running_here=running(session))
+            body = session_wire(
+                session,
+                None,
+                None,
+                running_here=running(session),
+                sandbox=self._sandbox_of(session.agent),
+            )
             del body["pending_action"]
             return body
 
@@ -174,6 +183,7 @@ class Reads:
                 projections[s.id].pending_action,
                 projections[s.id].revision,
                 running_here=running(s),
+                sandbox=self._sandbox_of(s.agent),
             )
             for s in sessions
         ]

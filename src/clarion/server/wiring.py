@@ -11,6 +11,7 @@ import logging
 from collections.abc import AsyncIterator, Callable, Mapping
 
 from clarion.agents.runtime import AcpRuntime
+from clarion.agents.sandbox import sandbox_modes
 from clarion.api.services import ApiServices
 from clarion.bus import open_bus
 from clarion.clarification.asker import Asker, AskLimits
@@ -250,6 +251,7 @@ async def build(
             summaries,
             live_waiters=local_only(waiters.has),
             agent_running=lambda: running_among(runtime.running_sessions()),
+            sandbox_of=sandbox_modes(settings.agents),
         )
         services = ApiServices(
             tasks=TaskService(

@@ -1,0 +1,149 @@
+"""Each agent profile's sandbox settings (`sandbox`, `extra_read`, `extra_write`, `home`,
+`pids_max`, `memory_max`) and the server's own paths every sandbox hides (`HiddenPaths`).
+
+Plain values only: whether bubblewrap works here and how the sandbox is built are the agent
+layer's business (`clarion.agents.sandbox`). Imports nothing internal.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+from urllib.parse import urlsplit
+
+SandboxMode = Literal["auto", "bwrap", "none"]
+SANDBOX_MODES: tuple[SandboxMode, ...] = ("auto", "bwrap", "none")
+
+
+@dataclass(frozen=True, slots=True)
+class HiddenPaths:
+    """What no sandboxed agent may see, wherever it lies: Clarion's home (but the agent's own
+    home inside it), the database file, the config file, and the task worktrees' folder (but
+    the agent's own worktree)."""
+
+    clarion_home: str | None = None
+    database_file: str | None = None
+    config_file: str | None = None
+    worktrees_dir: str | None = None
+
+    def directories(self) -> tuple[str, ...]:
+        return tuple(p for p in (self.clarion_home, self.worktrees_dir) if p)
+
+    def files(self) -> tuple[str, ...]:
+        found = []
+        if self.database_file:
+            # SQLite's companions hold the same rows (the write-ahead log most recent ones).
+            found += [self.database_file + s for s in ("", "-wal", "-shm", "-journal")]
+        if self.config_file:
+            found.append(self.config_file)
+        return tuple(found)
+
+
+@dataclass(frozen=True, slots=True)
+class SandboxConfig:
+    mode: SandboxMode = "auto"
+    extra_read: tuple[str, ...] = ()
+    extra_write: tuple[str, ...] = ()
+    # The agent's own home (None: a fresh one on the sandbox's private /tmp, for profiles
+    # built in code without a Clarion home).
+    home: str | None = None
+    pids_max: int | None = None
+    memory_max: int | None = None  # bytes
+    hidden: HiddenPaths = field(default_factory=HiddenPaths)
+
+    @property
+    def limited(self) -> bool:
+        return self.pids_max is not None or self.memory_max is not None
+
+
+def hidden_paths(
+    clarion_home: Path, database_url: str, config_file: str | None, worktrees_dir: str | None
+) -> HiddenPaths:
+    return HiddenPaths(
+        clarion_home=_real(str(clarion_home)),
+        database_file=_sqlite_file(database_url),
+        config_file=_real(config_file) if config_file else None,
+        worktrees_dir=_real(worktrees_dir or str(clarion_home / "worktrees")),
+    )
+
+
+def agent_home(clarion_home: Path, profile: str) -> str:
+    return _real(str(clarion_home / "agent-homes" / profile))
+
+
+def load_sandbox(
+    spec: Mapping[str, Any], where: str, *, default_home: str, hidden: HiddenPaths
+) -> SandboxConfig:
+    """A profile's sandbox keys; `where` names the file and table in errors
+    (`FILE: agents.NAME`). Raises ValueError naming the key."""
+    mode = spec.get("sandbox", "auto")
+    if mode not in SANDBOX_MODES:
+        raise ValueError(f"{where}.sandbox must be one of auto, bwrap, none; got {mode!r}")
+    home = spec.get("home", default_home)
+    if not isinstance(home, str) or not os.path.isabs(home):
+        raise ValueError(f"{where}.home must be an absolute path")
+    return SandboxConfig(
+        mode=mode,
+        extra_read=_paths(spec.get("extra_read", []), f"{where}.extra_read"),
+        extra_write=_paths(spec.get("extra_write", []), f"{where}.extra_write"),
+        home=_real(home),
+        pids_max=_pids(spec.get("pids_max"), f"{where}.pids_max"),
+        memory_max=_bytes(spec.get("memory_max"), f"{where}.memory_max"),
+        hidden=hidden,
+    )
+
+
+def _paths(value: Any, where: str) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(
+        isinstance(p, str) and os.path.isabs(p) for p in value
+    ):
+        raise ValueError(f"{where} must be a list of absolute paths")
+    return tuple(_real(p) for p in value)
+
+
+def _pids(value: Any, where: str) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{where} must be a positive integer")
+    return value
+
+
+_SIZE = re.compile(r"(\d+)\s*([kmgt]?)i?b?", re.IGNORECASE)
+_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+MIN_MEMORY = 1 << 20  # less and not even the agent's interpreter starts
+
+
+def _bytes(value: Any, where: str) -> int | None:
+    """An integer of bytes or a size such as `512M`, `2G`, `2GiB`."""
+    if value is None:
+        return None
+    if isinstance(value, int) and not isinstance(value, bool):
+        size = value
+    elif isinstance(value, str) and (m := _SIZE.fullmatch(value.strip())):
+        size = int(m.group(1)) * _UNITS[m.group(2).lower()]
+    else:
+        raise ValueError(f"{where} must be a size such as 512M or 2G, got {value!r}")
+    if size < MIN_MEMORY:
+        raise ValueError(f"{where} must be at least 1M, got {value!r}")
+    return size
+
+
+def _sqlite_file(database_url: str) -> str | None:
+    if not database_url.startswith("sqlite"):
+        return None
+    path = urlsplit(database_url).path
+    # sqlite:///relative (three slashes) and sqlite:////absolute (four): the path after "/".
+    path = path[1:] if path.startswith("/") else path
+    if not path or path == ":memory:":
+        return None
+    return _real(path if path.startswith("/") else os.path.abspath(path))
+
+
+def _real(path: str) -> str:
+    # Mounts follow symbolic links: hiding or binding a link's target covers what it shows.
+    return os.path.realpath(os.path.expanduser(path))
