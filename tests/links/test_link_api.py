@@ -205,3 +205,48 @@ async def test_the_page_is_served_for_a_good_token_and_a_clear_404_for_a_bad_one
     call.cancel()
     with contextlib.suppress(asyncio.CancelledError):
         await call
+
+
+async def test_a_trailing_slash_after_the_token_is_404_not_a_redirect_to_it(
+    linked: Linked,
+) -> None:
+    _, session_id = await linked.life.start_session()
+    call, pending_id = await linked.life.ask(session_id)
+    token = await linked.link_for(pending_id)
+    for method, path in (
+        ("GET", f"/api/v1/a/{token}/"),
+        ("POST", f"/api/v1/a/{token}/respond/"),
+        ("GET", f"/api/v1/a/{token}/anything"),
+    ):
+        response = await linked.http.request(method, path, json=answer_db("sqlite"))
+        assert response.status_code == 404, (method, path, response.status_code)
+        assert "location" not in response.headers
+        assert response.json()["error"]["code"] == "not_found"
+        assert response.headers["cache-control"] == "no-store"
+    page = await linked.http.get(f"/a/{token}/")
+    assert page.status_code == 404 and "location" not in page.headers
+    assert (await linked.life.store.find_bundle(pending_id)) is not None
+    assert (await linked.http.get(f"/api/v1/clarification/{pending_id}")).json()["state"] == (
+        "active_live"
+    )
+    call.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await call
+
+
+async def test_the_json_read_of_a_link_is_never_stored_by_a_cache(linked: Linked) -> None:
+    _, session_id = await linked.life.start_session()
+    call, pending_id = await linked.life.ask(session_id)
+    token = await linked.link_for(pending_id)
+    read = await linked.http.get(f"/api/v1/a/{token}")
+    assert read.status_code == 200
+    assert read.headers["cache-control"] == "no-store"
+    assert read.headers["referrer-policy"] == "no-referrer"
+    answered = await linked.http.post(f"/api/v1/a/{token}/respond", json=answer_db("sqlite"))
+    assert answered.headers["cache-control"] == "no-store"
+    refused = await linked.http.get("/api/v1/a/not-a-token")
+    assert refused.status_code == 404
+    assert refused.headers["cache-control"] == "no-store"
+    call.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await call

@@ -3,6 +3,8 @@ when everything passes."""
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -116,3 +118,31 @@ def test_doctor_says_git_is_missing_when_a_repository_needs_it(
     assert code == 1, out
     assert "not installed" in _row(out, "│ git ") and "FAIL" in _row(out, "│ git ")
     assert "FAIL" in _row(out, "repository app")
+
+def test_an_unreachable_nats_is_reported_once_with_the_refusal_as_its_reason(
+    tmp_path: Path,
+) -> None:
+    url = f"sqlite:///{tmp_path / 'c.db'}"
+    _run(lambda: _migrated(url))
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "clarion",
+            "doctor",
+            "--database",
+            url,
+            "--bus",
+            "nats://127.0.0.1:1",
+        ],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **WIDE},
+        timeout=120,
+    )
+    assert done.returncode == 1, done.stdout + done.stderr
+    everything = done.stdout + done.stderr
+    assert everything.count("NATS client error") == 1, everything
+    row = _row(done.stdout, "bus nats://127.0.0.1:1")
+    assert "FAIL" in row and "ConnectionRefusedError" in row, row
+    assert "NoServersError" not in row

@@ -115,6 +115,7 @@ def create_app(services: ApiServices, mcp: McpEndpoint) -> FastAPI:
         app.include_router(routes_links.page_routes(WEB_DIR))
 
     # The last added runs first: readiness, then authentication, then the routes.
+    app.add_middleware(routes_links.PrivateLinkResponses)
     app.add_middleware(auth.AuthGate, access=services.access)
     app.add_middleware(ReadinessGate, services=services)
     return app

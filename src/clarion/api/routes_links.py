@@ -13,6 +13,8 @@ from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import FileResponse, HTMLResponse, Response
+from starlette.datastructures import MutableHeaders
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from clarion.api.bodies import read_json_object
 from clarion.api.openapi import body, errors
@@ -32,6 +34,30 @@ _PRIVATE = {
     "Referrer-Policy": "no-referrer",
     "X-Robots-Tag": "noindex",
 }
+_LINK_PATHS = ("/api/v1/a/", "/a/")
+
+
+class PrivateLinkResponses:
+    """Every response under an answer link's paths (the page, the JSON read, an answer, an
+    error) carries the private headers: the JSON read is the bundle's questions and answer,
+    which no shared cache may keep."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self._app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or not str(scope.get("path", "")).startswith(_LINK_PATHS):
+            await self._app(scope, receive, send)
+            return
+
+        async def private(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = MutableHeaders(scope=message)
+                for name, value in _PRIVATE.items():
+                    headers[name] = value
+            await send(message)
+
+        await self._app(scope, receive, private)
 
 
 def _pending_of(request: Request, token: str) -> str:
@@ -68,6 +94,19 @@ async def respond_by_link(token: str, request: Request) -> dict[str, Any]:
     return result.wire()
 
 
+# Last, after the link's own routes: any other path under the prefix (`/a/<token>/` among
+# them) is 404, where the router would otherwise redirect to the path without the slash,
+# repeating the token in a Location header.
+@router.api_route(
+    "/api/v1/a/{rest:path}",
+    methods=["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"],
+    include_in_schema=False,
+)
+async def no_such_link_path(rest: str) -> None:
+    log.info("answer link refused", extra={"path_kind": "answer_link", "status": 404})
+    raise NotFound("answer link not found or expired")
+
+
 def page_routes(web_dir: Path) -> APIRouter:
     """`GET /a/<token>`: the answer page (its own HTML, script and style), or a page saying
     the link is not valid, with 404."""
@@ -82,5 +121,10 @@ def page_routes(web_dir: Path) -> APIRouter:
                 (web_dir / "answer-invalid.html").read_text(), status_code=404, headers=_PRIVATE
             )
         return FileResponse(web_dir / "answer.html", headers=_PRIVATE)
+
+    @pages.get("/a/{rest:path}", include_in_schema=False)
+    async def no_such_page(rest: str) -> Response:
+        # `/a/<token>/` and deeper: the invalid-link page, not a redirect to the token.
+        return HTMLResponse((web_dir / "answer-invalid.html").read_text(), status_code=404)
 
     return pages

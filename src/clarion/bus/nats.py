@@ -60,6 +60,9 @@ class NatsBus:
         self._listen: asyncio.Task[None] | None = None
         self._sub: NatsSubscription | None = None
         self._unsubscribing: set[asyncio.Task[None]] = set()
+        # The first connect's errors: the client reports one per attempt, and the same
+        # refusal logged once per attempt read as two failures.
+        self._connect_errors: list[Any] | None = None
 
     @property
     def subscriber_count(self) -> int:
@@ -67,6 +70,7 @@ class NatsBus:
 
     async def __aenter__(self) -> NatsBus:
         nc = Client()
+        self._connect_errors = []
         try:
             # Two quick attempts, so a NATS that is down fails startup in seconds rather than
             # after the client's default minute or two of retries.
@@ -89,7 +93,10 @@ class NatsBus:
         except (NatsError, OSError, TimeoutError) as exc:
             self._closing = True
             await nc.close()
-            raise NatsUnavailable(f"cannot connect to NATS at {self.url}: {exc!r}") from exc
+            # The client's last word is NoServersError; the attempts' own error says why.
+            errors, self._connect_errors = self._connect_errors or [exc], None
+            raise NatsUnavailable(f"cannot connect to NATS at {self.url}: {errors[-1]!r}") from exc
+        self._connect_errors = None
         self._nc = nc
         log.info("connected to NATS", extra={"bus_url": self.url})
         return self
@@ -210,6 +217,11 @@ class NatsBus:
         self._fanout.deliver(event)
 
     async def _on_error(self, exc: Any) -> None:
+        connecting = self._connect_errors
+        if connecting is not None:
+            connecting.append(exc)
+            if any(repr(seen) == repr(exc) for seen in connecting[:-1]):
+                return  # the same error on the connect's next attempt
         log.warning("NATS client error", extra={"bus_url": self.url, "reason": repr(exc)})
 
     async def _on_disconnected(self) -> None:

@@ -3,8 +3,8 @@
 Called by the MCP tool. The bundle's rows are written in the session's current turn before a
 waiter exists; the waiter then holds the tool call, sending keep-alives, until a confirmed
 answer, a cancellation, the wait limit, or the agent dropping the call (a cancelled call, or its
-connection gone: `dropped`). The last two detach the bundle so the answer, when it comes, resumes
-the agent as a new prompt.
+connection gone: `dropped`), or the server stopping (`detach_all`). The last three detach the
+bundle so the answer, when it comes, resumes the agent as a new prompt.
 """
 
 from __future__ import annotations
@@ -72,6 +72,17 @@ class Asker:
         self._publisher = publisher
         self._canceller = canceller
         self._limits = limits
+        # Each waiting call's `dropped`, by pending id: a stopping server sets them all.
+        self._calls: dict[str, asyncio.Event] = {}
+        self._stopping = False
+
+    def detach_all(self) -> None:
+        """The server is stopping: every waiting call detaches its question now (it stays
+        answerable, and an answer resumes the agent after the restart), and a call that asks
+        from now on detaches as soon as its question is written."""
+        self._stopping = True
+        for dropped in list(self._calls.values()):
+            dropped.set()
 
     async def ask(
         self,
@@ -157,9 +168,11 @@ class Asker:
             if written.session is not None:
                 await self._publisher.session_state(written.session)
             await self._publisher.messages("added", written.rows)
-            return await self._wait(
-                waiter, progress, dropped or asyncio.Event(), expiry_notice(deadlines), span
-            )
+            dropped = dropped or asyncio.Event()
+            self._calls[pending_id] = dropped
+            if self._stopping:
+                dropped.set()
+            return await self._wait(waiter, progress, dropped, expiry_notice(deadlines), span)
         except asyncio.CancelledError:
             span.set("outcome", "detached")
             log.info(
@@ -170,6 +183,7 @@ class Asker:
             await self._canceller.detach(session_id, pending_id=pending_id)
             raise
         finally:
+            self._calls.pop(pending_id, None)
             self._close(waiter)
 
     async def _wait(
@@ -179,7 +193,9 @@ class Asker:
         while True:
             remaining = deadline - self._clock.monotonic()
             if remaining <= 0 or dropped.is_set():
-                reason = "connection gone" if dropped.is_set() else "wait limit reached"
+                reason = "wait limit reached"
+                if dropped.is_set():
+                    reason = "server stopping" if self._stopping else "connection gone"
                 log.info(
                     f"clarification {reason}; detaching",
                     extra={"session_id": waiter.session_id, "pending_id": waiter.pending_id},

@@ -62,6 +62,7 @@ async def _database(url: str) -> Check:
 
 async def _bus(url: str) -> Check:
     from clarion.bus import open_bus
+    from clarion.bus.unavailable import NatsUnavailable
 
     name = f"bus {url}"
     try:
@@ -69,6 +70,8 @@ async def _bus(url: str) -> Check:
         async with asyncio.timeout(_REACH_S):
             async with bus:
                 pass
+    except NatsUnavailable as exc:  # its message says what could not be reached, and why
+        return Check(name, False, str(exc))
     except Exception as exc:
         return Check(name, False, f"cannot connect: {exc or type(exc).__name__}")
     return Check(name, True, "ok")

@@ -17,6 +17,7 @@ from starlette.types import ASGIApp
 from clarion.api.app import create_app
 from clarion.api.trace_context import with_trace_context
 from clarion.bus.unavailable import NatsUnavailable
+from clarion.clarification.asker import Asker
 from clarion.config import Settings
 from clarion.config.files import redacted
 from clarion.domain.scope import EVERY_SESSION
@@ -24,6 +25,7 @@ from clarion.orchestrator.recovery import RecoveryReport
 from clarion.ports import AgentRuntime
 from clarion.server.collector import settle_after_startup
 from clarion.server.sample import offer_sample_task
+from clarion.server.stopping import GracefulStop
 from clarion.server.wiring import build
 from clarion.store.db.single_server import AnotherServer, single_server
 
@@ -42,6 +44,11 @@ log = logging.getLogger(__name__)
 # client's next request on it, and on a loaded machine an MCP tool call was lost that way with
 # nothing reaching the server. Well above every client's, so closing is the client's move.
 HTTP_KEEP_ALIVE_S = 75
+
+# How long a stop waits for requests in flight (an answer's live confirmation among them)
+# before it cancels them; then the agents are stopped and the rest of the shutdown runs.
+# Within the 30 s Kubernetes and Docker give a stopped service before they kill it.
+DRAIN_S = 15.0
 
 __all__ = ["AnotherServer", "RecoveryFailed", "ServiceUnreachable", "run_server"]
 
@@ -69,9 +76,15 @@ def _reaching(settings: Settings) -> Iterator[None]:
 async def run_server(
     settings: Settings, on_listening: Callable[[str], None]
 ) -> RecoveryReport | None:
-    """Serve until stopped. Raises RecoveryFailed if startup recovery fails."""
+    """Serve until SIGTERM or SIGINT (one graceful stop: clarion.server.stopping). Raises
+    RecoveryFailed if startup recovery fails; returns None when stopped before recovery."""
     base = {"url": f"http://{_client_host(settings.host)}:{settings.port}"}
+    stop = GracefulStop()
     async with contextlib.AsyncExitStack() as stack:
+        # First in, so last out: a signal during the shutdown below is the operator's "now".
+        stack.enter_context(stop.installed(asyncio.get_running_loop()))
+        # Runs after everything else here closed: agents stopped, spans flushed, replica left.
+        stack.callback(_stopped, stop)
         # Before anything touches the database: a second server's recovery would detach the
         # first one's live questions. Raises AnotherServer (the CLI exits 3) when one is running.
         cluster = None
@@ -107,8 +120,10 @@ async def run_server(
             # every one cost more server CPU than any other step of sending it.
             ws_per_message_deflate=False,
             timeout_keep_alive=HTTP_KEEP_ALIVE_S,
+            timeout_graceful_shutdown=int(DRAIN_S),
         )
-        server = uvicorn.Server(config)
+        server = _Server(config)
+        stop.then(lambda: _stop_admitting(server, app.services.asker, stop))
         serving = asyncio.ensure_future(server.serve())
         beats: asyncio.Future[None] | None = None
         watching: asyncio.Future[None] | None = None
@@ -116,11 +131,16 @@ async def run_server(
             while not server.started:
                 if serving.done():
                     await serving
+                    if stop.requested:
+                        return None
                     raise RecoveryFailed("HTTP server stopped before it started listening")
                 await asyncio.sleep(0.01)
             port = server.servers[0].sockets[0].getsockname()[1]
             base["url"] = f"http://{_client_host(settings.host)}:{port}"
             on_listening(base["url"])
+            if stop.requested:  # before recovery: nothing was admitted, nothing to finish
+                await serving
+                return None
             scope = EVERY_SESSION
             if joined is not None:
                 await joined.replica.join(settings.advertise_url or base["url"])
@@ -156,6 +176,33 @@ async def run_server(
                     running.cancel()
                     with contextlib.suppress(BaseException):
                         await running
+
+
+def _stopped(stop: GracefulStop) -> None:
+    signal = None if stop.signal is None else stop.signal.name
+    log.info("server stopped", extra={"signal": signal})
+
+
+def _stop_admitting(server: uvicorn.Server, asker: Asker, stop: GracefulStop) -> None:
+    """Detach the questions agents wait on: their tool calls end now (the questions stay
+    answerable) instead of holding the stop until the drain limit. Then stop uvicorn the
+    way its own signal handler does, which also ends the agents' MCP event streams
+    (sse_starlette hooks that handler); a stop before any signal (a failed start) only
+    sets the flag."""
+    asker.detach_all()
+    if stop.signal is None:
+        server.should_exit = True
+    else:
+        server.handle_exit(stop.signal, None)
+
+
+class _Server(uvicorn.Server):
+    """uvicorn without its own signal handling: it would raise a captured SIGTERM again once
+    serving ends, which kills the process before the server's shutdown runs."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
 
 
 def _running_count(runtime: AgentRuntime) -> int:
