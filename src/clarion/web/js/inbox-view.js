@@ -8,6 +8,7 @@
 import { h } from "./dom.js";
 import { deadlineWords, escalationWords, inboxOrder, itemStateWords, itemSummary } from "./inbox.js";
 import { renderMarkdown } from "./markdown.js";
+import { isTechnicalFailure } from "./transcript.js";
 import { formatRoute } from "./router.js";
 import { ClarificationOverlay } from "./overlay.js";
 import { PermissionPanel } from "./permission-panel.js";
@@ -155,7 +156,8 @@ export class InboxView {
         h("span", { class: "inbox-label", text: "Task" }),
         h("div", { class: "markdown inbox-task-description", testid: "inbox-task-description" },
           ...renderMarkdown(item.task_description))) : null,
-      item.last_agent_message ? h("div", { class: "inbox-context-block" },
+      // A failed ask's raw error says nothing the question itself does not.
+      item.last_agent_message && !isTechnicalFailure(item.last_agent_message) ? h("div", { class: "inbox-context-block" },
         h("span", { class: "inbox-label", text: "The agent last said" }),
         h("div", { class: "markdown inbox-last-message", testid: "inbox-last-message" },
           ...renderMarkdown(item.last_agent_message))) : null,

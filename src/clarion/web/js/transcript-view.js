@@ -11,8 +11,11 @@ import { readableAgentText, readableReply, splitError } from "./transcript.js";
 /** @typedef {import("./transcript.js").Message} Message */
 /** @typedef {import("./transcript.js").TranscriptItem} TranscriptItem */
 
-/** @param {TranscriptItem} item */
-export function renderItem(item) {
+/**
+ * @param {TranscriptItem} item
+ * @param {ReadonlySet<string>} [superseded] pending ids of questions a new message set aside
+ */
+export function renderItem(item, superseded = new Set()) {
   if (item.kind === "answer") {
     // A detached answer, where it happened in time (after the turn that asked had ended).
     const m = item.message;
@@ -71,10 +74,15 @@ export function renderItem(item) {
         : null);
   }
   if (type === "clarification_request") {
-    const status = String(m.metadata?.status || "pending");
-    return h("div", { ...attrs, dataset: { ...attrs.dataset, status } },
+    const pendingId = String(m.metadata?.pending_id ?? "");
+    const stored = String(m.metadata?.status || "pending");
+    // A set-aside question keeps its stored status; only the bundle's state says it.
+    const status = stored === "pending" && superseded.has(pendingId) ? "superseded" : stored;
+    return h("div", { ...attrs, dataset: { ...attrs.dataset, status, pendingId } },
       h("span", { class: "badge", testid: "question-status", text: QUESTION_STATUS[status] ?? status }),
       h("span", { class: "content", text: content }),
+      status === "superseded" ? h("span", { class: "superseded-note", testid: "question-superseded",
+        text: "set aside by a newer message: it can no longer be answered" }) : null,
       answeredLater ? h("span", { class: "answered-later", text: "answered later, below" }) : ownAnswer(m),
       ambiguousDelivery(m));
   }
@@ -94,6 +102,7 @@ function speaker(author) {
 /** A question row's status in the words the overlay uses ("Skip", never "rejected"). */
 const QUESTION_STATUS = /** @type {Record<string, string>} */ ({
   pending: "waiting", answered: "answered", rejected: "skipped", expired: "expired", cancelled: "cancelled",
+  superseded: "superseded",
 });
 
 /**
