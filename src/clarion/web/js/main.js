@@ -34,6 +34,7 @@ import { noFilter, workspacesOf } from "./board-filter.js";
 import { h } from "./dom.js";
 import { SHORTCUTS, moveIndex, shortcutFor } from "./shortcuts.js";
 import { ErrorLine, humanError, showConnection } from "./errors.js";
+import { touchScreen } from "./focus.js";
 import { beginOwnerLoad, decideOwnerLoad } from "./navigation.js";
 import { formatRoute, parseRoute } from "./router.js";
 import { SessionView } from "./session-view.js";
@@ -305,6 +306,8 @@ $("new-task-form").addEventListener("submit", async (e) => {
 
 let boardFilter = noFilter();
 const searchEl = /** @type {HTMLInputElement} */ ($("board-search"));
+// "(/)" is a keyboard hint: a touch screen has no such key to press.
+if (touchScreen()) searchEl.placeholder = "Search tasks";
 const stateEl = /** @type {HTMLSelectElement} */ ($("board-filter-state"));
 const workspaceEl = /** @type {HTMLSelectElement} */ ($("board-filter-workspace"));
 const helpEl = /** @type {HTMLDialogElement} */ ($("shortcuts-help"));

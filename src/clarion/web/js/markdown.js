@@ -109,3 +109,13 @@ export function renderMarkdown(source) {
     return h(tag, {}, inlineNodes(/** @type {{inlines: Inline[]}} */ (b).inlines));
   });
 }
+
+/**
+ * The inline nodes of a one-line Markdown text (an option's label or description): code, bold,
+ * italic and links, no blocks. Append them to an inline element.
+ * @param {string} source
+ * @returns {Node[]}
+ */
+export function renderInlineMarkdown(source) {
+  return inlineNodes(parseInline(String(source ?? "").replace(/\s*\n\s*/g, " ")));
+}

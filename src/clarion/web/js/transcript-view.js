@@ -19,8 +19,9 @@ export function renderItem(item, superseded = new Set()) {
   if (item.kind === "answer") {
     // A detached answer, where it happened in time (after the turn that asked had ended).
     const m = item.message;
-    return h("div", { class: "msg msg-late-answer author-user", testid: `late-answer-${m.id}`, dataset: { author: "user" } },
-      speaker("user"),
+    const who = byPolicy(m) ? "clarion" : "user";
+    return h("div", { class: `msg msg-late-answer author-${who}`, testid: `late-answer-${m.id}`, dataset: { author: who } },
+      speaker(who),
       h("span", { class: "late-question", text: String(m.metadata?.question?.title || m.content || "") }),
       ownAnswer(m));
   }
@@ -128,10 +129,22 @@ export function ownAnswer(m) {
     return null;
   }
   const when = typeof m.updated_at === "string" ? m.updated_at : "";
-  return h("div", { class: "own-answer", testid: "your-answer" },
-    h("span", { class: "own-answer-label", text: status === "answered" ? "You answered: " : "You: " }),
+  const policy = byPolicy(m);
+  if (policy && status === "answered") text = `${text}, the default`;
+  const label = policy ? (status === "answered" ? "Answered by the expiry policy: " : "By the expiry policy: ")
+    : status === "answered" ? "You answered: " : "You: ";
+  return h("div", { class: `own-answer${policy ? " by-policy" : ""}`, testid: "your-answer", dataset: { by: policy ? "policy" : "person" } },
+    h("span", { class: "own-answer-label", text: label }),
     h("span", { class: "own-answer-text", testid: "your-answer-text", text }),
     when ? h("time", { datetime: when, title: fullStamp(when), text: ` · ${stamp(when)}` }) : null);
+}
+
+/**
+ * Whether the waiting policy's expiry answered (or skipped) the question, not a person.
+ * @param {Message} m
+ */
+function byPolicy(m) {
+  return m.metadata?.answered_by === "policy";
 }
 
 /**
