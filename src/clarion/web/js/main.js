@@ -237,6 +237,8 @@ function onRoute() {
   const wasBoard = !document.body.classList.contains("has-detail");
   if (wasBoard && route.name !== "board") boardScrollY = window.scrollY;
   document.body.classList.toggle("has-detail", route.name !== "board");
+  // On a wide screen the inbox takes the page's width: the board beside it would be empty space.
+  document.body.classList.toggle("inbox-page", route.name === "inbox");
   if (!wasBoard && route.name === "board") requestAnimationFrame(() => window.scrollTo(0, boardScrollY));
   if (route.name !== "session" && sessionView) {
     sessionView.destroy();
