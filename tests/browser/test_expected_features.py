@@ -89,6 +89,8 @@ def test_search_filters_shortcuts_markdown_badge_words_and_dates(
     page.keyboard.press("g")
     page.keyboard.press("i")
     expect(page.get_by_test_id("inbox-view")).to_be_visible()
+    # The inbox takes the page's width; the board is one step back.
+    page.get_by_test_id("inbox-back").click()
 
     page.get_by_test_id(f"task-card-{quiet}").click()
     description = page.get_by_test_id("task-description")

@@ -101,11 +101,18 @@ test("a question answered after its turn ended reads after what the agent said m
 });
 
 test("an agent's JSON reply and technical failures read as words", async () => {
-  const { readableAgentText, readableReply } = await import("../../src/clarion/web/js/transcript.js");
+  const { isTechnicalFailure, readableAgentText, readableReply } = await import("../../src/clarion/web/js/transcript.js");
   assert.equal(readableReply('You answered: {"db": {"selected_options": ["postgres"]}, "lang": {"selected_options": [], "custom_text": "Go"}}'),
     "You answered: db: postgres; lang: Go");
   assert.equal(readableReply("Plain {not json"), "Plain {not json");
   assert.equal(readableReply("Nothing to parse"), "Nothing to parse");
   assert.match(readableAgentText("Could not ask the question: SSE stream ended without a response"),
-    /^Could not ask the question: the connection between the agent and Clarion was cut/);
+    /^The agent's wait for your answer was cut short: the server restarted while the agent waited\. The question is still open: answer it/);
+  assert.doesNotMatch(readableAgentText("Could not ask the question: SSE stream ended without a response"),
+    /send your prompt again/);
+  assert.match(readableAgentText("Agent failed: SSE stream ended without a response"),
+    /^Agent failed: the connection between the agent and Clarion was cut: the server restarted/);
+  assert.equal(isTechnicalFailure("Could not ask the question: SSE stream ended without a response"), true);
+  assert.equal(isTechnicalFailure("Could not ask the question: no such tool"), false);
+  assert.equal(isTechnicalFailure("You answered: db: postgres"), false);
 });

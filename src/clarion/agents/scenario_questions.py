@@ -63,6 +63,30 @@ def ask_default_arguments(expires_in: str | None = None) -> dict[str, Any]:
     return arguments
 
 
+_MARKDOWN_QUESTION: dict[str, Any] = {
+    "id": "cache",
+    "title": "Cache",
+    "prompt": "Which **cache** should the service use? See [the notes](https://example.com/notes).",
+    "options": [
+        {"option_id": "redis", "label": "**Redis**", "description": "Runs as `redis-server`"},
+        {
+            "option_id": "none",
+            "label": "No cache",
+            "description": "Read [why](https://example.com/why) first",
+            "default": True,
+        },
+    ],
+}
+
+MARKDOWN_CONTEXT = "I read the **config** first:\n\n```\ncache = off\n```"
+
+
+def ask_markdown_arguments() -> dict[str, Any]:
+    """A question written in Markdown (prompt, labels, descriptions and context), whose second
+    option is the default: what a page must render, never show as typed."""
+    return {"questions": [_MARKDOWN_QUESTION], "context": MARKDOWN_CONTEXT}
+
+
 def ask_multi_arguments() -> dict[str, Any]:
     return {
         "questions": [_DB_QUESTION, _LANGUAGE_QUESTION, _DEPLOY_QUESTION],

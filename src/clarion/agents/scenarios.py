@@ -18,6 +18,7 @@ from clarion.agents.file_scenarios import read_reply, write_reply
 from clarion.agents.scenario_questions import (
     ask_arguments,
     ask_default_arguments,
+    ask_markdown_arguments,
     ask_multi_arguments,
 )
 from clarion.domain.permissions import TOOL_KINDS
@@ -161,6 +162,15 @@ async def _ask_default(host: ScenarioHost, call: ScenarioCall) -> None:
     await host.say(_reply_for(outcome))
 
 
+async def _ask_markdown(host: ScenarioHost, call: ScenarioCall) -> None:
+    # `expires=D`: the call's `expires_in`, as in ask-default.
+    arguments = ask_markdown_arguments()
+    if "expires" in call.args:
+        arguments["expires_in"] = call.args["expires"]
+    outcome = await host.ask(arguments, read_timeout=None, report_end=True)
+    await host.say(_reply_for(outcome))
+
+
 async def _ask_silent(host: ScenarioHost, call: ScenarioCall) -> None:
     await host.ask(ask_arguments(), read_timeout=None, report_end=False)
     # Hold the turn open, saying nothing, until the client cancels it.
@@ -251,6 +261,7 @@ SCENARIOS: dict[str, Scenario] = {
     "ask-multi": _ask_multi,
     "ask-timeout": _ask_timeout,
     "ask-default": _ask_default,
+    "ask-markdown": _ask_markdown,
     "ask-silent": _ask_silent,
     "recall": _recall,
     # An addition to the contract's table: the agent's environment (docs/security.md).
@@ -271,7 +282,15 @@ SCENARIOS: dict[str, Scenario] = {
 # The scenarios that call the MCP tool. Only a hint: the agent starts loading its MCP client
 # when a prompt names one, so that the sessions that never ask do not pay for it.
 ASKING = frozenset(
-    {"ask", "ask-multi", "ask-timeout", "ask-default", "ask-silent", "permission-then-ask"}
+    {
+        "ask",
+        "ask-multi",
+        "ask-timeout",
+        "ask-default",
+        "ask-markdown",
+        "ask-silent",
+        "permission-then-ask",
+    }
 )
 
 

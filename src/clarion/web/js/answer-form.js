@@ -3,7 +3,7 @@
 // overlay view and the tests. The overlay renders it; nothing here touches the DOM or network.
 
 /**
- * @typedef {{option_id: string, label: string, description?: string}} Option
+ * @typedef {{option_id: string, label: string, description?: string, default?: boolean}} Option
  * @typedef {{id: string, title?: string, prompt: string, options: Option[]}} Question
  * @typedef {{pending_id: string, state: string, questions: Question[], context?: string | null,
  *   session_id?: string, task_id?: string, turn_id?: string, expires_at?: string | null,

@@ -1,14 +1,18 @@
 // The answer page (/a/<token>): one question bundle, read and answered with the link's token
-// as the only credential. Self-contained: it loads no other module of the web UI and keeps no
-// state beyond this page. Every text from the server goes in as text, never as HTML.
+// as the only credential. It loads only the main UI's Markdown renderer (text never becomes
+// HTML: the renderer builds elements with textContent), and keeps one mark in localStorage: that
+// this browser's answer through the link was recorded, so reopening it says "You answered".
 
-/** @typedef {{option_id: string, label: string, description?: string}} Option */
+import { renderInlineMarkdown, renderMarkdown } from "./markdown.js";
+
+/** @typedef {{option_id: string, label: string, description?: string, default?: boolean}} Option */
 /** @typedef {{id: string, title?: string, prompt: string, options: Option[]}} Question */
 /** @typedef {{question_id: string, selected_options: string[], custom_text: string}} Answer */
 /** @typedef {{answers: Answer[], rejected: boolean, reject_reason: string}} Reply */
 /**
  * @typedef {{pending_id: string, state: string, questions: Question[], context: string,
- *   task: {id: string, title: string, description: string}, response: Reply | null}} Linked
+ *   task: {id: string, title: string, description: string}, response: Reply | null,
+ *   answered_by?: string | null, expires_at?: string | null, on_expiry?: string | null}} Linked
  */
 
 const ACTIVE = new Set(["active_live", "active_detached"]);
@@ -17,6 +21,30 @@ const SKIP_REASON = "Skipped from an answer link";
 const page = /** @type {HTMLElement} */ (document.getElementById("answer-page"));
 const token = decodeURIComponent(location.pathname.replace(/^\/a\//, "").replace(/\/+$/, ""));
 const api = `/api/v1/a/${encodeURIComponent(token)}`;
+const OWN_MARK = "clarion.link-answered.";
+
+/** @param {string} pendingId */
+function answeredHere(pendingId) {
+  try {
+    return localStorage.getItem(OWN_MARK + pendingId) === "1";
+  } catch {
+    return false;
+  }
+}
+
+/** @param {string} pendingId */
+function markAnsweredHere(pendingId) {
+  try {
+    localStorage.setItem(OWN_MARK + pendingId, "1");
+  } catch {
+    // Private browsing may refuse storage: the page then says "Someone" on a later visit.
+  }
+}
+
+/** @param {string} source @param {Record<string, string>} attrs */
+function markdown(source, attrs) {
+  return el("div", { class: "prose markdown", ...attrs }, renderMarkdown(source));
+}
 
 /**
  * @param {string} tag
@@ -62,22 +90,44 @@ function contextCards(bundle) {
     el("h1", { "data-testid": "answer-task-title" }, [bundle.task.title || "Untitled task"]),
   ]);
   if (bundle.task.description) {
-    task.append(el("p", { class: "prose", "data-testid": "answer-task-description" }, [
-      bundle.task.description,
-    ]));
+    task.append(markdown(bundle.task.description, { "data-testid": "answer-task-description" }));
   }
   cards.push(task);
   if (bundle.context) {
     cards.push(el("section", { class: "card", "data-testid": "answer-context" }, [
       el("p", { class: "label" }, ["The agent says"]),
-      el("p", { class: "prose" }, [bundle.context]),
+      markdown(bundle.context, {}),
     ]));
   }
   return cards;
 }
 
-/** @param {Question[]} questions @param {Reply} response */
-function winnerList(questions, response) {
+/**
+ * When the question expires and what happens then: "Answer by 14:05 (in 3 min). If no one
+ * answers by then, the agent gets the default answer: SQLite." Null without a deadline.
+ * @param {Linked} bundle
+ */
+function deadlineCard(bundle) {
+  if (!bundle.expires_at) return null;
+  const at = new Date(bundle.expires_at);
+  if (Number.isNaN(at.getTime())) return null;
+  const minutes = Math.max(0, Math.round((at.getTime() - Date.now()) / 60000));
+  const left = minutes >= 120 ? `${Math.round(minutes / 60)} h` : minutes >= 1 ? `${minutes} min` : "less than a minute";
+  const when = at.toLocaleString([], { dateStyle: "medium", timeStyle: "short" });
+  const defaults = bundle.questions.map((q) => q.options.find((o) => o.default)?.label).filter(Boolean);
+  const then = bundle.on_expiry === "default"
+    ? `the agent gets the default answer${defaults.length ? `: ${defaults.join(", ")}` : ""}.`
+    : bundle.on_expiry === "skip" ? "the question is skipped and the agent goes on without an answer."
+      : "the question stays open.";
+  const time = el("time", { datetime: bundle.expires_at, "data-testid": "answer-deadline-time" }, [`${when} (in ${left})`]);
+  return el("section", { class: "card deadline", "data-testid": "answer-deadline" }, [
+    el("p", { class: "label" }, ["Deadline"]),
+    el("p", {}, ["Answer by ", time, `. If no one answers by then, ${then}`]),
+  ]);
+}
+
+/** @param {Question[]} questions @param {Reply} response @param {boolean} [byPolicy] */
+function winnerList(questions, response, byPolicy = false) {
   if (response.rejected) {
     return el("p", { "data-testid": "answer-winner" }, [
       `Skipped${response.reject_reason ? `: ${response.reject_reason}` : "."}`,
@@ -86,9 +136,10 @@ function winnerList(questions, response) {
   const list = el("ul", { class: "winner", "data-testid": "answer-winner" });
   for (const answer of response.answers) {
     const question = questions.find((q) => q.id === answer.question_id);
-    const labels = answer.selected_options.map(
-      (id) => question?.options.find((o) => o.option_id === id)?.label ?? id,
-    );
+    const labels = answer.selected_options.map((id) => {
+      const option = question?.options.find((o) => o.option_id === id);
+      return `${option?.label ?? id}${byPolicy && option?.default ? ", the default" : ""}`;
+    });
     if (answer.custom_text) labels.push(`“${answer.custom_text}”`);
     const name = question?.title || question?.prompt || answer.question_id;
     list.append(el("li", {}, [`${name}: ${labels.join(", ") || "no answer"}`]));
@@ -96,17 +147,34 @@ function winnerList(questions, response) {
   return list;
 }
 
+/**
+ * Who answered, in words: the expiry policy, this browser through this link, or someone else.
+ * @param {Linked} bundle @param {Reply | null} winner
+ */
+function takenWords(bundle, winner) {
+  if (!winner) {
+    return bundle.state === "superseded_history"
+      ? { title: "Set aside", text: "A newer message to the agent set this question aside: it can no longer be answered." }
+      : { title: "No longer open", text: "This question is no longer waiting for an answer." };
+  }
+  if (bundle.answered_by === "policy") {
+    return { title: "Answered by the expiry policy",
+      text: winner.rejected ? "No one answered in time, so the expiry policy skipped it:"
+        : "No one answered in time, so the expiry policy answered with the default:" };
+  }
+  if (answeredHere(bundle.pending_id)) {
+    return { title: "You answered", text: "You answered this question through this link. This is the answer the agent got:" };
+  }
+  return { title: "Already answered", text: "Someone answered this question before you. This is the answer the agent got:" };
+}
+
 /** @param {Linked} bundle @param {Reply | null} winner */
 function showTaken(bundle, winner) {
-  const card = outcome(
-    "Already answered",
-    winner
-      ? "Someone answered this question before you. This is the answer the agent got:"
-      : "This question is no longer waiting for an answer.",
-    "answer-already",
-    "taken",
-  );
-  if (winner) card.append(winnerList(bundle.questions, winner));
+  const words = takenWords(bundle, winner);
+  const card = outcome(words.title, words.text, "answer-already", "taken");
+  card.dataset.by = !winner ? "none" : bundle.answered_by === "policy" ? "policy"
+    : answeredHere(bundle.pending_id) ? "you" : "someone";
+  if (winner) card.append(winnerList(bundle.questions, winner, bundle.answered_by === "policy"));
   show("taken", [...contextCards(bundle), card]);
   reveal(card);
 }
@@ -133,12 +201,13 @@ function questionFieldset(question, index) {
   const legend = el("legend", {}, [question.title || `Question ${index + 1}`]);
   set.append(legend);
   if (question.prompt && question.prompt !== question.title) {
-    set.append(el("p", { class: "prose", "data-testid": "answer-prompt" }, [question.prompt]));
+    set.append(markdown(question.prompt, { "data-testid": "answer-prompt" }));
   }
   for (const option of question.options) {
     const input = el("input", { type: "radio", name, value: option.option_id });
-    const text = el("span", {}, [option.label]);
-    if (option.description) text.append(el("span", { class: "desc" }, [option.description]));
+    const text = el("span", {}, [el("span", { "data-testid": "answer-option-label" }, renderInlineMarkdown(option.label))]);
+    if (option.default) text.append(" ", el("span", { class: "default-mark", "data-testid": "answer-default" }, ["default"]));
+    if (option.description) text.append(el("span", { class: "desc" }, renderInlineMarkdown(option.description)));
     set.append(el("label", { class: "option", "data-testid": "answer-option", "data-option-id": option.option_id }, [input, text]));
   }
   const other = el("textarea", {
@@ -203,7 +272,8 @@ function showForm(bundle) {
     }
     void submit(bundle, { answers, rejected: false, reject_reason: "" }, form, message);
   });
-  show("open", [...contextCards(bundle), form]);
+  const deadline = deadlineCard(bundle);
+  show("open", [...contextCards(bundle), ...(deadline ? [deadline] : []), form]);
 }
 
 /**
@@ -245,10 +315,16 @@ async function post(bundle, body, message) {
     return null;
   }
   const data = await res.json().catch(() => ({}));
-  if (res.ok) return data.response ?? body;
+  if (res.ok) {
+    markAnsweredHere(bundle.pending_id);
+    return data.response ?? body;
+  }
   const error = data.error ?? {};
   if (res.status === 409) {
-    showTaken(bundle, error.response ?? null);
+    // The bundle read again says who answered (a person or the expiry policy).
+    const fresh = await fetch(api, { credentials: "omit", cache: "no-store" })
+      .then((r) => (r.ok ? r.json() : null)).catch(() => null);
+    showTaken(fresh ? { ...bundle, ...fresh } : bundle, error.response ?? fresh?.response ?? null);
     return null;
   }
   if (res.status === 404) {
@@ -259,6 +335,8 @@ async function post(bundle, body, message) {
   if (res.status >= 500 && error.retryable) {
     message.textContent = `Not delivered (${error.message || res.status}). Your answer is kept: send again.`;
   } else if (res.status >= 500) {
+    // Accepted: if it won, this browser answered it.
+    markAnsweredHere(bundle.pending_id);
     message.textContent = "Your answer was accepted, but Clarion could not confirm it reached the agent. Do not send it again.";
   } else {
     message.textContent = error.message || `Clarion refused the answer (${res.status}).`;

@@ -33,7 +33,12 @@ export class Composer {
     this.finishButton = /** @type {HTMLButtonElement} */ (h("button", { type: "button", testid: "session-finish",
       onClick: () => void this.confirmFinish() }, "Finish"));
     this.status = h("span", { class: "prompt-status", testid: "prompt-status", role: "status" });
+    // Said before sending: a new message starts a turn, and the open question no longer counts.
+    this.asideWarning = h("p", { class: "prompt-warning", testid: "prompt-sets-question-aside", id: `aside-${deps.sessionId}`,
+      hidden: true, text: "A question is open: sending a new message sets the open question aside, " +
+        "and it can no longer be answered. Answer it first to keep it." });
     this.parts = [
+      this.asideWarning,
       h("div", { class: "prompt-box" }, this.input, this.sendButton),
       h("div", { class: "session-actions" }, this.status, h("span", { class: "spacer" }),
         this.cancelButton, this.finishButton),
@@ -52,6 +57,16 @@ export class Composer {
     this.cancelButton.disabled = !canCancel(state);
     this.cancelButton.title = this.cancelButton.disabled ? "No turn is running" : "Stop the agent's current turn";
     this.finishButton.disabled = this.finished || !known;
+  }
+
+  /**
+   * Shows or hides the warning that a new message sets the open question aside.
+   * @param {boolean} open whether the session has a question waiting for an answer
+   */
+  setOpenQuestion(open) {
+    this.asideWarning.hidden = !open;
+    if (open) this.input.setAttribute("aria-describedby", this.asideWarning.id);
+    else this.input.removeAttribute("aria-describedby");
   }
 
   async sendPrompt() {

@@ -1,5 +1,5 @@
 // The inbox page (`#/inbox`): every question and permission request waiting for the person,
-// across tasks, as a compact list (one line per item: kind, task, what is asked, age, state),
+// across tasks, as a compact list (two lines per item: kind, task, age, state; then what is asked, in full),
 // deadlines first then newest first. A line expands in place to what the person needs to
 // answer: the task's description, what the agent last said, the question form (with the
 // agent's explanation) or the permission panel, and a link to the session. Imported by
@@ -7,7 +7,8 @@
 
 import { h } from "./dom.js";
 import { deadlineWords, escalationWords, inboxOrder, itemStateWords, itemSummary } from "./inbox.js";
-import { renderMarkdown } from "./markdown.js";
+import { renderInlineMarkdown, renderMarkdown } from "./markdown.js";
+import { isTechnicalFailure } from "./transcript.js";
 import { formatRoute } from "./router.js";
 import { ClarificationOverlay } from "./overlay.js";
 import { PermissionPanel } from "./permission-panel.js";
@@ -102,7 +103,7 @@ export class InboxView {
     card.row.replaceChildren(
       h("span", { class: `badge inbox-kind kind-${item.kind}`, text: item.kind === "permission" ? "Permission" : "Question" }),
       h("strong", { class: "inbox-task", testid: "inbox-task", text: item.task.title }),
-      h("span", { class: "inbox-summary", testid: "inbox-summary", text: itemSummary(item) }),
+      h("span", { class: "inbox-summary", testid: "inbox-summary" }, ...renderInlineMarkdown(itemSummary(item), { links: false })),
       h("time", { class: "inbox-age", testid: "inbox-age", datetime: item.created_at, title: fullStamp(item.created_at),
         text: age(item.created_at) }),
       ...waitingMarks(item),
@@ -155,7 +156,8 @@ export class InboxView {
         h("span", { class: "inbox-label", text: "Task" }),
         h("div", { class: "markdown inbox-task-description", testid: "inbox-task-description" },
           ...renderMarkdown(item.task_description))) : null,
-      item.last_agent_message ? h("div", { class: "inbox-context-block" },
+      // A failed ask's raw error says nothing the question itself does not.
+      item.last_agent_message && !isTechnicalFailure(item.last_agent_message) ? h("div", { class: "inbox-context-block" },
         h("span", { class: "inbox-label", text: "The agent last said" }),
         h("div", { class: "markdown inbox-last-message", testid: "inbox-last-message" },
           ...renderMarkdown(item.last_agent_message))) : null,

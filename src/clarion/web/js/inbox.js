@@ -30,15 +30,20 @@ export function inboxOrder(items) {
 }
 
 /**
- * A waiting policy's deadline in words: "expires in 3 h, then Skip" (null without one). An
+ * A waiting policy's deadline in words: "expires in 3 h, then Skip", or "expires in 3 min, then
+ * the default answer: SQLite" naming the options an expiry chooses (null without one). An
  * inbox item or a bundle read.
- * @param {{expires_at?: string | null, on_expiry?: string | null}} item
+ * @param {{expires_at?: string | null, on_expiry?: string | null, questions?: any[]}} item
  * @param {number} now milliseconds since the epoch
  */
 export function deadlineWords(item, now) {
   if (!item.expires_at) return null;
   const left = Math.round((Date.parse(item.expires_at) - now) / 1000);
-  const then = item.on_expiry === "default" ? "the default answer" : "Skip";
+  const defaults = (item.questions ?? []).flatMap((/** @type {any} */ q) =>
+    (Array.isArray(q?.options) ? q.options : []).filter((/** @type {any} */ o) => o?.default === true)
+      .map((/** @type {any} */ o) => String(o.label ?? o.option_id)));
+  const then = item.on_expiry === "default"
+    ? `the default answer${defaults.length ? `: ${defaults.join(", ")}` : ""}` : "Skip";
   if (Number.isNaN(left)) return null;
   if (left <= 0) return `expires now, then ${then}`;
   /** @type {[string, number][]} */

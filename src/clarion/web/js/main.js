@@ -44,6 +44,7 @@ import { noFilter, workspacesOf } from "./board-filter.js";
 import { h } from "./dom.js";
 import { SHORTCUTS, moveIndex, shortcutFor } from "./shortcuts.js";
 import { ErrorLine, humanError, showConnection } from "./errors.js";
+import { touchScreen } from "./focus.js";
 import { beginOwnerLoad, decideOwnerLoad } from "./navigation.js";
 import { formatRoute, parseRoute } from "./router.js";
 import { SessionView } from "./session-view.js";
@@ -252,6 +253,8 @@ function onRoute() {
   document.body.classList.toggle("has-detail", route.name !== "board");
   // A diff needs the width: the Changes view takes most of a wide screen.
   document.body.classList.toggle("wide-detail", route.name === "changes");
+  // On a wide screen the inbox takes the page's width: the board beside it would be empty space.
+  document.body.classList.toggle("inbox-page", route.name === "inbox");
   if (!wasBoard && route.name === "board") requestAnimationFrame(() => window.scrollTo(0, boardScrollY));
   if (route.name !== "session" && sessionView) {
     sessionView.destroy();
@@ -357,6 +360,8 @@ $("new-task-form").addEventListener("submit", async (e) => {
 
 let boardFilter = noFilter();
 const searchEl = /** @type {HTMLInputElement} */ ($("board-search"));
+// "(/)" is a keyboard hint: a touch screen has no such key to press.
+if (touchScreen()) searchEl.placeholder = "Search tasks";
 const stateEl = /** @type {HTMLSelectElement} */ ($("board-filter-state"));
 const workspaceEl = /** @type {HTMLSelectElement} */ ($("board-filter-workspace"));
 const helpEl = /** @type {HTMLDialogElement} */ ($("shortcuts-help"));

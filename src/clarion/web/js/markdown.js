@@ -86,10 +86,14 @@ export function parseMarkdown(source) {
   return blocks;
 }
 
-/** @param {Inline[]} inlines */
-function inlineNodes(inlines) {
+/**
+ * @param {Inline[]} inlines
+ * @param {boolean} [links] false inside a control (a link in a button is not one to tap): its text
+ */
+function inlineNodes(inlines, links = true) {
   return inlines.map((i) => {
     if (i.t === "text") return document.createTextNode(i.text);
+    if (i.t === "link" && !links) return h("span", { class: "link-text", text: i.text });
     if (i.t === "link") return h("a", { href: i.href, target: "_blank", rel: "noopener noreferrer", text: i.text });
     return h(i.t, { text: i.text });
   });
@@ -108,4 +112,15 @@ export function renderMarkdown(source) {
     const tag = b.type === "h" ? `h${Math.min(6, (b.level ?? 1) + 2)}` : "p";
     return h(tag, {}, inlineNodes(/** @type {{inlines: Inline[]}} */ (b).inlines));
   });
+}
+
+/**
+ * The inline nodes of a one-line Markdown text (an option's label or description): code, bold,
+ * italic and links, no blocks. Append them to an inline element.
+ * @param {string} source
+ * @param {{links?: boolean}} [options] `links: false` inside a button: links become their text
+ * @returns {Node[]}
+ */
+export function renderInlineMarkdown(source, options = {}) {
+  return inlineNodes(parseInline(String(source ?? "").replace(/\s*\n\s*/g, " ")), options.links ?? true);
 }

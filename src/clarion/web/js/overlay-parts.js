@@ -5,6 +5,7 @@
 import { canSubmit, isAnswered, submitHint } from "./answer-form.js";
 import { h } from "./dom.js";
 import { deadlineWords, escalationWords } from "./inbox.js";
+import { renderInlineMarkdown } from "./markdown.js";
 import { fullStamp } from "./time-words.js";
 
 /** @typedef {import("./answer-form.js").AnswerForm} AnswerForm */
@@ -59,9 +60,11 @@ export function optionGroup(question, selected, promptId, disabled, onPick) {
     onClick: () => onPick(o.option_id),
   },
   h("span", { class: "option-label" }, i < 6 ? h("kbd", {}, String(i + 1)) : null,
-    h("span", { testid: "option-label", text: o.label }),
+    h("span", { testid: "option-label" }, ...renderInlineMarkdown(o.label)),
+    // The option an expiry chooses, named before it does.
+    o.default ? h("span", { class: "badge default-mark", testid: "option-default", text: "default" }) : null,
     selected === o.option_id ? h("span", { class: "option-check", "aria-hidden": "true", text: "✓" }) : null),
-  o.description ? h("span", { class: "option-description", testid: "option-description", text: o.description }) : null)));
+  o.description ? h("span", { class: "option-description", testid: "option-description" }, ...renderInlineMarkdown(o.description)) : null)));
 }
 
 /**

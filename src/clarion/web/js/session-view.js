@@ -47,6 +47,8 @@ export class SessionView {
     this.resolved = new Set();
     /** @type {Set<string>} pending ids the server reported terminal or superseded */
     this.finalBundles = new Set();
+    /** @type {Set<string>} pending ids the server reported superseded (read so in the transcript) */
+    this.superseded = new Set();
     this.lastPending = /** @type {string | null | undefined} */ (undefined);
     this.overlay = new ClarificationOverlay({
       api: deps.api,
@@ -205,7 +207,7 @@ export class SessionView {
     this.announce(forceBottom);
     const el = this.list;
     const atBottom = forceBottom || el.scrollHeight - el.scrollTop - el.clientHeight < 40;
-    el.replaceChildren(...transcriptItems(this.transcript).map(renderItem));
+    el.replaceChildren(...transcriptItems(this.transcript).map((item) => renderItem(item, this.superseded)));
     if (atBottom) el.scrollTop = el.scrollHeight;
   }
 
@@ -235,6 +237,10 @@ export class SessionView {
         if (generation !== this.bundleGeneration) return;
         if (ACTIVE_STATES.has(bundle.state)) { found = bundle; break; }
         if (FINAL_STATES.has(bundle.state)) this.finalBundles.add(pendingId);
+        if (bundle.state === "superseded_history" && !this.superseded.has(pendingId)) {
+          this.superseded.add(pendingId);
+          this.renderTranscript(false);
+        }
         // Only the newest non-final bundle can be current; an older one is at most history.
         if (bundle.state === "delivery_claimed") break;
       } catch {
@@ -245,6 +251,7 @@ export class SessionView {
     if (generation !== this.bundleGeneration) return;
     // A failed read keeps what is shown; a later event or reload retries.
     if (!found && failed) return;
+    this.composer.setOpenQuestion(!!found);
     if (!found) {
       const shown = this.overlay.bundle;
       if (!this.overlay.submitting) this.overlay.reset();

@@ -11,13 +11,17 @@ import { readableAgentText, readableReply, splitError } from "./transcript.js";
 /** @typedef {import("./transcript.js").Message} Message */
 /** @typedef {import("./transcript.js").TranscriptItem} TranscriptItem */
 
-/** @param {TranscriptItem} item */
-export function renderItem(item) {
+/**
+ * @param {TranscriptItem} item
+ * @param {ReadonlySet<string>} [superseded] pending ids of questions a new message set aside
+ */
+export function renderItem(item, superseded = new Set()) {
   if (item.kind === "answer") {
     // A detached answer, where it happened in time (after the turn that asked had ended).
     const m = item.message;
-    return h("div", { class: "msg msg-late-answer author-user", testid: `late-answer-${m.id}`, dataset: { author: "user" } },
-      speaker("user"),
+    const who = byPolicy(m) ? "clarion" : "user";
+    return h("div", { class: `msg msg-late-answer author-${who}`, testid: `late-answer-${m.id}`, dataset: { author: who } },
+      speaker(who),
       h("span", { class: "late-question", text: String(m.metadata?.question?.title || m.content || "") }),
       ownAnswer(m));
   }
@@ -71,10 +75,15 @@ export function renderItem(item) {
         : null);
   }
   if (type === "clarification_request") {
-    const status = String(m.metadata?.status || "pending");
-    return h("div", { ...attrs, dataset: { ...attrs.dataset, status } },
+    const pendingId = String(m.metadata?.pending_id ?? "");
+    const stored = String(m.metadata?.status || "pending");
+    // A set-aside question keeps its stored status; only the bundle's state says it.
+    const status = stored === "pending" && superseded.has(pendingId) ? "superseded" : stored;
+    return h("div", { ...attrs, dataset: { ...attrs.dataset, status, pendingId } },
       h("span", { class: "badge", testid: "question-status", text: QUESTION_STATUS[status] ?? status }),
       h("span", { class: "content", text: content }),
+      status === "superseded" ? h("span", { class: "superseded-note", testid: "question-superseded",
+        text: "set aside by a newer message: it can no longer be answered" }) : null,
       answeredLater ? h("span", { class: "answered-later", text: "answered later, below" }) : ownAnswer(m),
       ambiguousDelivery(m));
   }
@@ -94,6 +103,7 @@ function speaker(author) {
 /** A question row's status in the words the overlay uses ("Skip", never "rejected"). */
 const QUESTION_STATUS = /** @type {Record<string, string>} */ ({
   pending: "waiting", answered: "answered", rejected: "skipped", expired: "expired", cancelled: "cancelled",
+  superseded: "superseded",
 });
 
 /**
@@ -119,10 +129,22 @@ export function ownAnswer(m) {
     return null;
   }
   const when = typeof m.updated_at === "string" ? m.updated_at : "";
-  return h("div", { class: "own-answer", testid: "your-answer" },
-    h("span", { class: "own-answer-label", text: status === "answered" ? "You answered: " : "You: " }),
+  const policy = byPolicy(m);
+  if (policy && status === "answered") text = `${text}, the default`;
+  const label = policy ? (status === "answered" ? "Answered by the expiry policy: " : "By the expiry policy: ")
+    : status === "answered" ? "You answered: " : "You: ";
+  return h("div", { class: `own-answer${policy ? " by-policy" : ""}`, testid: "your-answer", dataset: { by: policy ? "policy" : "person" } },
+    h("span", { class: "own-answer-label", text: label }),
     h("span", { class: "own-answer-text", testid: "your-answer-text", text }),
     when ? h("time", { datetime: when, title: fullStamp(when), text: ` · ${stamp(when)}` }) : null);
+}
+
+/**
+ * Whether the waiting policy's expiry answered (or skipped) the question, not a person.
+ * @param {Message} m
+ */
+function byPolicy(m) {
+  return m.metadata?.answered_by === "policy";
 }
 
 /**

@@ -216,13 +216,30 @@ export function splitError(content) {
   return { reason: content.slice(0, at), detail: content.slice(at + 2) };
 }
 
-/** Technical failures an agent reports in its own words, and what they mean for a person. */
+/**
+ * Technical failures an agent reports in its own words, and what they mean for a person. A
+ * restart cuts the agent's wait, never the question: it stays open and answerable, and a new
+ * message would set it aside, so the words say to answer it.
+ */
+const RESTART_WORDS = "the server restarted while the agent waited. The question is still open: " +
+  "answer it and the agent goes on with your answer (a new message would set it aside)";
 const TECHNICAL = [
+  { pattern: /Could not ask the question: SSE stream ended without a response\.?/i,
+    words: `The agent's wait for your answer was cut short: ${RESTART_WORDS}.` },
   { pattern: /SSE stream ended without a response/i,
-    words: "the connection between the agent and Clarion was cut (the server restarted); send your prompt again to continue" },
+    words: `the connection between the agent and Clarion was cut: ${RESTART_WORDS}` },
   { pattern: /Server disconnected without sending a response|Connection (refused|reset)/i,
-    words: "the agent could not reach Clarion (the server was restarting); send your prompt again to continue" },
+    words: `the agent could not reach Clarion: ${RESTART_WORDS}` },
 ];
+
+/**
+ * Whether an agent's text is only a known technical failure (nothing a person needs to read as
+ * context beside the question it is about).
+ * @param {string} text
+ */
+export function isTechnicalFailure(text) {
+  return /^\s*Could not ask the question:/i.test(text) && TECHNICAL.some(({ pattern }) => pattern.test(text));
+}
 
 /**
  * An agent's text with a known technical failure replaced by what it means for the person.
