@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from clarion.config.email import EmailSettings, load_email
+from clarion.config.slack import SlackSettings, load_slack
 from clarion.config.files import http_url, positive, read_config
 from clarion.config.links import AnswerLinkSettings, load_answer_links
 from clarion.config.ops import OperationsConfig
@@ -127,6 +128,8 @@ class Settings:
     answer_links: AnswerLinkSettings = field(default_factory=AnswerLinkSettings)
     # `[notifications.email]` and each workspace's (docs/notifications.md).
     email: EmailSettings = field(default_factory=EmailSettings)
+    # `[notifications.slack]`, each workspace's, and `[slack.users]` (docs/notifications.md).
+    slack: SlackSettings = field(default_factory=SlackSettings)
     # Cluster mode (docs/cluster.md): replicas on one PostgreSQL database and one NATS.
     cluster: bool = False
     advertise_url: str | None = None
@@ -183,6 +186,7 @@ class Settings:
             ),
             answer_links=load_answer_links(config_file, env),
             email=load_email(config_file, env),
+            slack=load_slack(config_file, env),
             cluster=cluster
             if cluster is not None
             else _flag(env.get("CLARION_CLUSTER", ""), "CLARION_CLUSTER"),
