@@ -21,6 +21,7 @@ from clarion.ports import Bus, ClusterView
 from clarion.ports.metrics import NO_METRICS, Exposition, Metrics
 from clarion.projection.pending import PendingProjector
 from clarion.projection.reads import Reads
+from clarion.slack.inbox import SlackInbox
 
 
 @dataclass(eq=False)
@@ -50,3 +51,5 @@ class ApiServices:
     metrics_token: str | None = None
     # Answer links (`/a/<token>`); None only for an application built without them.
     links: AnswerLinks | None = None
+    # `[notifications.slack]`: where Slack's interactions are taken in (None: not configured).
+    slack: SlackInbox | None = None

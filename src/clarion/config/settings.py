@@ -14,11 +14,11 @@ from pathlib import Path
 from typing import Any
 
 from clarion.config.email import EmailSettings, load_email
-from clarion.config.slack import SlackSettings, load_slack
 from clarion.config.files import http_url, positive, read_config
 from clarion.config.links import AnswerLinkSettings, load_answer_links
 from clarion.config.ops import OperationsConfig
 from clarion.config.permissions import permission_rules
+from clarion.config.slack import SlackSettings, load_slack
 from clarion.config.telemetry import TelemetrySettings, load_telemetry
 from clarion.config.waiting import (
     load_workspace_policies,

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from clarion.config.files import http_url, read_config
+from clarion.config.files import http_url, positive, read_config
 from clarion.domain.webhooks import EVENTS
 
 DEFAULT_API_URL = "https://slack.com/api/"
@@ -46,6 +46,9 @@ class SlackSettings:
     workspaces: Mapping[str, SlackChannel] = field(default_factory=dict)
     # Slack user id -> Clarion user name.
     users: Mapping[str, str] = field(default_factory=dict)
+    # How often open messages are looked at for a question that settled without an event
+    # (superseded, cancelled, its session ended): `CLARION_SLACK_SWEEP_S`.
+    sweep_s: float = 5.0
 
     def channels(self) -> tuple[SlackChannel, ...]:
         found = [] if self.default is None else [self.default]
@@ -120,8 +123,9 @@ def _users(data: Mapping[str, Any], path: Path) -> dict[str, str]:
 
 def load_slack(config_file: str | None, env: Mapping[str, str]) -> SlackSettings:
     """The top-level channel, each workspace's (merged over it) and the user map."""
+    sweep_s = positive(env, "CLARION_SLACK_SWEEP_S", 5.0)
     if not config_file:
-        return SlackSettings()
+        return SlackSettings(sweep_s=sweep_s)
     path = Path(config_file)
     data = read_config(path)
     notifications = _table(data.get("notifications", {}), f"{path}: [notifications]")
@@ -136,4 +140,6 @@ def load_slack(config_file: str | None, env: Mapping[str, str]) -> SlackSettings
         ws_where = f"{path}: workspaces.{name}.notifications.slack"
         merged = {**(base or {}), **_table(own["slack"], ws_where)}
         workspaces[name] = _channel(f"slack:workspace:{name}", merged, ws_where, env)
-    return SlackSettings(default=default, workspaces=workspaces, users=_users(data, path))
+    return SlackSettings(
+        default=default, workspaces=workspaces, users=_users(data, path), sweep_s=sweep_s
+    )

@@ -31,6 +31,10 @@ KNOWN_POINTS = frozenset(
         "startup.intents",
         # Not in the contract's table: an email the SMTP server accepted, not yet recorded.
         "email.after_send",
+        # A Slack message posted, its place not yet recorded.
+        "slack.after_post",
+        # A Slack interaction queued and acknowledged, not yet answered.
+        "slack.after_ack",
     }
 )
 

@@ -25,6 +25,7 @@ from clarion.store.db.schema import (
     auth_schema,
     cluster_schema,
     schema,
+    slack_schema,
     waiting_schema,
     webhook_schema,
 )
@@ -139,6 +140,12 @@ def _v10_turn_pending_index(conn: Connection) -> None:
     conn.execute(text(_TURN_PENDING[conn.dialect.name]))
 
 
+def _v11_slack(conn: Connection) -> None:
+    # slack_messages and slack_interactions; they reference nothing, so they can be created
+    # on any earlier version.
+    slack_schema.create_all(conn, checkfirst=True)
+
+
 MIGRATIONS: tuple[Callable[[Connection], None], ...] = (
     _v1_initial_tables,
     _v2_access_control,
@@ -150,6 +157,7 @@ MIGRATIONS: tuple[Callable[[Connection], None], ...] = (
     _v8_pending_revision_sequence,
     _v9_clarification_deadlines,
     _v10_turn_pending_index,
+    _v11_slack,
 )
 LATEST_VERSION = len(MIGRATIONS)
 
