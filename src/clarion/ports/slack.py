@@ -49,6 +49,12 @@ class SlackStore(Protocol):
         """Guarded: record the interaction's outcome once; False if it was already done."""
         ...
 
+    async def release_slack_claims(self, now: datetime) -> int:
+        """At start: every interaction not done is due at `now`, so a claim held by a process
+        that died is taken up again (the respond path's own claim keeps its answer from
+        applying twice); how many."""
+        ...
+
     async def retry_slack_interaction(
         self, interaction_id: str, *, next_attempt_at: datetime, error: str
     ) -> bool:

@@ -90,6 +90,8 @@ class SlackAnswerer:
         self._wake.set()
 
     async def run(self) -> None:
+        """Answer until cancelled; first take up what a previous process left claimed."""
+        await self._store.release_slack_claims(self._clock.now())
         while True:
             self._wake.clear()
             try:

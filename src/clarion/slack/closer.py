@@ -68,6 +68,9 @@ class SlackCloser:
         self._apis = apis
         self._sweep_s = sweep_s
         self._wake = asyncio.Event()
+        # One close at a time in this process: the outbox, the answerer and the sweep may all
+        # look at one question at once, and its message is updated once.
+        self._one_at_a_time = asyncio.Lock()
 
     def wake(self) -> None:
         self._wake.set()
@@ -75,6 +78,10 @@ class SlackCloser:
     async def close(self, pending_id: str, *, strict: bool) -> bool:
         """Show the outcome if the bundle is settled; whether the message was updated now.
         `strict`: raise NotSettledYet instead of waiting for the next sweep."""
+        async with self._one_at_a_time:
+            return await self._close(pending_id, strict=strict)
+
+    async def _close(self, pending_id: str, *, strict: bool) -> bool:
         message = await self._store.find_slack_message(pending_id)
         if message is None or message.closed_at is not None:
             return False

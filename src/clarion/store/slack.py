@@ -181,6 +181,21 @@ class SqlSlack:
             result = await conn.execute(statement)
         return bool(result.rowcount)
 
+    async def release_slack_claims(self, now: datetime) -> int:
+        statement = (
+            update(slack_interactions)
+            .where(
+                slack_interactions.c.done_at.is_(None), slack_interactions.c.next_attempt_at > now
+            )
+            .values(next_attempt_at=now)
+        )
+        async with self._db.write() as conn:
+            result = await conn.execute(statement)
+        released = int(result.rowcount or 0)
+        if released:
+            log.info("slack interactions released at start", extra={"released": released})
+        return released
+
     async def retry_slack_interaction(
         self, interaction_id: str, *, next_attempt_at: datetime, error: str
     ) -> bool:
