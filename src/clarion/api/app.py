@@ -27,6 +27,7 @@ from clarion.api import (
     routes_metrics,
     routes_permissions,
     routes_sessions,
+    routes_slack,
     routes_tasks,
     routes_workspaces,
     ws,
@@ -100,6 +101,7 @@ def create_app(services: ApiServices, mcp: McpEndpoint) -> FastAPI:
     app.include_router(routes_cluster.router)
     app.include_router(routes_metrics.router)
     app.include_router(routes_links.router)
+    app.include_router(routes_slack.router)
     app.include_router(ws.router)
     app.router.routes.append(
         Route("/mcp/sessions/{session_id}", endpoint=mcp, methods=["GET", "POST", "DELETE"])

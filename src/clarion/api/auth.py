@@ -29,7 +29,10 @@ log = logging.getLogger(__name__)
 
 COOKIE = "clarion_token"
 API_PREFIX = "/api/v1"
-OPEN_PATHS = frozenset({f"{API_PREFIX}/login", f"{API_PREFIX}/logout"})
+# Slack's interactions carry Slack's request signature instead (api/routes_slack.py).
+OPEN_PATHS = frozenset(
+    {f"{API_PREFIX}/login", f"{API_PREFIX}/logout", f"{API_PREFIX}/slack/interactions"}
+)
 # Answer links carry their own credential, the signed token in the path (api/routes_links.py).
 LINK_PREFIX = f"{API_PREFIX}/a/"
 _SCOPE_KEY = "clarion.caller"

@@ -25,6 +25,7 @@ from clarion.ports import Bus, ClusterView
 from clarion.ports.metrics import NO_METRICS, Exposition, Metrics
 from clarion.projection.pending import PendingProjector
 from clarion.projection.reads import Reads
+from clarion.slack.inbox import SlackInbox
 
 
 @dataclass(eq=False)
@@ -63,3 +64,5 @@ class ApiServices:
     async def store_task(self, task_id: str) -> Task:
         """The task as stored (its worktree row included)."""
         return await self.tasks.get(task_id)
+    # `[notifications.slack]`: where Slack's interactions are taken in (None: not configured).
+    slack: SlackInbox | None = None

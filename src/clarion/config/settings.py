@@ -26,6 +26,7 @@ from clarion.config.sandbox import (
     hidden_paths,
     load_sandbox,
 )
+from clarion.config.slack import SlackSettings, load_slack
 from clarion.config.telemetry import TelemetrySettings, load_telemetry
 from clarion.config.waiting import (
     load_workspace_policies,
@@ -145,6 +146,8 @@ class Settings:
     answer_links: AnswerLinkSettings = field(default_factory=AnswerLinkSettings)
     # `[notifications.email]` and each workspace's (docs/notifications.md).
     email: EmailSettings = field(default_factory=EmailSettings)
+    # `[notifications.slack]`, each workspace's, and `[slack.users]` (docs/notifications.md).
+    slack: SlackSettings = field(default_factory=SlackSettings)
     # Cluster mode (docs/cluster.md): replicas on one PostgreSQL database and one NATS.
     cluster: bool = False
     advertise_url: str | None = None
@@ -205,6 +208,7 @@ class Settings:
             ),
             answer_links=load_answer_links(config_file, env),
             email=load_email(config_file, env),
+            slack=load_slack(config_file, env),
             cluster=cluster
             if cluster is not None
             else _flag(env.get("CLARION_CLUSTER", ""), "CLARION_CLUSTER"),

@@ -59,6 +59,8 @@ class WebhookFact:
     # Words for the readable line only (the body keeps the contract's fields): how a question
     # was answered (`answered`/`skipped`), a permission's new status, a failure's error.
     detail: str = ""
+    # The agent's context for its questions (a Slack message shows it; webhooks do not).
+    context: str = ""
 
 
 def questions_of_rows(rows: Sequence[Message]) -> tuple[dict[str, Any], ...]:

@@ -34,6 +34,10 @@ KNOWN_POINTS = frozenset(
         # Not in the contract's table: around `git worktree add` of a task's worktree.
         "worktree.before_add",
         "worktree.after_add",
+        # A Slack message posted, its place not yet recorded.
+        "slack.after_post",
+        # A Slack interaction queued and acknowledged, not yet answered.
+        "slack.after_ack",
     }
 )
 

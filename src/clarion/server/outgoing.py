@@ -17,6 +17,7 @@ from clarion.metrics import PrometheusMetrics
 from clarion.ports import Clock
 from clarion.ports.tracing import Tracer
 from clarion.runtime.supervisor import Supervisor
+from clarion.server.slack import SlackParts
 from clarion.store import SqlStore
 from clarion.store.outbox import Outbox
 from clarion.webhooks.deliverer import WebhookDeliverer
@@ -46,11 +47,13 @@ async def outgoing_deliveries(
     metrics: PrometheusMetrics,
     links: AnswerLinks,
     tracer: Tracer,
+    slack: SlackParts | None = None,
 ) -> AsyncIterator[None]:
-    """With `[[webhooks]]` or `[notifications.email]` configured: the store queues deliveries
-    and a supervised deliverer sends them. Without, nothing is queued and nothing runs."""
+    """With `[[webhooks]]`, `[notifications.email]` or `[notifications.slack]` configured:
+    the store queues deliveries and a supervised deliverer sends them. Without, nothing is
+    queued and nothing runs."""
     channels = settings.email.channels()
-    if not settings.webhooks and not channels:
+    if not settings.webhooks and not channels and slack is None:
         yield
         return
     policy = settings.webhook_delivery
@@ -65,6 +68,7 @@ async def outgoing_deliveries(
             mail=channels,
             send_mail=send_mail,
             tracer=tracer,
+            other=None if slack is None else slack.poster,
         )
         store.configure_webhooks(
             Outbox(
@@ -74,6 +78,8 @@ async def outgoing_deliveries(
                 answer_url=links.url_for,
                 mail_for=lambda workspace: _mail_target(settings.email.channel_for(workspace)),
                 mail_events=frozenset().union(*(c.events for c in channels)),
+                slack_for=None if slack is None else slack.target_for,
+                slack_events=frozenset() if slack is None else slack.events(),
             )
         )
         running = supervisor.spawn(deliverer.run(), name="webhook-deliverer")

@@ -67,6 +67,7 @@ from clarion.server.configured import (
 from clarion.server.late_sink import LateSink
 from clarion.server.outgoing import answer_links, outgoing_deliveries
 from clarion.server.repositories import task_worktrees
+from clarion.server.slack import slack_inbox, slack_outgoing
 from clarion.store import open_store
 
 log = logging.getLogger(__name__)
@@ -108,8 +109,9 @@ async def build(
         open_bus(settings.bus_url) as bus,
         Supervisor() as supervisor,
         answer_links(settings, sql_store, clock, base_url) as links,
+        slack_outgoing(settings, sql_store, clock, supervisor) as slack,
         outgoing_deliveries(
-            settings, sql_store, clock, base_url, supervisor, metrics, links, tracer
+            settings, sql_store, clock, base_url, supervisor, metrics, links, tracer, slack
         ),
         runtime_factory(settings.agents, sink) as runtime,
     ):
@@ -301,6 +303,10 @@ async def build(
             max_patch_bytes=settings.repositories.max_patch_bytes,
         )
         services.reads.use_answer_links(links.url_for)
+        if slack is not None:
+            services.slack = slack_inbox(
+                slack, resolver.respond, services.access, clock, supervisor, services.ready
+            )
         try:
             yield App(
                 services=services,

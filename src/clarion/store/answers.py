@@ -24,6 +24,7 @@ from clarion.domain.models import (
     BundleState,
     ClarificationResponse,
     Message,
+    MetaKey,
     Session,
     SessionState,
     Turn,
@@ -101,6 +102,7 @@ class SqlAnswers:
                     session_id,
                     pending_id=pending_id,
                     questions=questions_of_rows(created),
+                    context=str(created[0].metadata.get(MetaKey.CONTEXT) or ""),
                 ),
                 now,
             )

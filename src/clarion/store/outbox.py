@@ -2,7 +2,9 @@
 transaction that caused their event, and the guarded updates the deliverer records attempts
 with. `OutboxWriter` is given to the port implementations whose writes cause events (they
 call `enqueue` with their open transaction). An email row's destination is its channel's key
-(`email:default`, `email:workspace:NAME`) and its body the whole message.
+(`email:default`, `email:workspace:NAME`) and its body the whole message; a Slack row's is its
+channel's key (`slack:default`, `slack:workspace:NAME`) and its body what the message is built
+from (domain/slack.py).
 
 With no webhook and no email configured `enqueue` returns before touching the database, so a
 server without them pays nothing.
@@ -21,6 +23,7 @@ from sqlalchemy import and_, insert, select
 
 from clarion.domain.emails import MailTarget, email_message
 from clarion.domain.ids import new_id
+from clarion.domain.slack import SlackTarget, slack_body
 from clarion.domain.webhooks import (
     WebhookFact,
     encode_body,
@@ -49,13 +52,16 @@ class Outbox:
     # Email: the workspace's name -> where its notifications go (None: no email for it).
     mail_for: Callable[[str], MailTarget | None] | None = None
     mail_events: frozenset[str] = frozenset()
+    # Slack: the workspace's name -> its channel (None: no Slack for it).
+    slack_for: Callable[[str], SlackTarget | None] | None = None
+    slack_events: frozenset[str] = frozenset()
 
     def urls_for(self, event: str) -> list[str]:
         return [url for url, events in self.hooks if event in events]
 
     def wants(self, event: str) -> bool:
         """Whether anything (a webhook, an email channel) would queue a delivery of `event`."""
-        return bool(self.urls_for(event)) or event in self.mail_events
+        return bool(self.urls_for(event)) or event in self.mail_events or event in self.slack_events
 
 
 NO_WEBHOOKS = Outbox()
@@ -69,7 +75,7 @@ async def enqueue(
     """Queue one delivery per webhook and email channel that wants `event`, in the caller's
     transaction. An email is stored as the whole message, so each retry sends the same one."""
     urls = outbox.urls_for(event)
-    if not urls and event not in outbox.mail_events:
+    if not outbox.wants(event):
         return
     query = (
         select(tasks.c.title, workspaces.c.name)
@@ -105,6 +111,15 @@ async def enqueue(
             answer_url=answer_url,
         )
         await _insert(conn, delivery_id, mail.key, event, message, now, fact)
+    slack = None if outbox.slack_for is None else outbox.slack_for(workspace)
+    if slack is not None and event in slack.events:
+        stored = slack_body(
+            fact,
+            link=link_for(outbox.base_url(), fact.task_id, fact.session_id),
+            answer_url=answer_url,
+            context=fact.context,
+        )
+        await _insert(conn, new_id(), slack.key, event, stored, now, fact)
 
 
 async def _insert(
@@ -122,7 +137,11 @@ async def _insert(
         )
     )
     log.info(
-        "webhook delivery queued" if not url.startswith("email:") else "email queued",
+        "email queued"
+        if url.startswith("email:")
+        else "slack message queued"
+        if url.startswith("slack:")
+        else "webhook delivery queued",
         extra={
             "delivery_id": delivery_id,
             "event": event,

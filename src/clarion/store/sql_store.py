@@ -39,6 +39,7 @@ from clarion.store.reads import SqlReads
 from clarion.store.recovery import SqlRecovery
 from clarion.store.retention import SqlRetention
 from clarion.store.review_turns import SqlReviews
+from clarion.store.slack import SqlSlack
 from clarion.store.turns import SqlTurns
 from clarion.store.webhooks import SqlWebhooks
 from clarion.store.worktrees import SqlWorktrees
@@ -213,6 +214,10 @@ class SqlStore:
 
         run.finishes_despite_cancellation = True  # type: ignore[attr-defined]
         return run
+
+    def slack_records(self) -> SqlSlack:
+        """The Slack channel's records (store/slack.py), on this store's database."""
+        return SqlSlack(self._db, self._clock)
 
     def configure_webhooks(self, outbox: Outbox) -> None:
         """Which events to queue for which webhook (set once, by the composition root)."""

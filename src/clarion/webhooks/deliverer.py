@@ -1,5 +1,6 @@
-"""The outbox deliverer: one supervised loop that sends due deliveries, webhooks over HTTP and
-email over SMTP (a row whose destination is an email channel's key).
+"""The outbox deliverer: one supervised loop that sends due deliveries, webhooks over HTTP,
+email over SMTP (a row whose destination is an email channel's key) and Slack messages
+through a `ChannelSender` (a row whose destination is a Slack channel's key).
 
 At least once: a delivery leaves the outbox only through a guarded update recorded after its
 receiver answered 2xx, so a crash between sending and recording sends it again after the
@@ -17,6 +18,7 @@ import contextlib
 import logging
 from collections.abc import Mapping
 from datetime import timedelta
+from typing import Protocol
 
 from clarion.config.email import EmailChannel
 from clarion.config.webhooks import Webhook, WebhookDelivery
@@ -37,6 +39,19 @@ from clarion.webhooks.sender import Send
 log = logging.getLogger(__name__)
 
 BATCH = 20
+
+
+class ChannelSender(Protocol):
+    """Another kind of destination (Slack): the outbox keys it handles, and one attempt of a
+    delivery to it, which raises on any failure."""
+
+    timeout_s: float
+
+    def handles(self, key: str) -> bool: ...
+
+    async def deliver(self, delivery: QueuedDelivery) -> None: ...
+
+
 IDLE_S = 5.0  # how often an idle deliverer looks again without being woken
 
 
@@ -52,8 +67,10 @@ class WebhookDeliverer:
         mail: tuple[EmailChannel, ...] = (),
         send_mail: SendMail | None = None,
         tracer: Tracer = NO_TRACER,
+        other: ChannelSender | None = None,
     ) -> None:
         self._tracer = tracer
+        self._other = other
         self._metrics = metrics
         self._store = store
         self._clock = clock
@@ -107,7 +124,8 @@ class WebhookDeliverer:
         }
         hook = self._hooks.get(delivery.url)
         channel = self._mail.get(delivery.url)
-        if hook is None and (channel is None or self._send_mail is None):
+        other = self._other if self._other and self._other.handles(delivery.url) else None
+        if hook is None and other is None and (channel is None or self._send_mail is None):
             await self._store.record_webhook_attempt(
                 delivery.id,
                 attempts_before=delivery.attempts,
@@ -118,6 +136,8 @@ class WebhookDeliverer:
             return
         now = self._clock.now()
         timeout_s = self._policy.timeout_s if channel is None else channel.timeout_s
+        if other is not None:
+            timeout_s = other.timeout_s
         # The lease outlasts the attempt's deadline, so only a deliverer that died mid-attempt
         # lets it lapse (then the delivery is sent again: at least once).
         lease = now + timedelta(seconds=timeout_s * 2 + 1)
@@ -130,7 +150,7 @@ class WebhookDeliverer:
             span.set("event", delivery.event)
             span.set("url", delivery.url)
             span.set("attempt", delivery.attempts + 1)
-            result = await self._send_and_record(delivery, hook, channel, timeout_s, extra)
+            result = await self._send_and_record(delivery, hook, channel, timeout_s, extra, other)
             span.set("outcome", result)
         self._metrics.webhook_attempt(result)
 
@@ -141,10 +161,14 @@ class WebhookDeliverer:
         channel: EmailChannel | None,
         timeout_s: float,
         extra: dict[str, object],
+        other: ChannelSender | None = None,
     ) -> WebhookResult:
         """One attempt of a claimed delivery, recorded; what came of it."""
         try:
-            if channel is not None and self._send_mail is not None:
+            if other is not None:
+                await asyncio.wait_for(other.deliver(delivery), timeout_s)
+                error = None
+            elif channel is not None and self._send_mail is not None:
                 await asyncio.wait_for(self._send_mail(channel, delivery.body), timeout_s)
                 await failpoints.hit("email.after_send")
                 error = None

@@ -25,6 +25,7 @@ from clarion.store.db.schema import (
     auth_schema,
     cluster_schema,
     schema,
+    slack_schema,
     waiting_schema,
     webhook_schema,
 )
@@ -155,6 +156,10 @@ def _v11_task_worktrees(conn: Connection) -> None:
     for name, kind in _TASK_WORKTREE_COLUMNS:
         if name not in columns:
             conn.execute(text(f"ALTER TABLE tasks ADD COLUMN {name} {kind}"))
+def _v12_slack(conn: Connection) -> None:
+    # slack_messages and slack_interactions; they reference nothing, so they can be created
+    # on any earlier version.
+    slack_schema.create_all(conn, checkfirst=True)
 
 
 MIGRATIONS: tuple[Callable[[Connection], None], ...] = (
@@ -169,6 +174,7 @@ MIGRATIONS: tuple[Callable[[Connection], None], ...] = (
     _v9_clarification_deadlines,
     _v10_turn_pending_index,
     _v11_task_worktrees,
+    _v12_slack,
 )
 LATEST_VERSION = len(MIGRATIONS)
 

@@ -226,3 +226,47 @@ clarification_deadlines = Table(
     Column("next_due_at", UtcDateTime, nullable=True),
     Index("ix_clarification_deadlines_due", "next_due_at"),
 )
+
+# Slack (migration 11): the message each question was posted as (so replies thread under it
+# and the outcome replaces its buttons; `closed_at` once that update went through), and the
+# durable queue of clicks and modal submissions, each written before Slack is acknowledged
+# and answered from here (`done_at` once its outcome is recorded). An interaction's id is its
+# dedupe key, so Slack's retries of one request insert one row.
+slack_schema = MetaData()
+
+slack_messages = Table(
+    "slack_messages",
+    slack_schema,
+    Column("pending_id", String(200), primary_key=True),
+    Column("channel_key", String(250), nullable=False),
+    Column("channel", String(64), nullable=False),
+    Column("ts", String(32), nullable=False),
+    Column("task_id", ID, nullable=False),
+    Column("session_id", ID, nullable=False),
+    Column("posted_at", UtcDateTime, nullable=False),
+    # What the message was built from (domain/slack.py), to rebuild it without buttons.
+    Column("body", Text, nullable=False),
+    Column("closed_at", UtcDateTime, nullable=True),
+    Column("outcome", Text, nullable=True),
+    Index("ix_slack_messages_open", "closed_at"),
+)
+
+slack_interactions = Table(
+    "slack_interactions",
+    slack_schema,
+    Column("id", String(64), primary_key=True),
+    Column("pending_id", String(200), nullable=False),
+    Column("slack_user", String(64), nullable=False),
+    Column("user_name", String(200), nullable=True),
+    Column("channel", String(64), nullable=True),
+    Column("message_ts", String(32), nullable=True),
+    Column("body", Text, nullable=False),
+    Column("received_at", UtcDateTime, nullable=False),
+    Column("attempts", Integer, nullable=False),
+    Column("next_attempt_at", UtcDateTime, nullable=False),
+    Column("done_at", UtcDateTime, nullable=True),
+    Column("outcome", String(32), nullable=True),
+    Column("detail", Text, nullable=True),
+    Index("ix_slack_interactions_due", "done_at", "next_attempt_at"),
+    Index("ix_slack_interactions_pending", "pending_id"),
+)

@@ -1,0 +1,91 @@
+"""The composition root's Slack half (docs/notifications.md): the poster the outbox deliverer
+sends Slack rows through, the sweep that closes settled questions' messages, and the inbox and
+answerer for what Slack sends back. Nothing of it exists without `[notifications.slack]`.
+
+Only `clarion.server.wiring` and `clarion.server.outgoing` import this module.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from dataclasses import dataclass
+
+from clarion.config import Settings
+from clarion.domain.slack import SlackTarget
+from clarion.orchestrator.access import AccessControl
+from clarion.ports import Clock
+from clarion.runtime.supervisor import Supervisor
+from clarion.slack.answerer import SlackAnswerer
+from clarion.slack.client import SlackApi
+from clarion.slack.closer import SlackCloser
+from clarion.slack.inbox import SlackInbox
+from clarion.slack.poster import SlackPoster
+from clarion.store import SqlStore
+from clarion.store.slack import SqlSlack
+
+
+@dataclass(frozen=True, slots=True)
+class SlackParts:
+    settings: Settings
+    records: SqlSlack
+    apis: Mapping[str, SlackApi]
+    closer: SlackCloser
+    poster: SlackPoster
+    bundles: SqlStore
+
+    def target_for(self, workspace: str) -> SlackTarget | None:
+        channel = self.settings.slack.channel_for(workspace)
+        return None if channel is None else SlackTarget(key=channel.key, events=channel.events)
+
+    def events(self) -> frozenset[str]:
+        return frozenset().union(*(c.events for c in self.settings.slack.channels()))
+
+    async def api_for(self, pending_id: str) -> SlackApi | None:
+        """The client of the bot that posted the question (else the first configured)."""
+        message = await self.records.find_slack_message(pending_id)
+        if message is not None and message.channel_key in self.apis:
+            return self.apis[message.channel_key]
+        return next(iter(self.apis.values()), None)
+
+
+@contextlib.asynccontextmanager
+async def slack_outgoing(
+    settings: Settings, store: SqlStore, clock: Clock, supervisor: Supervisor
+) -> AsyncIterator[SlackParts | None]:
+    channels = settings.slack.channels()
+    if not channels:
+        yield None
+        return
+    records = store.slack_records()
+    apis = {c.key: SlackApi(c) for c in channels}
+    closer = SlackCloser(records, store, apis, sweep_s=settings.slack.sweep_s)
+    poster = SlackPoster(settings.slack, records, closer, apis, clock)
+    running = supervisor.spawn(closer.run(), name="slack-closer")
+    try:
+        yield SlackParts(settings, records, apis, closer, poster, store)
+    finally:
+        running.cancel()
+
+
+def slack_inbox(
+    parts: SlackParts,
+    respond: Callable[[str, object], Awaitable[object]],
+    access: AccessControl,
+    clock: Clock,
+    supervisor: Supervisor,
+    ready: asyncio.Event,
+) -> SlackInbox:
+    """The inbox the HTTP edge hands Slack's interactions to, and its answerer, which starts
+    answering once the server is ready (startup recovery done)."""
+    answerer = SlackAnswerer(parts.records, respond, parts.closer, parts.api_for, clock)
+
+    async def answer_when_ready() -> None:
+        await ready.wait()
+        await answerer.run()
+
+    supervisor.spawn(answer_when_ready(), name="slack-answerer")
+    return SlackInbox(
+        parts.settings.slack, parts.records, parts.bundles, access, parts.api_for, answerer.wake
+    )

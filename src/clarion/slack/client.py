@@ -1,0 +1,60 @@
+"""Slack's Web API, one method per call Clarion makes, through slack-sdk's `WebClient` (its own
+HTTP and retry of a dropped connection) in a worker thread, so the event loop never waits on
+Slack. An answer with `ok: false` raises slack-sdk's `SlackApiError`, naming Slack's error
+(`channel_not_found`, `invalid_auth`), which the caller treats as a failed attempt."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from slack_sdk import WebClient
+from slack_sdk.models.views import View
+
+from clarion.config.slack import SlackChannel
+
+TIMEOUT_S = 10
+
+
+class SlackApi:
+    """One bot's client (a channel's token and API address)."""
+
+    def __init__(self, channel: SlackChannel, timeout_s: int = TIMEOUT_S) -> None:
+        self._client = WebClient(token=channel.token, base_url=channel.api_url, timeout=timeout_s)
+
+    async def post_message(
+        self,
+        channel: str,
+        text: str,
+        blocks: Sequence[dict[str, Any]] | None = None,
+        thread_ts: str | None = None,
+    ) -> tuple[str, str]:
+        """`chat.postMessage`; the (channel id, ts) Slack gave the message."""
+        response = await asyncio.to_thread(
+            self._client.chat_postMessage,
+            channel=channel,
+            text=text,
+            blocks=list(blocks) if blocks is not None else None,
+            thread_ts=thread_ts,
+        )
+        return str(response["channel"]), str(response["ts"])
+
+    async def update(
+        self, channel: str, ts: str, text: str, blocks: Sequence[dict[str, Any]]
+    ) -> None:
+        await asyncio.to_thread(
+            self._client.chat_update, channel=channel, ts=ts, text=text, blocks=list(blocks)
+        )
+
+    async def post_ephemeral(self, channel: str, user: str, text: str) -> None:
+        await asyncio.to_thread(
+            self._client.chat_postEphemeral, channel=channel, user=user, text=text
+        )
+
+    async def open_view(self, trigger_id: str, view: View) -> None:
+        await asyncio.to_thread(self._client.views_open, trigger_id=trigger_id, view=view)
+
+    async def auth_test(self) -> Mapping[str, Any]:
+        response = await asyncio.to_thread(self._client.auth_test)
+        return dict(response.data) if isinstance(response.data, dict) else {}

@@ -1,0 +1,141 @@
+"""Closing a question's Slack message: once its bundle left the active states (answered
+anywhere, expired, superseded, cancelled, its session ended), `chat.update` replaces the
+buttons with the outcome and who answered, and the message is recorded closed.
+
+Two things call it: the outbox, for the `clarification.answered` and `clarification.expired`
+events queued with the answer's claim, and a sweep over the messages not closed yet, which
+catches what no event announces (a new turn superseding the question, a cancellation, a
+session finished) and a message posted after its question was already answered. Both are
+durable: a message stays open, and is looked at again, until the update went through.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from collections.abc import Mapping, Sequence
+from typing import Protocol
+
+from clarion.domain.bundles import answered_by, bundle_state, stored_response
+from clarion.domain.models import Bundle, BundleState
+from clarion.domain.slack import SlackInteraction, outcome_line
+from clarion.domain.waiting import ANSWERED_BY_POLICY
+from clarion.ports.slack import SlackStore
+from clarion.slack.blocks import as_dicts, closed_blocks
+from clarion.slack.client import SlackApi
+
+log = logging.getLogger(__name__)
+
+STILL_OPEN = frozenset(
+    {BundleState.ACTIVE_LIVE, BundleState.ACTIVE_DETACHED, BundleState.DELIVERY_CLAIMED}
+)
+SWEEP_BATCH = 100
+ANSWERED = "answered"
+
+
+class Bundles(Protocol):
+    async def find_bundle(self, pending_id: str) -> Bundle | None: ...
+
+
+class NotSettledYet(Exception):
+    """The bundle is still active or its answer is still being delivered: try again later."""
+
+
+def who_answered(bundle: Bundle, interactions: Sequence[SlackInteraction]) -> str | None:
+    """The Clarion user (else the Slack user) whose click won, the waiting policy, or None
+    when the answer came from outside Slack."""
+    for interaction in interactions:
+        if interaction.outcome == ANSWERED:
+            return interaction.user or interaction.slack_user
+    if answered_by(bundle) == ANSWERED_BY_POLICY:
+        return "the waiting policy"
+    return None
+
+
+class SlackCloser:
+    def __init__(
+        self,
+        store: SlackStore,
+        bundles: Bundles,
+        apis: Mapping[str, SlackApi],
+        *,
+        sweep_s: float,
+    ) -> None:
+        self._store = store
+        self._bundles = bundles
+        self._apis = apis
+        self._sweep_s = sweep_s
+        self._wake = asyncio.Event()
+        # One close at a time in this process: the outbox, the answerer and the sweep may all
+        # look at one question at once, and its message is updated once.
+        self._one_at_a_time = asyncio.Lock()
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    async def close(self, pending_id: str, *, strict: bool) -> bool:
+        """Show the outcome if the bundle is settled; whether the message was updated now.
+        `strict`: raise NotSettledYet instead of waiting for the next sweep."""
+        async with self._one_at_a_time:
+            return await self._close(pending_id, strict=strict)
+
+    async def _close(self, pending_id: str, *, strict: bool) -> bool:
+        message = await self._store.find_slack_message(pending_id)
+        if message is None or message.closed_at is not None:
+            return False
+        bundle = await self._bundles.find_bundle(pending_id)
+        if bundle is None:
+            return False
+        state = bundle_state(bundle, has_live_waiter=False)
+        interactions = await self._store.slack_interactions_of(pending_id)
+        in_flight = any(i.done_at is None for i in interactions)
+        if state in STILL_OPEN or in_flight:
+            if strict:
+                raise NotSettledYet(f"bundle {pending_id} is {state}; not closing its message yet")
+            return False
+        api = self._apis.get(message.channel_key)
+        if api is None:
+            log.warning(
+                "slack message not closed: its channel is no longer configured",
+                extra={"pending_id": pending_id, "channel_key": message.channel_key},
+            )
+            return False
+        outcome = outcome_line(
+            bundle, state, stored_response(bundle), who_answered(bundle, interactions)
+        )
+        body = json.loads(message.body)
+        await api.update(
+            message.channel, message.ts, outcome, as_dicts(closed_blocks(body, outcome))
+        )
+        closed = await self._store.close_slack_message(pending_id, outcome)
+        log.info(
+            "slack message closed",
+            extra={"pending_id": pending_id, "state": str(state), "recorded": closed},
+        )
+        return True
+
+    async def sweep(self) -> int:
+        """Close every open message whose bundle settled; how many were updated."""
+        closed = 0
+        for message in await self._store.open_slack_messages(SWEEP_BATCH):
+            try:
+                closed += await self.close(message.pending_id, strict=False)
+            except Exception as exc:  # Slack refused or is away: the next sweep tries again
+                log.warning(
+                    "slack message not closed; will try again",
+                    extra={"pending_id": message.pending_id, "error": str(exc)[:300]},
+                )
+        return closed
+
+    async def run(self) -> None:
+        """Sweep until cancelled: every `sweep_s`, and whenever woken."""
+        while True:
+            self._wake.clear()
+            try:
+                await self.sweep()
+            except Exception:
+                log.exception("slack sweep failed; trying again")
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), self._sweep_s)
