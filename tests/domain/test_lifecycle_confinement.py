@@ -23,7 +23,7 @@ SRC = Path(__file__).resolve().parents[2] / "src" / "clarion"
 TABLE = Path("domain") / "lifecycle.py"
 # The store's guarded calls that change a bundle, and which argument names the transition.
 TRANSITION_ARGUMENT = {
-    "transition_bundle": 2,
+    "transition_bundle": 1,
     "transition_session_bundles": 1,
     "transition_all_bundles": 0,
     "confirm_delivery": 2,

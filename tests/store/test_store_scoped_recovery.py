@@ -86,8 +86,14 @@ async def _leftovers(world: World, tag: str) -> Leftovers:
 
     resend = await world.session()
     await world.turn(resend)
-    [row] = await world.bundle(resend, pending_id=f"{tag}-resend")
-    await world.raw_message_metadata(row.id, {**row.metadata, "resend_pending": True})
+    await world.bundle(resend, pending_id=f"{tag}-resend")
+    [answered] = (await world.answer(f"{tag}-resend", "db")).claimed
+    written = await world.store.confirm_delivery(f"{tag}-resend", [answered.id], DELIVER)
+    [row] = written.rows if written is not None else pytest.fail("not delivered")
+    # An ambiguous answer whose resend a stopped process left in flight.
+    await world.raw_message_metadata(
+        row.id, {**row.metadata, "delivery": "ambiguous", "resend_pending": True}
+    )
 
     unread = await world.session()
     await world.turn(unread)
@@ -143,7 +149,7 @@ def _expected(side: Leftovers, tag: str) -> dict[str, set[str]]:
         "outbox": {side.kept.id},
         # A rolled-back reservation's question, and a restored intent's, are pending again in
         # their open turns, so they are detached too.
-        "detached": {side.orphan.id, side.resend.id, side.rolled_back.id, side.intent.id},
+        "detached": {side.orphan.id, side.rolled_back.id, side.intent.id},
         "expired": {side.permission.id},
         "unread": {tag},
         "interrupted": set(side.ids),

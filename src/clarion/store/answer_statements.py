@@ -11,18 +11,11 @@ import logging
 from collections.abc import Sequence
 from datetime import datetime
 
-from sqlalchemy import bindparam, exists, not_, select
+from sqlalchemy import bindparam, exists, select
 from sqlalchemy.sql.elements import BindParameter
 
 from clarion.domain.errors import Conflict, InvalidInput, NotFound
-from clarion.domain.lifecycle import (
-    CLAIM,
-    CLAIM_BY_POLICY,
-    DELIVER,
-    RETIRE_INTENT,
-    Transition,
-    claim_values,
-)
+from clarion.domain.lifecycle import CLAIM_BY_POLICY, Transition, claim_values
 from clarion.domain.models import (
     Bundle,
     ClarificationResponse,
@@ -44,16 +37,12 @@ from clarion.store.bundle_rows import (
     lock_bundle_session,
     rewrite,
 )
-from clarion.store.claim_reads import read_claim
+from clarion.store.claim_reads import CLAIMS, read_claim
 from clarion.store.db.engine import Db
 from clarion.store.db.fastpath import hot
-from clarion.store.db.portable_sql import flag
 from clarion.store.db.predicates import (
-    clarification_rows,
     current_turn_id,
-    in_current_turn,
     pending_in_current_turn,
-    session_not_terminal,
 )
 from clarion.store.db.schema import task_session_messages as messages
 from clarion.store.db.schema import task_session_turns as turns
@@ -75,30 +64,6 @@ ACTIVE_IDS = (
     .where(pending_in_current_turn(session_id=_SESSION))
     .order_by(messages.c.pending_id)
 )
-WITH_INTENT = hot(
-    select(messages).where(
-        messages.c.id.in_(_IDS),
-        messages.c.pending_id == _PENDING_ID,
-        flag(messages.c.metadata, INTENT),
-    )
-)
-RESTORABLE = select(messages).where(
-    messages.c.id.in_(_IDS),
-    messages.c.pending_id == _PENDING_ID,
-    clarification_rows(),
-    flag(messages.c.metadata, INTENT),
-    in_current_turn(session_id=_SESSION),
-    session_not_terminal(messages.c.task_session_id),
-)
-_NOT_DETACHED = not_(flag(messages.c.metadata, MetaKey.AGENT_DISCONNECTED))
-DETACHABLE = select(messages).where(pending_in_current_turn(session_id=_SESSION), _NOT_DETACHED)
-DETACHABLE_BUNDLE = DETACHABLE.where(messages.c.pending_id == _PENDING_ID)
-PENDING_OF_SESSION = select(messages).where(pending_in_current_turn(session_id=_SESSION))
-PENDING_OF_BUNDLE = PENDING_OF_SESSION.where(messages.c.pending_id == _PENDING_ID)
-# What `confirm_delivery` may apply: its guard (every row still carries the intent) is exactly
-# the claimed state these transitions leave.
-SETTLES_A_CLAIM = frozenset({DELIVER, RETIRE_INTENT})
-CLAIMS = frozenset({CLAIM, CLAIM_BY_POLICY})
 
 
 def detached_fact(pending_id: str, rows: Sequence[Message], title: str) -> WebhookFact:
@@ -205,7 +170,7 @@ async def claim_response(
         if session_id is None:
             raise NotFound("clarification not found", pending_id=pending_id)
         claimed: tuple[Message, ...] = ()
-        read = await read_claim(conn, pending_id, session_id)
+        read = await read_claim(conn, pending_id, session_id, claim)
         if read is None:  # pragma: no cover - the lock above found the session
             raise NotFound("clarification not found", pending_id=pending_id)
         rows, pending = read.rows, read.claimable
