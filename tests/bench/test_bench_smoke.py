@@ -17,6 +17,7 @@ from bench.stats import render
 from bench import cluster, commits, growth, idle_agents, peer, recovery, statements
 from clarion.runtime.clock import SystemClock
 from clarion.store import open_store
+from tests.bench.load import host_load, smoke_ceiling, smoke_sizes
 from tests.conftest import services_required
 
 pytestmark = pytest.mark.e2e
@@ -43,8 +44,10 @@ async def test_online_measurements_produce_figures(
 ) -> None:
     monkeypatch.setattr(commits, "REPEATS", 1)
     out = Results()
-    await asyncio.wait_for(_memory("sqlite", tmp_path, TINY, out), 180)
-    await asyncio.wait_for(_online("sqlite", tmp_path, TINY, out), 180)
+    load = host_load()
+    sizes = smoke_sizes(TINY, load)
+    await asyncio.wait_for(_memory("sqlite", tmp_path, sizes, out), smoke_ceiling(180, load))
+    await asyncio.wait_for(_online("sqlite", tmp_path, sizes, out), smoke_ceiling(180, load))
     names = {row.name for row in out.rows}
     assert "live answer POST -> 200 p50" in names
     assert "detached answer POST -> 200 resumed p50" in names
@@ -55,7 +58,7 @@ async def test_online_measurements_produce_figures(
     assert "after 0.1 s of warm-up" in throughput.note
     cpu = next(r for r in out.rows if r.name == "server CPU per cycle, 1 sessions (MCP clients)")
     assert re.search(r"garbage collector \d+\.\d\d ms of it", cpu.note)
-    assert "server RSS, 2 idle sessions holding a question" in names
+    assert f"server RSS, {sizes.idle_sessions[-1]} idle sessions holding a question" in names
     assert "full turns, 1 concurrent sessions (builtin agent)" in names
     assert all(row.value for row in out.rows)
     assert "live answer POST -> 200 p50" in render(out.rows)
