@@ -9,7 +9,6 @@ import gc
 from typing import Any
 
 import pytest
-
 from bench.waits import gather_within
 
 

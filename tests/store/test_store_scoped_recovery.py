@@ -16,6 +16,7 @@ from clarion.domain.lifecycle import DELIVER
 from clarion.domain.models import AuthorType, MessageType, Session
 from clarion.domain.permissions import PermissionOption, ToolCallInfo, request_metadata
 from clarion.domain.scope import EVERY_SESSION, SessionScope
+from clarion.domain.turn_outcomes import TurnOutcome
 from clarion.ports import NewMessage
 from clarion.store import CorruptReservationError
 from clarion.store.db.schema import task_session_messages, task_session_turns, task_sessions
@@ -128,7 +129,7 @@ async def _recover(world: World, scope: SessionScope) -> dict[str, set[str]]:
     detached = await store.transition_all_bundles(lifecycle.DETACH, scope=scope)
     expired = await store.expire_stale_permissions(reason="server restarted", scope=scope)
     unread = await store.transition_all_bundles(lifecycle.MARK_UNREAD, scope=scope)
-    interrupted = await store.complete_open_turns(metadata_patch={"i": True}, scope=scope)
+    interrupted = await store.complete_open_turns(outcome=TurnOutcome.INTERRUPTED, scope=scope)
     return {
         "reservations": {r.session_id for r in reservations},
         "intents": {i.session_id for i in intents},

@@ -8,7 +8,6 @@ from __future__ import annotations
 import logging
 from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any
 
 from sqlalchemy import select
 
@@ -27,6 +26,7 @@ from clarion.domain.models import (
 )
 from clarion.domain.permissions import PermissionStatus, status_of
 from clarion.domain.scope import EVERY_SESSION, SessionScope
+from clarion.domain.turn_outcomes import TurnOutcome
 from clarion.ports import (
     ChangedBundle,
     Clock,
@@ -159,11 +159,11 @@ class SqlRecovery:
     async def complete_open_turns(
         self,
         *,
-        metadata_patch: Mapping[str, Any] | None = None,
+        outcome: TurnOutcome,
         scope: SessionScope = EVERY_SESSION,
     ) -> list[Turn]:
         return await open_turns.complete_open_turns(
-            self._db, self._clock, metadata_patch=metadata_patch, scope=scope
+            self._db, self._clock, outcome=outcome, scope=scope
         )
 
     async def list_sessions_in_states(self, states: Sequence[SessionState]) -> list[Session]:
