@@ -4,17 +4,19 @@ Pure. A bundle's state is computed from its rows (`bundles.bundle_state`); it ch
 one of the transitions below, each a named entry that says which states it leaves, which it
 may reach and exactly what it writes on a row's metadata (kandev's keys, spelled by
 `MetaKey`). The store applies a transition's `change` under the session lock, on the rows its
-guard selects (one guarded write per change); the services name the transition and never
-touch a metadata key themselves.
+guard (derived from the entry) matches; the services name the transition and never touch a
+metadata key themselves.
 
 Some transitions write nothing: a newer turn supersedes a bundle, a lost waiter leaves it
 detached. They are in the table so that every path between states is listed in one place.
 
 To add a transition: declare it below with `Transition(...)` (its sources, its targets, the
-keys it drops and sets, whether it moves `updated_at`), add it to `TRANSITIONS`, name it in
-docs/lifecycle.md's state table ("reached by") and give the store a guarded call that applies
-`change` to the rows it may act on (tests/domain/test_lifecycle.py checks the table against
-`bundle_state` and the docs).
+keys it drops and sets, whether it moves `updated_at`, what else its rows must record), add it
+to `TRANSITIONS`, name it in docs/lifecycle.md's state table ("reached by") and add it to the
+registry of the store call that applies it (store/bundle_transitions.py): its guard is derived
+from this entry (store/lifecycle_guards.py), never written by hand. tests/domain/test_lifecycle.py
+checks the table against `bundle_state` and the docs, and
+tests/store/test_store_lifecycle_properties.py the store against the table.
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
-"""The answer path's statements and helpers: what `SqlAnswers` (answers.py) creates, claims,
-confirms, restores, detaches, expires and cancels bundles with.
+"""The answer path's statements and helpers: where `SqlAnswers` (answers.py) places a new
+bundle, the claim itself (its rows chosen by the claim's derived guard, claim_reads.py), the
+session's active bundle ids and the events' facts.
 
 Every write runs in one write transaction holding the session lock, so "pending in the current turn
 of a non-terminal session" is checked and acted on atomically and two concurrent claims cannot both
@@ -52,12 +53,10 @@ from clarion.store.deadline_rows import claim_expiry
 from clarion.store.outbox import OutboxWriter
 
 log = logging.getLogger(__name__)
-INTENT = MetaKey.RESPONSE_DELIVERY_PENDING
 
 # Built once with bind parameters; see bundles.py for why.
 _SESSION: BindParameter[str] = bindparam("session_id")
 _PENDING_ID: BindParameter[str] = bindparam("pending_id")
-_IDS: BindParameter[list[str]] = bindparam("message_ids", expanding=True)
 ACTIVE_IDS = (
     select(messages.c.pending_id)
     .distinct()
