@@ -16,7 +16,7 @@ from sqlalchemy import bindparam, exists, select
 from sqlalchemy.sql.elements import BindParameter
 
 from clarion.domain.errors import Conflict, InvalidInput, NotFound
-from clarion.domain.lifecycle import CLAIM_BY_POLICY, Transition, claim_values
+from clarion.domain.lifecycle import Transition, claim_values
 from clarion.domain.models import (
     Bundle,
     ClarificationResponse,
@@ -24,6 +24,7 @@ from clarion.domain.models import (
     MessageType,
     MetaKey,
 )
+from clarion.domain.waiting import ANSWERED_BY_POLICY
 from clarion.domain.webhooks import (
     CLARIFICATION_ANSWERED,
     CLARIFICATION_DETACHED,
@@ -159,7 +160,8 @@ async def claim_response(
     with the expiry): `SqlAnswers.claim_response`."""
     if claim not in CLAIMS:
         raise ValueError(f"{claim} is not a claim")
-    by_policy = claim is CLAIM_BY_POLICY
+    # The table says who answers: a claim that records the policy as the answerer.
+    by_policy = claim.sets.get(MetaKey.ANSWERED_BY) == ANSWERED_BY_POLICY
     if by_policy != response.by_policy:
         # The transition decides what is written; a response saying otherwise is a caller's slip.
         raise ValueError(f"{claim} does not claim a response with by_policy={response.by_policy}")
