@@ -207,6 +207,7 @@ PAIRS = [(setup, transition) for setup in sorted(SETUPS) for transition in APPLI
 @settings(
     max_examples=2,
     deadline=None,
+    database=None,  # nothing written into the checkout: a failure prints its own example
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(data=st.data())
