@@ -31,6 +31,7 @@ from bench.client import Api, Feed, RoundRobinApi
 from bench.context import Ctx
 from bench.server import BenchServer
 from bench.simulated import SimulatedAgent
+from bench.waits import gather_within
 
 # Agent processes per measurement; more than the host's cores so that none of them is the bound.
 PROCESSES = 4
@@ -156,7 +157,7 @@ async def _worker() -> None:
     cpu0 = time.process_time()
     stop_at = time.monotonic() + duration
     start.set()
-    await asyncio.wait_for(asyncio.gather(*tasks), duration + 120)
+    await gather_within(duration + 120, *tasks)
     say({"cycles": done, "last": last, "cpu": max(cpu_at_last - cpu0, 0.0)})
     await feed.close()
     for one in apis:

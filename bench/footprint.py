@@ -18,6 +18,7 @@ import os
 from bench.client import is_question, wait
 from bench.context import Ctx, freeze_heap, progress
 from bench.simulated import QUESTION, TOOL, SimulatedAgent, relay_session
+from bench.waits import gather_within
 
 _TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -73,7 +74,7 @@ async def idle_memory(ctx: Ctx, counts: tuple[int, ...]) -> dict[int, int]:
             holders += [
                 asyncio.ensure_future(hold(len(holders) + k, f)) for k, f in enumerate(asked)
             ]
-            await asyncio.wait_for(asyncio.gather(*asked), 300)
+            await gather_within(300, *asked)
             freeze_heap()
             await asyncio.sleep(1)  # let the server finish each question's follow-up work
             out[n] = rss_bytes(pid)

@@ -27,6 +27,7 @@ from bench.context import Ctx, freeze_heap, progress
 from bench.footprint import cpu_seconds
 from bench.latency import answer_live
 from bench.simulated import relay_session
+from bench.waits import gather_within
 
 SPAWN_CONCURRENCY = 8
 
@@ -62,7 +63,7 @@ async def cycles_per_second(ctx: Ctx, n: int, duration: float) -> tuple[float, i
             done += 1
             last = time.perf_counter()
 
-    await asyncio.wait_for(asyncio.gather(*(worker(s) for s in sessions)), duration + 120)
+    await gather_within(duration + 120, *(worker(s) for s in sessions))
     elapsed = max(last - began, 1e-9)
     progress(f"{ctx.db}: throughput, {n} sessions: {done} cycles in {elapsed:.1f}s")
     await _finish(ctx, sessions)

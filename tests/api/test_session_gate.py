@@ -33,7 +33,8 @@ async def test_while_an_adoption_runs_every_session_waits_until_it_ends() -> Non
         other = asyncio.ensure_future(gate.wait("other"))
         assert await _blocked(mine) and await _blocked(other)
         assert gate.is_held("anything")
-    await asyncio.wait_for(asyncio.gather(mine, other), CEILING_S)
+    async with asyncio.timeout(CEILING_S):  # awaited here, so its outcome is always read
+        await asyncio.gather(mine, other)
     assert not gate.is_held("mine")
 
 

@@ -17,6 +17,7 @@ from bench.stats import render
 from bench import cluster, commits, growth, idle_agents, peer, recovery, statements
 from clarion.runtime.clock import SystemClock
 from clarion.store import open_store
+from tests.bench.load import host_load, smoke_ceiling, smoke_sizes
 from tests.conftest import services_required
 
 pytestmark = pytest.mark.e2e
@@ -43,8 +44,10 @@ async def test_online_measurements_produce_figures(
 ) -> None:
     monkeypatch.setattr(commits, "REPEATS", 1)
     out = Results()
-    await asyncio.wait_for(_memory("sqlite", tmp_path, TINY, out), 180)
-    await asyncio.wait_for(_online("sqlite", tmp_path, TINY, out), 180)
+    load = host_load()
+    sizes = smoke_sizes(TINY, load)
+    await asyncio.wait_for(_memory("sqlite", tmp_path, sizes, out), smoke_ceiling(180, load))
+    await asyncio.wait_for(_online("sqlite", tmp_path, sizes, out), smoke_ceiling(180, load))
     names = {row.name for row in out.rows}
     assert "live answer POST -> 200 p50" in names
     assert "detached answer POST -> 200 resumed p50" in names
@@ -55,7 +58,7 @@ async def test_online_measurements_produce_figures(
     assert "after 0.1 s of warm-up" in throughput.note
     cpu = next(r for r in out.rows if r.name == "server CPU per cycle, 1 sessions (MCP clients)")
     assert re.search(r"garbage collector \d+\.\d\d ms of it", cpu.note)
-    assert "server RSS, 2 idle sessions holding a question" in names
+    assert f"server RSS, {sizes.idle_sessions[-1]} idle sessions holding a question" in names
     assert "full turns, 1 concurrent sessions (builtin agent)" in names
     assert all(row.value for row in out.rows)
     assert "live answer POST -> 200 p50" in render(out.rows)
@@ -70,7 +73,12 @@ async def test_statement_rows_count_the_live_and_the_detached_cycle_without_and_
         if services_required():
             pytest.fail("PostgreSQL is required")
         pytest.skip("PostgreSQL unreachable")
-    rows = {row.name: row for row in await asyncio.wait_for(statements.rows(db, tmp_path, 1), 180)}
+    rows = {
+        row.name: row
+        for row in await asyncio.wait_for(
+            statements.rows(db, tmp_path, 1), smoke_ceiling(180, host_load())
+        )
+    }
     live = rows["statements per live cycle (MCP client)"]
     detached = rows["statements per detached cycle"]
     # A cycle writes the question and the answer at the least, whichever driver ran them.
@@ -91,7 +99,9 @@ async def test_statement_rows_count_the_live_and_the_detached_cycle_without_and_
 @pytest.mark.slow
 async def test_idle_agents_rows_measure_the_stop_and_the_restart(tmp_path: Path) -> None:
     out = Results()
-    await asyncio.wait_for(_idle_agents("sqlite", tmp_path, TINY, out), 300)
+    await asyncio.wait_for(
+        _idle_agents("sqlite", tmp_path, TINY, out), smoke_ceiling(300, host_load())
+    )
     rows = {row.name: row for row in out.rows}
     running = rows["RSS server + agents, 2 sessions with a detached question, agents running"]
     assert "2 built-in agents" in running.note
@@ -114,7 +124,7 @@ async def test_idle_agents_in_waves_keep_at_most_two_waves_running_and_project_t
         idle_agents.measure(
             "sqlite", tmp_path, 3, 1, idle_stop_s=20, wave=1, idle_cpu_window_s=1.0
         ),
-        300,
+        smoke_ceiling(300, host_load()),
     )
     assert [w.sessions for w in r.waves] == [1, 2, 3]
     assert 1 <= r.most_agents <= 2
@@ -135,7 +145,7 @@ async def test_idle_agents_set_up_no_wave_after_the_budget_and_say_how_many_they
         idle_agents.measure(
             "sqlite", tmp_path, 2, 1, wave=1, idle_cpu_window_s=1.0, setup_budget_s=0.0
         ),
-        300,
+        smoke_ceiling(300, host_load()),
     )
     assert (r.sessions, r.target, len(r.waves)) == (1, 2, 1)
     rows = {row.name: row for row in idle_agents_rows("sqlite", r)}
@@ -176,7 +186,7 @@ async def test_cluster_phase_measures_answers_posted_to_the_sessions_replica_and
             pytest.fail("the cluster phase needs PostgreSQL and NATS")
         pytest.skip("the cluster phase needs PostgreSQL and NATS")
     sizes = ClusterSizes(replicas=(2,), sessions=1, throughput_s=0.2, live=1, rounds=1)
-    rows = await asyncio.wait_for(cluster.rows(tmp_path, sizes), 240)
+    rows = await asyncio.wait_for(cluster.rows(tmp_path, sizes), smoke_ceiling(240, host_load()))
     names = {row.name for row in rows}
     prefix = "cluster, 2 replicas: "
     assert prefix + "throughput, 1 sessions (MCP clients)" in names
@@ -201,7 +211,7 @@ async def test_cluster_phase_is_skipped_without_nats(
 async def test_growth_rows_give_every_size_its_samples_and_the_ratio(tmp_path: Path) -> None:
     out = Results()
     sizes = replace(TINY, history=(10, 30), history_samples=2)
-    await asyncio.wait_for(_growth("sqlite", tmp_path, sizes, out), 180)
+    await asyncio.wait_for(_growth("sqlite", tmp_path, sizes, out), smoke_ceiling(180, host_load()))
     rows = {row.name: row for row in out.rows}
     for label in ("respond POST -> 200", "pending projection GET task-sessions"):
         assert rows[f"{label} p50, 10 messages"].note == "1.00x; n=2"

@@ -14,7 +14,7 @@ import pytest
 
 from clarion.domain import lifecycle
 from clarion.domain.bundles import bundle_state
-from clarion.domain.lifecycle import TRANSITIONS, Transition, TransitionNotAllowed, claim_values
+from clarion.domain.lifecycle import TRANSITIONS, Transition, claim_values
 from clarion.domain.models import (
     BundleState,
     ClarificationResponse,
@@ -116,14 +116,30 @@ def test_each_transition_writes_only_lifecycle_keys() -> None:
             assert not transition.drops and not transition.fills, transition.name
 
 
-@pytest.mark.parametrize("transition", TRANSITIONS, ids=str)
-def test_a_transition_refuses_every_state_it_does_not_leave(transition: Transition) -> None:
-    for state in [None, *BundleState]:
-        if state in transition.sources:
-            transition.check(state)
-        else:
-            with pytest.raises(TransitionNotAllowed):
-                transition.check(state)
+def test_detach_leaves_only_a_live_bundle_once() -> None:
+    # The seed moves active_live -> active_detached once: a bundle recorded detached is not
+    # detached again (nothing written, nothing announced).
+    assert lifecycle.DETACH.sources == {B.ACTIVE_LIVE}
+
+
+@pytest.mark.parametrize(
+    ("transition", "allowed"),
+    [
+        (lifecycle.MARK_UNREAD, [False, False, True]),
+        (lifecycle.CLAIM_RESEND, [True, False, False]),
+        (lifecycle.RELEASE_RESEND, [False, True, False]),
+        (lifecycle.FINISH_RESEND, [False, True, False]),
+    ],
+    ids=str,
+)
+def test_a_terminal_bundles_transitions_ask_their_delivery_record(
+    transition: Transition, allowed: list[bool]
+) -> None:
+    # The terminal samples: ambiguous, a resend in flight, delivered.
+    records = [message.metadata for message, _, _ in SAMPLES[B.TERMINAL]]
+    assert [transition.records_allow(m) for m in records] == allowed
+    resent = {**records[2], MetaKey.RESENT_TURN_ID: "turn-9"}
+    assert not lifecycle.MARK_UNREAD.records_allow(resent)
 
 
 def test_a_transition_refuses_to_write_a_value_it_does_not_declare() -> None:

@@ -16,14 +16,14 @@ from typing import Any
 from sqlalchemy.sql.dml import ValuesBase
 
 from clarion.domain import lifecycle
-from clarion.domain.models import MetaKey
+from clarion.domain.models import DISPATCH_KEYS, MetaKey
 from clarion.store.db.schema import task_session_messages
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "clarion"
 TABLE = Path("domain") / "lifecycle.py"
 # The store's guarded calls that change a bundle, and which argument names the transition.
 TRANSITION_ARGUMENT = {
-    "transition_bundle": 2,
+    "transition_bundle": 1,
     "transition_session_bundles": 1,
     "transition_all_bundles": 0,
     "confirm_delivery": 2,
@@ -141,6 +141,23 @@ def test_no_module_outside_the_domain_and_the_store_names_a_metadata_key() -> No
         if path.parts[0] not in {"domain", "store"}
         for node in ast.walk(tree)
         if (attr := _meta_key(node)) is not None
+    ]
+    assert outside == []
+
+
+# A turn row's own keys: how it ended and the detached resume's dispatch markers.
+TURN_KEYS = frozenset({MetaKey.LIFECYCLE_ONLY, MetaKey.INTERRUPTED, *DISPATCH_KEYS})
+
+
+def test_no_module_outside_the_domain_and_the_store_writes_a_turn_key_as_a_string() -> None:
+    # Spelled as a plain string ({"interrupted": True}) a key escapes the test above; a
+    # service names the outcome instead (domain/turn_outcomes.py).
+    outside = [
+        f"{path}:{getattr(key, 'lineno', 0)} {key.value!r}"
+        for path, tree in _modules()
+        if path.parts[0] not in {"domain", "store"}
+        for key in _written_keys(tree)
+        if isinstance(key, ast.Constant) and key.value in TURN_KEYS
     ]
     assert outside == []
 

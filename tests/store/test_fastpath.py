@@ -20,6 +20,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError, StatementError
 from sqlalchemy.sql.base import Executable
 
+from clarion.domain import lifecycle
 from clarion.domain.errors import NotFound
 from clarion.domain.ids import new_id
 from clarion.domain.models import AuthorType, MessageType, Session, SessionState
@@ -27,6 +28,7 @@ from clarion.domain.permissions import PermissionOption, ToolCallInfo, request_m
 from clarion.ports import NewMessage
 from clarion.store import (
     SqlStore,
+    bundle_transitions,
     claim_reads,
     messages,
     successor_turns,
@@ -133,6 +135,22 @@ async def _cases(world: World) -> list[Case]:
     claimed = await world.bundle(session, ("x",))
     claimed_pid = str(claimed[0].metadata["pending_id"])
     await world.answer(claimed_pid, "x")
+    # A delivered answer, an ambiguous one and one whose resend is in flight: the rows each
+    # of a terminal bundle's transitions applies to.
+    record: dict[lifecycle.Transition, dict[str, Any]] = {
+        lifecycle.MARK_UNREAD: {},
+        lifecycle.CLAIM_RESEND: {"delivery": "ambiguous"},
+        lifecycle.RELEASE_RESEND: {"delivery": "ambiguous", "resend_pending": True},
+        lifecycle.FINISH_RESEND: {"delivery": "ambiguous", "resend_pending": True},
+    }
+    answered: dict[lifecycle.Transition, str] = {}
+    for transition, extra in record.items():
+        [asked] = await world.bundle(session, ("y",))
+        answered[transition] = str(asked.metadata["pending_id"])
+        [row] = (await world.answer(answered[transition], "y")).claimed
+        written = await store.confirm_delivery(answered[transition], [row.id], lifecycle.DELIVER)
+        [delivered] = written.rows if written is not None else pytest.fail("not delivered")
+        await world.raw_message_metadata(row.id, {**delivered.metadata, **extra})
     options = (PermissionOption("allow", "Allow", "allow_once"),)
     await store.add_permission_request(
         NewMessage(
@@ -250,11 +268,9 @@ async def _cases(world: World) -> list[Case]:
             ("task_status_summaries", "task_id", session.task_id),
         ),
         ("insert message", messages._INSERT_MESSAGE, message, (msgs, "id", message["id"])),
-        (
-            "what a claim reads",
-            claim_reads._CLAIM_READ,
-            {"pending_id": pid, "session_id": session.id},
-            None,
+        *(
+            (f"what {claim} reads", read, {"pending_id": pid, "session_id": session.id}, None)
+            for claim, read in claim_reads._CLAIM_READ.items()
         ),
         (
             "place in a turn",
@@ -268,11 +284,33 @@ async def _cases(world: World) -> list[Case]:
             {"session_id": session.id, "pending_id": "free"},
             None,
         ),
-        (
-            "with intent",
-            clarifications.WITH_INTENT,
-            {"message_ids": [claimed[0].id], "pending_id": claimed_pid},
-            None,
+        *(
+            (
+                f"the rows {transition} applies to",
+                statement,
+                {
+                    "pending_id": claimed_pid,
+                    "session_id": session.id,
+                    "message_ids": [claimed[0].id],
+                }
+                if bundle_transitions.names_its_rows(transition)
+                else {"pending_id": answered.get(transition, pid), "session_id": session.id},
+                None,
+            )
+            for transition, statement in bundle_transitions._OF_BUNDLE.items()
+        ),
+        *(
+            (f"the session's rows {t} applies to", q, {"session_id": session.id}, None)
+            for t, q in bundle_transitions._OF_SESSION.items()
+        ),
+        *(
+            (
+                f"one bundle's rows {t} applies to",
+                q,
+                {"session_id": session.id, "pending_id": pid},
+                None,
+            )
+            for t, q in bundle_transitions._OF_SESSION_BUNDLE.items()
         ),
         *(_session_lock_cases(session.id, pid, turn.id) if store._db.is_postgres else []),
     ]

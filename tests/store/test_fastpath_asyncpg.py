@@ -11,8 +11,9 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError
 
-from clarion.store import answer_statements as clarifications
+from clarion.domain.lifecycle import DELIVER
 from clarion.store import tasks
+from clarion.store.bundle_transitions import rows_of_bundle
 from clarion.store.db.fastpath_rows import FastResult
 
 from .conftest import World
@@ -44,9 +45,9 @@ async def test_postgres_shares_one_prepared_statement_with_sqlalchemy(
     monkeypatch.setattr(asyncpg.Connection, "prepare", counted)
     params = {"message_ids": [m.id for m in claimed], "pending_id": pid}
     async with world.store._db.write() as tx:
-        fast = await tx.execute(clarifications.WITH_INTENT, params)
+        fast = await tx.execute(rows_of_bundle(DELIVER), params)
         assert isinstance(fast, FastResult)
-        slow = await tx.run_sync(lambda c: list(c.execute(clarifications.WITH_INTENT, params)))
+        slow = await tx.run_sync(lambda c: list(c.execute(rows_of_bundle(DELIVER), params)))
     assert [tuple(r) for r in fast] == [tuple(r) for r in slow]
     assert len([q for q in prepared if "response_delivery_pending" in q]) <= 1, prepared
 

@@ -9,7 +9,7 @@ import pytest
 
 from clarion.domain import lifecycle
 from clarion.domain.errors import Conflict, InvalidInput, NotFound
-from clarion.domain.lifecycle import CLAIM, CLAIMED, RESTORE_CLAIM, RETIRE_INTENT
+from clarion.domain.lifecycle import CLAIM, RESTORE_CLAIM, RETIRE_INTENT
 from clarion.domain.models import ClarificationResponse, Message, MessageType, SessionState
 from clarion.ports import NewMessage
 from clarion.store import SqlStore
@@ -340,7 +340,7 @@ async def test_confirm_delivery_refuses_when_any_row_lacks_the_intent(world: Wor
     session = await world.session()
     await world.turn(session)
     rows = await world.bundle(session, ("a", "b"), pending_id="p")
-    await world.store.transition_bundle("p", lifecycle.LIVE, lifecycle.CANCEL)
+    await world.store.transition_bundle("p", lifecycle.CANCEL)
     assert not await world.store.confirm_delivery("p", [rows[0].id], RETIRE_INTENT)
     assert not await world.store.confirm_delivery("p", [], RETIRE_INTENT)
 
@@ -351,7 +351,7 @@ async def test_restore_claim_puts_exactly_the_claimed_rows_back_to_pending(world
     rows = await world.bundle(session, ("a", "b"), pending_id="p")
     result = await world.answer("p", "a", "b")
     assert await world.store.transition_bundle(
-        "p", CLAIMED, RESTORE_CLAIM, message_ids=[m.id for m in result.claimed]
+        "p", RESTORE_CLAIM, message_ids=[m.id for m in result.claimed]
     )
     for row in rows:
         meta = (await world.store.get_message(row.id)).metadata
@@ -368,7 +368,7 @@ async def test_restore_claim_refuses_after_a_newer_turn_started(world: World) ->
     result = await world.answer("p", "a")
     await world.turn(session)
     assert not await world.store.transition_bundle(
-        "p", CLAIMED, RESTORE_CLAIM, message_ids=[m.id for m in result.claimed]
+        "p", RESTORE_CLAIM, message_ids=[m.id for m in result.claimed]
     )
     assert await world.status(result.claimed[0].id) == "answered"
 
@@ -380,7 +380,7 @@ async def test_restore_claim_refuses_for_a_terminal_session(world: World) -> Non
     result = await world.answer("p", "a")
     await world.store.transition_session(session.id, SessionState.FAILED)
     assert not await world.store.transition_bundle(
-        "p", CLAIMED, RESTORE_CLAIM, message_ids=[m.id for m in result.claimed]
+        "p", RESTORE_CLAIM, message_ids=[m.id for m in result.claimed]
     )
 
 
@@ -390,7 +390,7 @@ async def test_restore_claim_refuses_once_delivery_was_confirmed(world: World) -
     await world.bundle(session, ("a",), pending_id="p")
     ids = [m.id for m in (await world.answer("p", "a")).claimed]
     assert await world.store.confirm_delivery("p", ids, RETIRE_INTENT)
-    assert not await world.store.transition_bundle("p", CLAIMED, RESTORE_CLAIM, message_ids=ids)
+    assert not await world.store.transition_bundle("p", RESTORE_CLAIM, message_ids=ids)
     assert await world.status(ids[0]) == "answered"
 
 
@@ -425,9 +425,7 @@ async def test_expire_marks_current_pending_rows_expired_even_when_terminal(
     await world.turn(session)
     rows = await world.bundle(session, ("a", "b"), pending_id="p")
     await world.answer("p", "a", "b")
-    await world.store.transition_bundle(
-        "p", CLAIMED, RESTORE_CLAIM, message_ids=[r.id for r in rows]
-    )
+    await world.store.transition_bundle("p", RESTORE_CLAIM, message_ids=[r.id for r in rows])
     await world.store.transition_session(session.id, SessionState.COMPLETED)
     changed = await world.store.transition_session_bundles(session.id, lifecycle.EXPIRE)
     assert [m.metadata["status"] for m in changed] == ["expired", "expired"]
@@ -440,12 +438,12 @@ async def test_cancel_changes_only_pending_rows_of_the_bundle(world: World) -> N
     await world.turn(session)
     rows = await world.bundle(session, ("a", "b"), pending_id="p")
     await world.raw_message_metadata(rows[0].id, {**rows[0].metadata, "status": "expired"})
-    changed = await world.store.transition_bundle("p", lifecycle.LIVE, lifecycle.CANCEL)
+    changed = await world.store.transition_bundle("p", lifecycle.CANCEL)
     assert [m.id for m in changed] == [rows[1].id]
     assert changed[0].metadata["status"] == "cancelled"
     assert await world.status(rows[0].id) == "expired"
-    assert await world.store.transition_bundle("p", lifecycle.LIVE, lifecycle.CANCEL) == ()
-    assert await world.store.transition_bundle("unknown", lifecycle.LIVE, lifecycle.CANCEL) == ()
+    assert await world.store.transition_bundle("p", lifecycle.CANCEL) == ()
+    assert await world.store.transition_bundle("unknown", lifecycle.CANCEL) == ()
 
 
 async def test_cancel_never_rewrites_superseded_history(world: World) -> None:
@@ -453,5 +451,5 @@ async def test_cancel_never_rewrites_superseded_history(world: World) -> None:
     await world.turn(session)
     rows = await world.bundle(session, pending_id="p")
     await world.turn(session)
-    assert await world.store.transition_bundle("p", lifecycle.LIVE, lifecycle.CANCEL) == ()
+    assert await world.store.transition_bundle("p", lifecycle.CANCEL) == ()
     assert await world.status(rows[0].id) == "pending"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 
 from clarion.domain import lifecycle
-from clarion.domain.lifecycle import CLAIM, CLAIMED, RESTORE_CLAIM, RETIRE_INTENT
+from clarion.domain.lifecycle import CLAIM, RESTORE_CLAIM, RETIRE_INTENT
 from clarion.domain.models import Answer, ClarificationResponse
 from clarion.runtime.clock import ManualClock
 from clarion.store import open_store
@@ -53,7 +53,7 @@ async def test_concurrent_confirm_and_restore_apply_exactly_one(
             ids = [m.id for m in (await world.answer(pid, "q1")).claimed]
             confirmed, restored = await asyncio.gather(
                 a.confirm_delivery(pid, ids, RETIRE_INTENT),
-                b.transition_bundle(pid, CLAIMED, RESTORE_CLAIM, message_ids=ids),
+                b.transition_bundle(pid, RESTORE_CLAIM, message_ids=ids),
             )
             assert (confirmed is not None) != bool(restored), round_no
-            await world.store.transition_bundle(pid, lifecycle.LIVE, lifecycle.CANCEL)
+            await world.store.transition_bundle(pid, lifecycle.CANCEL)

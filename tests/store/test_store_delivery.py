@@ -82,77 +82,61 @@ async def test_published_successor_and_confirmed_delivery_record_delivered(world
 
 async def test_resend_claims_once_and_settles_as_delivered(world: World) -> None:
     session, ids = await _ambiguous(world)
-    claimed = await world.store.transition_bundle("p", lifecycle.TERMINAL, lifecycle.CLAIM_RESEND)
+    claimed = await world.store.transition_bundle("p", lifecycle.CLAIM_RESEND)
     assert sorted(m.id for m in claimed) == sorted(ids)
     assert all(m.metadata["resend_pending"] is True for m in claimed)
-    assert (
-        await world.store.transition_bundle("p", lifecycle.TERMINAL, lifecycle.CLAIM_RESEND) == ()
-    ), "one resend in flight at most"
+    assert await world.store.transition_bundle("p", lifecycle.CLAIM_RESEND) == (), (
+        "one resend in flight at most"
+    )
     turn = await world.turn(session)
 
     finished = await world.store.transition_bundle(
-        "p", lifecycle.TERMINAL, lifecycle.FINISH_RESEND, values=lifecycle.resent_by(turn.id)
+        "p", lifecycle.FINISH_RESEND, values=lifecycle.resent_by(turn.id)
     )
 
     assert len(finished) == len(ids)
     for meta in await _metas(world, ids):
         assert meta["delivery"] == "delivered" and meta["resent_turn_id"] == turn.id
         assert "resend_pending" not in meta
-    assert (
-        await world.store.transition_bundle("p", lifecycle.TERMINAL, lifecycle.CLAIM_RESEND) == ()
-    )
+    assert await world.store.transition_bundle("p", lifecycle.CLAIM_RESEND) == ()
 
 
 async def test_racing_resend_claims_let_exactly_one_win(world: World) -> None:
     await _ambiguous(world)
     results = await asyncio.gather(
-        *(
-            world.store.transition_bundle("p", lifecycle.TERMINAL, lifecycle.CLAIM_RESEND)
-            for _ in range(5)
-        )
+        *(world.store.transition_bundle("p", lifecycle.CLAIM_RESEND) for _ in range(5))
     )
     assert sum(bool(r) for r in results) == 1
 
 
 async def test_released_resend_reads_ambiguous_and_can_be_claimed_again(world: World) -> None:
     _, ids = await _ambiguous(world)
-    await world.store.transition_bundle("p", lifecycle.TERMINAL, lifecycle.CLAIM_RESEND)
-    assert len(
-        await world.store.transition_bundle("p", lifecycle.TERMINAL, lifecycle.RELEASE_RESEND)
-    ) == len(ids)
+    await world.store.transition_bundle("p", lifecycle.CLAIM_RESEND)
+    assert len(await world.store.transition_bundle("p", lifecycle.RELEASE_RESEND)) == len(ids)
     assert await _delivery(world, "p") is Delivery.AMBIGUOUS
-    assert await world.store.transition_bundle("p", lifecycle.TERMINAL, lifecycle.CLAIM_RESEND)
+    assert await world.store.transition_bundle("p", lifecycle.CLAIM_RESEND)
 
 
 async def test_startup_releases_every_resend_left_in_flight(world: World) -> None:
     await _ambiguous(world, pending_id="p")
     await _ambiguous(world, pending_id="q")
-    await world.store.transition_bundle("p", lifecycle.TERMINAL, lifecycle.CLAIM_RESEND)
-    await world.store.transition_bundle("q", lifecycle.TERMINAL, lifecycle.CLAIM_RESEND)
+    await world.store.transition_bundle("p", lifecycle.CLAIM_RESEND)
+    await world.store.transition_bundle("q", lifecycle.CLAIM_RESEND)
     released = await world.store.transition_all_bundles(lifecycle.RELEASE_RESEND)
     assert [b.pending_id for b in released] == ["p", "q"]
     assert await world.store.transition_all_bundles(lifecycle.RELEASE_RESEND) == ()
-    assert await world.store.transition_bundle("p", lifecycle.TERMINAL, lifecycle.CLAIM_RESEND)
+    assert await world.store.transition_bundle("p", lifecycle.CLAIM_RESEND)
 
 
 async def test_resend_is_refused_for_answers_not_ambiguous_or_ended_sessions(world: World) -> None:
     session = await world.session()
     await world.turn(session)
     await world.bundle(session, ("a",), pending_id="open")
-    assert (
-        await world.store.transition_bundle("open", lifecycle.TERMINAL, lifecycle.CLAIM_RESEND)
-        == ()
-    )
-    assert (
-        await world.store.transition_bundle("missing", lifecycle.TERMINAL, lifecycle.CLAIM_RESEND)
-        == ()
-    )
+    assert await world.store.transition_bundle("open", lifecycle.CLAIM_RESEND) == ()
+    assert await world.store.transition_bundle("missing", lifecycle.CLAIM_RESEND) == ()
     ended, _ = await _ambiguous(world, pending_id="ended")
     await world.store.transition_session(ended.id, SessionState.COMPLETED)
-    assert (
-        await world.store.transition_bundle("ended", lifecycle.TERMINAL, lifecycle.CLAIM_RESEND)
-        == ()
-    )
+    assert await world.store.transition_bundle("ended", lifecycle.CLAIM_RESEND) == ()
 
 
 async def test_recent_messages_are_the_newest_oldest_first(world: World) -> None:
@@ -198,7 +182,7 @@ async def test_live_answer_the_agent_never_spoke_after_reads_ambiguous_at_startu
     assert await _delivery(world, "unread") is Delivery.AMBIGUOUS
     assert await _delivery(world, "read") is Delivery.DELIVERED
     assert await world.store.transition_all_bundles(lifecycle.MARK_UNREAD) == ()
-    assert await world.store.transition_bundle("unread", lifecycle.TERMINAL, lifecycle.CLAIM_RESEND)
+    assert await world.store.transition_bundle("unread", lifecycle.CLAIM_RESEND)
 
 
 async def test_a_completed_turn_proves_the_agent_had_its_live_answer(world: World) -> None:
@@ -215,33 +199,22 @@ async def test_a_live_answer_the_agent_reported_unread_is_marked_once_and_resent
     session, ids = await _live_delivered(world, "failed-call")
     await _live_delivered(world, "other")
 
-    marked = await world.store.transition_bundle(
-        "failed-call", lifecycle.TERMINAL, lifecycle.MARK_UNREAD
-    )
+    marked = await world.store.transition_bundle("failed-call", lifecycle.MARK_UNREAD)
 
     assert sorted(m.id for m in marked) == sorted(ids)
     assert await _delivery(world, "failed-call") is Delivery.AMBIGUOUS
     assert await _delivery(world, "other") is Delivery.DELIVERED, "only the bundle named"
-    assert (
-        await world.store.transition_bundle(
-            "failed-call", lifecycle.TERMINAL, lifecycle.MARK_UNREAD
-        )
-        == ()
-    ), "already ambiguous: nothing to mark"
-    assert await world.store.transition_bundle(
-        "failed-call", lifecycle.TERMINAL, lifecycle.CLAIM_RESEND
+    assert await world.store.transition_bundle("failed-call", lifecycle.MARK_UNREAD) == (), (
+        "already ambiguous: nothing to mark"
     )
+    assert await world.store.transition_bundle("failed-call", lifecycle.CLAIM_RESEND)
     turn = await world.turn(session)
     await world.store.transition_bundle(
         "failed-call",
-        lifecycle.TERMINAL,
         lifecycle.FINISH_RESEND,
         values=lifecycle.resent_by(turn.id),
     )
-    assert (
-        await world.store.transition_bundle(
-            "failed-call", lifecycle.TERMINAL, lifecycle.MARK_UNREAD
-        )
-        == ()
-    ), "an answer already sent again is not marked unread again"
+    assert await world.store.transition_bundle("failed-call", lifecycle.MARK_UNREAD) == (), (
+        "an answer already sent again is not marked unread again"
+    )
     assert await _delivery(world, "failed-call") is Delivery.DELIVERED

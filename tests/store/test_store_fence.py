@@ -18,6 +18,7 @@ from sqlalchemy import text
 
 from clarion.domain.models import Session
 from clarion.domain.scope import SessionScope
+from clarion.domain.turn_outcomes import TurnOutcome
 from clarion.runtime.clock import ManualClock
 from clarion.store import SqlStore, open_store
 from clarion.store.db.owner_fence import FencedOut, OwnerFence
@@ -126,7 +127,11 @@ async def test_a_multi_session_write_to_adopted_sessions_is_refused_and_writes_n
     await world.turn(second)
 
     assert await other.adopt_replica("replica-b", "replica-a") == sorted([first.id, second.id])
-    await _refused(events, world.store.complete_open_turns(), "belongs to replica replica-b")
+    await _refused(
+        events,
+        world.store.complete_open_turns(outcome=TurnOutcome.INTERRUPTED),
+        "belongs to replica replica-b",
+    )
 
     open_turns = await other.list_open_turns()
     assert sorted(t.session_id for t in open_turns) == sorted([first.id, second.id])
@@ -145,7 +150,9 @@ async def test_a_multi_session_write_is_refused_if_any_one_session_is_not_the_re
     await world.turn(lost)
     await world.own(lost.id, "replica-b")
 
-    write = world.store.complete_open_turns(scope=SessionScope.only([mine.id, lost.id]))
+    write = world.store.complete_open_turns(
+        outcome=TurnOutcome.INTERRUPTED, scope=SessionScope.only([mine.id, lost.id])
+    )
     await _refused(events, write, f"session {lost.id} belongs to replica replica-b")
 
     open_turns = await world.store.list_open_turns()

@@ -158,7 +158,8 @@ async def test_two_survivors_adopting_one_dead_replica_at_once_adopt_it_exactly_
             )
             await until_a_backend_waits_on_a_lock(a, CEILING_S, count=2)
             await creator.commit()
-        by_a, by_b = await asyncio.wait_for(both, CEILING_S)
+        async with asyncio.timeout(CEILING_S):  # awaited here, so its outcome is always read
+            by_a, by_b = await both
 
         assert (by_a is None) != (by_b is None), (by_a, by_b)
         winner = "replica-a" if by_a is not None else "replica-b"

@@ -6,7 +6,6 @@ import pytest
 
 from clarion.domain.errors import Conflict, InvalidInput
 from clarion.domain.lifecycle import (
-    CLAIMED,
     DELIVER,
     DISPATCH_UNKNOWN,
     RESTORE_CLAIM,
@@ -137,11 +136,11 @@ async def test_rollback_deletes_an_unreferenced_reservation_and_restore_then_app
     )
     assert await world.store.mark_attempted(turn.id)
     # Attempted: the successor is current, so the claim cannot be restored yet.
-    assert not await world.store.transition_bundle("p", CLAIMED, RESTORE_CLAIM, message_ids=ids)
+    assert not await world.store.transition_bundle("p", RESTORE_CLAIM, message_ids=ids)
     assert await world.store.rollback_successor(turn.id)
     assert await world.store.find_live_reservation(session.id) is None
     assert (await world.store.find_current_turn(session.id)).id == source.id  # type: ignore[union-attr]
-    assert await world.store.transition_bundle("p", CLAIMED, RESTORE_CLAIM, message_ids=ids)
+    assert await world.store.transition_bundle("p", RESTORE_CLAIM, message_ids=ids)
     assert await world.store.list_active_bundle_ids(session.id) == ["p"]
 
 

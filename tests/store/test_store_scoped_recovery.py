@@ -16,6 +16,7 @@ from clarion.domain.lifecycle import DELIVER
 from clarion.domain.models import AuthorType, MessageType, Session
 from clarion.domain.permissions import PermissionOption, ToolCallInfo, request_metadata
 from clarion.domain.scope import EVERY_SESSION, SessionScope
+from clarion.domain.turn_outcomes import TurnOutcome
 from clarion.ports import NewMessage
 from clarion.store import CorruptReservationError
 from clarion.store.db.schema import task_session_messages, task_session_turns, task_sessions
@@ -86,8 +87,14 @@ async def _leftovers(world: World, tag: str) -> Leftovers:
 
     resend = await world.session()
     await world.turn(resend)
-    [row] = await world.bundle(resend, pending_id=f"{tag}-resend")
-    await world.raw_message_metadata(row.id, {**row.metadata, "resend_pending": True})
+    await world.bundle(resend, pending_id=f"{tag}-resend")
+    [answered] = (await world.answer(f"{tag}-resend", "db")).claimed
+    written = await world.store.confirm_delivery(f"{tag}-resend", [answered.id], DELIVER)
+    [row] = written.rows if written is not None else pytest.fail("not delivered")
+    # An ambiguous answer whose resend a stopped process left in flight.
+    await world.raw_message_metadata(
+        row.id, {**row.metadata, "delivery": "ambiguous", "resend_pending": True}
+    )
 
     unread = await world.session()
     await world.turn(unread)
@@ -122,7 +129,7 @@ async def _recover(world: World, scope: SessionScope) -> dict[str, set[str]]:
     detached = await store.transition_all_bundles(lifecycle.DETACH, scope=scope)
     expired = await store.expire_stale_permissions(reason="server restarted", scope=scope)
     unread = await store.transition_all_bundles(lifecycle.MARK_UNREAD, scope=scope)
-    interrupted = await store.complete_open_turns(metadata_patch={"i": True}, scope=scope)
+    interrupted = await store.complete_open_turns(outcome=TurnOutcome.INTERRUPTED, scope=scope)
     return {
         "reservations": {r.session_id for r in reservations},
         "intents": {i.session_id for i in intents},
@@ -143,7 +150,7 @@ def _expected(side: Leftovers, tag: str) -> dict[str, set[str]]:
         "outbox": {side.kept.id},
         # A rolled-back reservation's question, and a restored intent's, are pending again in
         # their open turns, so they are detached too.
-        "detached": {side.orphan.id, side.resend.id, side.rolled_back.id, side.intent.id},
+        "detached": {side.orphan.id, side.rolled_back.id, side.intent.id},
         "expired": {side.permission.id},
         "unread": {tag},
         "interrupted": set(side.ids),

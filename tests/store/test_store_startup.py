@@ -9,6 +9,7 @@ from sqlalchemy import Connection, insert, inspect
 
 from clarion.domain import lifecycle
 from clarion.domain.models import MetaKey, SessionState
+from clarion.domain.turn_outcomes import TurnOutcome
 from clarion.store import SqlStore, migrate, open_engine
 from clarion.store.db.migrations import LATEST_VERSION, MIGRATIONS, schema_version
 from clarion.store.pending_actions import PERMISSIONS_IN_TURNS
@@ -66,13 +67,13 @@ async def test_complete_open_turns_interrupts_open_authoritative_turns_only(
     )
     listed = {t.id for t in await world.store.list_open_turns()}
 
-    done = await world.store.complete_open_turns(metadata_patch={"interrupted": True})
+    done = await world.store.complete_open_turns(outcome=TurnOutcome.INTERRUPTED)
 
     assert {t.id for t in done} == listed == {source.id}
     assert reservation.id not in listed
     stored = await world.store.get_turn(source.id)
     assert stored.completed_at is not None and stored.metadata.get("interrupted") is True
-    assert await world.store.complete_open_turns() == []
+    assert await world.store.complete_open_turns(outcome=TurnOutcome.INTERRUPTED) == []
 
 
 async def test_transition_sessions_moves_only_sessions_in_an_allowed_state(world: World) -> None:

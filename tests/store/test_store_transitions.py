@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from clarion.domain import lifecycle
-from clarion.domain.lifecycle import CLAIMED, RESTORE_CLAIM
-from clarion.domain.models import BundleState, Message
+from clarion.domain.lifecycle import RESTORE_CLAIM
+from clarion.domain.models import Message
 from clarion.store import SqlStore
 
 from .conftest import World
@@ -74,11 +74,11 @@ async def test_detach_cancel_and_restore_write_their_transitions_change(
     assert detached.metadata == lifecycle.DETACH.change(asked.metadata)
     claim = await world.answer("p", "a")
     assert await store.transition_bundle(
-        "p", CLAIMED, RESTORE_CLAIM, message_ids=[m.id for m in claim.claimed]
+        "p", RESTORE_CLAIM, message_ids=[m.id for m in claim.claimed]
     )
     restored = await store.get_message(asked.id)
     assert restored.metadata == lifecycle.RESTORE_CLAIM.change(claim.claimed[0].metadata)
-    [cancelled] = await store.transition_bundle("p", lifecycle.LIVE, lifecycle.CANCEL)
+    [cancelled] = await store.transition_bundle("p", lifecycle.CANCEL)
     assert cancelled.metadata == lifecycle.CANCEL.change(restored.metadata)
 
 
@@ -88,18 +88,16 @@ async def test_the_guarded_transition_call_applies_a_claims_transition_once(worl
     await world.bundle(session, ("a",), pending_id="p")
     claim = await world.answer("p", "a")
     ids = [m.id for m in claim.claimed]
-    assert await world.store.transition_bundle("p", CLAIMED, lifecycle.DELIVER, message_ids=ids)
+    assert await world.store.transition_bundle("p", lifecycle.DELIVER, message_ids=ids)
     [row] = (await world.store.find_bundle("p") or pytest.fail("bundle gone")).rows
     assert row.metadata == lifecycle.DELIVER.change(claim.claimed[0].metadata)
     # The rows left the claimed state: the same call no longer applies, and writes nothing.
-    assert not await world.store.transition_bundle(
-        "p", CLAIMED, lifecycle.RETIRE_INTENT, message_ids=ids
-    )
-    assert not await world.store.transition_bundle("p", CLAIMED, RESTORE_CLAIM, message_ids=ids)
+    assert not await world.store.transition_bundle("p", lifecycle.RETIRE_INTENT, message_ids=ids)
+    assert not await world.store.transition_bundle("p", RESTORE_CLAIM, message_ids=ids)
     assert await world.store.get_message(row.id) == row
 
 
-async def test_the_guarded_transition_call_refuses_an_expected_state_the_transition_does_not_leave(
+async def test_the_guarded_transition_call_takes_ids_only_for_a_claims_transitions(
     world: World,
 ) -> None:
     session = await world.session()
@@ -107,10 +105,10 @@ async def test_the_guarded_transition_call_refuses_an_expected_state_the_transit
     await world.bundle(session, ("a",), pending_id="p")
     claim = await world.answer("p", "a")
     ids = [m.id for m in claim.claimed]
-    with pytest.raises(lifecycle.TransitionNotAllowed):
-        await world.store.transition_bundle("p", lifecycle.LIVE, RESTORE_CLAIM, message_ids=ids)
+    with pytest.raises(ValueError, match="give their ids"):
+        await world.store.transition_bundle("p", RESTORE_CLAIM)
     with pytest.raises(ValueError, match="not given ids"):
-        await world.store.transition_bundle("p", lifecycle.LIVE, lifecycle.CANCEL, message_ids=ids)
+        await world.store.transition_bundle("p", lifecycle.CANCEL, message_ids=ids)
     [still] = (await world.store.find_bundle("p") or pytest.fail("bundle gone")).rows
     assert _lifecycle_part(still) == _lifecycle_part(claim.claimed[0])
 
@@ -134,11 +132,6 @@ def _others(applied: set[lifecycle.Transition]) -> list[lifecycle.Transition]:
     return [t for t in lifecycle.TRANSITIONS if t not in applied]
 
 
-def _a_source(transition: lifecycle.Transition) -> BundleState:
-    """A state the table lets `transition` leave (LIVE for one that creates the bundle)."""
-    return next((s for s in transition.sources if s is not None), lifecycle.LIVE)
-
-
 async def _asked(world: World) -> tuple[str, Message]:
     session = await world.session()
     await world.turn(session)
@@ -156,26 +149,26 @@ async def test_the_bundle_call_refuses_a_transition_it_does_not_apply(
 ) -> None:
     _, asked = await _asked(world)
     with pytest.raises(ValueError, match=str(transition)):
-        await world.store.transition_bundle("p", _a_source(transition), transition)
+        await world.store.transition_bundle("p", transition)
     await _unchanged(world, asked)
 
 
 @pytest.mark.parametrize(
-    ("expected", "transition"),
+    "transition",
     [
-        (lifecycle.TERMINAL, lifecycle.CANCEL),
-        (lifecycle.LIVE, lifecycle.CLAIM_RESEND),
-        (lifecycle.DETACHED, lifecycle.FINISH_RESEND),
-        (lifecycle.CLAIMED, lifecycle.CANCEL),
+        lifecycle.CLAIM_RESEND,
+        lifecycle.RELEASE_RESEND,
+        lifecycle.FINISH_RESEND,
+        lifecycle.MARK_UNREAD,
     ],
     ids=str,
 )
-async def test_the_bundle_call_refuses_a_transition_the_table_does_not_allow_from_expected(
-    world: World, expected: BundleState, transition: lifecycle.Transition
+async def test_the_bundle_call_applies_to_no_row_outside_the_transitions_sources(
+    world: World, transition: lifecycle.Transition
 ) -> None:
-    _, asked = await _asked(world)
-    with pytest.raises(lifecycle.TransitionNotAllowed):
-        await world.store.transition_bundle("p", expected, transition)
+    _, asked = await _asked(world)  # live: none of these leaves it
+    values = lifecycle.resent_by("t") if transition is lifecycle.FINISH_RESEND else None
+    assert await world.store.transition_bundle("p", transition, values=values) == ()
     await _unchanged(world, asked)
 
 
@@ -185,7 +178,7 @@ async def test_the_bundle_call_does_not_apply_to_rows_that_left_the_expected_sta
     await _asked(world)
     claim = await world.answer("p", "a")
     # The caller believed it live; the rows are claimed now: CANCEL's guard selects none.
-    assert await world.store.transition_bundle("p", lifecycle.LIVE, lifecycle.CANCEL) == ()
+    assert await world.store.transition_bundle("p", lifecycle.CANCEL) == ()
     assert await world.store.get_message(claim.claimed[0].id) == claim.claimed[0]
 
 

@@ -12,7 +12,7 @@ import logging
 from clarion.clarification.waiters import LiveWaiters
 from clarion.domain.bundles import bundle_state, winning_response
 from clarion.domain.errors import NotActive, NotFound
-from clarion.domain.lifecycle import CANCEL, DETACH, EXPIRE, LIVE
+from clarion.domain.lifecycle import CANCEL, DETACH, EXPIRE
 from clarion.domain.models import Message
 from clarion.ports import AnswerStore
 from clarion.projection.events import EventPublisher
@@ -90,9 +90,7 @@ class ClarificationCanceller:
         )
 
     async def _cancel(self, pending_id: str) -> tuple[Message, ...]:
-        changed = await bounded(
-            self._store.transition_bundle(pending_id, LIVE, CANCEL), self._persist_s
-        )
+        changed = await bounded(self._store.transition_bundle(pending_id, CANCEL), self._persist_s)
         if not changed:
             bundle = await self._store.find_bundle(pending_id)
             if bundle is None:

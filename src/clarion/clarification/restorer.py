@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from clarion.domain.errors import AcceptedButUnfinalized, RetryableFailure
-from clarion.domain.lifecycle import CLAIMED, RESTORE_CLAIM, RETIRE_INTENT
+from clarion.domain.lifecycle import RESTORE_CLAIM, RETIRE_INTENT
 from clarion.domain.models import Message
 from clarion.ports import AnswerStore, ClaimResult
 from clarion.projection.events import EventPublisher
@@ -34,16 +34,12 @@ class ClaimRestorer:
         bundle = claim.bundle
         ids = [row.id for row in claim.claimed]
         restored = await bounded(
-            self._store.transition_bundle(
-                bundle.pending_id, CLAIMED, RESTORE_CLAIM, message_ids=ids
-            ),
+            self._store.transition_bundle(bundle.pending_id, RESTORE_CLAIM, message_ids=ids),
             self._persist_s,
         )
         if not restored:
             await bounded(
-                self._store.transition_bundle(
-                    bundle.pending_id, CLAIMED, RETIRE_INTENT, message_ids=ids
-                ),
+                self._store.transition_bundle(bundle.pending_id, RETIRE_INTENT, message_ids=ids),
                 self._persist_s,
             )
         log.warning(

@@ -4,17 +4,19 @@ Pure. A bundle's state is computed from its rows (`bundles.bundle_state`); it ch
 one of the transitions below, each a named entry that says which states it leaves, which it
 may reach and exactly what it writes on a row's metadata (kandev's keys, spelled by
 `MetaKey`). The store applies a transition's `change` under the session lock, on the rows its
-guard selects (one guarded write per change); the services name the transition and never
-touch a metadata key themselves.
+guard (derived from the entry) matches; the services name the transition and never touch a
+metadata key themselves.
 
 Some transitions write nothing: a newer turn supersedes a bundle, a lost waiter leaves it
 detached. They are in the table so that every path between states is listed in one place.
 
 To add a transition: declare it below with `Transition(...)` (its sources, its targets, the
-keys it drops and sets, whether it moves `updated_at`), add it to `TRANSITIONS`, name it in
-docs/lifecycle.md's state table ("reached by") and give the store a guarded call that applies
-`change` to the rows it may act on (tests/domain/test_lifecycle.py checks the table against
-`bundle_state` and the docs).
+keys it drops and sets, whether it moves `updated_at`, what else its rows must record), add it
+to `TRANSITIONS`, name it in docs/lifecycle.md's state table ("reached by") and add it to the
+registry of the store call that applies it (store/bundle_transitions.py): its guard is derived
+from this entry (store/lifecycle_guards.py), never written by hand. tests/domain/test_lifecycle.py
+checks the table against `bundle_state` and the docs, and
+tests/store/test_store_lifecycle_properties.py the store against the table.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from clarion.domain.bundles import question_of
+from clarion.domain.flags import flag
 from clarion.domain.models import (
     Answer,
     BundleState,
@@ -58,8 +61,14 @@ LIFECYCLE_KEYS = frozenset(
 )
 
 
-class TransitionNotAllowed(ValueError):
-    """A transition asked of a bundle in a state it does not leave."""
+# The keys that record a flag (set: true); every other key the table names holds a value.
+FLAG_KEYS = frozenset(
+    {
+        MetaKey.AGENT_DISCONNECTED,
+        MetaKey.RESPONSE_DELIVERY_PENDING,
+        MetaKey.RESEND_PENDING,
+    }
+)
 
 
 @dataclass(frozen=True, eq=False)
@@ -73,6 +82,12 @@ class Transition:
     values the caller supplies (the claimed answer, the resend's turn). `stamps_time`: whether
     the row's `updated_at` moves (a claim's time is the response time, so settling keeps it).
     `writes`: False for a change no row records (a newer turn, a lost waiter).
+
+    What the rows must record for it to apply, beside being in one of `sources`: `when`,
+    keys with these values (a flag key: set); `unless`, keys they must not carry (a flag key:
+    not set); `live_session`, that their session has not ended. The store derives each
+    transition's guard from these and `sources` (store/lifecycle_guards.py), and from
+    `targets`: a transition into an active state needs its rows in the current turn.
     """
 
     name: str
@@ -83,6 +98,9 @@ class Transition:
     fills: tuple[str, ...] = ()
     stamps_time: bool = False
     writes: bool = True
+    when: Mapping[str, Any] = field(default_factory=dict)
+    unless: tuple[str, ...] = ()
+    live_session: bool = False
 
     def change(
         self, metadata: Mapping[str, Any], values: Mapping[str, Any] | None = None
@@ -99,10 +117,16 @@ class Transition:
     def allowed_from(self, state: BundleState | None) -> bool:
         return state in self.sources
 
-    def check(self, state: BundleState | None) -> None:
-        """Raise `TransitionNotAllowed` unless the table lets this transition leave `state`."""
-        if not self.allowed_from(state):
-            raise TransitionNotAllowed(f"{self.name} is not allowed from {state}")
+    def records_allow(self, metadata: Mapping[str, Any]) -> bool:
+        """Whether a row's metadata carries what `when` and `unless` ask (its state and its
+        session aside): the Python reading of the conditions the store's guard derives."""
+        for key, value in self.when.items():
+            if not (flag(metadata, key) if key in FLAG_KEYS else metadata.get(key) == value):
+                return False
+        return not any(
+            flag(metadata, key) if key in FLAG_KEYS else metadata.get(key) not in (None, "")
+            for key in self.unless
+        )
 
     def __str__(self) -> str:
         return self.name
@@ -114,9 +138,11 @@ ASK = Transition(
     targets=frozenset({LIVE}),
     sets={MetaKey.STATUS: ClarificationStatus.PENDING.value},  # on the rows it creates
 )
+# Once: a bundle already recorded detached is not detached again (nothing written, nothing
+# announced), as the seed's "moves active_live -> active_detached once" says.
 DETACH = Transition(
     "detach",
-    sources=frozenset({LIVE, DETACHED}),
+    sources=frozenset({LIVE}),
     targets=frozenset({DETACHED}),
     sets={MetaKey.AGENT_DISCONNECTED: True},
     stamps_time=True,
@@ -134,6 +160,7 @@ CLAIM = Transition(
     sets={MetaKey.RESPONSE_DELIVERY_PENDING: True},
     fills=(MetaKey.STATUS, MetaKey.RESPONSE, MetaKey.REJECT_REASON),
     stamps_time=True,
+    live_session=True,
 )
 # The waiting policy's expiry answering, exactly as a person's claim does, and saying so. The
 # store applies it only together with the claim of the question's expiry (store/deadlines.py).
@@ -144,6 +171,7 @@ CLAIM_BY_POLICY = Transition(
     sets={MetaKey.RESPONSE_DELIVERY_PENDING: True, MetaKey.ANSWERED_BY: ANSWERED_BY_POLICY},
     fills=(MetaKey.STATUS, MetaKey.RESPONSE, MetaKey.REJECT_REASON),
     stamps_time=True,
+    live_session=True,
 )
 RESTORE_CLAIM = Transition(
     "restore_claim",
@@ -157,6 +185,7 @@ RESTORE_CLAIM = Transition(
     ),
     sets={MetaKey.STATUS: ClarificationStatus.PENDING.value},
     stamps_time=True,
+    live_session=True,
 )
 DELIVER = Transition(
     "deliver",
@@ -198,23 +227,31 @@ SUPERSEDE = Transition(
     targets=frozenset({SUPERSEDED}),
     writes=False,  # a newer turn became current; the rows keep what they recorded
 )
+# A delivered answer the agent may not have read; one already resent stays as it is.
 MARK_UNREAD = Transition(
     "mark_unread",
     sources=frozenset({TERMINAL}),
     targets=frozenset({TERMINAL}),
     sets={MetaKey.DELIVERY: Delivery.AMBIGUOUS.value},
+    when={MetaKey.DELIVERY: Delivery.DELIVERED.value},
+    unless=(MetaKey.RESENT_TURN_ID,),
 )
+# An ambiguous answer, while its session lives and no resend of it is in flight.
 CLAIM_RESEND = Transition(
     "claim_resend",
     sources=frozenset({TERMINAL}),
     targets=frozenset({TERMINAL}),
     sets={MetaKey.RESEND_PENDING: True},
+    when={MetaKey.DELIVERY: Delivery.AMBIGUOUS.value},
+    unless=(MetaKey.RESEND_PENDING,),
+    live_session=True,
 )
 RELEASE_RESEND = Transition(
     "release_resend",
     sources=frozenset({TERMINAL}),
     targets=frozenset({TERMINAL}),
     drops=(MetaKey.RESEND_PENDING,),
+    when={MetaKey.RESEND_PENDING: True},
 )
 FINISH_RESEND = Transition(
     "finish_resend",
@@ -223,6 +260,7 @@ FINISH_RESEND = Transition(
     drops=(MetaKey.RESEND_PENDING,),
     sets={MetaKey.DELIVERY: Delivery.DELIVERED.value},
     fills=(MetaKey.RESENT_TURN_ID,),
+    when={MetaKey.RESEND_PENDING: True},
 )
 
 TRANSITIONS: tuple[Transition, ...] = (

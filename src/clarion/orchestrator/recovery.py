@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from clarion.domain.lifecycle import DETACH, MARK_UNREAD, RELEASE_RESEND
 from clarion.domain.models import SessionState
 from clarion.domain.scope import EVERY_SESSION, SessionScope
+from clarion.domain.turn_outcomes import TurnOutcome
 from clarion.orchestrator.permissions import SERVER_RESTARTED
 from clarion.orchestrator.worktrees import TaskWorktrees
 from clarion.ports import ChangedBundle, RecoveryStore
@@ -157,7 +158,7 @@ class StartupRecovery:
                 extra={"session_id": answer.session_id, "pending_id": answer.pending_id},
             )
         open_turns = await self._store.complete_open_turns(
-            metadata_patch={"interrupted": True}, scope=scope
+            outcome=TurnOutcome.INTERRUPTED, scope=scope
         )
         for turn in open_turns:
             log.info(

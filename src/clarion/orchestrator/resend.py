@@ -27,7 +27,6 @@ from clarion.domain.lifecycle import (
     FINISH_RESEND,
     MARK_UNREAD,
     RELEASE_RESEND,
-    TERMINAL,
     resent_by,
 )
 from clarion.domain.models import Bundle, Delivery
@@ -75,7 +74,7 @@ class AnswerResender:
             # A prompt still running gets the resend after it, as a detached answer would.
             await bounded(lane.idle.wait(), self._accept_s)
             claimed = await bounded(
-                self._store.transition_bundle(pending_id, TERMINAL, CLAIM_RESEND), self._persist_s
+                self._store.transition_bundle(pending_id, CLAIM_RESEND), self._persist_s
             )
             if not claimed:
                 raise _not_resendable(await self._store.find_bundle(pending_id) or bundle)
@@ -88,7 +87,7 @@ class AnswerResender:
             except Exception as exc:
                 log.exception("resend not accepted by the agent; released", extra=extra)
                 released = await bounded(
-                    self._store.transition_bundle(pending_id, TERMINAL, RELEASE_RESEND),
+                    self._store.transition_bundle(pending_id, RELEASE_RESEND),
                     self._persist_s,
                 )
                 await self._publisher.messages("updated", released)
@@ -99,9 +98,7 @@ class AnswerResender:
                 ) from exc
         try:
             finished = await bounded(
-                self._store.transition_bundle(
-                    pending_id, TERMINAL, FINISH_RESEND, values=resent_by(turn.id)
-                ),
+                self._store.transition_bundle(pending_id, FINISH_RESEND, values=resent_by(turn.id)),
                 self._persist_s,
             )
         except Exception as exc:
@@ -120,7 +117,7 @@ class AnswerResender:
         send it again once, after the agent's running turn. A refusal, or a turn that does not
         end within the resume's acceptance limit, leaves it ambiguous for the person."""
         marked = await bounded(
-            self._store.transition_bundle(pending_id, TERMINAL, MARK_UNREAD), self._persist_s
+            self._store.transition_bundle(pending_id, MARK_UNREAD), self._persist_s
         )
         if not marked:
             log.info("unread live answer: nothing to mark", extra={"pending_id": pending_id})

@@ -1,5 +1,6 @@
-"""The answer path's statements and helpers: what `SqlAnswers` (answers.py) creates, claims,
-confirms, restores, detaches, expires and cancels bundles with.
+"""The answer path's statements and helpers: where `SqlAnswers` (answers.py) places a new
+bundle, the claim itself (its rows chosen by the claim's derived guard, claim_reads.py), the
+session's active bundle ids and the events' facts.
 
 Every write runs in one write transaction holding the session lock, so "pending in the current turn
 of a non-terminal session" is checked and acted on atomically and two concurrent claims cannot both
@@ -11,18 +12,11 @@ import logging
 from collections.abc import Sequence
 from datetime import datetime
 
-from sqlalchemy import bindparam, exists, not_, select
+from sqlalchemy import bindparam, exists, select
 from sqlalchemy.sql.elements import BindParameter
 
 from clarion.domain.errors import Conflict, InvalidInput, NotFound
-from clarion.domain.lifecycle import (
-    CLAIM,
-    CLAIM_BY_POLICY,
-    DELIVER,
-    RETIRE_INTENT,
-    Transition,
-    claim_values,
-)
+from clarion.domain.lifecycle import Transition, claim_values
 from clarion.domain.models import (
     Bundle,
     ClarificationResponse,
@@ -30,6 +24,7 @@ from clarion.domain.models import (
     MessageType,
     MetaKey,
 )
+from clarion.domain.waiting import ANSWERED_BY_POLICY
 from clarion.domain.webhooks import (
     CLARIFICATION_ANSWERED,
     CLARIFICATION_DETACHED,
@@ -44,16 +39,12 @@ from clarion.store.bundle_rows import (
     lock_bundle_session,
     rewrite,
 )
-from clarion.store.claim_reads import read_claim
+from clarion.store.claim_reads import CLAIMS, read_claim
 from clarion.store.db.engine import Db
 from clarion.store.db.fastpath import hot
-from clarion.store.db.portable_sql import flag
 from clarion.store.db.predicates import (
-    clarification_rows,
     current_turn_id,
-    in_current_turn,
     pending_in_current_turn,
-    session_not_terminal,
 )
 from clarion.store.db.schema import task_session_messages as messages
 from clarion.store.db.schema import task_session_turns as turns
@@ -63,42 +54,16 @@ from clarion.store.deadline_rows import claim_expiry
 from clarion.store.outbox import OutboxWriter
 
 log = logging.getLogger(__name__)
-INTENT = MetaKey.RESPONSE_DELIVERY_PENDING
 
 # Built once with bind parameters; see bundles.py for why.
 _SESSION: BindParameter[str] = bindparam("session_id")
 _PENDING_ID: BindParameter[str] = bindparam("pending_id")
-_IDS: BindParameter[list[str]] = bindparam("message_ids", expanding=True)
 ACTIVE_IDS = (
     select(messages.c.pending_id)
     .distinct()
     .where(pending_in_current_turn(session_id=_SESSION))
     .order_by(messages.c.pending_id)
 )
-WITH_INTENT = hot(
-    select(messages).where(
-        messages.c.id.in_(_IDS),
-        messages.c.pending_id == _PENDING_ID,
-        flag(messages.c.metadata, INTENT),
-    )
-)
-RESTORABLE = select(messages).where(
-    messages.c.id.in_(_IDS),
-    messages.c.pending_id == _PENDING_ID,
-    clarification_rows(),
-    flag(messages.c.metadata, INTENT),
-    in_current_turn(session_id=_SESSION),
-    session_not_terminal(messages.c.task_session_id),
-)
-_NOT_DETACHED = not_(flag(messages.c.metadata, MetaKey.AGENT_DISCONNECTED))
-DETACHABLE = select(messages).where(pending_in_current_turn(session_id=_SESSION), _NOT_DETACHED)
-DETACHABLE_BUNDLE = DETACHABLE.where(messages.c.pending_id == _PENDING_ID)
-PENDING_OF_SESSION = select(messages).where(pending_in_current_turn(session_id=_SESSION))
-PENDING_OF_BUNDLE = PENDING_OF_SESSION.where(messages.c.pending_id == _PENDING_ID)
-# What `confirm_delivery` may apply: its guard (every row still carries the intent) is exactly
-# the claimed state these transitions leave.
-SETTLES_A_CLAIM = frozenset({DELIVER, RETIRE_INTENT})
-CLAIMS = frozenset({CLAIM, CLAIM_BY_POLICY})
 
 
 def detached_fact(pending_id: str, rows: Sequence[Message], title: str) -> WebhookFact:
@@ -195,7 +160,8 @@ async def claim_response(
     with the expiry): `SqlAnswers.claim_response`."""
     if claim not in CLAIMS:
         raise ValueError(f"{claim} is not a claim")
-    by_policy = claim is CLAIM_BY_POLICY
+    # The table says who answers: a claim that records the policy as the answerer.
+    by_policy = claim.sets.get(MetaKey.ANSWERED_BY) == ANSWERED_BY_POLICY
     if by_policy != response.by_policy:
         # The transition decides what is written; a response saying otherwise is a caller's slip.
         raise ValueError(f"{claim} does not claim a response with by_policy={response.by_policy}")
@@ -205,7 +171,7 @@ async def claim_response(
         if session_id is None:
             raise NotFound("clarification not found", pending_id=pending_id)
         claimed: tuple[Message, ...] = ()
-        read = await read_claim(conn, pending_id, session_id)
+        read = await read_claim(conn, pending_id, session_id, claim)
         if read is None:  # pragma: no cover - the lock above found the session
             raise NotFound("clarification not found", pending_id=pending_id)
         rows, pending = read.rows, read.claimable

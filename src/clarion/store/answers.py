@@ -1,7 +1,8 @@
 """AnswerStore: the answer path's guarded writes (ask, claim, confirm, restore, detach,
 expire, cancel), the detached resume's successor reservation and the person's resend. Each
-call here checks the transition its caller named and hands it to the module that writes it
-(`bundle_transitions`, `resends`, `successor_turns`, `answer_statements` for the claim).
+call here checks that it applies the transition its caller named and hands it to the module
+that writes it (`bundle_transitions`, `successor_turns`, `answer_statements` for the claim);
+the rows it changes are those the transition's guard matched.
 
 Built and composed by `clarion.store.sql_store.SqlStore`; what it needs it is given.
 """
@@ -13,15 +14,8 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from clarion.domain.lifecycle import (
-    CANCEL,
-    DETACH,
-    EXPIRE,
-    RESTORE_CLAIM,
-    Transition,
-)
+from clarion.domain.lifecycle import Transition
 from clarion.domain.models import (
-    BundleState,
     ClarificationResponse,
     Message,
     MetaKey,
@@ -36,11 +30,8 @@ from clarion.domain.webhooks import (
     questions_of_rows,
 )
 from clarion.ports import ClaimResult, Clock, NewMessage, Written
-from clarion.store import answer_statements, bundle_transitions, resends, successor_turns
-from clarion.store.answer_statements import (
-    SETTLES_A_CLAIM,
-    bundle_identity,
-)
+from clarion.store import answer_statements, bundle_transitions, successor_turns
+from clarion.store.answer_statements import bundle_identity
 from clarion.store.db.engine import Db
 from clarion.store.deadline_rows import insert_deadlines
 from clarion.store.messages import insert_message
@@ -122,31 +113,23 @@ class SqlAnswers:
     async def transition_bundle(
         self,
         pending_id: str,
-        expected: BundleState,
         transition: Transition,
         *,
         message_ids: Sequence[str] | None = None,
         values: Mapping[str, Any] | None = None,
     ) -> tuple[Message, ...]:
-        transition.check(expected)
-        if transition in SETTLES_A_CLAIM or transition is RESTORE_CLAIM:
-            if message_ids is None:
-                raise ValueError(f"{transition} acts on a claim's rows: give their ids")
-            if transition is RESTORE_CLAIM:
-                return await bundle_transitions.restore(
-                    self._db, self._clock, pending_id, message_ids
-                )
-            written = await bundle_transitions.settle(
-                self._db, self._clock, pending_id, message_ids, transition, None
+        if transition not in bundle_transitions.ONE_BUNDLE:
+            raise ValueError(f"{transition} is not a transition of one bundle")
+        if bundle_transitions.names_its_rows(transition) != (message_ids is not None):
+            raise ValueError(
+                f"{transition} acts on a claim's rows: give their ids"
+                if message_ids is None
+                else f"{transition} acts on the rows its guard selects, not given ids"
             )
-            return () if written is None else written.rows
-        if message_ids is not None:
-            raise ValueError(f"{transition} acts on the rows its guard selects, not given ids")
-        if transition is CANCEL:
-            return await bundle_transitions.cancel(self._db, self._clock, pending_id)
-        if transition in resends.RESEND_TRANSITIONS:
-            return await resends.transition_resend(self._db, pending_id, transition, values)
-        raise ValueError(f"{transition} is not a transition of one bundle")
+        written = await bundle_transitions.apply_to_bundle(
+            self._db, self._clock, pending_id, transition, message_ids=message_ids, values=values
+        )
+        return () if written is None else written.rows
 
     async def confirm_delivery(
         self,
@@ -156,22 +139,25 @@ class SqlAnswers:
         *,
         session_state: SessionState | None = None,
     ) -> Written | None:
-        return await bundle_transitions.settle(
-            self._db, self._clock, pending_id, message_ids, transition, session_state
+        if transition not in bundle_transitions.SETTLES_A_CLAIM:
+            raise ValueError(f"{transition} does not settle a claim")
+        return await bundle_transitions.apply_to_bundle(
+            self._db,
+            self._clock,
+            pending_id,
+            transition,
+            message_ids=message_ids,
+            to=session_state,
         )
 
     async def transition_session_bundles(
         self, session_id: str, transition: Transition, *, pending_id: str | None = None
     ) -> tuple[Message, ...]:
-        if transition is DETACH:
-            return await bundle_transitions.detach(
-                self._db, self._clock, self._outbox, session_id, pending_id
-            )
-        if transition is EXPIRE:
-            if pending_id is not None:
-                raise ValueError(f"{transition} acts on a whole session's bundles, not one bundle")
-            return await bundle_transitions.expire(self._db, self._clock, session_id)
-        raise ValueError(f"{transition} is not a transition of a session's bundles")
+        if transition not in bundle_transitions.OF_A_SESSION:
+            raise ValueError(f"{transition} is not a transition of a session's bundles")
+        return await bundle_transitions.apply_to_session(
+            self._db, self._clock, self._outbox, session_id, transition, pending_id
+        )
 
     async def reserve_successor(
         self, session_id: str, *, source_turn_id: str, pending_id: str, message_ids: Sequence[str]

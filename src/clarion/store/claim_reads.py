@@ -12,20 +12,18 @@ session come back too, and the claim refuses it.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
-from sqlalchemy import and_, bindparam, select
+from sqlalchemy import Select, and_, bindparam, select
 from sqlalchemy.sql.elements import BindParameter
 
+from clarion.domain.lifecycle import CLAIM, CLAIM_BY_POLICY, Transition
 from clarion.domain.models import Message, Session
 from clarion.store.bundle_rows import bundle_order
 from clarion.store.db.fastpath import hot
-from clarion.store.db.predicates import (
-    current_turn_id,
-    not_parent_question,
-    pending_in_current_turn,
-    session_not_terminal,
-)
+from clarion.store.db.predicates import current_turn_id, in_current_turn, not_parent_question
 from clarion.store.db.row_conversion import (
     prefixed_session_columns,
     to_message,
@@ -34,27 +32,32 @@ from clarion.store.db.row_conversion import (
 from clarion.store.db.schema import task_session_messages as messages
 from clarion.store.db.schema import task_sessions
 from clarion.store.db.transactions import Tx
+from clarion.store.lifecycle_guards import guard
 
 _SESSION: BindParameter[str] = bindparam("session_id")
 _PENDING_ID: BindParameter[str] = bindparam("pending_id")
-_CLAIM_READ = hot(
-    select(
-        *prefixed_session_columns(),
-        current_turn_id(_SESSION).label("current_turn_id"),
-        messages,
-        # Pending in the current turn of its non-terminal session: what a claim may take.
-        and_(
-            pending_in_current_turn(session_id=_SESSION),
-            session_not_terminal(messages.c.task_session_id),
-        ).label("claimable"),
-    )
-    .select_from(
-        task_sessions.outerjoin(
-            messages, and_(messages.c.pending_id == _PENDING_ID, not_parent_question())
+# What each claim reads: its guard (derived from the table) says which rows it may take.
+CLAIMS = (CLAIM, CLAIM_BY_POLICY)
+
+
+def _claim_read(claim: Transition) -> Select[Any]:
+    return (
+        select(
+            *prefixed_session_columns(),
+            current_turn_id(_SESSION).label("current_turn_id"),
+            messages,
+            guard(claim, current=in_current_turn(session_id=_SESSION)).label("claimable"),
         )
+        .select_from(
+            task_sessions.outerjoin(
+                messages, and_(messages.c.pending_id == _PENDING_ID, not_parent_question())
+            )
+        )
+        .where(task_sessions.c.id == _SESSION)
     )
-    .where(task_sessions.c.id == _SESSION)
-)
+
+
+_CLAIM_READ: Mapping[Transition, Select[Any]] = {c: hot(_claim_read(c)) for c in CLAIMS}
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,10 +68,13 @@ class ClaimRead:
     claimable: list[Message]  # those a claim may take, in bundle order
 
 
-async def read_claim(conn: Tx, pending_id: str, session_id: str) -> ClaimRead | None:
-    """None when the session is gone (its lock is held, so only if it never existed)."""
+async def read_claim(
+    conn: Tx, pending_id: str, session_id: str, claim: Transition
+) -> ClaimRead | None:
+    """What `claim` (one of CLAIMS) reads; None when the session is gone (its lock is held,
+    so only if it never existed)."""
     found = list(
-        await conn.execute(_CLAIM_READ, {"pending_id": pending_id, "session_id": session_id})
+        await conn.execute(_CLAIM_READ[claim], {"pending_id": pending_id, "session_id": session_id})
     )
     if not found:
         return None

@@ -8,23 +8,21 @@ from __future__ import annotations
 
 import logging
 
-from sqlalchemy import and_, not_, select, update
+from sqlalchemy import and_, select, update
 
+from clarion.domain.lifecycle import DETACH
 from clarion.domain.models import Turn
 from clarion.ports import Clock
 from clarion.store.db.engine import Db
-from clarion.store.db.portable_sql import flag
 from clarion.store.db.predicates import (
     authoritative,
-    clarification_rows,
     current_turns,
-    status_pending,
 )
 from clarion.store.db.row_conversion import to_turn
 from clarion.store.db.schema import task_session_messages as messages
 from clarion.store.db.schema import task_session_turns as turns
+from clarion.store.lifecycle_guards import guard
 from clarion.store.pending_actions import chunks
-from clarion.store.startup.orphans import DETACHED_FLAG
 from clarion.store.startup.recovery_sql import LIVE_SESSION
 from clarion.store.startup.start_events import START_EVENT, without_marker
 from clarion.store.successor_turns import (
@@ -82,12 +80,8 @@ class RowProbes:
                 query = (
                     select(messages.c.task_session_id, messages.c.turn_id, messages.c.pending_id)
                     .distinct()
-                    .where(
-                        messages.c.turn_id.in_(part),
-                        clarification_rows(),
-                        status_pending(),
-                        not_(flag(messages.c.metadata, DETACHED_FLAG)),
-                    )
+                    # DETACH's guard; the pairs are checked below.
+                    .where(guard(DETACH, current=messages.c.turn_id.in_(part)))
                 )
                 for session_id, turn_id, pending_id in await conn.execute(query):
                     if current.get(str(session_id)) == turn_id:

@@ -7,8 +7,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 
 from sqlalchemy import select
 
@@ -27,6 +26,7 @@ from clarion.domain.models import (
 )
 from clarion.domain.permissions import PermissionStatus, status_of
 from clarion.domain.scope import EVERY_SESSION, SessionScope
+from clarion.domain.turn_outcomes import TurnOutcome
 from clarion.ports import (
     ChangedBundle,
     Clock,
@@ -39,21 +39,17 @@ from clarion.store.bundle_rows import (
     select_rows,
 )
 from clarion.store.db.engine import Db
-from clarion.store.db.portable_sql import flag
 from clarion.store.db.row_conversion import to_message, to_session
 from clarion.store.db.schema import task_session_messages as messages
 from clarion.store.db.schema import task_sessions
+from clarion.store.lifecycle_guards import guard
 from clarion.store.outbox import OutboxWriter
 from clarion.store.pending_actions import chunks
 from clarion.store.permission_rows import (
     IN_OPEN_TURNS,
     settle_requests,
 )
-from clarion.store.resends import (
-    AGENT_SPOKE_AFTER,
-    DELIVERED_IN,
-    OPEN_TURN_IDS,
-)
+from clarion.store.resends import AGENT_SPOKE_AFTER, OPEN_TURN_IDS
 from clarion.store.startup import (
     intents,
     open_turns,
@@ -64,6 +60,10 @@ from clarion.store.startup import (
 )
 
 log = logging.getLogger(__name__)
+# The rows each startup transition may act on, by its guard: every resend in flight; the
+# delivered answers (of the open turns the step then narrows to) not resent already.
+_RELEASABLE = guard(RELEASE_RESEND)
+_UNREAD_CANDIDATES = guard(MARK_UNREAD)
 
 
 class SqlRecovery:
@@ -86,10 +86,7 @@ class SqlRecovery:
 
     async def _release_resends(self, scope: SessionScope) -> tuple[ChangedBundle, ...]:
         async with self._db.write() as conn:
-            rows = scope.pick(
-                await select_rows(conn, flag(messages.c.metadata, MetaKey.RESEND_PENDING)),
-                lambda r: r.session_id,
-            )
+            rows = scope.pick(await select_rows(conn, _RELEASABLE), lambda r: r.session_id)
             await self._db.lock_sessions(conn, [r.session_id for r in rows])
             released = await rewrite(conn, rows, RELEASE_RESEND)
         return _by_bundle(released)
@@ -101,7 +98,7 @@ class SqlRecovery:
             delivered: list[Message] = []
             for part in chunks(open_turns):
                 delivered.extend(
-                    await select_rows(conn, *DELIVERED_IN, messages.c.turn_id.in_(part))
+                    await select_rows(conn, _UNREAD_CANDIDATES, messages.c.turn_id.in_(part))
                 )
             by_bundle: dict[tuple[str, str], list[Message]] = {}
             for row in scope.pick(delivered, lambda r: r.session_id):
@@ -140,27 +137,33 @@ class SqlRecovery:
     async def clear_outboxes(self, turn_ids: Sequence[str]) -> list[str]:
         return await start_events.clear_outboxes(self._db, self._clock, turn_ids)
 
+    async def _detach_all(self, scope: SessionScope) -> tuple[ChangedBundle, ...]:
+        return await orphans.detach_all_bundles(self._db, self._clock, self._outbox, scope=scope)
+
     async def transition_all_bundles(
         self, transition: Transition, *, scope: SessionScope = EVERY_SESSION
     ) -> tuple[ChangedBundle, ...]:
-        if transition is DETACH:
-            return await orphans.detach_all_bundles(
-                self._db, self._clock, self._outbox, scope=scope
-            )
-        if transition is RELEASE_RESEND:
-            return await self._release_resends(scope)
-        if transition is MARK_UNREAD:
-            return await self._mark_unread(scope)
-        raise ValueError(f"{transition} is not a startup transition of every bundle")
+        # The startup transitions of every bundle, each with its step.
+        steps: Mapping[
+            Transition, Callable[[SessionScope], Awaitable[tuple[ChangedBundle, ...]]]
+        ] = {
+            DETACH: self._detach_all,
+            RELEASE_RESEND: self._release_resends,
+            MARK_UNREAD: self._mark_unread,
+        }
+        step = steps.get(transition)
+        if step is None:
+            raise ValueError(f"{transition} is not a startup transition of every bundle")
+        return await step(scope)
 
     async def complete_open_turns(
         self,
         *,
-        metadata_patch: Mapping[str, Any] | None = None,
+        outcome: TurnOutcome,
         scope: SessionScope = EVERY_SESSION,
     ) -> list[Turn]:
         return await open_turns.complete_open_turns(
-            self._db, self._clock, metadata_patch=metadata_patch, scope=scope
+            self._db, self._clock, outcome=outcome, scope=scope
         )
 
     async def list_sessions_in_states(self, states: Sequence[SessionState]) -> list[Session]:

@@ -18,8 +18,8 @@ from clarion.domain.lifecycle import DELIVER, Transition
 from clarion.domain.models import Message, MetaKey, SessionState, Turn
 from clarion.domain.turns import public_metadata
 from clarion.ports import Clock, Written
-from clarion.store.answer_statements import WITH_INTENT
 from clarion.store.bundle_rows import rewrite, run_rows
+from clarion.store.bundle_transitions import rows_of_bundle
 from clarion.store.db.engine import Db
 from clarion.store.db.fastpath import hot
 from clarion.store.db.portable_sql import flag
@@ -46,6 +46,8 @@ def claimed_ids(message_ids: Sequence[str]) -> list[str]:
 
 
 # The session's newest turn still carrying the dispatch-pending key: its live reservation.
+# What a published successor settles its claim with: the agent has the answer.
+PUBLICATION_SETTLES = frozenset({DELIVER})
 _LIVE_RESERVATION = hot(
     select(turns)
     .where(
@@ -74,7 +76,9 @@ async def _finalize_claim(
     if not message_ids:
         return ()
     rows = await run_rows(
-        conn, WITH_INTENT, {"message_ids": list(message_ids), "pending_id": pending_id}
+        conn,
+        rows_of_bundle(transition),
+        {"message_ids": sorted(set(message_ids)), "pending_id": pending_id},
     )
     return await rewrite(conn, rows, transition)
 
@@ -149,7 +153,7 @@ async def publish_successor(
     message_ids: Sequence[str],
     session_state: SessionState | None = None,
 ) -> Written | None:
-    if transition is not DELIVER:
+    if transition not in PUBLICATION_SETTLES:
         raise ValueError(f"{transition} does not settle a published successor's claim")
     async with db.write() as conn:
         turn = await read_locked_turn(db, conn, turn_id)

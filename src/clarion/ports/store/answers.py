@@ -8,7 +8,6 @@ from typing import Any, Protocol
 
 from clarion.domain.lifecycle import Transition
 from clarion.domain.models import (
-    BundleState,
     ClarificationResponse,
     Message,
     Session,
@@ -70,15 +69,15 @@ class AnswerStore(Lookups, Protocol):
     async def transition_bundle(
         self,
         pending_id: str,
-        expected: BundleState,
         transition: Transition,
         *,
         message_ids: Sequence[str] | None = None,
         values: Mapping[str, Any] | None = None,
     ) -> tuple[Message, ...]:
         """The guarded call of one bundle's transitions: apply `transition` to the rows of
-        bundle `pending_id` its guard selects, the bundle being in `expected`. Returns the
-        rows it changed; () (nothing written) when it did not apply.
+        bundle `pending_id` its guard (derived from the table) matches. Returns the rows it
+        changed; () (nothing written) when it did not apply: the rows were not in a state it
+        leaves, and the caller learns that from the result.
 
         A claim's transitions (RESTORE_CLAIM, DELIVER, RETIRE_INTENT) take the claim's
         `message_ids` and apply only while every one still carries the delivery intent and,
@@ -87,7 +86,6 @@ class AnswerStore(Lookups, Protocol):
         rows ambiguous unless they were resent already. CLAIM_RESEND marks its ambiguous
         rows while the session is live and no resend is in flight; RELEASE_RESEND and
         FINISH_RESEND (`values`: `lifecycle.resent_by(turn_id)`) act on the rows in flight.
-        TransitionNotAllowed when the table does not let `transition` leave `expected`;
         ValueError for a transition this call does not apply."""
         ...
 

@@ -6,8 +6,8 @@ are neither read for a decision nor changed."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any, Protocol
+from collections.abc import Sequence
+from typing import Protocol
 
 from clarion.domain.lifecycle import Transition
 from clarion.domain.models import (
@@ -17,6 +17,7 @@ from clarion.domain.models import (
     Turn,
 )
 from clarion.domain.scope import SessionScope
+from clarion.domain.turn_outcomes import TurnOutcome
 from clarion.ports.store.lookups import Lookups
 from clarion.ports.store.records import (
     ChangedBundle,
@@ -81,11 +82,11 @@ class RecoveryStore(Lookups, Protocol):
     async def complete_open_turns(
         self,
         *,
-        metadata_patch: Mapping[str, Any] | None = None,
+        outcome: TurnOutcome,
         scope: SessionScope = ...,
     ) -> list[Turn]:
-        """`complete_turn` for every open authoritative turn, across sessions, in one transaction.
-        Returns the turns as completed."""
+        """`complete_turn` for every open authoritative turn, across sessions, in one transaction,
+        recording `outcome` on each. Returns the turns as completed."""
         ...
 
     async def list_sessions_in_states(self, states: Sequence[SessionState]) -> list[Session]:

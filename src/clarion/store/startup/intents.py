@@ -6,21 +6,24 @@ decides which (domain/unsettled_claims.py), this module applies the named transi
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Awaitable, Callable, Mapping
 from datetime import datetime
 
-from clarion.domain.lifecycle import RESTORE_CLAIM, RETIRE_INTENT
+from clarion.domain.lifecycle import ACTIVE, RESTORE_CLAIM, RETIRE_INTENT, Transition
 from clarion.domain.models import Message, MetaKey
 from clarion.domain.scope import EVERY_SESSION, SessionScope
 from clarion.domain.unsettled_claims import settle_unfinished_claim
 from clarion.ports import Clock, IntentRecovery
 from clarion.store.bundle_rows import rewrite, run_rows, select_rows
+from clarion.store.bundle_transitions import also_writes
 from clarion.store.db.engine import Db
-from clarion.store.db.portable_sql import flag
-from clarion.store.db.predicates import clarification_rows
-from clarion.store.db.schema import task_session_messages as messages
 from clarion.store.db.transactions import Tx
-from clarion.store.deadline_rows import reopen_restored_expiry
-from clarion.store.startup.recovery_sql import INTENT, STARTUP_LOCK, STILL_CURRENT, reserved_turns
+from clarion.store.startup.recovery_sql import (
+    CLAIMED_ROWS,
+    STARTUP_LOCK,
+    STILL_CURRENT,
+    reserved_turns,
+)
 
 
 async def _restore_or_retire(conn: Tx, rows: list[Message], now: datetime) -> bool:
@@ -34,16 +37,27 @@ async def _restore_or_retire(conn: Tx, rows: list[Message], now: datetime) -> bo
         agent_referenced_successor=False,
         still_current=bool(rows) and len(current) == len(rows),
     )
-    if outcome is RESTORE_CLAIM:
-        await rewrite(conn, rows, RESTORE_CLAIM, now=now)
-        await reopen_restored_expiry(conn, rows, now)
-        return True
-    if outcome is RETIRE_INTENT:
-        await rewrite(conn, rows, RETIRE_INTENT)
-        return False
-    raise ValueError(  # pragma: no cover - without a kept successor it is one of the two
-        f"{outcome} does not settle an intent no reservation owns"
-    )
+    settle = _SETTLES.get(outcome)
+    if settle is None:  # pragma: no cover - without a kept successor it is one of the two
+        raise ValueError(f"{outcome} does not settle an intent no reservation owns")
+    await settle(conn, rows, now)
+    return bool(outcome.targets & ACTIVE)  # restored: answerable again
+
+
+async def _restore(conn: Tx, rows: list[Message], now: datetime) -> None:
+    await rewrite(conn, rows, RESTORE_CLAIM, now=now)
+    await also_writes(conn, RESTORE_CLAIM, rows, now)
+
+
+async def _retire(conn: Tx, rows: list[Message], now: datetime) -> None:
+    await rewrite(conn, rows, RETIRE_INTENT)
+
+
+# How each outcome the domain may decide for an intent no reservation owns is written.
+_SETTLES: Mapping[Transition, Callable[[Tx, list[Message], datetime], Awaitable[None]]] = {
+    RESTORE_CLAIM: _restore,
+    RETIRE_INTENT: _retire,
+}
 
 
 async def reconcile_intents(
@@ -59,7 +73,7 @@ async def reconcile_intents(
             if isinstance(ids, list):
                 owned.update(i for i in ids if isinstance(i, str))
         bundles: dict[str, list[Message]] = defaultdict(list)
-        intents = await select_rows(conn, clarification_rows(), flag(messages.c.metadata, INTENT))
+        intents = await select_rows(conn, CLAIMED_ROWS)
         for row in scope.pick(intents, lambda r: r.session_id):
             if row.id not in owned:
                 bundles[str(row.metadata.get(MetaKey.PENDING_ID, ""))].append(row)

@@ -3,13 +3,11 @@ so), since no agent is still working on them."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 from sqlalchemy import bindparam, select, update
 
 from clarion.domain.models import Turn
 from clarion.domain.scope import EVERY_SESSION, SessionScope
+from clarion.domain.turn_outcomes import TurnOutcome, recorded
 from clarion.ports import Clock
 from clarion.store.db.engine import Db
 from clarion.store.db.portable_sql import JsonText, UtcDateTime
@@ -38,11 +36,11 @@ async def complete_open_turns(
     db: Db,
     clock: Clock,
     *,
-    metadata_patch: Mapping[str, Any] | None = None,
+    outcome: TurnOutcome,
     scope: SessionScope = EVERY_SESSION,
 ) -> list[Turn]:
     now = clock.now()
-    patch = dict(metadata_patch or {})
+    patch = recorded(outcome)
     async with db.write() as conn:
         await db.lock_key(conn, STARTUP_LOCK)
         open_turns = scope.pick(

@@ -9,7 +9,7 @@ import logging
 from collections import Counter
 from typing import Any
 
-from sqlalchemy import bindparam, not_, tuple_, update
+from sqlalchemy import bindparam, tuple_, update
 
 from clarion.domain.lifecycle import DETACH
 from clarion.domain.scope import EVERY_SESSION, SessionScope
@@ -17,30 +17,30 @@ from clarion.domain.webhooks import CLARIFICATION_DETACHED, WebhookFact, questio
 from clarion.ports import ChangedBundle, Clock
 from clarion.store.bundle_rows import bundle_rows, change_in_sql
 from clarion.store.db.engine import Db
-from clarion.store.db.portable_sql import UtcDateTime, flag
-from clarion.store.db.predicates import clarification_rows, current_turns, status_pending
+from clarion.store.db.portable_sql import UtcDateTime
+from clarion.store.db.predicates import current_turns
 from clarion.store.db.schema import task_session_messages as messages
+from clarion.store.lifecycle_guards import guard
 from clarion.store.outbox import OutboxWriter
 from clarion.store.pending_actions import CHUNK
 from clarion.store.startup.recovery_sql import LIVE_SESSION, STARTUP_LOCK
 
 log = logging.getLogger(__name__)
 
-# What DETACH (domain/lifecycle.py) sets: a row already carrying it is not detached again.
-(DETACHED_FLAG,) = DETACH.sets
-# One statement per chunk both finds and flags the rows: each row's metadata is parsed once.
-# A row counts only in its own session's current turn, hence the (session, turn) pairs.
+# One statement per chunk both finds and flags the rows DETACH's guard matches (a row
+# already detached is not detached again): each row's metadata is parsed once. A row counts
+# only in its own session's current turn, hence the (session, turn) pairs.
 _DETACH_IN_CURRENT_TURNS = (
     update(messages)
     .where(
         # The turn ids alone find the rows by index; the pairs then check their sessions.
         messages.c.turn_id.in_(bindparam("turn_ids", expanding=True)),
-        tuple_(messages.c.task_session_id, messages.c.turn_id).in_(
-            bindparam("pairs", expanding=True)
+        guard(
+            DETACH,
+            current=tuple_(messages.c.task_session_id, messages.c.turn_id).in_(
+                bindparam("pairs", expanding=True)
+            ),
         ),
-        clarification_rows(),
-        status_pending(),
-        not_(flag(messages.c.metadata, DETACHED_FLAG)),
     )
     .values(
         metadata=change_in_sql(DETACH),

@@ -33,16 +33,15 @@ from clarion.domain.turns import public_metadata
 from clarion.domain.unsettled_claims import settle_unfinished_claim, successor_is_kept
 from clarion.ports import Clock, ReservationRecovery
 from clarion.store.bundle_rows import bundle_order, rewrite_all, run_rows
+from clarion.store.bundle_transitions import also_writes
 from clarion.store.db.engine import Db
-from clarion.store.db.portable_sql import flag
 from clarion.store.db.row_conversion import to_message
 from clarion.store.db.schema import task_session_messages as messages
 from clarion.store.db.schema import task_session_turns as turns
 from clarion.store.db.transactions import Tx
-from clarion.store.deadline_rows import reopen_restored_expiry
 from clarion.store.pending_actions import chunks
 from clarion.store.startup.recovery_sql import (
-    INTENT,
+    CLAIMED_ROWS,
     MESSAGE_IDS,
     SET_TURN_METADATA,
     STARTUP_LOCK,
@@ -88,9 +87,7 @@ _REFERENCED_AMONG = (
     .distinct()
     .where(messages.c.turn_id.in_(bindparam("turn_ids", expanding=True)))
 )
-_WITH_INTENT_AMONG = select(messages).where(
-    messages.c.id.in_(MESSAGE_IDS), flag(messages.c.metadata, INTENT)
-)
+_WITH_INTENT_AMONG = select(messages).where(messages.c.id.in_(MESSAGE_IDS), CLAIMED_ROWS)
 _DELETE_TURN = delete(turns).where(turns.c.id == bindparam("turn_id"))
 
 
@@ -171,9 +168,8 @@ async def reconcile_plans(conn: Tx, plans: list[Plan], now: datetime) -> list[Re
     await rewrite_all(conn, settled[RETIRE_INTENT], RETIRE_INTENT)
     await rewrite_all(conn, settled[DELIVER], DELIVER)
     await rewrite_all(conn, settled[DISPATCH_UNKNOWN], DISPATCH_UNKNOWN)
-    if settled[RESTORE_CLAIM]:
-        await rewrite_all(conn, settled[RESTORE_CLAIM], RESTORE_CLAIM, now=now)
-        await reopen_restored_expiry(conn, settled[RESTORE_CLAIM], now)
+    await rewrite_all(conn, settled[RESTORE_CLAIM], RESTORE_CLAIM, now=now)
+    await also_writes(conn, RESTORE_CLAIM, settled[RESTORE_CLAIM], now)
     return decisions
 
 
