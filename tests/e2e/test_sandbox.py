@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from clarion.agents.limits import limits_problem
 from clarion.agents.sandbox import bwrap_problem
 from tests.e2e.harness import RESUME_MARK, ServerProcess, answer, wait_until
 
@@ -202,3 +203,35 @@ def test_auto_without_bubblewrap_runs_unsandboxed_says_so_and_keeps_the_environm
     leaked = [k for k in env if k.startswith("CLARION_") or k.endswith(("_TOKEN", "_URL"))]
     assert leaked == [] and "SMTP_PASSWORD" not in env
     assert env["HOME"] == str((server.workdir / "home" / "agent-homes" / "builtin").resolve())
+
+
+def test_a_runaway_agent_is_contained_and_the_server_and_other_agents_go_on(
+    make_server: Callable[..., ServerProcess],
+) -> None:
+    from tests.agents.test_agent_limits import ALLOCATE, FORK_BOMB
+
+    if limits_problem() is not None:
+        pytest.skip("no writable cgroups here")
+    server = make_server()
+    py = sys.executable
+    bomb, hog = server.workdir / "bomb.py", server.workdir / "hog.py"
+    bomb.write_text(FORK_BOMB)
+    hog.write_text(ALLOCATE)
+    builtin = f"exec {py} -m clarion.agents.builtin"
+    _config(
+        server,
+        f'[agents.bomb]\ncommand = ["sh", "-c", "{py} {bomb} > bomb.txt; {builtin}"]\n'
+        "pids_max = 64\n"
+        f'[agents.hog]\ncommand = ["sh", "-c", "{py} {hog} || echo $? > hog.txt; {builtin}"]\n'
+        'memory_max = "128M"\n',
+    )
+    server.start()
+    bombed = server.start_session(server.create_task(), "/scenario echo after the bomb", "bomb")
+    hogged = server.start_session(server.create_task(), "/scenario echo after the hog", "hog")
+    calm = server.start_session(server.create_task(), "/scenario echo calm")
+    server.wait_for_agent_text(bombed, "echo: after the bomb")
+    server.wait_for_agent_text(hogged, "echo: after the hog")
+    server.wait_for_agent_text(calm, "echo: calm")
+    assert 0 < int((server.workdir / "bomb.txt").read_text().split()[-1]) < 64
+    assert (server.workdir / "hog.txt").read_text().strip() in ("137", "-9")
+    assert server.proc is not None and server.proc.poll() is None
