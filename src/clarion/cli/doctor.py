@@ -4,8 +4,8 @@ the reason it failed; exit 0 when all pass, 1 otherwise.
 
 It reads what `clarion serve` would read (flags' env vars, the config file) and changes
 nothing: the database is only read, a webhook only has a TCP connection opened to it (a POST
-could set off whatever the receiver does), an agent only has its command looked up (and bubblewrap, for its sandbox, is run once with
-`true` as the agent).
+could set off whatever the receiver does), an agent only has its command looked up (and
+bubblewrap, for its sandbox, is run once with `true` as the agent).
 """
 
 from __future__ import annotations
