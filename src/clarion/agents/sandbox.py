@@ -136,16 +136,23 @@ def mounts(
     present.sort(key=lambda m: (_depth(m[2]), _ORDER[m[0]]))
     ordered: list[tuple[str, str, str]] = []
     for kind, op, path in present:
-        # A file under a hidden folder is gone already; binding over it would show its name.
-        if kind != "file" or not _under_tmpfs(path, ordered):
-            ordered.append((kind, op, path))
+        covering = _covering(path, ordered)
+        # A file under a hidden folder is gone already (binding over it would show its name);
+        # a folder to show read-only that is shown read-only already needs no mount of its own.
+        if kind == "file" and covering == "--tmpfs":
+            continue
+        if kind in ("program", "read") and covering == "--ro-bind":
+            continue
+        ordered.append((kind, op, path))
     return [_option(kind, op, p) for kind, op, p in ordered]
 
 
-def _under_tmpfs(path: str, before: list[tuple[str, str, str]]) -> bool:
-    """Whether the last mount over `path` so far is an empty tmpfs."""
-    covering = [op for _, op, p in before if path.startswith(p.rstrip("/") + "/")]
-    return bool(covering) and covering[-1] == "--tmpfs"
+def _covering(path: str, before: list[tuple[str, str, str]]) -> str:
+    """The option of the last mount so far over `path` or a folder above it (the system's
+    read-only bind of `/` when there is none)."""
+    above = [(kind, op) for kind, op, p in before if path == p or path.startswith(p + "/")]
+    kind, op = above[-1] if above else ("program", "--ro-bind")
+    return "--file" if kind == "file" else op
 
 
 def _option(kind: str, op: str, path: str) -> list[str]:
