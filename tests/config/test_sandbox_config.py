@@ -131,3 +131,15 @@ def test_a_limit_this_machine_cannot_enforce_stops_the_start(
         check_profiles(settings.agents, settings.config_file)
     unlimited = settings_with(tmp_path, '[agents.free]\ncommand = ["x"]\n')
     check_profiles(unlimited.agents, unlimited.config_file)  # no limit set: nothing to refuse
+
+
+def test_a_home_the_profile_env_sets_is_the_agents_home_unless_home_is_given(
+    tmp_path: Path,
+) -> None:
+    settings = settings_with(
+        tmp_path,
+        '[agents.a]\ncommand = ["a"]\nenv = { HOME = "/srv/a-home" }\n'
+        '[agents.b]\ncommand = ["b"]\nhome = "/srv/b"\nenv = { HOME = "/srv/ignored" }\n',
+    )
+    assert settings.agents["a"].sandbox.home == "/srv/a-home"
+    assert settings.agents["b"].sandbox.home == "/srv/b"
