@@ -243,3 +243,17 @@ def test_mounts_go_parents_first_and_hiding_the_database_beats_a_wider_bind(site
     assert order[paths.index(str(database))] == ["--ro-bind", "/dev/null", str(database)]
     assert paths.index(str(database)) > paths.index(str(site.root))
     assert str(site.database) not in paths
+
+
+def test_coverage_data_folder_handed_down_is_writable_inside(site: Site, tmp_path: Path) -> None:
+    from coverage.config import CoverageConfig
+
+    config = CoverageConfig()
+    config.data_file = str(tmp_path / "measured" / ".coverage")
+    env = {"PATH": os.environ["PATH"], "COVERAGE_PROCESS_CONFIG": config.serialize()}
+    measured = str((tmp_path / "measured").resolve())
+    (tmp_path / "measured").mkdir()
+    order = mounts(["sh"], env, str(site.mine), site.sandbox())
+    assert ["--bind", measured, measured] in order
+    garbled = {**env, "COVERAGE_PROCESS_CONFIG": "not base64 json"}
+    assert all(measured not in m for m in mounts(["sh"], garbled, str(site.mine), site.sandbox()))

@@ -9,7 +9,9 @@ folder is a git worktree, where the agent's program lives.
 
 from __future__ import annotations
 
+import base64
 import functools
+import json
 import logging
 import os
 import shutil
@@ -128,6 +130,7 @@ def mounts(
         wanted.append(("write", "--bind", git))
         # Hooks and config run on the host the next time anyone uses the repository there.
         wanted += [("guard", "--ro-bind", os.path.join(git, n)) for n in ("hooks", "config")]
+    wanted += [("write", "--bind", p) for p in _coverage_data(env)]
     wanted += [("read", "--ro-bind", p) for p in config.extra_read]
     wanted += [("extra-write", "--bind", p) for p in config.extra_write]
     # An empty file in place of each hidden one: /dev/null, read-only.
@@ -153,6 +156,17 @@ def _covering(path: str, before: list[tuple[str, str, str]]) -> str:
     above = [(kind, op) for kind, op, p in before if path == p or path.startswith(p + "/")]
     kind, op = above[-1] if above else ("program", "--ro-bind")
     return "--file" if kind == "file" else op
+
+
+def _coverage_data(env: Mapping[str, str]) -> list[str]:
+    """The folder coverage measurement writes its data to, when the environment hands its
+    configuration down (only under `make test`): a sandboxed agent is measured too."""
+    raw = env.get("COVERAGE_PROCESS_CONFIG", "").removeprefix(":data:")
+    try:
+        data_file = json.loads(base64.b64decode(raw)).get("data_file") if raw else None
+    except (ValueError, AttributeError):
+        return []
+    return [os.path.dirname(os.path.realpath(data_file))] if isinstance(data_file, str) else []
 
 
 def _option(kind: str, op: str, path: str) -> list[str]:

@@ -62,7 +62,7 @@ async def agent_profiles(request: Request) -> dict[str, Any]:
     "/task-sessions/{session_id}",
     summary="One session",
     description=(
-        "`{\"session\": {id, task_id, agent, agent_process, agent_process_note, sandbox, state, "
+        '`{"session": {id, task_id, agent, agent_process, agent_process_note, sandbox, state, '
         "is_primary, pending_action, error, created_at, updated_at, replica_id?}}`; `sandbox` "
         "is what the profile's agents run under (or would): `bwrap` or `none` (docs/security.md)."
     ),
