@@ -89,7 +89,9 @@ async def test_the_agents_group_is_removed_once_it_has_ended(tmp_path: Path) -> 
     during = set(os.listdir(found.pids)) - before
     assert len(during) == 1
     [group] = during
-    procs = await asyncio.to_thread((found.pids / group / "cgroup.procs").read_text)
-    assert str(proc.pid) in procs.split()
+    procs = found.pids / group / "cgroup.procs"
+    async with asyncio.timeout(RUN_S):  # the agent's shell joins, then becomes the agent
+        while str(proc.pid) not in (await asyncio.to_thread(procs.read_text)).split():  # noqa: ASYNC110 - the kernel's file, no event
+            await asyncio.sleep(0.01)
     await shut_down(proc, 0.5)
     assert set(os.listdir(found.pids)) == before
