@@ -114,8 +114,9 @@ def test_the_sandboxed_builtin_agent_answers_live_detached_across_idle_stop_and_
     )
     assert "failed" in reply
     planted = server.workdir.parent / "planted.txt"  # outside its working directory
-    _ask_and_reply(server, session_id, f"/scenario write path={planted} text=x", "wrote")
-    assert not planted.exists()  # written into the sandbox's own /tmp, gone with it
+    reply = _ask_and_reply(server, session_id, f"/scenario write path={planted} text=x", "write")
+    assert "failed" in reply and "Read-only file system" in reply
+    assert not planted.exists()
 
     # A live answer.
     _prompt(server, session_id, "/scenario ask")

@@ -110,7 +110,16 @@ def wrap(
 
 
 # What each kind of mount does, in the order the same path is settled (the last one wins).
-_ORDER = {"program": 0, "hide": 1, "write": 2, "read": 3, "extra-write": 4, "guard": 5, "file": 6}
+_ORDER = {
+    "scaffold": -1,
+    "program": 0,
+    "hide": 1,
+    "write": 2,
+    "read": 3,
+    "extra-write": 4,
+    "guard": 5,
+    "file": 6,
+}
 
 
 def mounts(
@@ -136,6 +145,7 @@ def mounts(
     # An empty file in place of each hidden one: /dev/null, read-only.
     wanted += [("file", "--ro-bind", p) for p in config.hidden.files()]
     present = [(kind, op, p) for kind, op, p in wanted if p == "/tmp" or os.path.exists(p)]
+    present += _scaffolds([p for _, _, p in present])
     present.sort(key=lambda m: (_depth(m[2]), _ORDER[m[0]]))
     ordered: list[tuple[str, str, str]] = []
     for kind, op, path in present:
@@ -147,7 +157,19 @@ def mounts(
         if kind in ("program", "read") and covering == "--ro-bind":
             continue
         ordered.append((kind, op, path))
-    return [_option(kind, op, p) for kind, op, p in ordered]
+    options = [_option(kind, op, p) for kind, op, p in ordered]
+    # Last, every tmpfs but /tmp becomes read-only (the mounts on it stay as they are): a
+    # write there fails instead of "succeeding" into a tmpfs that no one will ever see.
+    options += [["--remount-ro", p] for _, op, p in ordered if op == "--tmpfs" and p != "/tmp"]
+    return options
+
+
+def _scaffolds(paths: list[str]) -> list[tuple[str, str, str]]:
+    """A tmpfs at each top folder of /tmp that holds something mounted deeper (the folders
+    bubblewrap makes to mount on), made read-only at the end: the agent's /tmp stays its own
+    and writable, but a write beside its working directory fails as it does outside /tmp."""
+    tops = {"/tmp/" + Path(p).parts[2] for p in paths if p.startswith("/tmp/")}
+    return [("scaffold", "--tmpfs", top) for top in sorted(tops - set(paths))]
 
 
 def _covering(path: str, before: list[tuple[str, str, str]]) -> str:
