@@ -26,6 +26,7 @@ from bench import (
     latency,
     peer,
     recovery,
+    sandbox_start,
     statements,
     throughput,
 )
@@ -67,9 +68,11 @@ class Sizes:
     restart_answers: int = 5  # answers to sessions whose agent was stopped
     idle_stop_s: int | None = None  # the built-in profile's idle stop there (None: by size)
     statement_cycles: int = 5  # live and detached cycles whose statements are counted
+    sandbox_starts: int = 30  # built-in agent starts per sandbox mode, taken in turn
 
 
 QUICK = Sizes(
+    sandbox_starts=2,
     live=2,
     detached=1,
     sessions=(1, 2),
@@ -369,6 +372,8 @@ async def main_async(sizes: Sizes, dbs: list[str], workdir: Path, *, only: str =
             progress("postgres: unreachable, skipped")
             out.rows.append(Row("postgres", "all", "skipped", note="PostgreSQL unreachable"))
             continue
+        if only == "sandbox":
+            break
         if only == "growth":
             progress(f"{db}: cost growth")
             await _growth(db, workdir, sizes, out)
@@ -387,6 +392,9 @@ async def main_async(sizes: Sizes, dbs: list[str], workdir: Path, *, only: str =
         await _growth(db, workdir, sizes, out)
         progress(f"{db}: startup recovery")
         await _recovery(db, workdir, sizes, out)
+    if only in ("all", "sandbox"):
+        progress("agent starts with and without the sandbox")
+        out.rows += await sandbox_start.rows(workdir, sizes.sandbox_starts)
     if only != "all":
         return out
     if "postgres" in dbs:
@@ -427,7 +435,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--only",
-        choices=["all", "idle-agents", "growth"],
+        choices=["all", "idle-agents", "growth", "sandbox"],
         default="all",
         help="run only these rows",
     )

@@ -122,9 +122,12 @@ class BenchServer:
         command = ", ".join(
             json.dumps(part) for part in (sys.executable, "-m", "bench.relay_agent")
         )
+        # The relay agent writes its endpoint there, from inside its sandbox.
+        self.relay_dir.mkdir(parents=True, exist_ok=True)
         config.write_text(
             "[agents.relay]\n"
             f"command = [{command}]\n"
+            f"extra_write = [{json.dumps(str(self.relay_dir))}]\n"
             f"env = {{ {RELAY_DIR_ENV} = {json.dumps(str(self.relay_dir))}, "
             f"PYTHONPATH = {json.dumps(str(repo_root))} }}\n" + self.extra_config
         )

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import asyncio.subprocess
 import contextlib
-import dataclasses
 import json
 import os
 import signal
@@ -74,7 +73,6 @@ def fork_builtin_agents(socket_path: str) -> None:
     if not bound_there:  # the runtime starts agents some other way now: say so
         raise RuntimeError("clarion.agents.runtime no longer starts agents through spawn()")
     shim = shim_command(socket_path)
-    zygote_folder = os.path.dirname(os.path.realpath(socket_path))
 
     async def spawn(
         command: Sequence[str],
@@ -84,12 +82,10 @@ def fork_builtin_agents(socket_path: str) -> None:
     ) -> asyncio.subprocess.Process:
         if tuple(command) != BUILTIN_COMMAND:
             return await launch(command, env, cwd, sandbox)
-        # The shim runs where the agent would (in its sandbox, if it has one), and must reach
-        # the zygote's socket from there; the agent the zygote forks runs outside it.
-        if sandbox is not None:
-            reach = (*sandbox.extra_read, zygote_folder)
-            sandbox = dataclasses.replace(sandbox, extra_read=reach)
-        return await launch(shim, env, cwd, sandbox)
+        # Unsandboxed: the agent the zygote forks runs outside any sandbox anyway, and the
+        # zygote knows a shim by its pid (a sandboxed one's is not the process's). The tests
+        # of the sandbox itself start their agents for real (CLARION_TEST_FORKSERVER=servers).
+        return await launch(shim, env, cwd)
 
     names["spawn"] = spawn
 

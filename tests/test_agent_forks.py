@@ -17,6 +17,7 @@ import pytest
 
 from clarion.agents.runtime import AcpRuntime
 from clarion.config import AgentProfile
+from clarion.config.sandbox import SandboxConfig
 from tests import agent_forks, forkserver
 from tests.agents.agent_harness import RecordingSink, launch
 from tests.e2e.harness import running_server, wait_until
@@ -30,8 +31,13 @@ async def forked(tmp_path: Path) -> AsyncIterator[tuple[AcpRuntime, RecordingSin
     """A runtime whose `builtin` profile runs the shim, as a forked server's does; the agent
     keeps its sessions under the relative CLARION_HOME `home`, in `tmp_path`."""
     command = agent_forks.shim_command(forkserver.fork_server().agent_socket)
+    # Unsandboxed, as tests/agent_forks.py starts the shim: the zygote knows it by its pid.
     profile = AgentProfile(
-        name="builtin", command=command, env={"CLARION_HOME": "home"}, cwd=str(tmp_path)
+        name="builtin",
+        command=command,
+        env={"CLARION_HOME": "home"},
+        cwd=str(tmp_path),
+        sandbox=SandboxConfig(mode="none"),
     )
     sink = RecordingSink()
     async with AcpRuntime({"builtin": profile}, sink, stop_grace=STOP_GRACE_S) as runtime:

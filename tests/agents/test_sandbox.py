@@ -101,21 +101,23 @@ async def test_another_tasks_worktree_is_hidden_and_the_own_one_is_writable(site
 async def test_writing_outside_the_working_directory_fails_and_nothing_appears_outside(
     site: Site, tmp_path: Path
 ) -> None:
-    # One target on the host's /tmp (the sandbox's /tmp is a private tmpfs: a write there
-    # "succeeds" into it and is lost) and one outside /tmp (read-only: the write is refused).
-    outside_tmp = tmp_path / "outside.txt"
-    elsewhere = Path(os.environ.get("HOME", "/root")) / f".clarion-sandbox-test-{os.getpid()}"
-    script = (
-        f"echo x > {outside_tmp}; echo x > {elsewhere} 2>&1 || echo REFUSED; "
-        f"echo x > {site.home}/planted.txt; echo x > /usr/planted-{os.getpid()} || echo REFUSED"
-    )
+    # Beside the working directory under /tmp, outside /tmp, in Clarion's home (hidden) and in
+    # the system: each refused, and nothing appeared outside. The sandbox's own /tmp (a private
+    # tmpfs) takes a write, which is gone with it.
+    targets = [
+        tmp_path / "outside.txt",
+        Path(os.environ.get("HOME", "/root")) / f".clarion-sandbox-test-{os.getpid()}",
+        site.home / "planted.txt",
+        Path(f"/usr/planted-{os.getpid()}"),
+    ]
+    script = "; ".join(f"echo x > {t} || echo REFUSED" for t in targets)
+    script += "; echo private > /tmp/scratch && cat /tmp/scratch"
     out, err = await run(script, site.mine, site.sandbox())
-    assert out.count("REFUSED") == 2
-    assert "Read-only file system" in err
-    assert not outside_tmp.exists()
-    assert not elsewhere.exists()
-    assert not (site.home / "planted.txt").exists()
-    assert not exists(f"/usr/planted-{os.getpid()}")
+    assert out.count("REFUSED") == len(targets), err
+    assert err.count("Read-only file system") == len(targets)
+    assert out.endswith("private\n")
+    assert not [t for t in targets if exists(t)]
+    assert not exists("/tmp/scratch")
 
 
 async def test_extra_read_and_extra_write_widen_the_sandbox(site: Site, tmp_path: Path) -> None:
@@ -243,3 +245,17 @@ def test_mounts_go_parents_first_and_hiding_the_database_beats_a_wider_bind(site
     assert order[paths.index(str(database))] == ["--ro-bind", "/dev/null", str(database)]
     assert paths.index(str(database)) > paths.index(str(site.root))
     assert str(site.database) not in paths
+
+
+def test_coverage_data_folder_handed_down_is_writable_inside(site: Site, tmp_path: Path) -> None:
+    from coverage.config import CoverageConfig
+
+    config = CoverageConfig()
+    config.data_file = str(tmp_path / "measured" / ".coverage")
+    env = {"PATH": os.environ["PATH"], "COVERAGE_PROCESS_CONFIG": config.serialize()}
+    measured = str((tmp_path / "measured").resolve())
+    (tmp_path / "measured").mkdir()
+    order = mounts(["sh"], env, str(site.mine), site.sandbox())
+    assert ["--bind", measured, measured] in order
+    garbled = {**env, "COVERAGE_PROCESS_CONFIG": "not base64 json"}
+    assert all(measured not in m for m in mounts(["sh"], garbled, str(site.mine), site.sandbox()))

@@ -218,3 +218,18 @@ async def test_growth_rows_give_every_size_its_samples_and_the_ratio(tmp_path: P
         last = rows[f"{label} p50, 30 messages"]
         assert last.target == "<= 1.2x the 10 figure"
         assert last.note.endswith("x; n=2")
+
+
+def test_the_sandbox_rows_time_both_modes(tmp_path: Path) -> None:
+    from bench import sandbox_start
+    from clarion.agents.sandbox import bwrap_problem
+
+    rows = asyncio.run(sandbox_start.rows(tmp_path, 1))
+    if bwrap_problem() is not None:
+        assert [r.value for r in rows] == ["skipped"]
+        return
+    names = [r.name for r in rows]
+    assert "agent start to ACP initialize reply, sandbox none p50" in names
+    assert "agent start to ACP initialize reply, sandbox bwrap p50" in names
+    assert rows[-1].target == "<= 20 ms"
+    assert all(r.value.endswith(" ms") for r in rows)

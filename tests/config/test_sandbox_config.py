@@ -5,6 +5,7 @@ refuses a profile this machine cannot honour."""
 from __future__ import annotations
 
 import logging
+import re
 from pathlib import Path
 
 import pytest
@@ -87,7 +88,7 @@ def test_a_moved_worktrees_dir_and_a_postgres_database_are_what_is_hidden(tmp_pa
     ],
 )
 def test_a_bad_value_names_the_file_and_the_key(tmp_path: Path, line: str, key: str) -> None:
-    with pytest.raises(ValueError) as raised:
+    with pytest.raises(ValueError, match=re.escape(key)) as raised:
         settings_with(tmp_path, f'[agents.a]\ncommand = ["a-agent"]\n{line}\n')
     assert str(tmp_path / "clarion.toml") in str(raised.value)
     assert key in str(raised.value)
@@ -102,7 +103,7 @@ def test_a_bwrap_profile_without_a_working_bubblewrap_is_refused_naming_it(
 ) -> None:
     _bwrap_fails(monkeypatch)
     settings = settings_with(tmp_path, '[agents.strict]\ncommand = ["x"]\nsandbox = "bwrap"\n')
-    with pytest.raises(ValueError, match="'strict'.*agents.strict.sandbox.*no userns"):
+    with pytest.raises(ValueError, match=r"'strict'.*agents\.strict\.sandbox.*no userns"):
         check_profiles(settings.agents, settings.config_file)
     # The session read still says what it would run under: never an unsandboxed agent.
     assert sandbox_modes(settings.agents)("strict") == "bwrap"
@@ -126,7 +127,19 @@ def test_a_limit_this_machine_cannot_enforce_stops_the_start(
 ) -> None:
     monkeypatch.setattr(limits, "limits_problem", lambda: "cannot limit agents here: no cgroup")
     settings = settings_with(tmp_path, '[agents.capped]\ncommand = ["x"]\nmemory_max = "1G"\n')
-    with pytest.raises(ValueError, match="'capped' sets memory_max.*agents.capped.memory_max"):
+    with pytest.raises(ValueError, match=r"'capped' sets memory_max.*agents\.capped\.memory_max"):
         check_profiles(settings.agents, settings.config_file)
     unlimited = settings_with(tmp_path, '[agents.free]\ncommand = ["x"]\n')
     check_profiles(unlimited.agents, unlimited.config_file)  # no limit set: nothing to refuse
+
+
+def test_a_home_the_profile_env_sets_is_the_agents_home_unless_home_is_given(
+    tmp_path: Path,
+) -> None:
+    settings = settings_with(
+        tmp_path,
+        '[agents.a]\ncommand = ["a"]\nenv = { HOME = "/srv/a-home" }\n'
+        '[agents.b]\ncommand = ["b"]\nhome = "/srv/b"\nenv = { HOME = "/srv/ignored" }\n',
+    )
+    assert settings.agents["a"].sandbox.home == "/srv/a-home"
+    assert settings.agents["b"].sandbox.home == "/srv/b"

@@ -82,9 +82,11 @@ def test_an_agents_mcp_call_sent_to_another_replica_reaches_its_own_replicas_liv
 def _relay_config(tmp_path: Path, relay_dir: Path) -> Path:
     config = tmp_path / "relay.toml"
     command = ", ".join(json.dumps(part) for part in (sys.executable, "-m", "bench.relay_agent"))
+    relay_dir.mkdir(parents=True, exist_ok=True)  # written from inside the agent's sandbox
     config.write_text(
         "[agents.relay]\n"
         f"command = [{command}]\n"
+        f"extra_write = [{json.dumps(str(relay_dir))}]\n"
         f"env = {{ {RELAY_DIR_ENV} = {json.dumps(str(relay_dir))}, "
         f"PYTHONPATH = {json.dumps(str(REPO))} }}\n"
     )

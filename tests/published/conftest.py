@@ -98,7 +98,11 @@ class Rig:
     agent: str  # the profile name
 
     def start_agent(self, prompt: str = "Pick a database for the project.") -> str:
-        return self.server.start_session(self.server.create_task(), prompt, agent=self.agent)
+        session_id = self.server.start_session(self.server.create_task(), prompt, agent=self.agent)
+        # Every published agent runs in the sandbox (the profile requires it).
+        session = self.server.ok("GET", f"/task-sessions/{session_id}")["session"]
+        assert session["sandbox"] == "bwrap"
+        return session_id
 
     start_claude = start_agent
 
@@ -270,6 +274,9 @@ def write_config(path: Path, agent: Published, *, workdir: Path, env: dict[str, 
         f"[agents.{agent.profile}]",
         f"command = {json.dumps(list(agent.command))}",
         f"cwd = {json.dumps(str(workdir))}",
+        # As docs/agents.md's profiles: bubblewrap required; the HOME in `env` (the agent's
+        # settings) is its home in the sandbox.
+        'sandbox = "bwrap"',
         "",
         f"[agents.{agent.profile}.env]",
         *(f"{k} = {json.dumps(v)}" for k, v in env.items()),

@@ -18,6 +18,7 @@ from acp.schema import PermissionOption, RequestPermissionResponse, ToolCallUpda
 from clarion.agents.client import deny_all
 from clarion.agents.process import build_env, spawn
 from clarion.agents.running_agent import RunningAgent
+from clarion.agents.sandbox import SandboxUnavailable, effective_mode
 from clarion.config import AgentProfile
 from clarion.ports import AgentExited, AgentOutput, PermissionAsk, PromptFinished
 
@@ -87,15 +88,20 @@ async def check_agent(
     env = build_env(profile.env, None)
     if shutil.which(program, path=env.get("PATH")) is None:
         return [Step("command", False, f"command not found: {program}")]
+    try:
+        mode = effective_mode(profile.sandbox)
+    except SandboxUnavailable as exc:
+        return [Step("sandbox", False, f'sandbox = "bwrap" but bubblewrap cannot run it: {exc}')]
+    sandbox = Step("sandbox", True, mode)
     cwd = _absolute(profile.cwd)
     try:
         proc = await spawn(profile.command, env, cwd, profile.sandbox)
     except OSError as exc:
-        return [Step("command", False, f"cannot start it: {exc}")]
+        return [sandbox, Step("command", False, f"cannot start it: {exc}")]
     watch = _Watch()
     agent = RunningAgent(session_id=CHECK_SESSION, profile=profile.name, proc=proc, sink=watch)
     agent.attach(watch.permission)
-    steps = [Step("command", True, f"ok (started, pid {proc.pid})")]
+    steps = [sandbox, Step("command", True, f"ok (started, pid {proc.pid})")]
     try:
         steps.extend(
             await _converse(agent, watch, profile, mcp_url, mcp_seen, reply_bound, prompt_bound)

@@ -9,7 +9,9 @@ folder is a git worktree, where the agent's program lives.
 
 from __future__ import annotations
 
+import base64
 import functools
+import json
 import logging
 import os
 import shutil
@@ -108,7 +110,16 @@ def wrap(
 
 
 # What each kind of mount does, in the order the same path is settled (the last one wins).
-_ORDER = {"program": 0, "hide": 1, "write": 2, "read": 3, "extra-write": 4, "guard": 5, "file": 6}
+_ORDER = {
+    "scaffold": -1,
+    "program": 0,
+    "hide": 1,
+    "write": 2,
+    "read": 3,
+    "extra-write": 4,
+    "guard": 5,
+    "file": 6,
+}
 
 
 def mounts(
@@ -128,24 +139,56 @@ def mounts(
         wanted.append(("write", "--bind", git))
         # Hooks and config run on the host the next time anyone uses the repository there.
         wanted += [("guard", "--ro-bind", os.path.join(git, n)) for n in ("hooks", "config")]
+    wanted += [("write", "--bind", p) for p in _coverage_data(env)]
     wanted += [("read", "--ro-bind", p) for p in config.extra_read]
     wanted += [("extra-write", "--bind", p) for p in config.extra_write]
     # An empty file in place of each hidden one: /dev/null, read-only.
     wanted += [("file", "--ro-bind", p) for p in config.hidden.files()]
     present = [(kind, op, p) for kind, op, p in wanted if p == "/tmp" or os.path.exists(p)]
+    present += _scaffolds([p for _, _, p in present])
     present.sort(key=lambda m: (_depth(m[2]), _ORDER[m[0]]))
     ordered: list[tuple[str, str, str]] = []
     for kind, op, path in present:
-        # A file under a hidden folder is gone already; binding over it would show its name.
-        if kind != "file" or not _under_tmpfs(path, ordered):
-            ordered.append((kind, op, path))
-    return [_option(kind, op, p) for kind, op, p in ordered]
+        covering = _covering(path, ordered)
+        # A file under a hidden folder is gone already (binding over it would show its name);
+        # a folder to show read-only that is shown read-only already needs no mount of its own.
+        if kind == "file" and covering == "--tmpfs":
+            continue
+        if kind in ("program", "read") and covering == "--ro-bind":
+            continue
+        ordered.append((kind, op, path))
+    options = [_option(kind, op, p) for kind, op, p in ordered]
+    # Last, every tmpfs but /tmp becomes read-only (the mounts on it stay as they are): a
+    # write there fails instead of "succeeding" into a tmpfs that no one will ever see.
+    options += [["--remount-ro", p] for _, op, p in ordered if op == "--tmpfs" and p != "/tmp"]
+    return options
 
 
-def _under_tmpfs(path: str, before: list[tuple[str, str, str]]) -> bool:
-    """Whether the last mount over `path` so far is an empty tmpfs."""
-    covering = [op for _, op, p in before if path.startswith(p.rstrip("/") + "/")]
-    return bool(covering) and covering[-1] == "--tmpfs"
+def _scaffolds(paths: list[str]) -> list[tuple[str, str, str]]:
+    """A tmpfs at each top folder of /tmp that holds something mounted deeper (the folders
+    bubblewrap makes to mount on), made read-only at the end: the agent's /tmp stays its own
+    and writable, but a write beside its working directory fails as it does outside /tmp."""
+    tops = {"/tmp/" + Path(p).parts[2] for p in paths if p.startswith("/tmp/")}
+    return [("scaffold", "--tmpfs", top) for top in sorted(tops - set(paths))]
+
+
+def _covering(path: str, before: list[tuple[str, str, str]]) -> str:
+    """The option of the last mount so far over `path` or a folder above it (the system's
+    read-only bind of `/` when there is none)."""
+    above = [(kind, op) for kind, op, p in before if path == p or path.startswith(p + "/")]
+    kind, op = above[-1] if above else ("program", "--ro-bind")
+    return "--file" if kind == "file" else op
+
+
+def _coverage_data(env: Mapping[str, str]) -> list[str]:
+    """The folder coverage measurement writes its data to, when the environment hands its
+    configuration down (only under `make test`): a sandboxed agent is measured too."""
+    raw = env.get("COVERAGE_PROCESS_CONFIG", "").removeprefix(":data:")
+    try:
+        data_file = json.loads(base64.b64decode(raw)).get("data_file") if raw else None
+    except (ValueError, AttributeError):
+        return []
+    return [os.path.dirname(os.path.realpath(data_file))] if isinstance(data_file, str) else []
 
 
 def _option(kind: str, op: str, path: str) -> list[str]:

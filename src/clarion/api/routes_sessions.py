@@ -58,7 +58,16 @@ async def agent_profiles(request: Request) -> dict[str, Any]:
     return {"agents": [{"name": name} for name in sorted(services(request).sessions.agents)]}
 
 
-@router.get("/task-sessions/{session_id}", summary="One session", responses=errors(404))
+@router.get(
+    "/task-sessions/{session_id}",
+    summary="One session",
+    description=(
+        '`{"session": {id, task_id, agent, agent_process, agent_process_note, sandbox, state, '
+        "is_primary, pending_action, error, created_at, updated_at, replica_id?}}`; `sandbox` "
+        "is what the profile's agents run under (or would): `bwrap` or `none` (docs/security.md)."
+    ),
+    responses=errors(404),
+)
 async def get_session(session_id: str, request: Request) -> dict[str, Any]:
     svc = services(request)
     await svc.access.require_session(caller_of(request), session_id)

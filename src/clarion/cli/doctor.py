@@ -4,7 +4,8 @@ configured repository), each `ok` or the reason it failed; exit 0 when all pass,
 
 It reads what `clarion serve` would read (flags' env vars, the config file) and changes
 nothing: the database is only read, a webhook only has a TCP connection opened to it (a POST
-could set off whatever the receiver does), an agent only has its command looked up.
+could set off whatever the receiver does), an agent only has its command looked up (and
+bubblewrap, for its sandbox, is run once with `true` as the agent).
 """
 
 from __future__ import annotations
@@ -88,6 +89,34 @@ def _agent(profile: AgentProfile) -> Check:
     return Check(name, True, f"ok ({found}; found, not started)")
 
 
+def _sandbox(profile: AgentProfile) -> Check:
+    """What the profile's agents run under, as `clarion serve` would decide it: a `bwrap`
+    profile bubblewrap cannot run, or a limit no cgroup can enforce, fails; `auto` without a
+    working bubblewrap passes but says the agents run unsandboxed."""
+    # Imported here: only this check needs the agent layer.
+    from clarion.agents.limits import limits_problem
+    from clarion.agents.sandbox import SandboxUnavailable, bwrap_problem, effective_mode
+
+    name = f"sandbox {profile.name}"
+    config = profile.sandbox
+    try:
+        mode = effective_mode(config)
+    except SandboxUnavailable as exc:
+        return Check(name, False, f'sandbox = "bwrap" but bubblewrap cannot run it: {exc}')
+    if mode == "bwrap":
+        detail = "bwrap (bubblewrap works)"
+    elif config.mode == "none":
+        detail = 'none (sandbox = "none")'
+    else:
+        detail = f'none: WARNING, runs unsandboxed (sandbox = "auto"): {bwrap_problem()}'
+    if config.limited:
+        problem = limits_problem()
+        if problem is not None:
+            return Check(name, False, f"{detail}; pids_max/memory_max set but {problem}")
+        detail += f"; limits pids_max={config.pids_max}, memory_max={config.memory_max}"
+    return Check(name, True, detail)
+
+
 async def _webhook(url: str, secret: str) -> Check:
     name = f"webhook {url}"
     if not secret.strip():
@@ -105,7 +134,8 @@ async def _webhook(url: str, secret: str) -> Check:
 
 async def run_checks(settings: Settings) -> list[Check]:
     checks = [await _database(settings.database_url), await _bus(settings.bus_url)]
-    checks.extend(_agent(p) for p in settings.agents.values())
+    for profile in settings.agents.values():
+        checks += [_agent(profile), _sandbox(profile)]
     checks.extend([await _webhook(h.url, h.secret) for h in settings.webhooks])
     return checks
 

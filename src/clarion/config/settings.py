@@ -299,10 +299,12 @@ def load_agent_profiles(
             or start_timeout <= 0
         ):
             raise ValueError(f"{path}: agents.{name}.start_timeout_s must be a positive number")
+        # A HOME the profile's env sets is the agent's home, sandboxed or not (`home` wins).
+        own_home = env.get("HOME") if name != BUILTIN_PROFILE or "HOME" in own_env else None
         sandbox = load_sandbox(
             spec,
             f"{path}: agents.{name}",
-            default_home=agent_home(home or Path.home() / ".clarion", name),
+            default_home=own_home or agent_home(home or Path.home() / ".clarion", name),
             hidden=hidden,
         )
         if name == BUILTIN_PROFILE and "HOME" not in own_env and sandbox.home:
