@@ -24,6 +24,7 @@ from clarion.cli import (
     token,
     watch,
 )
+from clarion.cli.database import unsupported
 from clarion.cli.errors import fail
 from clarion.cli.logs import configure_logging
 from clarion.config import Settings
@@ -143,6 +144,9 @@ def serve(
         )
     except ValueError as exc:
         raise fail(str(exc), 2) from exc
+    reason = unsupported(settings.database_url)
+    if reason is not None:
+        raise fail(reason, 2)
     if no_migrate:
         settings = dataclasses.replace(
             settings, operations=dataclasses.replace(settings.operations, migrate=False)
