@@ -1,5 +1,5 @@
-"""`clarion db`: the schema version and its migrations, a backup, and pruning what finished
-long ago. Each opens the database directly, with or without a server running on it.
+"""`clarion db`: the schema version and its migrations, a backup (and its restore:
+db_restore.py), and pruning what finished long ago. Each opens the database directly, with or without a server running on it.
 
 The database layer is imported inside each command: every other `clarion` command starts
 without it.
@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
+from clarion.cli import db_restore
 from clarion.cli.database import DatabaseOpt, database_url, missing_database, require_database
 from clarion.cli.errors import fail
 from clarion.config.files import redacted
@@ -231,4 +232,5 @@ def prune_command(
 
 
 def register(app: typer.Typer) -> None:
+    db_restore.register(db_app)
     app.add_typer(db_app, name="db")
