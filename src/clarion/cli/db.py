@@ -1,5 +1,6 @@
 """`clarion db`: the schema version and its migrations, a backup (and its restore:
-db_restore.py), and pruning what finished long ago. Each opens the database directly, with or without a server running on it.
+db_restore.py), and pruning what finished long ago. Each opens the database directly, with
+or without a server running on it.
 
 The database layer is imported inside each command: every other `clarion` command starts
 without it.
