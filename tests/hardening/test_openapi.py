@@ -7,7 +7,7 @@ from typing import Any
 
 import httpx
 import pytest
-from jsonschema import Draft202012Validator
+from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
 
 from tests.e2e.harness import ServerProcess
 from tests.e2e.permission_steps import decide, wait_for_permission
