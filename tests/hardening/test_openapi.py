@@ -7,8 +7,10 @@ from typing import Any
 
 import httpx
 import pytest
+from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
 
 from tests.e2e.harness import ServerProcess
+from tests.e2e.permission_steps import decide, wait_for_permission
 
 pytestmark = pytest.mark.e2e
 
@@ -106,3 +108,66 @@ def test_method_not_allowed_lists_every_method_of_the_path(server: ServerProcess
         assert response.status_code == 405
         assert response.headers["allow"] == allowed
         assert response.json()["error"]["code"] == "method_not_allowed"
+
+
+def _validator(doc: dict[str, Any], name: str) -> Draft202012Validator:
+    """A validator of the component `name`, its references resolved in the document."""
+    return Draft202012Validator(
+        {"$ref": f"#/components/schemas/{name}", "components": doc["components"]}
+    )
+
+
+# (body, what the server does with it on a real active bundle with the question `db`):
+# the schema must allow exactly the bodies the server takes.
+RESPOND_BODIES: list[tuple[dict[str, Any], bool]] = [
+    ({"answers": [], "rejected": False}, False),
+    ({}, False),
+    ({"rejected": False}, False),
+    ({"answers": [{"question_id": "db", "selected_options": ["sqlite"]}], "rejected": True}, False),
+    ({"rejected": True}, True),
+    ({"rejected": True, "answers": [], "reject_reason": "later"}, True),
+    ({"answers": [{"question_id": "db", "selected_options": ["sqlite"]}]}, True),
+]
+
+
+def test_the_respond_schema_allows_exactly_the_shapes_the_server_takes(
+    server: ServerProcess,
+) -> None:
+    doc = document(server)
+    for path in ("/api/v1/clarification/{pending_id}/respond", "/api/v1/a/{token}/respond"):
+        body = doc["paths"][path]["post"]["requestBody"]["content"]["application/json"]
+        assert body["schema"] == {"$ref": "#/components/schemas/Respond"}, path
+    schema = _validator(doc, "Respond")
+    _, pending_id = server.live_question()
+    for sent, taken in RESPOND_BODIES:
+        assert schema.is_valid(sent) is taken, sent
+        if not taken:  # an accepted body would answer the question: the schema says it
+            refused = server.respond(pending_id, sent)
+            assert refused.status_code == 400, (sent, refused.text)
+    assert server.respond(pending_id, RESPOND_BODIES[-1][0]).status_code == 200
+
+
+def test_the_permission_schema_allows_exactly_the_shapes_the_server_takes(
+    server: ServerProcess,
+) -> None:
+    doc = document(server)
+    schema = _validator(doc, "DecidePermission")
+    session_id = server.start_session(server.create_task(), "/scenario permission")
+    row = wait_for_permission(server, session_id)
+    option = str(row["metadata"]["options"][0]["option_id"])
+    refused_bodies: list[dict[str, Any]] = [
+        {"option_id": ""},
+        {},
+        {"cancelled": False},
+        {"option_id": None},
+        {"option_id": option, "cancelled": True},
+    ]
+    for sent in refused_bodies:
+        assert not schema.is_valid(sent), sent
+        refused = decide(server, str(row["id"]), sent)
+        assert refused.status_code == 400, (sent, refused.text)
+    for sent in ({"cancelled": True}, {"option_id": None, "cancelled": True}):
+        assert schema.is_valid(sent), sent
+    taken = {"option_id": option, "cancelled": False}
+    assert schema.is_valid(taken)
+    assert decide(server, str(row["id"]), taken).status_code == 200

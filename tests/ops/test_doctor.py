@@ -119,6 +119,7 @@ def test_doctor_says_git_is_missing_when_a_repository_needs_it(
     assert "not installed" in _row(out, "│ git ") and "FAIL" in _row(out, "│ git ")
     assert "FAIL" in _row(out, "repository app")
 
+
 def test_an_unreachable_nats_is_reported_once_with_the_refusal_as_its_reason(
     tmp_path: Path,
 ) -> None:

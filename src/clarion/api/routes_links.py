@@ -17,6 +17,7 @@ from starlette.datastructures import MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from clarion.api.bodies import read_json_object
+from clarion.api.errors import error_response
 from clarion.api.openapi import body, errors
 from clarion.api.routes_tasks import services
 from clarion.api.schemas import Respond
@@ -40,14 +41,22 @@ _LINK_PATHS = ("/api/v1/a/", "/a/")
 class PrivateLinkResponses:
     """Every response under an answer link's paths (the page, the JSON read, an answer, an
     error) carries the private headers: the JSON read is the bundle's questions and answer,
-    which no shared cache may keep."""
+    which no shared cache may keep. A link's API path with a trailing slash is 404: the
+    router would otherwise redirect it to the path without, repeating the token in a
+    Location header."""
 
     def __init__(self, app: ASGIApp) -> None:
         self._app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or not str(scope.get("path", "")).startswith(_LINK_PATHS):
+        path = str(scope.get("path", ""))
+        if scope["type"] != "http" or not path.startswith(_LINK_PATHS):
             await self._app(scope, receive, send)
+            return
+        if path.startswith(_LINK_PATHS[0]) and path.endswith("/"):
+            log.info("answer link refused", extra={"path_kind": "answer_link", "status": 404})
+            refusal = error_response(NotFound("answer link not found or expired"), _PRIVATE)
+            await refusal(scope, receive, send)
             return
 
         async def private(message: Message) -> None:
@@ -92,19 +101,6 @@ async def respond_by_link(token: str, request: Request) -> dict[str, Any]:
     result = await svc.resolver.respond(pending_id, body)
     log.info("answered through an answer link", extra={"pending_id": pending_id})
     return result.wire()
-
-
-# Last, after the link's own routes: any other path under the prefix (`/a/<token>/` among
-# them) is 404, where the router would otherwise redirect to the path without the slash,
-# repeating the token in a Location header.
-@router.api_route(
-    "/api/v1/a/{rest:path}",
-    methods=["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"],
-    include_in_schema=False,
-)
-async def no_such_link_path(rest: str) -> None:
-    log.info("answer link refused", extra={"path_kind": "answer_link", "status": 404})
-    raise NotFound("answer link not found or expired")
 
 
 def page_routes(web_dir: Path) -> APIRouter:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -47,9 +47,48 @@ class AnswerIn(Body):
     custom_text: str | None = Field(default=None, max_length=2000)
 
 
+# The schema of a body says which of its shapes the server takes: the properties alone
+# would also allow the empty ones (no answer and no skip, no option and no cancel), which
+# the server refuses with 400.
+_ANSWERS_OR_SKIP: dict[str, Any] = {
+    "oneOf": [
+        {
+            "title": "Answer",
+            "required": ["answers"],
+            "properties": {"answers": {"minItems": 1}, "rejected": {"const": False}},
+        },
+        {
+            "title": "Skip",
+            "required": ["rejected"],
+            "properties": {"rejected": {"const": True}, "answers": {"maxItems": 0}},
+        },
+    ]
+}
+_OPTION_OR_CANCEL: dict[str, Any] = {
+    "oneOf": [
+        {
+            "title": "Option",
+            "required": ["option_id"],
+            "properties": {
+                "option_id": {"type": "string", "minLength": 1},
+                "cancelled": {"const": False},
+            },
+        },
+        {
+            "title": "Cancel",
+            "required": ["cancelled"],
+            "properties": {"cancelled": {"const": True}, "option_id": {"type": "null"}},
+        },
+    ]
+}
+
+
 class Respond(Body):
-    """The shape of a response; the bundle's own questions decide the rest (which ids and
-    options exist, one answer per question), so the route validates it against the bundle."""
+    """The shape of a response: at least one answer, or a skip (`rejected: true` and no
+    answers). The bundle's own questions decide the rest (which ids and options exist, one
+    answer per question), so the route validates it against the bundle."""
+
+    model_config = ConfigDict(json_schema_extra=_ANSWERS_OR_SKIP)
 
     answers: list[AnswerIn] = Field(default_factory=list)
     rejected: bool = False
@@ -60,7 +99,9 @@ class DecidePermission(Body):
     """A decision on a permission request: one of the agent's option ids, or a cancel. The
     request's own options decide which ids exist, so the route checks it against them."""
 
-    option_id: str | None = None
+    model_config = ConfigDict(json_schema_extra=_OPTION_OR_CANCEL)
+
+    option_id: str | None = Field(default=None, min_length=1)
     cancelled: bool = False
 
 

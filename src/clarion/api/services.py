@@ -64,5 +64,6 @@ class ApiServices:
     async def store_task(self, task_id: str) -> Task:
         """The task as stored (its worktree row included)."""
         return await self.tasks.get(task_id)
+
     # `[notifications.slack]`: where Slack's interactions are taken in (None: not configured).
     slack: SlackInbox | None = None

@@ -254,8 +254,16 @@ async def nats_forwarding(
 ) -> AsyncIterator[NatsForwarding]:
     """Connect (failing fast when NATS is down, as the bus does), then stay connected."""
     nc = Client()
+    # The first connect's errors: the client reports one per attempt; the same one is
+    # logged once, and the last names the cause (the client's own last word is only
+    # NoServersError).
+    connecting: list[Exception] | None = []
 
     async def on_error(exc: Exception) -> None:  # one line; the client's default is a traceback
+        if connecting is not None:
+            connecting.append(exc)
+            if any(repr(seen) == repr(exc) for seen in connecting[:-1]):
+                return
         log.warning("NATS client error (forwarding)", extra={"bus_url": url, "reason": repr(exc)})
 
     try:
@@ -269,7 +277,9 @@ async def nats_forwarding(
         )
     except (NatsError, OSError, TimeoutError) as exc:
         await nc.close()
-        raise NatsUnavailable(f"cannot connect to NATS at {url}: {exc!r}") from exc
+        cause = connecting[-1] if connecting else exc
+        raise NatsUnavailable(f"cannot connect to NATS at {url}: {cause!r}") from exc
+    connecting = None
     nc.options["max_reconnect_attempts"] = -1
     nc.options["reconnect_time_wait"] = 2
     forwarding = NatsForwarding(nc, url)

@@ -26,6 +26,7 @@ from clarion.cli import (
     token,
     watch,
 )
+from clarion.cli.database import unsupported
 from clarion.cli.errors import fail
 from clarion.cli.logs import configure_logging
 from clarion.config import Settings
@@ -163,6 +164,9 @@ def serve(
         settings = _checked_repositories(settings)
     except ValueError as exc:
         raise fail(str(exc), 2) from exc
+    reason = unsupported(settings.database_url)
+    if reason is not None:
+        raise fail(reason, 2)
     if no_migrate:
         settings = dataclasses.replace(
             settings, operations=dataclasses.replace(settings.operations, migrate=False)

@@ -1,11 +1,14 @@
-"""`clarion db`: the schema version and its migrations, a backup, and pruning what finished
-long ago. Each opens the database directly, with or without a server running on it.
+"""`clarion db`: the schema version and its migrations, a backup (and its restore:
+db_restore.py), and pruning what finished long ago. Each opens the database directly, with
+or without a server running on it.
 
 The database layer is imported inside each command: every other `clarion` command starts
 without it.
 
-Exit codes: 0 done (status: up to date), 1 migrations pending (status) or the command failed,
-2 usage (a bad duration, a backup file that exists, a backup of PostgreSQL).
+Exit codes: 0 done (status: up to date), 1 migrations pending (status), no database at a
+SQLite path (the commands that only read never create one) or the command failed, 2 usage (a
+database URL of no kind Clarion serves, a bad or too long duration, a backup file that exists,
+a backup or restore of PostgreSQL).
 """
 
 from __future__ import annotations
@@ -20,7 +23,8 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
-from clarion.cli.database import DatabaseOpt, database_url
+from clarion.cli import db_restore
+from clarion.cli.database import DatabaseOpt, database_url, missing_database, require_database
 from clarion.cli.errors import fail
 from clarion.config.files import redacted
 from clarion.domain.waiting import parse_duration
@@ -31,6 +35,9 @@ if TYPE_CHECKING:
     from clarion.store.retention import Pruned
 
 T = TypeVar("T")
+
+# What `db upgrade --sql` reads when the SQLite file it names does not exist yet.
+_EMPTY_SQLITE = "sqlite:///:memory:"
 
 db_app = typer.Typer(
     help="The database: schema version and migrations, backup, pruning.",
@@ -70,6 +77,7 @@ def status(database: str | None = DatabaseOpt) -> None:
     from clarion.store.db.schema_status import schema_status
 
     url = database_url(database)
+    require_database(url)
 
     async def read() -> tuple[int, int, tuple[int, ...]]:
         async with _engine(url) as engine:
@@ -98,9 +106,13 @@ def upgrade(
     from clarion.store.db.schema_status import pending_sql, schema_status
 
     url = database_url(database)
+    # A preview changes nothing, so it creates no file either: with no database there yet,
+    # it shows the SQL that would create one, read from an empty database in memory.
+    missing = missing_database(url) if sql else None
+    source = _EMPTY_SQLITE if missing is not None else url
 
     async def work() -> tuple[int, int, list[str]]:
-        async with _engine(url) as engine:
+        async with _engine(source) as engine:
             before = await schema_status(engine)
             if sql:
                 return before.version, before.version, list(await pending_sql(engine))
@@ -113,9 +125,18 @@ def upgrade(
             typer.echo(f"-- schema version {before}: up to date, nothing to run")
             return
         typer.echo(f"-- clarion db upgrade: schema version {before} -> the latest")
-        typer.echo("-- run in one transaction, as `clarion db upgrade` does")
+        if missing is not None:
+            typer.echo(f"-- no database at {missing} yet: the SQL that creates one")
+        sqlite = url.lower().startswith("sqlite")
+        if sqlite:  # psql takes -1 instead (see docs/operations.md)
+            typer.echo("-- one transaction, as `clarion db upgrade` runs it: sqlite3 DB < FILE")
+            typer.echo("BEGIN;")
+        else:
+            typer.echo("-- run it in one transaction, as `clarion db upgrade` does: psql -1 -f")
         for statement in statements:
             typer.echo(statement)
+        if sqlite:
+            typer.echo("COMMIT;")
         return
     if before == after:
         typer.echo(f"schema version {after}: up to date, nothing to run")
@@ -181,9 +202,13 @@ def prune_command(
 
     try:
         seconds = parse_duration(older_than).seconds
+        cutoff = SystemClock().now() - timedelta(seconds=seconds)
     except ValueError as exc:
         raise fail(f"--older-than {exc}", 2) from exc
+    except OverflowError as exc:  # further back than any date
+        raise fail(f"--older-than {older_than.strip()} is too long ago to be a date", 2) from exc
     url = database_url(database)
+    require_database(url)
 
     def report(done: int, total: int) -> None:
         typer.echo(f"… {done}/{total} sessions", err=True)
@@ -197,7 +222,6 @@ def prune_command(
                     f"{found.latest}: run `clarion db upgrade` first"
                 )
             store = SqlStore(engine, SystemClock())
-            cutoff = SystemClock().now() - timedelta(seconds=seconds)
             try:
                 pruned = await prune(store, cutoff, dry_run=dry_run, progress=report)
                 # The worktrees of the tasks whose sessions are all gone now (their branches
@@ -215,4 +239,5 @@ def prune_command(
 
 
 def register(app: typer.Typer) -> None:
+    db_restore.register(db_app)
     app.add_typer(db_app, name="db")

@@ -21,6 +21,7 @@ from urllib.parse import urlsplit
 import typer
 from rich.table import Table
 
+from clarion.cli.database import checked_url, missing_database
 from clarion.cli.render import stdout
 from clarion.cli.sanitize import safe
 from clarion.config import AgentProfile, Settings
@@ -42,6 +43,9 @@ async def _database(url: str) -> Check:
     from clarion.store.db.schema_status import schema_status
 
     name = f"database {redacted(url)}"
+    missing = missing_database(url)
+    if missing is not None:  # opening it would create it, and its directories
+        return Check(name, False, f"no database at {missing}")
     engine = open_engine(url)
     try:
         found = await asyncio.wait_for(schema_status(engine), _REACH_S * 2)
@@ -178,6 +182,8 @@ def doctor(
     """Check config, database and schema, bus, agent profiles and webhooks; a table, exit 0
     when all pass, 1 otherwise."""
     where = config or os.environ.get("CLARION_CONFIG") or "(none)"
+    if database is not None:
+        checked_url(database)  # a usage error, before any check runs
     try:
         settings = Settings.load(config_file=config, database_url=database, bus_url=bus)
     except ValueError as exc:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import signal
 from collections.abc import Callable, Iterator
 
 import uvicorn
@@ -123,7 +124,7 @@ async def run_server(
             timeout_graceful_shutdown=int(DRAIN_S),
         )
         server = _Server(config)
-        stop.then(lambda: _stop_admitting(server, app.services.asker, stop))
+        stop.then(lambda sig: _stop_admitting(server, app.services.asker, sig))
         serving = asyncio.ensure_future(server.serve())
         beats: asyncio.Future[None] | None = None
         watching: asyncio.Future[None] | None = None
@@ -179,21 +180,16 @@ async def run_server(
 
 
 def _stopped(stop: GracefulStop) -> None:
-    signal = None if stop.signal is None else stop.signal.name
-    log.info("server stopped", extra={"signal": signal})
+    log.info("server stopped", extra={"signal": None if stop.signal is None else stop.signal.name})
 
 
-def _stop_admitting(server: uvicorn.Server, asker: Asker, stop: GracefulStop) -> None:
+def _stop_admitting(server: uvicorn.Server, asker: Asker, sig: signal.Signals) -> None:
     """Detach the questions agents wait on: their tool calls end now (the questions stay
     answerable) instead of holding the stop until the drain limit. Then stop uvicorn the
     way its own signal handler does, which also ends the agents' MCP event streams
-    (sse_starlette hooks that handler); a stop before any signal (a failed start) only
-    sets the flag."""
+    (sse_starlette hooks that handler, and would wait for the drain limit otherwise)."""
     asker.detach_all()
-    if stop.signal is None:
-        server.should_exit = True
-    else:
-        server.handle_exit(stop.signal, None)
+    server.handle_exit(sig, None)
 
 
 class _Server(uvicorn.Server):

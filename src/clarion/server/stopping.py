@@ -32,17 +32,17 @@ class GracefulStop:
 
     def __init__(self) -> None:
         self.signal: signal.Signals | None = None
-        self._then: list[Callable[[], None]] = []
+        self._then: list[Callable[[signal.Signals], None]] = []
 
     @property
     def requested(self) -> bool:
         return self.signal is not None
 
-    def then(self, action: Callable[[], None]) -> None:
-        """Run `action` when a stop is asked for (at once if it already was)."""
+    def then(self, action: Callable[[signal.Signals], None]) -> None:
+        """Run `action` with the signal when a stop is asked for (at once if it already was)."""
         self._then.append(action)
-        if self.requested:
-            action()
+        if self.signal is not None:
+            action(self.signal)
 
     @contextlib.contextmanager
     def installed(self, loop: asyncio.AbstractEventLoop) -> Iterator[None]:
@@ -70,4 +70,4 @@ class GracefulStop:
         self.signal = sig
         log.info("stopping gracefully", extra={"signal": sig.name})
         for action in self._then:
-            action()
+            action(sig)

@@ -156,6 +156,8 @@ def _v11_task_worktrees(conn: Connection) -> None:
     for name, kind in _TASK_WORKTREE_COLUMNS:
         if name not in columns:
             conn.execute(text(f"ALTER TABLE tasks ADD COLUMN {name} {kind}"))
+
+
 def _v12_slack(conn: Connection) -> None:
     # slack_messages and slack_interactions; they reference nothing, so they can be created
     # on any earlier version.

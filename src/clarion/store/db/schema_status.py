@@ -18,6 +18,7 @@ from sqlalchemy import Connection, event
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from clarion.store.db.engine import Db
+from clarion.store.db.literal_sql import render
 from clarion.store.db.migrations import LATEST_VERSION, apply_migrations, current_version
 
 _LOCK = "clarion-schema-migration"
@@ -78,19 +79,19 @@ class _RolledBack(Exception):
         self.statements = statements
 
 
-def _render(statement: str, parameters: Any) -> str:
-    text = statement.strip().rstrip(";") + ";"
-    if parameters:
-        text += f"  -- parameters: {parameters!r}"
-    return text
+def _render(statement: str, parameters: Any, dialect: str) -> list[str]:
+    """Literal SQL, its values in place of the placeholders: the preview is a script that
+    `psql -1 -f` or `sqlite3` runs as it is."""
+    return [text.strip().rstrip(";") + ";" for text in render(statement, parameters, dialect)]
 
 
 def _recorded(conn: Connection) -> list[str]:
     statements: list[str] = []
+    dialect = conn.dialect.name
 
     def record(_c: Any, _cursor: Any, statement: str, parameters: Any, *_: Any) -> None:
         if not statement.lstrip().upper().startswith(_READS):
-            statements.append(_render(statement, parameters))
+            statements.extend(_render(statement, parameters, dialect))
 
     event.listen(conn, "before_cursor_execute", record)
     try:
