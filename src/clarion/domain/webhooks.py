@@ -59,6 +59,10 @@ class WebhookFact:
     # Words for the readable line only (the body keeps the contract's fields): how a question
     # was answered (`answered`/`skipped`), a permission's new status, a failure's error.
     detail: str = ""
+    # For emails only (the webhook body keeps the contract's fields): the response that closed
+    # the question (`response_wire`'s shape), and whether a server restart detached it.
+    response: Mapping[str, Any] | None = None
+    after_restart: bool = False
 
 
 def questions_of_rows(rows: Sequence[Message]) -> tuple[dict[str, Any], ...]:

@@ -14,6 +14,7 @@ from datetime import datetime
 from sqlalchemy import bindparam, exists, not_, select
 from sqlalchemy.sql.elements import BindParameter
 
+from clarion.domain.answers import response_wire
 from clarion.domain.errors import Conflict, InvalidInput, NotFound
 from clarion.domain.lifecycle import (
     CLAIM,
@@ -243,6 +244,7 @@ async def claim_response(
                     pending_id=pending_id,
                     questions=questions_of_rows(bundle.rows),
                     detail=_answered_detail(response),
+                    response=response_wire(response),
                 ),
                 now,
             )
