@@ -181,7 +181,8 @@ def test_the_skip_confirmation_brings_its_skip_button_into_view(
           const el = document.querySelector('[data-testid="skip-confirm-button"]');
           const r = el.getBoundingClientRect();
           const hit = document.elementFromPoint(r.left + r.width / 2, r.top + r.height / 2);
-          return { top: r.top, bottom: r.bottom, vh: innerHeight, hit: hit === el || el.contains(hit) };
+          const onTop = hit === el || el.contains(hit);
+          return { top: r.top, bottom: r.bottom, vh: innerHeight, hit: onTop };
         }"""
     )
     assert seen["hit"] and seen["bottom"] <= seen["vh"], seen
