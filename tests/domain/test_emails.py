@@ -350,3 +350,17 @@ def test_a_permission_email_shows_the_command_or_the_diff(
     parts = _parts(_parse(_build(fact, None)))
     assert shown in parts["text/plain"]
     assert shown.replace('"', "&quot;") in parts["text/html"]
+
+
+def test_an_open_questions_email_shows_its_deadline_and_what_happens_then() -> None:
+    due = datetime(2026, 5, 1, 17, 0, tzinfo=UTC)
+    fact = _fact(questions=(MARKDOWN_Q,), expires_at=due, on_expiry="default")
+    parts = _parts(_parse(_build(fact)))
+    line = "Answer by 2026-05-01 17:00 UTC. If no one answers by then, the agent gets the default"
+    assert f"{line} answer: No cache." in parts["text/plain"]
+    assert line in parts["text/html"]
+    skip = _parts(_parse(_build(_fact(expires_at=due, on_expiry="skip"))))
+    assert "the question is skipped." in skip["text/plain"]
+    # A closed question's email has no deadline to meet.
+    closed = _parts(_parse(_build(_fact(event="clarification.answered", expires_at=due), None)))
+    assert "Answer by" not in closed["text/plain"]

@@ -177,6 +177,22 @@ def chosen_answers(
     return chosen
 
 
+def expiry_words(questions: tuple[Mapping[str, Any], ...], on_expiry: str) -> str:
+    """What happens at the deadline, in words, naming the default options."""
+    if on_expiry == "default":
+        defaults = [
+            inline_text(str(o.get("label") or o.get("option_id")))
+            for q in questions
+            for o in q.get("options") or ()
+            if o.get("default") is True
+        ]
+        named = f": {', '.join(defaults)}" if defaults else ""
+        return f"If no one answers by then, the agent gets the default answer{named}."
+    if on_expiry == "skip":
+        return "If no one answers by then, the question is skipped."
+    return "The question stays open after it."
+
+
 def _field(raw: Mapping[str, Any], names: tuple[str, ...]) -> str | None:
     for name in names:
         value = raw.get(name)

@@ -29,6 +29,7 @@ from typing import Any
 
 from clarion.domain.email_parts import (
     chosen_answers,
+    expiry_words,
     inline_html,
     inline_text,
     markdown_html,
@@ -119,8 +120,21 @@ def _chosen_heading(fact: WebhookFact) -> str:
     return "The expiry policy chose" if fact.event == CLARIFICATION_EXPIRED else "Chosen"
 
 
+def _deadline(fact: WebhookFact, answer_url: str | None) -> str | None:
+    """ "Answer by 2026-12-07 14:05 UTC. If no one answers by then, the agent gets the default
+    answer: SQLite." for an open question with a deadline (None otherwise)."""
+    if fact.expires_at is None or answer_url is None:
+        return None
+    return f"Answer by {fact.expires_at:%Y-%m-%d %H:%M %Z}. " + expiry_words(
+        fact.questions or (), fact.on_expiry
+    )
+
+
 def _text_body(fact: WebhookFact, link: str, answer_url: str | None) -> str:
     lines = [_headline(fact), ""]
+    deadline = _deadline(fact, answer_url)
+    if deadline:
+        lines += [deadline, ""]
     chosen = _chosen(fact)
     if chosen:
         lines.append(f"{_chosen_heading(fact)}:")
@@ -155,6 +169,9 @@ def _html_body(fact: WebhookFact, link: str, answer_url: str | None) -> str:
         '<div style="max-width:600px;margin:0 auto">',
         f'<p style="font-size:18px;font-weight:600;margin:0 0 16px">{e(_headline(fact))}</p>',
     ]
+    deadline = _deadline(fact, answer_url)
+    if deadline:
+        parts.append(f'<p style="margin:0 0 12px;color:#b54708;font-weight:600">{e(deadline)}</p>')
     chosen = _chosen(fact)
     if chosen:
         items = "".join(

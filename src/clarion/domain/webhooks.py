@@ -63,6 +63,9 @@ class WebhookFact:
     # the question (`response_wire`'s shape), and whether a server restart detached it.
     response: Mapping[str, Any] | None = None
     after_restart: bool = False
+    # An open question's deadline under its waiting policy, and what happens then.
+    expires_at: datetime | None = None
+    on_expiry: str = ""
 
 
 def questions_of_rows(rows: Sequence[Message]) -> tuple[dict[str, Any], ...]:

@@ -101,6 +101,8 @@ class SqlAnswers:
                     session_id,
                     pending_id=pending_id,
                     questions=questions_of_rows(created),
+                    expires_at=deadline.scheduled_expiry if deadline else None,
+                    on_expiry=deadline.deadlines.on_expiry.value if deadline else "",
                 ),
                 now,
             )
