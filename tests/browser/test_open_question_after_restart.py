@@ -63,6 +63,7 @@ def test_after_a_restart_the_pages_say_the_question_is_open_and_warn_before_sett
     expect(warning).to_be_visible()
     expect(warning).to_contain_text("sets the open question aside")
 
+    answer_url = server.bundle(pending_id)["answer_url"]
     page.get_by_test_id("clarification-overlay").press("Escape")
     page.get_by_test_id("prompt-input").fill("/scenario echo on we go")
     page.get_by_test_id("prompt-send").click()
@@ -71,6 +72,11 @@ def test_after_a_restart_the_pages_say_the_question_is_open_and_warn_before_sett
     question = page.locator(f'[data-type="clarification_request"][data-pending-id="{pending_id}"]')
     expect(question.get_by_test_id("question-status")).to_have_text("superseded")
     expect(page.get_by_test_id("prompt-sets-question-aside")).to_be_hidden()
+    # Its answer link says the same.
+    phone = new_page(phone=True)
+    phone.goto(answer_url)
+    expect(phone.get_by_test_id("answer-already")).to_contain_text("Set aside")
+    expect(phone.get_by_test_id("answer-form")).to_have_count(0)
 
 
 def test_on_a_small_phone_the_transcript_says_the_question_is_still_open(

@@ -129,3 +129,62 @@ def test_an_outage_error_line_goes_once_the_page_is_live_again(
     expect(page.get_by_test_id("connection-status")).to_have_attribute("data-status", "open")
     expect(error).to_be_hidden()
     expect(overlay.get_by_test_id("option-db-postgres")).to_have_attribute("aria-pressed", "true")
+
+
+@pytest.mark.parametrize(
+    ("viewport", "phone", "where"),
+    [
+        (SMALL_PHONE, True, "session"),
+        (SMALL_PHONE, True, "inbox"),
+        (LAPTOP, False, "session"),
+        (LAPTOP, False, "inbox"),
+    ],
+    ids=["360x640-session", "360x640-inbox", "1366x850-session", "1366x850-inbox"],
+)
+def test_the_skip_confirmation_brings_its_skip_button_into_view(
+    shared_server: ServerProcess,
+    new_page: Callable[..., Page],
+    viewport: dict[str, int],
+    phone: bool,
+    where: str,
+) -> None:
+    page = new_page(phone=phone, viewport=viewport)
+    task_id = shared_server.create_task(f"Skip in view at {viewport['width']} ({where})")
+    session_id = start_session(shared_server, task_id, "/scenario ask-multi")
+    pending_id = shared_server.wait_for_bundle(session_id)
+    open_board(page, shared_server)
+    if where == "inbox":
+        page.goto(f"{shared_server.url}/#/inbox")
+        item = page.get_by_test_id(f"inbox-item-{pending_id}")
+        row = item.get_by_test_id("inbox-row")
+        if row.get_attribute("aria-expanded") != "true":
+            row.click()
+        overlay = item.get_by_test_id("clarification-overlay")
+    else:
+        open_pending_task(page, task_id, tap=phone)
+        overlay = page.get_by_test_id("clarification-overlay")
+    expect(overlay).to_have_attribute("data-state", "active_live")
+    skip = overlay.get_by_test_id("skip-question")
+    # The person has scrolled down to the buttons: Skip sits at the bottom of the screen.
+    skip.evaluate("(el) => el.scrollIntoView({ block: 'end' })")
+    if phone:
+        skip.tap()
+    else:
+        skip.click()
+    # Nothing scrolled by hand: the button that confirms is where the person's eyes are.
+    expect(overlay.get_by_test_id("skip-confirm-button")).to_have_text("Skip questions")
+    expect(overlay.get_by_test_id("skip-confirm-button")).to_be_in_viewport(ratio=1)
+    expect(overlay.get_by_test_id("skip-cancel")).to_be_in_viewport(ratio=1)
+    expect(overlay.get_by_test_id("skip-confirm")).to_be_in_viewport(ratio=1)
+    seen = page.evaluate(
+        """() => {
+          const el = document.querySelector('[data-testid="skip-confirm-button"]');
+          const r = el.getBoundingClientRect();
+          const hit = document.elementFromPoint(r.left + r.width / 2, r.top + r.height / 2);
+          const onTop = hit === el || el.contains(hit);
+          return { top: r.top, bottom: r.bottom, vh: innerHeight, hit: onTop };
+        }"""
+    )
+    assert seen["hit"] and seen["bottom"] <= seen["vh"], seen
+    if viewport == SMALL_PHONE:
+        screenshot(page, "overlay-skip-small-phone")

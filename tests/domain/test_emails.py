@@ -1,6 +1,6 @@
 """Email messages: a subject naming the task, a text and an HTML part with the questions and
-the answer link, a Message-ID from the delivery id, ASCII on the wire, and no header that
-question or task text can add (header injection)."""
+the answer link, a Message-ID that threads the messages of one question, ASCII on the wire, and
+no header that question or task text can add (header injection)."""
 
 from __future__ import annotations
 
@@ -76,7 +76,8 @@ def test_a_question_email_names_the_task_and_carries_the_questions_and_the_answe
     )
     assert message["From"] == "Clarion <clarion@example.com>"
     assert message["To"] == "alice@example.com, Bob <bob@example.com>"
-    assert message["Message-ID"] == "<0190-d1@example.com>"
+    # The first message about a question opens its thread: its id is derived from the question.
+    assert message["Message-ID"] == "<question.p1@example.com>"
     assert message["Auto-Submitted"] == "auto-generated"
     parts = _parts(message)
     assert set(parts) == {"text/plain", "text/html"}
@@ -190,3 +191,176 @@ def test_a_subject_that_would_decode_to_two_lines_is_never_sent(
     monkeypatch.setattr(emails, "subject_of", lambda fact: "=?utf-8?q?a=0D=0ABcc:_x@y.z?=")
     with pytest.raises(ValueError, match="one line"):
         _build(_fact())
+
+
+MARKDOWN_Q = {
+    "id": "cache",
+    "title": "Cache",
+    "prompt": "Use a **cache**? See [notes](https://example.com/n) and [x](javascript:alert(1)).",
+    "options": [
+        {"option_id": "redis", "label": "**Redis**", "description": "Runs `redis-server`"},
+        {"option_id": "none", "label": "No cache", "description": "", "default": True},
+    ],
+}
+
+
+def test_markdown_renders_to_html_with_a_plain_text_fallback_and_the_default_is_named() -> None:
+    parts = _parts(_parse(_build(_fact(questions=(MARKDOWN_Q,)))))
+    html, text = parts["text/html"], parts["text/plain"]
+    assert "<strong>cache</strong>" in html and '<a href="https://example.com/n">notes</a>' in html
+    assert "<strong>Redis</strong>" in html and "redis-server</code>" in html
+    assert "javascript:" not in html.replace("[x](javascript:alert(1))", "")
+    assert 'href="javascript' not in html
+    assert "**" not in text and "notes (https://example.com/n)" in text
+    assert "No cache (default)" in text and "(default)</span>" in html
+
+
+def _answered(event: str, response: dict[str, Any], **changes: Any) -> WebhookFact:
+    return _fact(event=event, response=response, questions=(MARKDOWN_Q,), **changes)
+
+
+def test_answered_skipped_and_expired_emails_say_what_was_chosen() -> None:
+    answered = _parts(
+        _parse(
+            _build(
+                _answered(
+                    "clarification.answered",
+                    {
+                        "answers": [
+                            {
+                                "question_id": "cache",
+                                "selected_options": ["redis"],
+                                "custom_text": "v7",
+                            }
+                        ],
+                        "rejected": False,
+                        "reject_reason": "",
+                    },
+                    detail="answered",
+                ),
+                None,
+            )
+        )
+    )
+    assert "Chosen:" in answered["text/plain"] and "Cache: Redis, “v7”" in answered["text/plain"]
+    skipped = _parts(
+        _parse(
+            _build(
+                _answered(
+                    "clarification.answered",
+                    {
+                        "answers": [],
+                        "rejected": True,
+                        "reject_reason": "User skipped",
+                    },
+                    detail="skipped",
+                ),
+                None,
+            )
+        )
+    )
+    assert "Skipped: User skipped" in skipped["text/plain"]
+    expired = _parts(
+        _parse(
+            _build(
+                _answered(
+                    "clarification.expired",
+                    {
+                        "answers": [
+                            {
+                                "question_id": "cache",
+                                "selected_options": ["none"],
+                                "custom_text": "",
+                            }
+                        ],
+                        "rejected": False,
+                        "reject_reason": "",
+                    },
+                ),
+                None,
+            )
+        )
+    )
+    assert "The expiry policy chose:" in expired["text/plain"]
+    assert "Cache: No cache, the default" in expired["text/plain"]
+    assert "No cache, the default" in expired["text/html"]
+
+
+def test_later_messages_of_a_question_reply_to_its_first() -> None:
+    first = _parse(_build(_fact()))
+    later = _parse(_build(_fact(event="clarification.reminder")))
+    assert later["Message-ID"] == "<0190-d1@example.com>"
+    assert later["In-Reply-To"] == first["Message-ID"] == later["References"]
+    asked = _fact(
+        event="permission.requested",
+        pending_id=None,
+        message_id="m1",
+        questions=None,
+        tool_call={"title": "Run ls", "kind": "execute"},
+    )
+    decided = _fact(
+        event="permission.decided",
+        pending_id=None,
+        message_id="m1",
+        questions=None,
+        tool_call={"title": "Run ls", "kind": "execute"},
+    )
+    assert _parse(_build(decided, None))["In-Reply-To"] == _parse(_build(asked, None))["Message-ID"]
+    failed = _parse(_build(_fact(event="session.failed", pending_id=None, questions=None), None))
+    assert failed["In-Reply-To"] is None
+
+
+@pytest.mark.parametrize(
+    ("tool_call", "shown"),
+    [
+        (
+            {"title": "Execute", "raw_input": {"command": ["ls", "-la", "my dir"]}},
+            'ls -la "my dir"',
+        ),
+        (
+            {
+                "title": "Edit README.md",
+                "raw_input": {"path": "README.md", "old_string": "a\n", "new_string": "b\n"},
+            },
+            "+b",
+        ),
+        (
+            {
+                "title": "Edit",
+                "content": [{"type": "diff", "path": "x.py", "oldText": "1\n", "newText": "2\n"}],
+            },
+            "-1",
+        ),
+        (
+            {"title": "Fetch", "raw_input": {"url": "https://example.com/x"}},
+            "https://example.com/x",
+        ),
+    ],
+)
+def test_a_permission_email_shows_the_command_or_the_diff(
+    tool_call: dict[str, Any], shown: str
+) -> None:
+    fact = _fact(
+        event="permission.requested",
+        pending_id=None,
+        message_id="m1",
+        questions=None,
+        tool_call=tool_call,
+    )
+    parts = _parts(_parse(_build(fact, None)))
+    assert shown in parts["text/plain"]
+    assert shown.replace('"', "&quot;") in parts["text/html"]
+
+
+def test_an_open_questions_email_shows_its_deadline_and_what_happens_then() -> None:
+    due = datetime(2026, 5, 1, 17, 0, tzinfo=UTC)
+    fact = _fact(questions=(MARKDOWN_Q,), expires_at=due, on_expiry="default")
+    parts = _parts(_parse(_build(fact)))
+    line = "Answer by 2026-05-01 17:00 UTC. If no one answers by then, the agent gets the default"
+    assert f"{line} answer: No cache." in parts["text/plain"]
+    assert line in parts["text/html"]
+    skip = _parts(_parse(_build(_fact(expires_at=due, on_expiry="skip"))))
+    assert "the question is skipped." in skip["text/plain"]
+    # A closed question's email has no deadline to meet.
+    closed = _parts(_parse(_build(_fact(event="clarification.answered", expires_at=due), None)))
+    assert "Answer by" not in closed["text/plain"]

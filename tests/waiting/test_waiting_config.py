@@ -76,6 +76,29 @@ leads = ["dave"]
     assert profile is not None and profile.escalate_to == ("alice", Role("leads"))
 
 
+def test_escalate_to_names_a_role_as_role_colon_name_too(tmp_path: Path) -> None:
+    config = _config(
+        tmp_path,
+        """
+[agents.builtin.waiting]
+escalate_to = ["alice", "role:leads"]
+
+[workspaces.alpha]
+roles = { reviewers = ["bob"] }
+
+[workspaces.alpha.waiting]
+escalate_to = [" role:reviewers ", "erin"]
+
+[workspaces.beta.roles]
+leads = ["dave"]
+""",
+    )
+    settings = Settings.load(config_file=config, env={"CLARION_HOME": str(tmp_path)})
+    assert settings.workspace_waiting["alpha"].escalate_to == (Role("reviewers"), "erin")
+    profile = settings.agents[BUILTIN_PROFILE].waiting
+    assert profile is not None and profile.escalate_to == ("alice", Role("leads"))
+
+
 ROLES = '[workspaces.alpha.roles]\nreviewers = ["bob"]\n'
 BAD_ROLES = [
     (
@@ -97,6 +120,14 @@ BAD_ROLES = [
     ),
     (
         ROLES + '[workspaces.alpha.waiting]\nescalate_to = [{ role = "reviewers", x = 1 }]\n',
+        "workspaces.alpha.waiting.escalate_to",
+    ),
+    (
+        ROLES + '[workspaces.alpha.waiting]\nescalate_to = ["role:leads"]\n',
+        "workspaces.alpha.waiting.escalate_to: unknown role 'leads'",
+    ),
+    (
+        ROLES + '[workspaces.alpha.waiting]\nescalate_to = ["role:"]\n',
         "workspaces.alpha.waiting.escalate_to",
     ),
     (ROLES + "[workspaces.alpha.waiting]\nescalate_to = [3]\n", "waiting.escalate_to"),

@@ -72,6 +72,9 @@ test("a deadline reads as the time left and what follows; an escalation names wh
   const item = { ...ask, expires_at: "2026-01-01T15:00:00Z", on_expiry: "skip", escalated_to: ["bob"] };
   assert.equal(deadlineWords(item, now), "expires in 3 h, then Skip");
   assert.equal(deadlineWords({ ...item, on_expiry: "default" }, now), "expires in 3 h, then the default answer");
+  const withDefault = { ...item, on_expiry: "default", questions: [{ id: "db", prompt: "Which?",
+    options: [{ option_id: "pg", label: "PostgreSQL" }, { option_id: "lite", label: "SQLite", default: true }] }] };
+  assert.equal(deadlineWords(withDefault, now), "expires in 3 h, then the default answer: SQLite");
   assert.equal(deadlineWords({ ...item, expires_at: "2026-01-01T12:10:00Z" }, now), "expires in 10 min, then Skip");
   assert.equal(deadlineWords({ ...item, expires_at: "2026-01-01T11:00:00Z" }, now), "expires now, then Skip");
   assert.equal(deadlineWords(ask, now), null);

@@ -104,6 +104,9 @@ test("an agent's JSON reply and technical failures read as words", async () => {
   const { isTechnicalFailure, readableAgentText, readableReply } = await import("../../src/clarion/web/js/transcript.js");
   assert.equal(readableReply('You answered: {"db": {"selected_options": ["postgres"]}, "lang": {"selected_options": [], "custom_text": "Go"}}'),
     "You answered: db: postgres; lang: Go");
+  assert.equal(readableReply('You answered: {"rejected": true, "reject_reason": "User skipped"}'),
+    "You skipped the question (User skipped).");
+  assert.equal(readableReply('You answered: {"rejected": true, "reject_reason": ""}'), "You skipped the question.");
   assert.equal(readableReply("Plain {not json"), "Plain {not json");
   assert.equal(readableReply("Nothing to parse"), "Nothing to parse");
   assert.match(readableAgentText("Could not ask the question: SSE stream ended without a response"),

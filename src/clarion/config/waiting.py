@@ -17,6 +17,10 @@ from clarion.domain.waiting import OnExpiry, Role, WaitingPolicy, parse_duration
 
 _KEYS = ("remind_after", "escalate_after", "escalate_to", "expire_after", "on_expiry")
 
+# `"role:NAME"` in `escalate_to` names a role, as `{ role = "NAME" }` does: a user whose name
+# starts with it is reached through a role.
+ROLE_PREFIX = "role:"
+
 # workspace name -> role name -> its users
 WorkspaceRoles = Mapping[str, Mapping[str, tuple[str, ...]]]
 
@@ -24,18 +28,25 @@ WorkspaceRoles = Mapping[str, Mapping[str, tuple[str, ...]]]
 def _escalate_to(
     raw: Any, path: Path, where: str, roles: Collection[str], roles_where: str
 ) -> tuple[str | Role, ...] | None:
-    """User names and `{ role = "NAME" }` tables; each role must be one `roles` defines."""
+    """User names, `"role:NAME"` strings and `{ role = "NAME" }` tables; each role must be one
+    `roles` defines."""
     if raw is None:
         return None
-    shape = f'{path}: {where}.escalate_to must be a list of user names and {{ role = "NAME" }}'
+    shape = (
+        f"{path}: {where}.escalate_to must be a list of user names,"
+        f' "role:NAME" and {{ role = "NAME" }}'
+    )
     if not isinstance(raw, list):
         raise ValueError(shape)
     targets: list[str | Role] = []
     for item in raw:
-        if isinstance(item, str) and item.strip():
+        if isinstance(item, str) and item.strip().startswith(ROLE_PREFIX):
+            name: Any = item.strip()[len(ROLE_PREFIX) :]
+        elif isinstance(item, str) and item.strip():
             targets.append(item.strip())
             continue
-        name = item.get("role") if isinstance(item, dict) and set(item) == {"role"} else None
+        else:
+            name = item.get("role") if isinstance(item, dict) and set(item) == {"role"} else None
         if not isinstance(name, str) or not name.strip():
             raise ValueError(shape)
         if name.strip() not in roles:

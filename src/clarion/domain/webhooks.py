@@ -61,6 +61,13 @@ class WebhookFact:
     detail: str = ""
     # The agent's context for its questions (a Slack message shows it; webhooks do not).
     context: str = ""
+    # For emails only (the webhook body keeps the contract's fields): the response that closed
+    # the question (`response_wire`'s shape), and whether a server restart detached it.
+    response: Mapping[str, Any] | None = None
+    after_restart: bool = False
+    # An open question's deadline under its waiting policy, and what happens then.
+    expires_at: datetime | None = None
+    on_expiry: str = ""
 
 
 def questions_of_rows(rows: Sequence[Message]) -> tuple[dict[str, Any], ...]:

@@ -15,6 +15,7 @@ from datetime import datetime
 from sqlalchemy import bindparam, exists, select
 from sqlalchemy.sql.elements import BindParameter
 
+from clarion.domain.answers import response_wire
 from clarion.domain.errors import Conflict, InvalidInput, NotFound
 from clarion.domain.lifecycle import Transition, claim_values
 from clarion.domain.models import (
@@ -209,6 +210,7 @@ async def claim_response(
                     pending_id=pending_id,
                     questions=questions_of_rows(bundle.rows),
                     detail=_answered_detail(response),
+                    response=response_wire(response),
                 ),
                 now,
             )

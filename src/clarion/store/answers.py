@@ -94,6 +94,8 @@ class SqlAnswers:
                     pending_id=pending_id,
                     questions=questions_of_rows(created),
                     context=str(created[0].metadata.get(MetaKey.CONTEXT) or ""),
+                    expires_at=deadline.scheduled_expiry if deadline else None,
+                    on_expiry=deadline.deadlines.on_expiry.value if deadline else "",
                 ),
                 now,
             )

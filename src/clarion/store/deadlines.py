@@ -135,6 +135,8 @@ class SqlDeadlines:
                 pending_id=record.pending_id,
                 questions=tuple(questions),
                 detail=detail,
+                expires_at=record.scheduled_expiry,
+                on_expiry=record.deadlines.on_expiry.value,
             ),
             now,
         )

@@ -99,6 +99,15 @@ async def enqueue(
         )
         await _insert(conn, delivery_id, url, event, encode_body(body), now, fact)
     mail = None if outbox.mail_for is None else outbox.mail_for(workspace)
+    if mail is not None and event in mail.events and fact.after_restart:
+        # A restart detaches every open question at once; each stays answerable through the
+        # link its first email carried, so a message per question would only be noise
+        # (docs/notifications.md). Webhooks still get the event.
+        log.info(
+            "no email for a detachment by restart",
+            extra={"pending_id": fact.pending_id, "session_id": fact.session_id},
+        )
+        return
     if mail is not None and event in mail.events:
         delivery_id = new_id()
         message = email_message(

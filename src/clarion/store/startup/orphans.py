@@ -64,6 +64,7 @@ def _detached_fact(
         session_id,
         pending_id=pending_id,
         questions=questions,
+        after_restart=True,
     )
 
 

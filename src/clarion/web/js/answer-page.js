@@ -112,7 +112,7 @@ function deadlineCard(bundle) {
   const at = new Date(bundle.expires_at);
   if (Number.isNaN(at.getTime())) return null;
   const minutes = Math.max(0, Math.round((at.getTime() - Date.now()) / 60000));
-  const left = minutes >= 120 ? `${Math.round(minutes / 60)} h` : minutes >= 1 ? `${minutes} min` : "less than a minute";
+  const left = minutes >= 60 ? `${Math.round(minutes / 60)} h` : minutes >= 1 ? `${minutes} min` : "less than a minute";
   const when = at.toLocaleString([], { dateStyle: "medium", timeStyle: "short" });
   const defaults = bundle.questions.map((q) => q.options.find((o) => o.default)?.label).filter(Boolean);
   const then = bundle.on_expiry === "default"

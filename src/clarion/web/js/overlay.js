@@ -194,7 +194,11 @@ export class ClarificationOverlay {
   askSkip() {
     this.confirmingSkip = true;
     this.render();
-    /** @type {HTMLElement | null} */ (this.root.querySelector('[data-testid="skip-cancel"]'))?.focus();
+    // The confirmation opens above the footer, pushing it down: on a small screen its buttons
+    // would land below the fold, and a phone does not scroll to a button focused by script.
+    // Bring the whole confirmation into view, then focus without scrolling again.
+    this.root.querySelector('[data-testid="skip-confirm"]')?.scrollIntoView({ block: "nearest" });
+    /** @type {HTMLElement | null} */ (this.root.querySelector('[data-testid="skip-cancel"]'))?.focus({ preventScroll: true });
   }
 
   cancelSkip() {

@@ -171,7 +171,11 @@ export class SessionView {
   /** Shows the pending permission request, if any, unless this browser just decided it. */
   refreshPermission() {
     const request = pendingPermission(this.transcript.messages);
-    if (request && !this.decidedPermissions.has(request.id)) this.permissionPanel.show(request);
+    if (request && !this.decidedPermissions.has(request.id)) {
+      // The outcome of what came before no longer holds once the agent asks something new.
+      if (this.permissionPanel.request?.id !== request.id) this.setNotice("");
+      this.permissionPanel.show(request);
+    }
     else if (!this.permissionPanel.submitting) this.permissionPanel.hide();
   }
 
@@ -266,6 +270,8 @@ export class SessionView {
       return;
     }
     this.showQuestion.hidden = true;
+    // A new question: the outcome of what came before ("Permission: Allow") is old news.
+    if (this.overlay.bundle?.pending_id !== found.pending_id) this.setNotice("");
     // The overlay takes room from the transcript: keep its newest lines in view.
     const list = this.list;
     const atBottom = list.scrollHeight - list.scrollTop - list.clientHeight < 40;

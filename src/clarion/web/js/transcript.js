@@ -267,6 +267,13 @@ export function readableReply(text) {
     return text;
   }
   if (!value || typeof value !== "object") return text;
+  // The skip envelope ({"rejected": true, "reject_reason": ...}) in words: "You skipped the
+  // question (User skipped)", never "You answered: rejected: true".
+  if (!Array.isArray(value) && value.rejected === true) {
+    const reason = typeof value.reject_reason === "string" ? value.reject_reason.trim() : "";
+    const lead = text.slice(0, at).replace(/\bYou answered:\s*$/, "").trimEnd();
+    return `${lead ? `${lead} ` : ""}You skipped the question${reason ? ` (${reason})` : ""}.`;
+  }
   const word = (/** @type {any} */ v) => {
     if (v && typeof v === "object" && (Array.isArray(v.selected_options) || typeof v.custom_text === "string")) {
       const picked = [...(v.selected_options ?? []), ...(v.custom_text ? [v.custom_text] : [])];
