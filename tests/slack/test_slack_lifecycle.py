@@ -91,7 +91,7 @@ def test_reminders_reply_in_the_thread_and_expiry_updates_the_message(
     server = new_server(tmp_path, slack, extra=waiting)
     try:
         server.start()
-        _, pending_id, posted = _ask(server, slack)
+        _, pending_id, _ = _ask(server, slack)
         [reminder] = slack.wait_for(
             "chat.postMessage", where=lambda c: bool(c.args.get("thread_ts"))
         )
