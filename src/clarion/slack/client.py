@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from slack_sdk import WebClient
+from slack_sdk.errors import SlackApiError
 from slack_sdk.models.views import View
 
 from clarion.config.slack import SlackChannel
@@ -58,3 +59,10 @@ class SlackApi:
     async def auth_test(self) -> Mapping[str, Any]:
         response = await asyncio.to_thread(self._client.auth_test)
         return dict(response.data) if isinstance(response.data, dict) else {}
+
+
+def slack_error(exc: BaseException) -> str:
+    """Slack's own error name for an `ok: false` answer (`invalid_auth`), else the failure."""
+    if isinstance(exc, SlackApiError):
+        return str(exc.response.get("error") or exc)
+    return f"{type(exc).__name__}: {exc}"
