@@ -24,8 +24,8 @@ from rich.table import Table
 from clarion.cli.render import stdout
 from clarion.cli.sanitize import safe
 from clarion.config import AgentProfile, Settings
-from clarion.config.slack import SlackChannel
 from clarion.config.files import redacted
+from clarion.config.slack import SlackChannel
 
 _REACH_S = 5.0
 
