@@ -6,6 +6,7 @@ is claimed and finished by guarded updates, and survives in the database between
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 from datetime import timedelta
 
@@ -69,17 +70,13 @@ async def test_a_message_is_recorded_once_and_closed_once(world: World) -> None:
     slack = world.store.slack_records()
     first = SlackMessage("p1", "slack:default", "C1", "1.1", "t", "s", world.clock.now(), "{}")
     assert await slack.record_slack_message(first)
-    assert not await slack.record_slack_message(SlackMessage(**{**_fields(first), "ts": "2.2"}))
+    assert not await slack.record_slack_message(dataclasses.replace(first, ts="2.2"))
     found = await slack.find_slack_message("p1")
     assert found is not None and found.ts == "1.1" and found.closed_at is None
     assert [m.pending_id for m in await slack.open_slack_messages(10)] == ["p1"]
     assert await slack.close_slack_message("p1", "Answered by alice")
     assert not await slack.close_slack_message("p1", "Answered by bob")
     assert await slack.open_slack_messages(10) == []
-
-
-def _fields(message: SlackMessage) -> dict[str, object]:
-    return {name: getattr(message, name) for name in SlackMessage.__slots__}
 
 
 async def test_racing_retries_of_one_interaction_queue_exactly_one_row(world: World) -> None:

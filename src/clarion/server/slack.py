@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 
 from clarion.config import Settings
+from clarion.config.slack import SlackChannel
 from clarion.domain.slack import SlackTarget
 from clarion.orchestrator.access import AccessControl
 from clarion.ports import Clock
@@ -22,6 +23,7 @@ from clarion.slack.client import SlackApi
 from clarion.slack.closer import SlackCloser
 from clarion.slack.inbox import SlackInbox
 from clarion.slack.poster import SlackPoster
+from clarion.slack.socket_mode import SocketModeReceiver
 from clarion.store import SqlStore
 from clarion.store.slack import SqlSlack
 
@@ -86,6 +88,24 @@ def slack_inbox(
         await answerer.run()
 
     supervisor.spawn(answer_when_ready(), name="slack-answerer")
-    return SlackInbox(
+    inbox = SlackInbox(
         parts.settings.slack, parts.records, parts.bundles, access, parts.api_for, answerer.wake
     )
+    by_app = {c.app_token: c for c in parts.settings.slack.channels() if c.app_token}
+    for channel in by_app.values():
+        supervisor.spawn(
+            _socket_mode(channel, inbox, ready), name=f"slack-socket-mode:{channel.key}"
+        )
+    return inbox
+
+
+async def _socket_mode(channel: SlackChannel, inbox: SlackInbox, ready: asyncio.Event) -> None:
+    """`app_token_env` set: receive interactions over Socket Mode once the server is ready,
+    until the server stops."""
+    await ready.wait()
+    receiver = SocketModeReceiver(channel, inbox, asyncio.get_running_loop())
+    try:
+        await asyncio.to_thread(receiver.connect)
+        await asyncio.Event().wait()
+    finally:
+        await asyncio.to_thread(receiver.close)
