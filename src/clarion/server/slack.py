@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 
 from clarion.config import Settings
@@ -18,7 +18,7 @@ from clarion.domain.slack import SlackTarget
 from clarion.orchestrator.access import AccessControl
 from clarion.ports import Clock
 from clarion.runtime.supervisor import Supervisor
-from clarion.slack.answerer import SlackAnswerer
+from clarion.slack.answerer import Respond, SlackAnswerer
 from clarion.slack.client import SlackApi
 from clarion.slack.closer import SlackCloser
 from clarion.slack.inbox import SlackInbox
@@ -73,7 +73,7 @@ async def slack_outgoing(
 
 def slack_inbox(
     parts: SlackParts,
-    respond: Callable[[str, object], Awaitable[object]],
+    respond: Respond,
     access: AccessControl,
     clock: Clock,
     supervisor: Supervisor,

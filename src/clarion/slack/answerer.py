@@ -21,7 +21,7 @@ import json
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from datetime import timedelta
-from typing import Any
+from typing import Any, Protocol
 
 from clarion.domain.errors import (
     AcceptedButUnfinalized,
@@ -45,7 +45,14 @@ LEASE_S = 300.0  # longer than any answer waits for an agent's acceptance
 POLL_S = 5.0
 BACKOFF_S = 1.0
 
-Respond = Callable[[str, object], Awaitable[object]]
+
+
+class Respond(Protocol):
+    """The respond path (the resolver's `respond`), naming who answered."""
+
+    def __call__(
+        self, pending_id: str, body: object, *, answered_by: str | None = None
+    ) -> Awaitable[object]: ...
 
 
 def _same_answer(ours: Mapping[str, Any], winner: Mapping[str, Any] | None) -> bool:
@@ -127,7 +134,7 @@ class SlackAnswerer:
         body = json.loads(interaction.body)
         tell: str | None = None
         try:
-            await self._respond(interaction.pending_id, body)
+            await self._respond(interaction.pending_id, body, answered_by=interaction.user)
             outcome = ANSWERED
         except NotActive as exc:
             if interaction.attempts > 0 and _same_answer(body, exc.response):
