@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 
 from clarion.config import Settings
@@ -64,11 +64,7 @@ async def slack_outgoing(
     apis = {c.key: SlackApi(c) for c in channels}
     closer = SlackCloser(records, store, apis, sweep_s=settings.slack.sweep_s)
     poster = SlackPoster(settings.slack, records, closer, apis, clock)
-    running = supervisor.spawn(closer.run(), name="slack-closer")
-    try:
-        yield SlackParts(settings, records, apis, closer, poster, store)
-    finally:
-        running.cancel()
+    yield SlackParts(settings, records, apis, closer, poster, store)
 
 
 def slack_inbox(
@@ -78,16 +74,23 @@ def slack_inbox(
     clock: Clock,
     supervisor: Supervisor,
     ready: asyncio.Event,
+    owner: Callable[[], str | None],
 ) -> SlackInbox:
-    """The inbox the HTTP edge hands Slack's interactions to, and its answerer, which starts
-    answering once the server is ready (startup recovery done)."""
-    answerer = SlackAnswerer(parts.records, respond, parts.closer, parts.api_for, clock)
+    """The inbox the HTTP edge hands Slack's interactions to; its answerer and the sweep
+    start once the server is ready (startup recovery done). `owner`: this replica's id in a
+    cluster (None on a single server): a replica answers the clicks, and closes the messages,
+    of the sessions it runs, whichever replica Slack reached."""
+    answerer = SlackAnswerer(
+        parts.records, respond, parts.closer, parts.api_for, clock, owner=owner
+    )
+    parts.closer.owned_by(owner)
 
-    async def answer_when_ready() -> None:
+    async def when_ready(job: Callable[[], Awaitable[None]]) -> None:
         await ready.wait()
-        await answerer.run()
+        await job()
 
-    supervisor.spawn(answer_when_ready(), name="slack-answerer")
+    supervisor.spawn(when_ready(answerer.run), name="slack-answerer")
+    supervisor.spawn(when_ready(parts.closer.run), name="slack-closer")
     inbox = SlackInbox(
         parts.settings.slack, parts.records, parts.bundles, access, parts.api_for, answerer.wake
     )

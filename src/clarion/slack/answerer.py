@@ -42,9 +42,8 @@ log = logging.getLogger(__name__)
 
 BATCH = 20
 LEASE_S = 300.0  # longer than any answer waits for an agent's acceptance
-POLL_S = 5.0
+POLL_S = 2.0  # how soon a click queued on another replica is answered by the owner
 BACKOFF_S = 1.0
-
 
 
 class Respond(Protocol):
@@ -84,7 +83,9 @@ class SlackAnswerer:
         api_for: Callable[[str], Awaitable[SlackApi | None]],
         clock: Clock,
         poll_s: float = POLL_S,
+        owner: Callable[[], str | None] = lambda: None,
     ) -> None:
+        self._owner = owner
         self._store = store
         self._respond = respond
         self._closer = closer
@@ -98,7 +99,7 @@ class SlackAnswerer:
 
     async def run(self) -> None:
         """Answer until cancelled; first take up what a previous process left claimed."""
-        await self._store.release_slack_claims(self._clock.now())
+        await self._store.release_slack_claims(self._owner(), self._clock.now())
         while True:
             self._wake.clear()
             try:
@@ -109,7 +110,7 @@ class SlackAnswerer:
                 await asyncio.wait_for(self._wake.wait(), self._poll_s)
 
     async def answer_due(self) -> int:
-        due = await self._store.due_slack_interactions(self._clock.now(), BATCH)
+        due = await self._store.due_slack_interactions(self._owner(), self._clock.now(), BATCH)
         for interaction in due:
             await self._answer(interaction)
         return len(due)

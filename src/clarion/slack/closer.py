@@ -15,7 +15,7 @@ import asyncio
 import contextlib
 import json
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol
 
 from clarion.domain.bundles import answered_by, bundle_state, stored_response
@@ -62,7 +62,9 @@ class SlackCloser:
         apis: Mapping[str, SlackApi],
         *,
         sweep_s: float,
+        owner: Callable[[], str | None] = lambda: None,
     ) -> None:
+        self._owner = owner
         self._store = store
         self._bundles = bundles
         self._apis = apis
@@ -74,6 +76,10 @@ class SlackCloser:
 
     def wake(self) -> None:
         self._wake.set()
+
+    def owned_by(self, owner: Callable[[], str | None]) -> None:
+        """Cluster mode: sweep only the messages of the sessions this replica runs."""
+        self._owner = owner
 
     async def close(self, pending_id: str, *, strict: bool) -> bool:
         """Show the outcome if the bundle is settled; whether the message was updated now.
@@ -119,7 +125,7 @@ class SlackCloser:
     async def sweep(self) -> int:
         """Close every open message whose bundle settled; how many were updated."""
         closed = 0
-        for message in await self._store.open_slack_messages(SWEEP_BATCH):
+        for message in await self._store.open_slack_messages(self._owner(), SWEEP_BATCH):
             try:
                 closed += await self.close(message.pending_id, strict=False)
             except Exception as exc:  # Slack refused or is away: the next sweep tries again
