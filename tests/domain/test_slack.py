@@ -82,7 +82,7 @@ def test_an_option_click_answers_its_question_and_skip_rejects_naming_the_person
 
 
 def test_a_submitted_modal_gives_each_questions_option_and_text() -> None:
-    values = {
+    values: dict[str, dict[str, Any]] = {
         "q0_options": {"options": {"selected_option": {"value": "pg"}}},
         "q1_options": {"options": {"selected_options": [{"value": "go"}, {"value": "rust"}]}},
         "q1_text": {"text": {"value": "  fast  "}},
@@ -98,7 +98,7 @@ def test_a_submitted_modal_gives_each_questions_option_and_text() -> None:
 
 
 def test_a_modal_question_left_empty_is_an_error_under_its_text_field() -> None:
-    values: dict[str, Any] = {
+    values: dict[str, dict[str, Any]] = {
         "q0_options": {"options": "not an element"},
         "q0_text": {"text": "not an element"},
         "q1_options": {"options": {"selected_option": None}},

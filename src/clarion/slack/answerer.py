@@ -170,7 +170,7 @@ class SlackAnswerer:
             "slack interaction answered", extra={**extra, "outcome": outcome, "recorded": recorded}
         )
         if outcome == ANSWERED:
-            await self._best_effort(self._closer.close(interaction.pending_id, strict=False))
+            self._closer.watch(interaction.pending_id)
         elif tell is not None and interaction.channel:
             await self._best_effort(self._tell(interaction, tell))
 

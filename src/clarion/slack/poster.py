@@ -76,7 +76,9 @@ class SlackPoster:
         if delivery.event == CLARIFICATION_REQUESTED and pending_id:
             await self._post_question(api, channel.channel, delivery, body, pending_id)
         elif delivery.event in CLOSING and pending_id:
-            await self._closer.close(pending_id, strict=True)
+            # Closed once the answer is delivered; if this process stops first, the sweep of
+            # the messages still open closes it after the restart.
+            self._closer.watch(pending_id)
         elif delivery.event in IN_THREAD and pending_id:
             message = await self._store.find_slack_message(pending_id)
             if message is None:
