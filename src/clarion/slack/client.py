@@ -39,7 +39,10 @@ class SlackApi:
             blocks=list(blocks) if blocks is not None else None,
             thread_ts=thread_ts,
         )
-        return str(response["channel"]), str(response["ts"])
+        ts = response.get("ts")
+        if not ts:
+            raise ValueError("chat.postMessage answered without the message's ts")
+        return str(response.get("channel") or channel), str(ts)
 
     async def update(
         self, channel: str, ts: str, text: str, blocks: Sequence[dict[str, Any]]
