@@ -15,7 +15,7 @@ from slack_sdk.models.views import View
 
 from clarion.config.slack import SlackChannel
 
-TIMEOUT_S = 10
+TIMEOUT_S = 4  # per try; slack-sdk tries a dropped connection once more
 
 
 class SlackApi:

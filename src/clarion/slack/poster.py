@@ -39,7 +39,9 @@ log = logging.getLogger(__name__)
 
 IN_THREAD = frozenset({CLARIFICATION_REMINDER, CLARIFICATION_ESCALATED, CLARIFICATION_DETACHED})
 CLOSING = frozenset({CLARIFICATION_ANSWERED, CLARIFICATION_EXPIRED})
-TIMEOUT_S = 30.0
+# One attempt (a post, or a reply and its lookups), within which the client may try twice; the
+# outbox lease outlasts twice this, so a delivery a dead server held is sent again after it.
+TIMEOUT_S = 10.0
 
 
 class NotPostedYet(Exception):
