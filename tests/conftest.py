@@ -272,7 +272,7 @@ SLOW_TEST_CEILING_S = 900
 
 # Test packages whose tests each run for seconds (real agents, servers, a browser); they are
 # handed out before the many sub-second ones, so that no worker is left alone with them at the end.
-HEAVY_PACKAGES = ("published", "e2e", "browser", "hardening", "waiting", "links", "auth")
+HEAVY_PACKAGES = ("published", "e2e", "browser", "hardening", "waiting", "links", "auth", "slack")
 
 
 def _shared_scope(item: pytest.Item) -> str | None:

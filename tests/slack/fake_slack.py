@@ -35,6 +35,8 @@ class FakeSlack:
     calls: list[Call] = field(default_factory=list)
     fail: dict[str, str] = field(default_factory=dict)
     port: int = 0
+    # Where `apps.connections.open` sends a Socket Mode client (the WebSocket stand-in).
+    socket_url: str = ""
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _changed: threading.Condition = field(init=False)
     _ts: int = 0
@@ -55,6 +57,8 @@ class FakeSlack:
             if method == "chat.postMessage":
                 self._ts += 1
                 return {"ok": True, "channel": CHANNEL_ID, "ts": f"1700000000.{self._ts:06d}"}
+            if method == "apps.connections.open":
+                return {"ok": True, "url": self.socket_url}
             if method == "auth.test":
                 if token != BOT_TOKEN:
                     return {"ok": False, "error": "invalid_auth"}

@@ -46,6 +46,7 @@ def test_a_signed_click_answers_once_names_the_mapped_user_and_updates_the_messa
     response = post_interaction(server, *signed(payload))
     assert response.status_code == 200
     server.wait_for_state(pending_id, "terminal")
+    assert server.bundle(pending_id)["answered_by"] == "alice"  # the mapped Clarion user
     [update] = slack.wait_for("chat.update")
     assert update.args["channel"] == "C0QUESTIONS"
     shown = json.dumps(update.args["blocks"])
@@ -118,3 +119,4 @@ def test_a_web_answer_updates_the_message_with_the_outcome(
     [update] = slack.wait_for("chat.update")
     shown = json.dumps(update.args["blocks"])
     assert "Answered in Clarion" in shown and "SQLite" in shown
+    assert server.bundle(pending_id)["answered_by"] == "person"

@@ -205,3 +205,25 @@ def test_a_signed_click_answers_on_postgresql_too(
     finally:
         server.stop()
     assert "Answered by alice" in json.dumps(update.args["blocks"])
+
+
+def test_a_server_killed_after_posting_and_before_recording_posts_again_after_restart(
+    tmp_path: Path, slack: FakeSlack
+) -> None:
+    server = new_server(tmp_path, slack)
+    try:
+        server.start(failpoints="slack.after_post=crash")
+        server.start_session(server.create_task("Billing"), "/scenario ask")
+        [first] = slack.wait_for("chat.postMessage")
+        assert server.wait_exit(30) == 137  # posted, its place not recorded
+        actions = next(b for b in first.args["blocks"] if b["type"] == "actions")
+        pending_id = json.loads(actions["elements"][0]["value"])["p"]
+        server.start()
+        posts = slack.wait_for("chat.postMessage", count=2, where=lambda c: "blocks" in c.args)
+        # At least once: the same question again; from now on its second message is the one.
+        assert all(pending_id in json.dumps(c.args["blocks"]) for c in posts)
+        assert server.respond(pending_id, answer()).status_code in (200, 409)
+        [update] = slack.wait_for("chat.update")
+    finally:
+        server.stop()
+    assert update.args["ts"] == "1700000000.000002"

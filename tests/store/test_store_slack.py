@@ -6,6 +6,7 @@ is claimed and finished by guarded updates, and survives in the database between
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 from datetime import timedelta
 
@@ -69,17 +70,13 @@ async def test_a_message_is_recorded_once_and_closed_once(world: World) -> None:
     slack = world.store.slack_records()
     first = SlackMessage("p1", "slack:default", "C1", "1.1", "t", "s", world.clock.now(), "{}")
     assert await slack.record_slack_message(first)
-    assert not await slack.record_slack_message(SlackMessage(**{**_fields(first), "ts": "2.2"}))
+    assert not await slack.record_slack_message(dataclasses.replace(first, ts="2.2"))
     found = await slack.find_slack_message("p1")
     assert found is not None and found.ts == "1.1" and found.closed_at is None
-    assert [m.pending_id for m in await slack.open_slack_messages(10)] == ["p1"]
+    assert [m.pending_id for m in await slack.open_slack_messages(None, 10)] == ["p1"]
     assert await slack.close_slack_message("p1", "Answered by alice")
     assert not await slack.close_slack_message("p1", "Answered by bob")
-    assert await slack.open_slack_messages(10) == []
-
-
-def _fields(message: SlackMessage) -> dict[str, object]:
-    return {name: getattr(message, name) for name in SlackMessage.__slots__}
+    assert await slack.open_slack_messages(None, 10) == []
 
 
 async def test_racing_retries_of_one_interaction_queue_exactly_one_row(world: World) -> None:
@@ -95,7 +92,7 @@ async def test_an_interaction_is_claimed_by_one_worker_and_finished_once(world: 
     slack = world.store.slack_records()
     await slack.queue_slack_interaction(_interaction("k1"))
     now = world.clock.now()
-    [due] = await slack.due_slack_interactions(now, 10)
+    [due] = await slack.due_slack_interactions(None, now, 10)
     lease = now + timedelta(seconds=60)
     claims = await asyncio.gather(
         *(
@@ -106,15 +103,15 @@ async def test_an_interaction_is_claimed_by_one_worker_and_finished_once(world: 
         )
     )
     assert claims.count(True) == 1
-    assert await slack.due_slack_interactions(now, 10) == []  # leased
+    assert await slack.due_slack_interactions(None, now, 10) == []  # leased
     # A lease that lapsed (its worker died) makes it due again, one attempt counted.
-    [again] = await slack.due_slack_interactions(lease, 10)
+    [again] = await slack.due_slack_interactions(None, lease, 10)
     assert again.attempts == 1
     assert await slack.finish_slack_interaction("k1", outcome="answered")
     assert not await slack.finish_slack_interaction("k1", outcome="conflict")
     [done] = await slack.slack_interactions_of("p1")
     assert done.outcome == "answered" and done.done_at is not None
-    assert await slack.due_slack_interactions(lease, 10) == []
+    assert await slack.due_slack_interactions(None, lease, 10) == []
 
 
 async def test_a_failed_answer_goes_back_in_the_queue_for_later(world: World) -> None:
@@ -123,8 +120,8 @@ async def test_a_failed_answer_goes_back_in_the_queue_for_later(world: World) ->
     now = world.clock.now()
     later = now + timedelta(seconds=5)
     assert await slack.retry_slack_interaction("k1", next_attempt_at=later, error="db down")
-    assert await slack.due_slack_interactions(now, 10) == []
-    assert [i.id for i in await slack.due_slack_interactions(later, 10)] == ["k1"]
+    assert await slack.due_slack_interactions(None, now, 10) == []
+    assert [i.id for i in await slack.due_slack_interactions(None, later, 10)] == ["k1"]
 
 
 async def test_a_users_workspaces_are_read_and_an_unknown_user_is_none(world: World) -> None:
@@ -133,3 +130,43 @@ async def test_a_users_workspaces_are_read_and_an_unknown_user_is_none(world: Wo
     workspaces = await slack.user_workspaces("alice")
     assert workspaces is not None and [w.name for w in workspaces] == ["ops"]
     assert await slack.user_workspaces("nobody") is None
+
+
+async def test_in_a_cluster_a_replica_sees_the_interactions_and_messages_of_its_own_sessions(
+    world: World,
+) -> None:
+    slack = world.store.slack_records()
+    pending: dict[str, str] = {}
+    for replica in ("r1", "r2"):
+        session = await world.session()
+        await world.own(session.id, replica)
+        await world.turn(session)
+        [row] = await world.bundle(session)
+        pending[replica] = str(row.metadata["pending_id"])
+        await slack.queue_slack_interaction(_interaction(f"k-{replica}", pending[replica]))
+        await slack.record_slack_message(
+            SlackMessage(
+                pending[replica],
+                "slack:default",
+                "C",
+                replica,
+                session.task_id,
+                session.id,
+                world.clock.now(),
+                "{}",
+            )
+        )
+    now = world.clock.now()
+    assert [i.pending_id for i in await slack.due_slack_interactions("r1", now, 10)] == [
+        pending["r1"]
+    ]
+    assert len(await slack.due_slack_interactions(None, now, 10)) == 2
+    assert [m.ts for m in await slack.open_slack_messages("r2", 10)] == ["r2"]
+    # Claims are released only for the replica's own sessions.
+    later = now + timedelta(seconds=60)
+    for replica in ("r1", "r2"):
+        assert await slack.claim_slack_interaction(
+            f"k-{replica}", attempts_before=0, now=now, lease_until=later
+        )
+    assert await slack.release_slack_claims("r1", now) == 1
+    assert [i.id for i in await slack.due_slack_interactions(None, now, 10)] == ["k-r1"]

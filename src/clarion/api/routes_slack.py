@@ -32,7 +32,14 @@ async def slack_interactions(request: Request) -> Response:
     ack = await inbox.receive_http(raw, request.headers)
     if ack.status == 401:
         return error_response(Unauthenticated("bad or missing Slack signature"))
-    background = BackgroundTask(ack.after) if ack.after is not None else None
+    background = None
+    if ack.after is not None:
+        follow_up = ack.after
+
+        async def after_response() -> None:
+            await follow_up()
+
+        background = BackgroundTask(after_response)
     if ack.body is not None:
         return JSONResponse(ack.body, status_code=ack.status, background=background)
     return Response(status_code=ack.status, background=background)

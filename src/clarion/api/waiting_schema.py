@@ -39,8 +39,9 @@ class BundleRead(WaitingFields):
     task_id: str
     state: str
     questions: list[dict[str, Any]]
-    answered_by: Literal["policy", "person"] | None = Field(
-        description="who answered: the waiting policy's expiry, a person, or nobody yet"
+    answered_by: str | None = Field(
+        description="who answered: `policy` (the waiting policy's expiry), the user's name when"
+        " the answering channel names them (a mapped Slack user), `person`, or nobody yet"
     )
 
 

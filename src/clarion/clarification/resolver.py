@@ -74,18 +74,29 @@ class Resolver:
         self._restorer = ClaimRestorer(store, publisher, persist_s)
 
     async def respond(
-        self, pending_id: str, body: object, *, claim: Transition = CLAIM
+        self,
+        pending_id: str,
+        body: object,
+        *,
+        claim: Transition = CLAIM,
+        answered_by: str | None = None,
     ) -> RespondResult:
         """`claim`: the transition the response applies, CLAIM for a person's; CLAIM_BY_POLICY
         is the waiting policy's expiry answering, exactly as a person would, and only if the
-        expiry has not fired yet (the claim applies both or neither)."""
+        expiry has not fired yet (the claim applies both or neither). `answered_by`: the user
+        the answering channel names (a mapped Slack user), recorded with the claim."""
         with self._tracer.span("respond", pending_id=pending_id) as span:
-            result = await self._respond(pending_id, body, claim, span)
+            result = await self._respond(pending_id, body, claim, span, answered_by)
             span.set("outcome", outcome_of(result))
             return result
 
     async def _respond(
-        self, pending_id: str, body: object, claim: Transition, span: Span
+        self,
+        pending_id: str,
+        body: object,
+        claim: Transition,
+        span: Span,
+        answered_by: str | None = None,
     ) -> RespondResult:
         questions = self._waiters.questions(pending_id)
         if questions is not None:
@@ -106,6 +117,8 @@ class Resolver:
                     response=winning_response(bundle),
                     pending_id=pending_id,
                 )
+        if answered_by is not None and claim is CLAIM:
+            response = replace(response, answered_by=answered_by)
         if claim is CLAIM_BY_POLICY:
             response = replace(response, by_policy=True)
             span.set("by_policy", True)

@@ -1,11 +1,13 @@
 """`clarion doctor [--config FILE]`: is this installation able to run? One row per check
-(config, database and schema, bus, each agent profile's command, each webhook, git and each
-configured repository), each `ok` or the reason it failed; exit 0 when all pass, 1 otherwise.
+(config, database and schema, bus, each agent profile's command and sandbox, each webhook, each
+Slack channel's bot token, git and each configured repository), each `ok` or the reason it failed;
+exit 0 when all pass, 1 otherwise.
 
 It reads what `clarion serve` would read (flags' env vars, the config file) and changes
 nothing: the database is only read, a webhook only has a TCP connection opened to it (a POST
 could set off whatever the receiver does), an agent only has its command looked up (and
-bubblewrap, for its sandbox, is run once with `true` as the agent).
+bubblewrap, for its sandbox, is run once with `true` as the agent), a Slack bot token is only
+checked with `auth.test`.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from clarion.cli.render import stdout
 from clarion.cli.sanitize import safe
 from clarion.config import AgentProfile, Settings
 from clarion.config.files import redacted
+from clarion.config.slack import SlackChannel
 
 _REACH_S = 5.0
 
@@ -136,11 +139,26 @@ async def _webhook(url: str, secret: str) -> Check:
     return Check(name, True, "ok (reachable, secret set)")
 
 
+async def _slack(channel: SlackChannel) -> Check:
+    """Slack's `auth.test` with the channel's bot token: the token is valid and the API
+    reachable (it posts nothing)."""
+    from clarion.slack.client import SlackApi, slack_error
+
+    name = f"slack {channel.key} ({channel.channel})"
+    try:
+        async with asyncio.timeout(_REACH_S * 2):
+            found = await SlackApi(channel, timeout_s=int(_REACH_S)).auth_test()
+    except Exception as exc:  # slack-sdk's SlackApiError names Slack's error (invalid_auth)
+        return Check(name, False, f"auth.test failed: {slack_error(exc)}")
+    return Check(name, True, f"ok (team {found.get('team')}, bot user {found.get('user')})")
+
+
 async def run_checks(settings: Settings) -> list[Check]:
     checks = [await _database(settings.database_url), await _bus(settings.bus_url)]
     for profile in settings.agents.values():
         checks += [_agent(profile), _sandbox(profile)]
     checks.extend([await _webhook(h.url, h.secret) for h in settings.webhooks])
+    checks.extend([await _slack(c) for c in settings.slack.channels()])
     return checks
 
 

@@ -274,13 +274,16 @@ def winning_response(bundle: Bundle) -> dict[str, Any] | None:
 
 
 def answered_by(bundle: Bundle) -> str | None:
-    """`policy` when the waiting policy's expiry answered the bundle, `person` when someone
-    did, None while nobody has."""
+    """`policy` when the waiting policy's expiry answered the bundle, the person's user name
+    when the answer named them (a mapped Slack user), `person` when someone else did, None
+    while nobody has."""
     if stored_response(bundle) is None:
         return None
-    if any(row.metadata.get(MetaKey.ANSWERED_BY) == ANSWERED_BY_POLICY for row in bundle.rows):
+    named = {row.metadata.get(MetaKey.ANSWERED_BY) for row in bundle.rows}
+    if ANSWERED_BY_POLICY in named:
         return ANSWERED_BY_POLICY
-    return ANSWERED_BY_PERSON
+    person = next((n for n in named if isinstance(n, str) and n), None)
+    return person or ANSWERED_BY_PERSON
 
 
 def asked_under_policy(bundle: Bundle) -> bool:

@@ -158,7 +158,7 @@ CLAIM = Transition(
     sources=ACTIVE,
     targets=frozenset({CLAIMED}),
     sets={MetaKey.RESPONSE_DELIVERY_PENDING: True},
-    fills=(MetaKey.STATUS, MetaKey.RESPONSE, MetaKey.REJECT_REASON),
+    fills=(MetaKey.STATUS, MetaKey.RESPONSE, MetaKey.REJECT_REASON, MetaKey.ANSWERED_BY),
     stamps_time=True,
     live_session=True,
 )
@@ -297,10 +297,16 @@ def resent_by(turn_id: str) -> dict[str, Any]:
 def claim_values(message: Message, response: ClarificationResponse) -> dict[str, Any]:
     """What CLAIM (or CLAIM_BY_POLICY) fills in on one row: the provisional status and this
     row's part of the response (its question's answer, or the rejection reason)."""
+    named = (
+        {MetaKey.ANSWERED_BY: response.answered_by}
+        if response.answered_by and not response.by_policy
+        else {}
+    )
     if response.rejected:
         return {
             MetaKey.STATUS: ClarificationStatus.REJECTED.value,
             MetaKey.REJECT_REASON: response.reject_reason,
+            **named,
         }
     question_id = question_of(message).id
     answer = next(
@@ -314,4 +320,5 @@ def claim_values(message: Message, response: ClarificationResponse) -> dict[str,
             "selected_options": list(answer.selected_options),
             "custom_text": answer.custom_text,
         },
+        **named,
     }

@@ -291,6 +291,9 @@ class ClarificationResponse:
     responded_at: datetime | None = None
     # Sent by the question's waiting policy at its expiry, not by a person.
     by_policy: bool = False
+    # The person who answered, when the channel names them (a Slack user's mapped Clarion
+    # user); None: a person the answer does not name.
+    answered_by: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,8 +20,10 @@ class SlackStore(Protocol):
         first one stays)."""
         ...
 
-    async def open_slack_messages(self, limit: int) -> list[SlackMessage]:
-        """Up to `limit` messages whose outcome has not been shown yet, oldest first."""
+    async def open_slack_messages(self, owner: str | None, limit: int) -> list[SlackMessage]:
+        """Up to `limit` messages whose outcome has not been shown yet, oldest first: every
+        one on a single server (`owner` None), those of replica `owner`'s sessions in a
+        cluster."""
         ...
 
     async def close_slack_message(self, pending_id: str, outcome: str) -> bool:
@@ -32,8 +34,12 @@ class SlackStore(Protocol):
         """Queue a click or submission; False when its id is already queued (a retry)."""
         ...
 
-    async def due_slack_interactions(self, now: datetime, limit: int) -> list[SlackInteraction]:
-        """Up to `limit` interactions not done whose next attempt is due at `now`."""
+    async def due_slack_interactions(
+        self, owner: str | None, now: datetime, limit: int
+    ) -> list[SlackInteraction]:
+        """Up to `limit` interactions not done whose next attempt is due at `now`: every one
+        on a single server (`owner` None), those of replica `owner`'s sessions in a cluster
+        (the replica that holds their live waiters answers them)."""
         ...
 
     async def claim_slack_interaction(
@@ -49,7 +55,7 @@ class SlackStore(Protocol):
         """Guarded: record the interaction's outcome once; False if it was already done."""
         ...
 
-    async def release_slack_claims(self, now: datetime) -> int:
+    async def release_slack_claims(self, owner: str | None, now: datetime) -> int:
         """At start: every interaction not done is due at `now`, so a claim held by a process
         that died is taken up again (the respond path's own claim keeps its answer from
         applying twice); how many."""

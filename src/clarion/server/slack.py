@@ -13,15 +13,17 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 
 from clarion.config import Settings
+from clarion.config.slack import SlackChannel
 from clarion.domain.slack import SlackTarget
 from clarion.orchestrator.access import AccessControl
 from clarion.ports import Clock
 from clarion.runtime.supervisor import Supervisor
-from clarion.slack.answerer import SlackAnswerer
+from clarion.slack.answerer import Respond, SlackAnswerer
 from clarion.slack.client import SlackApi
 from clarion.slack.closer import SlackCloser
 from clarion.slack.inbox import SlackInbox
 from clarion.slack.poster import SlackPoster
+from clarion.slack.socket_mode import SocketModeReceiver
 from clarion.store import SqlStore
 from clarion.store.slack import SqlSlack
 
@@ -62,30 +64,51 @@ async def slack_outgoing(
     apis = {c.key: SlackApi(c) for c in channels}
     closer = SlackCloser(records, store, apis, sweep_s=settings.slack.sweep_s)
     poster = SlackPoster(settings.slack, records, closer, apis, clock)
-    running = supervisor.spawn(closer.run(), name="slack-closer")
-    try:
-        yield SlackParts(settings, records, apis, closer, poster, store)
-    finally:
-        running.cancel()
+    yield SlackParts(settings, records, apis, closer, poster, store)
 
 
 def slack_inbox(
     parts: SlackParts,
-    respond: Callable[[str, object], Awaitable[object]],
+    respond: Respond,
     access: AccessControl,
     clock: Clock,
     supervisor: Supervisor,
     ready: asyncio.Event,
+    owner: Callable[[], str | None],
 ) -> SlackInbox:
-    """The inbox the HTTP edge hands Slack's interactions to, and its answerer, which starts
-    answering once the server is ready (startup recovery done)."""
-    answerer = SlackAnswerer(parts.records, respond, parts.closer, parts.api_for, clock)
+    """The inbox the HTTP edge hands Slack's interactions to; its answerer and the sweep
+    start once the server is ready (startup recovery done). `owner`: this replica's id in a
+    cluster (None on a single server): a replica answers the clicks, and closes the messages,
+    of the sessions it runs, whichever replica Slack reached."""
+    answerer = SlackAnswerer(
+        parts.records, respond, parts.closer, parts.api_for, clock, owner=owner
+    )
+    parts.closer.owned_by(owner)
 
-    async def answer_when_ready() -> None:
+    async def when_ready(job: Callable[[], Awaitable[None]]) -> None:
         await ready.wait()
-        await answerer.run()
+        await job()
 
-    supervisor.spawn(answer_when_ready(), name="slack-answerer")
-    return SlackInbox(
+    supervisor.spawn(when_ready(answerer.run), name="slack-answerer")
+    supervisor.spawn(when_ready(parts.closer.run), name="slack-closer")
+    inbox = SlackInbox(
         parts.settings.slack, parts.records, parts.bundles, access, parts.api_for, answerer.wake
     )
+    by_app = {c.app_token: c for c in parts.settings.slack.channels() if c.app_token}
+    for channel in by_app.values():
+        supervisor.spawn(
+            _socket_mode(channel, inbox, ready), name=f"slack-socket-mode:{channel.key}"
+        )
+    return inbox
+
+
+async def _socket_mode(channel: SlackChannel, inbox: SlackInbox, ready: asyncio.Event) -> None:
+    """`app_token_env` set: receive interactions over Socket Mode once the server is ready,
+    until the server stops."""
+    await ready.wait()
+    receiver = SocketModeReceiver(channel, inbox, asyncio.get_running_loop())
+    try:
+        await asyncio.to_thread(receiver.connect)
+        await asyncio.Event().wait()
+    finally:
+        await asyncio.to_thread(receiver.close)

@@ -305,7 +305,13 @@ async def build(
         services.reads.use_answer_links(links.url_for)
         if slack is not None:
             services.slack = slack_inbox(
-                slack, resolver.respond, services.access, clock, supervisor, services.ready
+                slack,
+                resolver.respond,
+                services.access,
+                clock,
+                supervisor,
+                services.ready,
+                owner=lambda: None if services.cluster is None else services.cluster.replica_id,
             )
         try:
             yield App(

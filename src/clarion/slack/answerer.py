@@ -21,7 +21,7 @@ import json
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from datetime import timedelta
-from typing import Any
+from typing import Any, Protocol
 
 from clarion.domain.errors import (
     AcceptedButUnfinalized,
@@ -42,10 +42,16 @@ log = logging.getLogger(__name__)
 
 BATCH = 20
 LEASE_S = 300.0  # longer than any answer waits for an agent's acceptance
-POLL_S = 5.0
+POLL_S = 2.0  # how soon a click queued on another replica is answered by the owner
 BACKOFF_S = 1.0
 
-Respond = Callable[[str, object], Awaitable[object]]
+
+class Respond(Protocol):
+    """The respond path (the resolver's `respond`), naming who answered."""
+
+    def __call__(
+        self, pending_id: str, body: object, *, answered_by: str | None = None
+    ) -> Awaitable[object]: ...
 
 
 def _same_answer(ours: Mapping[str, Any], winner: Mapping[str, Any] | None) -> bool:
@@ -77,7 +83,9 @@ class SlackAnswerer:
         api_for: Callable[[str], Awaitable[SlackApi | None]],
         clock: Clock,
         poll_s: float = POLL_S,
+        owner: Callable[[], str | None] = lambda: None,
     ) -> None:
+        self._owner = owner
         self._store = store
         self._respond = respond
         self._closer = closer
@@ -91,7 +99,7 @@ class SlackAnswerer:
 
     async def run(self) -> None:
         """Answer until cancelled; first take up what a previous process left claimed."""
-        await self._store.release_slack_claims(self._clock.now())
+        await self._store.release_slack_claims(self._owner(), self._clock.now())
         while True:
             self._wake.clear()
             try:
@@ -102,7 +110,7 @@ class SlackAnswerer:
                 await asyncio.wait_for(self._wake.wait(), self._poll_s)
 
     async def answer_due(self) -> int:
-        due = await self._store.due_slack_interactions(self._clock.now(), BATCH)
+        due = await self._store.due_slack_interactions(self._owner(), self._clock.now(), BATCH)
         for interaction in due:
             await self._answer(interaction)
         return len(due)
@@ -127,7 +135,7 @@ class SlackAnswerer:
         body = json.loads(interaction.body)
         tell: str | None = None
         try:
-            await self._respond(interaction.pending_id, body)
+            await self._respond(interaction.pending_id, body, answered_by=interaction.user)
             outcome = ANSWERED
         except NotActive as exc:
             if interaction.attempts > 0 and _same_answer(body, exc.response):
@@ -162,7 +170,7 @@ class SlackAnswerer:
             "slack interaction answered", extra={**extra, "outcome": outcome, "recorded": recorded}
         )
         if outcome == ANSWERED:
-            await self._best_effort(self._closer.close(interaction.pending_id, strict=False))
+            self._closer.watch(interaction.pending_id)
         elif tell is not None and interaction.channel:
             await self._best_effort(self._tell(interaction, tell))
 

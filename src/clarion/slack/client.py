@@ -10,11 +10,12 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from slack_sdk import WebClient
+from slack_sdk.errors import SlackApiError
 from slack_sdk.models.views import View
 
 from clarion.config.slack import SlackChannel
 
-TIMEOUT_S = 10
+TIMEOUT_S = 4  # per try; slack-sdk tries a dropped connection once more
 
 
 class SlackApi:
@@ -38,7 +39,10 @@ class SlackApi:
             blocks=list(blocks) if blocks is not None else None,
             thread_ts=thread_ts,
         )
-        return str(response["channel"]), str(response["ts"])
+        ts = response.get("ts")
+        if not ts:
+            raise ValueError("chat.postMessage answered without the message's ts")
+        return str(response.get("channel") or channel), str(ts)
 
     async def update(
         self, channel: str, ts: str, text: str, blocks: Sequence[dict[str, Any]]
@@ -58,3 +62,10 @@ class SlackApi:
     async def auth_test(self) -> Mapping[str, Any]:
         response = await asyncio.to_thread(self._client.auth_test)
         return dict(response.data) if isinstance(response.data, dict) else {}
+
+
+def slack_error(exc: BaseException) -> str:
+    """Slack's own error name for an `ok: false` answer (`invalid_auth`), else the failure."""
+    if isinstance(exc, SlackApiError):
+        return str(exc.response.get("error") or exc)
+    return f"{type(exc).__name__}: {exc}"

@@ -2,8 +2,9 @@
 anywhere, expired, superseded, cancelled, its session ended), `chat.update` replaces the
 buttons with the outcome and who answered, and the message is recorded closed.
 
-Two things call it: the outbox, for the `clarification.answered` and `clarification.expired`
-events queued with the answer's claim, and a sweep over the messages not closed yet, which
+Two things start it: a question just answered (the outbox's `clarification.answered` and
+`clarification.expired` rows, a click answered from Slack), looked at every quarter second
+until its answer is delivered, and a sweep over the messages not closed yet, which
 catches what no event announces (a new turn superseding the question, a cancellation, a
 session finished) and a message posted after its question was already answered. Both are
 durable: a message stays open, and is looked at again, until the update went through.
@@ -15,7 +16,8 @@ import asyncio
 import contextlib
 import json
 import logging
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol
 
 from clarion.domain.bundles import answered_by, bundle_state, stored_response
@@ -33,14 +35,15 @@ STILL_OPEN = frozenset(
 )
 SWEEP_BATCH = 100
 ANSWERED = "answered"
+# A question just answered is looked at every HOT_S until its answer is delivered (at most
+# HOT_FOR_S; the sweep takes over after that).
+HOT_S = 0.25
+HOT_FOR_S = 60.0
+UPDATED, NOTHING_TO_DO, NOT_SETTLED = "updated", "nothing", "not settled"
 
 
 class Bundles(Protocol):
     async def find_bundle(self, pending_id: str) -> Bundle | None: ...
-
-
-class NotSettledYet(Exception):
-    """The bundle is still active or its answer is still being delivered: try again later."""
 
 
 def who_answered(bundle: Bundle, interactions: Sequence[SlackInteraction]) -> str | None:
@@ -62,7 +65,9 @@ class SlackCloser:
         apis: Mapping[str, SlackApi],
         *,
         sweep_s: float,
+        owner: Callable[[], str | None] = lambda: None,
     ) -> None:
+        self._owner = owner
         self._store = store
         self._bundles = bundles
         self._apis = apis
@@ -71,37 +76,48 @@ class SlackCloser:
         # One close at a time in this process: the outbox, the answerer and the sweep may all
         # look at one question at once, and its message is updated once.
         self._one_at_a_time = asyncio.Lock()
+        self._hot: dict[str, float] = {}  # pending id -> until when (monotonic)
+        self._sweep_now = True
 
     def wake(self) -> None:
+        """Sweep now (a message was posted: its question may have settled already)."""
+        self._sweep_now = True
         self._wake.set()
 
-    async def close(self, pending_id: str, *, strict: bool) -> bool:
-        """Show the outcome if the bundle is settled; whether the message was updated now.
-        `strict`: raise NotSettledYet instead of waiting for the next sweep."""
-        async with self._one_at_a_time:
-            return await self._close(pending_id, strict=strict)
+    def watch(self, pending_id: str) -> None:
+        """The question was answered: close its message as soon as the answer is delivered
+        (a live answer is confirmed, a detached one resumed the agent)."""
+        self._hot[pending_id] = time.monotonic() + HOT_FOR_S
+        self._wake.set()
 
-    async def _close(self, pending_id: str, *, strict: bool) -> bool:
+    def owned_by(self, owner: Callable[[], str | None]) -> None:
+        """Cluster mode: sweep only the messages of the sessions this replica runs."""
+        self._owner = owner
+
+    async def close(self, pending_id: str) -> bool:
+        """Show the outcome if the bundle is settled; whether the message was updated now."""
+        async with self._one_at_a_time:
+            return await self._attempt(pending_id) == UPDATED
+
+    async def _attempt(self, pending_id: str) -> str:
         message = await self._store.find_slack_message(pending_id)
         if message is None or message.closed_at is not None:
-            return False
+            return NOTHING_TO_DO
         bundle = await self._bundles.find_bundle(pending_id)
         if bundle is None:
-            return False
+            return NOTHING_TO_DO
         state = bundle_state(bundle, has_live_waiter=False)
         interactions = await self._store.slack_interactions_of(pending_id)
         in_flight = any(i.done_at is None for i in interactions)
         if state in STILL_OPEN or in_flight:
-            if strict:
-                raise NotSettledYet(f"bundle {pending_id} is {state}; not closing its message yet")
-            return False
+            return NOT_SETTLED
         api = self._apis.get(message.channel_key)
         if api is None:
             log.warning(
                 "slack message not closed: its channel is no longer configured",
                 extra={"pending_id": pending_id, "channel_key": message.channel_key},
             )
-            return False
+            return NOTHING_TO_DO
         outcome = outcome_line(
             bundle, state, stored_response(bundle), who_answered(bundle, interactions)
         )
@@ -114,14 +130,14 @@ class SlackCloser:
             "slack message closed",
             extra={"pending_id": pending_id, "state": str(state), "recorded": closed},
         )
-        return True
+        return UPDATED
 
     async def sweep(self) -> int:
         """Close every open message whose bundle settled; how many were updated."""
         closed = 0
-        for message in await self._store.open_slack_messages(SWEEP_BATCH):
+        for message in await self._store.open_slack_messages(self._owner(), SWEEP_BATCH):
             try:
-                closed += await self.close(message.pending_id, strict=False)
+                closed += await self.close(message.pending_id)
             except Exception as exc:  # Slack refused or is away: the next sweep tries again
                 log.warning(
                     "slack message not closed; will try again",
@@ -129,13 +145,37 @@ class SlackCloser:
                 )
         return closed
 
+    async def close_watched(self) -> None:
+        """One look at each question just answered; drop those done with or given time."""
+        now = time.monotonic()
+        for pending_id, until in list(self._hot.items()):
+            try:
+                async with self._one_at_a_time:
+                    outcome = await self._attempt(pending_id)
+            except Exception as exc:  # Slack refused: the sweep tries again
+                log.warning(
+                    "slack message not closed; will try again",
+                    extra={"pending_id": pending_id, "error": str(exc)[:300]},
+                )
+                outcome = NOTHING_TO_DO
+            if outcome != NOT_SETTLED or now >= until:
+                self._hot.pop(pending_id, None)
+
     async def run(self) -> None:
-        """Sweep until cancelled: every `sweep_s`, and whenever woken."""
+        """Until cancelled: the questions just answered every HOT_S, a sweep every
+        `sweep_s` and whenever woken."""
+        next_sweep = time.monotonic()
         while True:
             self._wake.clear()
             try:
-                await self.sweep()
+                if self._hot:
+                    await self.close_watched()
+                if self._sweep_now or time.monotonic() >= next_sweep:
+                    self._sweep_now = False
+                    next_sweep = time.monotonic() + self._sweep_s
+                    await self.sweep()
             except Exception:
                 log.exception("slack sweep failed; trying again")
+            wait = HOT_S if self._hot else max(0.0, next_sweep - time.monotonic())
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), self._sweep_s)
+                await asyncio.wait_for(self._wake.wait(), wait)

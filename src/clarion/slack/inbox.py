@@ -34,7 +34,6 @@ from clarion.domain.questions import question_wire
 from clarion.domain.slack import (
     MODAL_CALLBACK,
     OPEN_ACTION,
-    Click,
     SlackInteraction,
     click_body,
     click_of,
@@ -158,38 +157,19 @@ class SlackInbox:
             "action", click.pending_id, slack_user, payload.get("trigger_id"), action_ts
         )
         body = click_body(click, user or slack_user)
-        return await self._queue(key, click, slack_user, user, channel, ts, body, retry)
+        interaction = _interaction(key, click.pending_id, slack_user, user, channel, ts, body)
+        return await self._queue(interaction, click.kind, retry)
 
-    async def _queue(
-        self,
-        key: str,
-        click: Click,
-        slack_user: str,
-        user: str | None,
-        channel: str,
-        ts: str,
-        body: Mapping[str, Any],
-        retry: str | None,
-    ) -> Ack:
-        queued = await self._store.queue_slack_interaction(
-            SlackInteraction(
-                id=key,
-                pending_id=click.pending_id,
-                slack_user=slack_user,
-                user=user,
-                channel=channel or None,
-                message_ts=ts or None,
-                body=json.dumps(body, separators=(",", ":")),
-            )
-        )
+    async def _queue(self, interaction: SlackInteraction, kind: str, retry: str | None) -> Ack:
+        queued = await self._store.queue_slack_interaction(interaction)
         log.info(
             "slack interaction queued" if queued else "slack interaction already queued",
             extra={
-                "interaction_id": key,
-                "pending_id": click.pending_id,
-                "slack_user": slack_user,
-                "user": user,
-                "kind": click.kind,
+                "interaction_id": interaction.id,
+                "pending_id": interaction.pending_id,
+                "slack_user": interaction.slack_user,
+                "user": interaction.user,
+                "kind": kind,
                 "retry_num": retry,
             },
         )
@@ -234,8 +214,8 @@ class SlackInbox:
             return _modal_errors({text_block(_question_index(exc.field)): exc.message})
         key = _dedupe_key("view", pending_id, slack_user, view.get("id"), view.get("hash"))
         channel, ts = str(meta.get("c") or ""), str(meta.get("ts") or "")
-        click = Click("view", pending_id)
-        return await self._queue(key, click, slack_user, user, channel, ts, body, retry)
+        interaction = _interaction(key, pending_id, slack_user, user, channel, ts, body)
+        return await self._queue(interaction, "view", retry)
 
     async def _refusal(self, slack_user: str, user: str | None, bundle: Bundle) -> str | None:
         """Why this Slack user may not answer (access control on), or None."""
@@ -287,6 +267,26 @@ class SlackInbox:
                 "slack modal not opened",
                 extra={"pending_id": bundle.pending_id, "error": str(exc)[:300]},
             )
+
+
+def _interaction(
+    key: str,
+    pending_id: str,
+    slack_user: str,
+    user: str | None,
+    channel: str,
+    ts: str,
+    body: Mapping[str, Any],
+) -> SlackInteraction:
+    return SlackInteraction(
+        id=key,
+        pending_id=pending_id,
+        slack_user=slack_user,
+        user=user,
+        channel=channel or None,
+        message_ts=ts or None,
+        body=json.dumps(body, separators=(",", ":")),
+    )
 
 
 def _modal_errors(errors: Mapping[str, str]) -> Ack:

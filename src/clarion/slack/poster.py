@@ -39,7 +39,9 @@ log = logging.getLogger(__name__)
 
 IN_THREAD = frozenset({CLARIFICATION_REMINDER, CLARIFICATION_ESCALATED, CLARIFICATION_DETACHED})
 CLOSING = frozenset({CLARIFICATION_ANSWERED, CLARIFICATION_EXPIRED})
-TIMEOUT_S = 30.0
+# One attempt (a post, or a reply and its lookups), within which the client may try twice; the
+# outbox lease outlasts twice this, so a delivery a dead server held is sent again after it.
+TIMEOUT_S = 10.0
 
 
 class NotPostedYet(Exception):
@@ -76,7 +78,9 @@ class SlackPoster:
         if delivery.event == CLARIFICATION_REQUESTED and pending_id:
             await self._post_question(api, channel.channel, delivery, body, pending_id)
         elif delivery.event in CLOSING and pending_id:
-            await self._closer.close(pending_id, strict=True)
+            # Closed once the answer is delivered; if this process stops first, the sweep of
+            # the messages still open closes it after the restart.
+            self._closer.watch(pending_id)
         elif delivery.event in IN_THREAD and pending_id:
             message = await self._store.find_slack_message(pending_id)
             if message is None:

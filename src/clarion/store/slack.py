@@ -7,7 +7,7 @@ import logging
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import insert, select, update
+from sqlalchemy import exists, insert, select, true, update
 from sqlalchemy.exc import IntegrityError
 
 from clarion.domain.models import Workspace
@@ -17,6 +17,8 @@ from clarion.store.db.engine import Db
 from clarion.store.db.schema import (
     slack_interactions,
     slack_messages,
+    task_session_messages,
+    task_sessions,
     users,
     workspace_members,
     workspaces,
@@ -54,6 +56,24 @@ def _interaction(row: Any) -> SlackInteraction:
     )
 
 
+def _owned(owner: str | None, pending_id: Any) -> Any:
+    """Rows of questions whose session replica `owner` runs (every row when None)."""
+    if owner is None:
+        return true()
+    return exists(
+        select(task_session_messages.c.id)
+        .select_from(
+            task_session_messages.join(
+                task_sessions, task_sessions.c.id == task_session_messages.c.task_session_id
+            )
+        )
+        .where(
+            task_session_messages.c.pending_id == pending_id,
+            task_sessions.c.owner_replica_id == owner,
+        )
+    )
+
+
 class SqlSlack:
     def __init__(self, db: Db, clock: Clock) -> None:
         self._db = db
@@ -87,10 +107,13 @@ class SqlSlack:
         )
         return True
 
-    async def open_slack_messages(self, limit: int) -> list[SlackMessage]:
+    async def open_slack_messages(self, owner: str | None, limit: int) -> list[SlackMessage]:
         query = (
             select(slack_messages)
-            .where(slack_messages.c.closed_at.is_(None))
+            .where(
+                slack_messages.c.closed_at.is_(None),
+                _owned(owner, slack_messages.c.pending_id),
+            )
             .order_by(slack_messages.c.posted_at, slack_messages.c.pending_id)
             .limit(limit)
         )
@@ -137,12 +160,15 @@ class SqlSlack:
             return False
         return True
 
-    async def due_slack_interactions(self, now: datetime, limit: int) -> list[SlackInteraction]:
+    async def due_slack_interactions(
+        self, owner: str | None, now: datetime, limit: int
+    ) -> list[SlackInteraction]:
         query = (
             select(slack_interactions)
             .where(
                 slack_interactions.c.done_at.is_(None),
                 slack_interactions.c.next_attempt_at <= now,
+                _owned(owner, slack_interactions.c.pending_id),
             )
             .order_by(slack_interactions.c.next_attempt_at, slack_interactions.c.id)
             .limit(limit)
@@ -181,11 +207,13 @@ class SqlSlack:
             result = await conn.execute(statement)
         return bool(result.rowcount)
 
-    async def release_slack_claims(self, now: datetime) -> int:
+    async def release_slack_claims(self, owner: str | None, now: datetime) -> int:
         statement = (
             update(slack_interactions)
             .where(
-                slack_interactions.c.done_at.is_(None), slack_interactions.c.next_attempt_at > now
+                slack_interactions.c.done_at.is_(None),
+                slack_interactions.c.next_attempt_at > now,
+                _owned(owner, slack_interactions.c.pending_id),
             )
             .values(next_attempt_at=now)
         )
