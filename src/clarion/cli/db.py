@@ -231,9 +231,9 @@ def prune_command(
                 store.close()
             return cutoff.isoformat(timespec="seconds"), pruned, len(worktrees)
 
-    cutoff, pruned, worktrees = _run(url, work())
+    before, pruned, worktrees = _run(url, work())
     verb = "would delete" if dry_run else "deleted"
-    typer.echo(f"{verb} {_describe(pruned)} that finished before {cutoff}")
+    typer.echo(f"{verb} {_describe(pruned)} that finished before {before}")
     if worktrees:
         typer.echo(f"{'would remove' if dry_run else 'removed'} {worktrees} task worktrees")
 
