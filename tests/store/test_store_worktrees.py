@@ -9,7 +9,7 @@ from sqlalchemy import inspect, text
 from clarion.domain.models import Worktree, WorktreeState
 from clarion.runtime.clock import ManualClock
 from clarion.store import SqlStore, migrate, open_engine, open_store
-from clarion.store.db.migrations import LATEST_VERSION
+from clarion.store.db.migrations import MIGRATIONS, _v11_task_worktrees
 
 from .conftest import World
 
@@ -104,7 +104,8 @@ async def test_the_worktree_migration_adds_the_columns_an_older_database_lacks(
 ) -> None:
     engine = open_engine(db_url)
     try:
-        await migrate(engine, upto=LATEST_VERSION - 1)
+        # Up to the version before the worktree columns came (later versions may follow it).
+        await migrate(engine, upto=MIGRATIONS.index(_v11_task_worktrees))
         async with engine.begin() as conn:
             for name in COLUMNS:
                 await conn.execute(text(f"ALTER TABLE tasks DROP COLUMN {name}"))
