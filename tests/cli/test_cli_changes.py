@@ -83,4 +83,5 @@ def test_changes_of_a_task_without_a_worktree_is_not_found(shared_server: Server
     task_id = shared_server.create_task("No repository here")
     shown = run_cli(shared_server, "changes", task_id)
     assert shown.exit_code == 3, shown
-    assert "not found" in (shown.stderr + shown.stdout).lower()
+    said = shown.stderr + shown.stdout
+    assert "the task has no worktree" in said and "not_found" in said
