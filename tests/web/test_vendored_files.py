@@ -40,7 +40,9 @@ def test_the_script_copies_exactly_the_files_this_test_checks() -> None:
 
 
 @pytest.mark.parametrize(("package", "source", "name"), FILES)
-def test_a_vendored_file_is_the_installed_packages_own(package: str, source: str, name: str) -> None:
+def test_a_vendored_file_is_the_installed_packages_own(
+    package: str, source: str, name: str
+) -> None:
     installed = ROOT / "node_modules" / package
     if not installed.is_dir():
         pytest.skip(f"node_modules/{package} is not installed (npm ci)")
