@@ -1,11 +1,13 @@
 """Task worktrees: making one of a large repository, and reading a task's changes.
 
-Two figures of the workspaces issue:
+The figures of the workspaces issue:
 - making a task's worktree (`GitWorktrees.materialize`, the code a session start runs) of a
   repository with `files` tracked files, one new branch each time;
 - `GET /tasks/{id}/changes` on a running server for a worktree with `changed` changed files
   (committed on the task's branch, uncommitted edits, untracked files and deletions), and the
-  same read in-process (`read_changes`), to show what the HTTP edge adds.
+  same read in-process (`read_changes`), to show what the HTTP edge adds;
+- the server's CPU per live question -> answer cycle (built-in agent) of a task with a worktree
+  beside one without, on the same server, in alternating blocks so drift hits both alike.
 """
 
 from __future__ import annotations
@@ -22,7 +24,9 @@ from typing import Any
 
 import httpx
 
-from bench.context import progress
+from bench.client import ask_and_wait, new_asking_session
+from bench.context import Ctx, progress
+from bench.latency import answer_live
 from bench.server import BenchServer, fresh_database
 from bench.stats import Row, latency_rows
 from clarion.workspaces.changes import read_changes
@@ -42,9 +46,11 @@ class WorkspaceSizes:
     files: int = 10_000  # tracked files in the repository a worktree is made of
     changed: int = 100  # files a task changed, for the changes read
     samples: int = 15
+    cycle_blocks: int = 6  # alternating blocks of live cycles, with and without a worktree
+    cycles_per_block: int = 10
 
 
-QUICK = WorkspaceSizes(files=200, changed=6, samples=2)
+QUICK = WorkspaceSizes(files=200, changed=6, samples=2, cycle_blocks=2, cycles_per_block=1)
 _TICKS = os.sysconf("SC_CLK_TCK")
 
 
@@ -146,9 +152,41 @@ async def _ready_worktree(client: httpx.AsyncClient, task_id: str) -> dict[str, 
     raise TimeoutError(f"task {task_id}'s worktree never became ready")
 
 
-async def changes_reads(root: Path, sizes: WorkspaceSizes) -> tuple[Timed, Timed]:
+@dataclass
+class OnServer:
+    over_http: Timed
+    in_process: Timed
+    cycle_cpu: dict[bool, Timed]  # with a worktree (True) and without
+
+
+async def live_cycles(
+    ctx: Ctx, sessions: dict[bool, str], sizes: WorkspaceSizes
+) -> dict[bool, Timed]:
+    """The server's own CPU per live cycle (ask, answer, the agent's reply, turn end) of each
+    session, the two taking turns block by block."""
+    assert ctx.server.proc is not None
+    pid = ctx.server.proc.pid
+    timed = {True: Timed(), False: Timed()}
+    pending = {}
+    for with_worktree, session_id in sessions.items():
+        pending[with_worktree] = await ask_and_wait(ctx.api, ctx.feed, session_id)
+        await answer_live(ctx, session_id, pending[with_worktree])  # warm-up
+    for _ in range(sizes.cycle_blocks):
+        for with_worktree, session_id in sessions.items():
+            cpu, began = server_cpu(pid), time.perf_counter()
+            for _ in range(sizes.cycles_per_block):
+                pending_id = await ask_and_wait(ctx.api, ctx.feed, session_id)
+                await answer_live(ctx, session_id, pending_id)
+            spent, took = server_cpu(pid) - cpu, time.perf_counter() - began
+            timed[with_worktree].cpu_s += spent
+            timed[with_worktree].wall += [took / sizes.cycles_per_block] * sizes.cycles_per_block
+    return timed
+
+
+async def on_server(root: Path, sizes: WorkspaceSizes) -> OnServer:
     """Seconds per GET /changes on a running server, and per in-process `read_changes`, of a
-    worktree of a `sizes.files`-file repository with `sizes.changed` changed files."""
+    worktree of a `sizes.files`-file repository with `sizes.changed` changed files; then the
+    server's CPU per live cycle with and without a worktree."""
     repo = await asyncio.to_thread(make_repository, root / "changes", sizes.files)
     workdir = root / "changes" / "server"
     workdir.mkdir()
@@ -185,6 +223,26 @@ async def changes_reads(root: Path, sizes: WorkspaceSizes) -> tuple[Timed, Timed
                     if i >= 2:
                         over_http.wall.append(elapsed)
                         over_http.cpu_s += used
+            progress("workspaces: live cycles with and without a worktree")
+            ctx = await Ctx.connect("sqlite", server)
+            try:
+                plain = await ctx.api.create_task("bench cycles, no repository")
+                with_repo = (
+                    await ctx.api.ok(
+                        "POST",
+                        "/tasks",
+                        201,
+                        json={"title": "bench cycles", "repository": REPOSITORY},
+                    )
+                )["task"]["id"]
+                sessions = {}
+                for with_worktree, task in ((True, with_repo), (False, plain)):
+                    session_id, pending_id = await new_asking_session(ctx.api, ctx.feed, task)
+                    await answer_live(ctx, session_id, pending_id)
+                    sessions[with_worktree] = session_id
+                cycle_cpu = await live_cycles(ctx, sessions, sizes)
+            finally:
+                await ctx.close()
         finally:
             server.stop()
     in_process = Timed()
@@ -194,14 +252,15 @@ async def changes_reads(root: Path, sizes: WorkspaceSizes) -> tuple[Timed, Timed
         if i >= 2:
             in_process.wall.append(time.perf_counter() - began)
             in_process.cpu_s += own_cpu() - cpu
-    return over_http, in_process
+    return OnServer(over_http, in_process, cycle_cpu)
 
 
 async def rows(root: Path, sizes: WorkspaceSizes) -> list[Row]:
     progress(f"workspaces: worktrees of a {sizes.files:,}-file repository")
     made = await worktree_creation(root, sizes)
     progress(f"workspaces: changes of {sizes.changed} files")
-    over_http, in_process = await changes_reads(root, sizes)
+    served = await on_server(root, sizes)
+    over_http, in_process = served.over_http, served.in_process
     files = f"{sizes.files:,}-file repository"
     changed = f"{sizes.changed} changed files ({files})"
     measured = [
@@ -213,4 +272,18 @@ async def rows(root: Path, sizes: WorkspaceSizes) -> list[Row]:
     for db, name, timed, target in measured:
         p50 = latency_rows(db, name, timed.wall, p50_target=target, p99_target=None)[0]
         out.append(replace(p50, note=timed.cpu_note()))
+    cycles = sizes.cycle_blocks * sizes.cycles_per_block
+    per = {k: t.cpu_s / max(1, len(t.wall)) for k, t in served.cycle_cpu.items()}
+    ratio = per[True] / per[False] if per[False] else float("nan")
+    out.append(
+        Row(
+            "sqlite",
+            "server CPU per live cycle (builtin agent), task with a worktree / without",
+            f"{ratio:.2f}x",
+            "<= 1.15x",
+            ratio <= 1.15,
+            f"{per[True] * 1000:.1f} ms vs {per[False] * 1000:.1f} ms; {cycles} cycles each, "
+            f"in {sizes.cycle_blocks} alternating blocks",
+        )
+    )
     return out

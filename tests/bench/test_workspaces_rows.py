@@ -1,5 +1,6 @@
 """The workspaces rows of the benchmark still run: a worktree of a generated repository, the
-changes of a worktree over HTTP and in-process (tiny sizes, no timing asserted)."""
+changes of a worktree over HTTP and in-process, live cycles with and without a worktree (tiny
+sizes, no timing asserted)."""
 
 from __future__ import annotations
 
@@ -26,11 +27,13 @@ def test_the_changed_files_are_the_number_asked_for(tmp_path: Path) -> None:
 
 
 async def test_every_workspaces_row_has_a_figure(tmp_path: Path) -> None:
-    sizes = WorkspaceSizes(files=40, changed=5, samples=1)
+    sizes = WorkspaceSizes(files=40, changed=5, samples=1, cycle_blocks=1, cycles_per_block=1)
     measured = await asyncio.wait_for(rows(tmp_path, sizes), 240)
     assert [row.name for row in measured] == [
         "task worktree made, 40-file repository p50",
         "GET /tasks/{id}/changes, 5 changed files (40-file repository) p50",
         "read_changes in-process, 5 changed files (40-file repository) p50",
+        "server CPU per live cycle (builtin agent), task with a worktree / without",
     ]
-    assert all(row.value.endswith(" ms") and "ms CPU each" in row.note for row in measured)
+    assert all(row.value.endswith(" ms") and "ms CPU each" in row.note for row in measured[:3])
+    assert measured[3].value.endswith("x") and "1 cycles each" in measured[3].note
