@@ -71,6 +71,22 @@ def _environment(extra: Mapping[str, str] | None) -> dict[str, str]:
     return env
 
 
+def _run(
+    argv: list[str], cwd: Path, env: dict[str, str], stdin: bytes | None, timeout_s: float
+) -> subprocess.CompletedProcess[bytes]:
+    """One git process, waited for on the calling (worker) thread."""
+    return subprocess.run(
+        argv,
+        cwd=str(cwd),
+        env=env,
+        input=stdin,
+        stdin=subprocess.DEVNULL if stdin is None else None,
+        capture_output=True,
+        timeout=timeout_s,
+        check=False,
+    )
+
+
 async def run_git(
     args: Sequence[str],
     *,
@@ -84,17 +100,7 @@ async def run_git(
     executable = git_executable()
     if executable is None:
         raise GitError("git is not installed (no `git` on PATH)", args=args)
-    call = functools.partial(
-        subprocess.run,
-        [executable, *args],
-        cwd=str(cwd),
-        env=_environment(env),
-        input=stdin,
-        stdin=subprocess.DEVNULL if stdin is None else None,
-        capture_output=True,
-        timeout=timeout_s,
-        check=False,
-    )
+    call = functools.partial(_run, [executable, *args], cwd, _environment(env), stdin, timeout_s)
     try:
         # A cancelled caller stops waiting; the thread still reaps the process (within its
         # deadline), so no git process is ever left unwaited.
