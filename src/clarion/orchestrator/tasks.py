@@ -29,6 +29,11 @@ class TaskService:
         self._repositories = frozenset(repositories)
         self._defaults = dict(workspace_repositories or {})
 
+    @property
+    def repositories(self) -> frozenset[str]:
+        """The repository names a new task may name."""
+        return self._repositories
+
     async def get(self, task_id: str) -> Task:
         """The task; NotFound if missing."""
         return await self._store.get_task(task_id)
