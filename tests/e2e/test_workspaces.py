@@ -147,8 +147,12 @@ def test_a_workspace_default_repository_applies_to_its_new_tasks(
         server,
         f'[repositories.app]\npath = "{repository}"\n\n[workspaces.default]\nrepository = "app"\n',
     )
-    server.start()
+    server.start(extra_env={"CLARION_NO_SAMPLE": ""})
+    # The first-start sample task is Clarion's own: it gets no repository, so no branch.
+    sample = wait_until(lambda: server.ok("GET", "/tasks")["tasks"], what="the sample task")
+    assert [t["repository"] for t in sample] == [None]
     assert server.ok("GET", f"/tasks/{server.create_task()}")["task"]["repository"] == "app"
+    assert branches(repository) == ["main"]
 
 
 @pytest.mark.parametrize(
