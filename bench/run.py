@@ -29,6 +29,7 @@ from bench import (
     sandbox_start,
     statements,
     throughput,
+    workspaces,
 )
 from bench.cluster import ClusterSizes
 from bench.context import Ctx, progress
@@ -69,6 +70,8 @@ class Sizes:
     idle_stop_s: int | None = None  # the built-in profile's idle stop there (None: by size)
     statement_cycles: int = 5  # live and detached cycles whose statements are counted
     sandbox_starts: int = 30  # built-in agent starts per sandbox mode, taken in turn
+    # Task worktrees: a 10,000-file repository, 100 changed files (bench.workspaces).
+    workspaces: workspaces.WorkspaceSizes = field(default_factory=workspaces.WorkspaceSizes)
 
 
 QUICK = Sizes(
@@ -92,6 +95,7 @@ QUICK = Sizes(
     idle_cpu_window_s=2.0,
     restart_answers=1,
     statement_cycles=1,
+    workspaces=workspaces.QUICK,
 )
 
 
@@ -367,6 +371,9 @@ _PEER_RESUME = {
 
 async def main_async(sizes: Sizes, dbs: list[str], workdir: Path, *, only: str = "all") -> Results:
     out = Results()
+    if only == "workspaces":
+        out.rows += await workspaces.rows(workdir, sizes.workspaces)
+        return out
     for db in dbs:
         if db == "postgres" and not await postgres_reachable():
             progress("postgres: unreachable, skipped")
@@ -400,6 +407,7 @@ async def main_async(sizes: Sizes, dbs: list[str], workdir: Path, *, only: str =
     if "postgres" in dbs:
         progress(f"cluster: {sizes.cluster.replicas} replicas on PostgreSQL and NATS")
         out.rows += await cluster.rows(workdir, sizes.cluster)
+    out.rows += await workspaces.rows(workdir, sizes.workspaces)
     progress("langgraph peer")
     _peer(workdir, sizes, out)
     return out
@@ -435,7 +443,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--only",
-        choices=["all", "idle-agents", "growth", "sandbox"],
+        choices=["all", "idle-agents", "growth", "sandbox", "workspaces"],
         default="all",
         help="run only these rows",
     )

@@ -40,7 +40,7 @@ def task_with_changes(server: ServerProcess, title: str) -> tuple[str, str]:
         task["id"], f"/scenario write path=src/greet.py text={GREETER}"
     )
     server.wait_for_agent_text(session_id, "wrote src/greet.py")
-    readme = README + "\nUsage: greet('you').\n"
+    readme = "# Greeter\n\nSays hello to you.\n\nUsage: greet('you').\n"
     server.ok("POST", f"/task-sessions/{session_id}/prompt", 202, json={
         "text": f"/scenario write path=README.md text={readme}"})  # fmt: skip
     server.wait_for_agent_text(session_id, "wrote README.md")
@@ -65,6 +65,18 @@ def file_section(page: Page, path: str) -> Locator:
     return page.locator(f'[data-testid="changes-file"][data-path="{path}"]')
 
 
+# Both tables of a split file diff have as many rows, and each comment row is as tall as the
+# other side's row beside it.
+_SIDES_LEVEL = """(path) => {
+  const section = document.querySelector(`[data-testid="changes-file"][data-path="${path}"]`);
+  const sides = [...section.querySelectorAll(".d2h-file-side-diff tbody")];
+  const [left, right] = sides.map((body) => [...body.rows]);
+  if (!left || left.length !== right.length) return false;
+  const top = (row) => row.getBoundingClientRect().top;
+  return left.every((row, i) => Math.abs(top(row) - top(right[i])) < 1.5);
+}"""
+
+
 def line_button(section: Locator, number: int, *, side: str = "new") -> Locator:
     """The number cell a person clicks to comment on a line (in a split view, the side's)."""
     label = f"Comment on line {number}" if side == "new" else f"Comment on removed line {number}"
@@ -83,8 +95,8 @@ def test_a_person_reads_the_diff_comments_on_a_line_sends_the_review_and_sees_th
     greet = items.filter(has_text="src/greet.py")
     expect(greet.get_by_test_id("file-status")).to_have_text("added")
     expect(greet.get_by_test_id("file-counts")).to_have_text("+2 −0")
-    expect(items.filter(has_text="README.md").get_by_test_id("file-counts")).to_have_text("+2 −0")
-    expect(page.get_by_test_id("changes-summary")).to_have_text("2 files changed, +4 −0")
+    expect(items.filter(has_text="README.md").get_by_test_id("file-counts")).to_have_text("+3 −1")
+    expect(page.get_by_test_id("changes-summary")).to_have_text("2 files changed, +5 −1")
     expect(page.get_by_test_id("changes-where")).to_have_text(f"clarion/{task_id} against main")
 
     section = file_section(page, "src/greet.py")
@@ -106,10 +118,21 @@ def test_a_person_reads_the_diff_comments_on_a_line_sends_the_review_and_sees_th
     page.get_by_test_id("changes-layout-unified").click()
     expect(section.locator(".d2h-file-side-diff")).to_have_count(0)
     expect(section.get_by_test_id("review-comment")).to_have_attribute("data-line", "2")
+    page.get_by_test_id("changes-layout-split").click()
+    expect(section.get_by_test_id("review-comment")).to_have_attribute("data-side", "new")
+
+    # A removed line is commented on the old side; the new side gets a spacer row as tall.
+    readme = file_section(page, "README.md")
+    line_button(readme, 3, side="old").click()
+    page.get_by_test_id("review-comment-input").fill("Keep it short.")
+    page.get_by_test_id("review-comment-add").click()
+    expect(readme.get_by_test_id("review-comment")).to_have_attribute("data-side", "old")
+    assert page.evaluate(_SIDES_LEVEL, "README.md"), "the two sides are not level"
+    section.get_by_test_id("review-comment").scroll_into_view_if_needed()
+    screenshot(page, "changes-desktop")
     page.get_by_test_id("review-finish").click()
     expect(page.get_by_test_id("review-summary")).to_be_focused()
     page.get_by_test_id("review-summary").fill("Nearly there.")
-    screenshot(page, "changes-desktop")
 
     page.get_by_test_id("review-send").click()
     expect(page.get_by_test_id("review-status")).to_contain_text("Review sent")
@@ -120,7 +143,8 @@ def test_a_person_reads_the_diff_comments_on_a_line_sends_the_review_and_sees_th
     page.get_by_test_id("review-open-session").click()
     transcript = page.get_by_test_id("transcript")
     expect(transcript).to_contain_text(
-        "Received: Review of your changes:\nsrc/greet.py:2: Say hello with a capital H."
+        "Received: Review of your changes:\nsrc/greet.py:2: Say hello with a capital H.\n"
+        "README.md:3: (on a removed line) Keep it short."
     )
     expect(transcript).to_contain_text("Nearly there.")
     assert session_id in page.url

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +12,7 @@ from rich.console import Console
 from clarion.cli.changes import show_changes
 from clarion.workspaces.changes import read_changes
 from tests.cli.cli_runner import run_cli
-from tests.e2e.harness import ServerProcess
+from tests.e2e.harness import ServerProcess, running_server
 from tests.workspaces.gitrepo import add_worktree, make_repository, write
 
 
@@ -83,4 +84,39 @@ def test_changes_of_a_task_without_a_worktree_is_not_found(shared_server: Server
     task_id = shared_server.create_task("No repository here")
     shown = run_cli(shared_server, "changes", task_id)
     assert shown.exit_code == 3, shown
-    assert "not found" in (shown.stderr + shown.stdout).lower()
+    said = shown.stderr + shown.stdout
+    assert "the task has no worktree" in said and "not_found" in said
+
+
+@pytest.fixture(scope="module")
+def repo_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    tmp = tmp_path_factory.mktemp("cli-changes")
+    repository = make_repository(tmp, {"README.md": "# App\n"})
+    config = tmp / "clarion.toml"
+    config.write_text(f'[repositories.app]\npath = "{repository}"\n', encoding="utf-8")
+    with running_server(tmp, CLARION_CONFIG=str(config)) as server:
+        yield server
+
+
+@pytest.mark.e2e
+def test_changes_prints_what_the_agent_wrote_in_the_tasks_worktree(
+    repo_server: ServerProcess,
+) -> None:
+    task = repo_server.ok("POST", "/tasks", 201, json={"title": "CLI", "repository": "app"})
+    session_id = repo_server.start_session(
+        task["task"]["id"], "/scenario write path=notes/todo.md text=- [ ] ship it"
+    )
+    repo_server.wait_for_agent_text(session_id, "wrote notes/todo.md")
+
+    table = run_cli(repo_server, "changes", task["task"]["id"])
+    assert table.exit_code == 0, table
+    assert f"clarion/{task['task']['id']} against main" in table.stdout
+    row = next(line for line in table.stdout.splitlines() if "notes/todo.md" in line)
+    assert row.split()[:3] == ["added", "+1", "-0"]
+    assert "1 file(s) changed, +1 -0" in table.stdout
+    assert "diff --git" not in table.stdout
+
+    patched = run_cli(repo_server, "changes", task["task"]["id"], "--patch")
+    assert patched.exit_code == 0, patched
+    assert "diff --git a/notes/todo.md b/notes/todo.md" in patched.stdout
+    assert "+- [ ] ship it" in patched.stdout

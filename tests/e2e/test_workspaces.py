@@ -147,8 +147,12 @@ def test_a_workspace_default_repository_applies_to_its_new_tasks(
         server,
         f'[repositories.app]\npath = "{repository}"\n\n[workspaces.default]\nrepository = "app"\n',
     )
-    server.start()
+    server.start(extra_env={"CLARION_NO_SAMPLE": ""})
+    # The first-start sample task is Clarion's own: it gets no repository, so no branch.
+    sample = wait_until(lambda: server.ok("GET", "/tasks")["tasks"], what="the sample task")
+    assert [t["repository"] for t in sample] == [None]
     assert server.ok("GET", f"/tasks/{server.create_task()}")["task"]["repository"] == "app"
+    assert branches(repository) == ["main"]
 
 
 @pytest.mark.parametrize(
@@ -436,3 +440,48 @@ def test_archive_is_refused_while_a_question_waits(
     assert response.json()["error"]["code"] == "pending_input"
     assert worktree_of(server, task_id)["state"] == "ready"
     assert Path(worktree_of(server, task_id)["path"]).exists()
+
+
+def test_the_worktree_wins_over_the_profiles_cwd(
+    make_server: Callable[..., ServerProcess], tmp_path: Path
+) -> None:
+    repository = make_repository(tmp_path, {"README.md": "hello\n"})
+    elsewhere = tmp_path / "profile-cwd"
+    elsewhere.mkdir()
+    server = make_server()
+    configure(
+        server,
+        f'[agents.builtin]\ncwd = "{elsewhere}"\n[repositories.app]\npath = "{repository}"\n',
+    )
+    server.start()
+    task_id = task_with_repository(server)
+    session_id = server.start_session(task_id, "/scenario write path=here.txt text=x")
+    server.wait_for_agent_text(session_id, "wrote here.txt")
+    assert (Path(worktree_of(server, task_id)["path"]) / "here.txt").exists()
+    assert not (elsewhere / "here.txt").exists()
+    # A task without a repository still runs in the profile's cwd.
+    plain = server.start_session(server.create_task(), "/scenario write path=plain.txt text=y")
+    server.wait_for_agent_text(plain, "wrote plain.txt")
+    assert (elsewhere / "plain.txt").exists()
+
+
+def test_a_worktree_that_cannot_be_made_fails_the_session_with_the_reason(
+    make_server: Callable[..., ServerProcess], tmp_path: Path
+) -> None:
+    server, repository = repository_server(make_server, tmp_path)
+    server.start()
+    repository.rename(repository.with_name("moved-away"))
+    task_id = task_with_repository(server)
+    response = server.request(
+        "POST", f"/tasks/{task_id}/task-sessions", json={"agent": "builtin", "prompt": "hi"}
+    )
+    assert response.status_code == 409, response.text
+    error = response.json()["error"]
+    assert error["code"] == "agent_unavailable"
+    session_id = error["session_id"]
+    session = server.ok("GET", f"/task-sessions/{session_id}")["session"]
+    assert session["state"] == "FAILED"
+    assert "worktree could not be made" in session["error"]
+    errors = [m for m in server.messages(session_id) if m["type"] == "error"]
+    assert len(errors) == 1 and errors[0]["metadata"]["phase"] == "start"
+    assert worktree_of(server, task_id)["state"] == "creating"

@@ -70,8 +70,8 @@ def test_no_operation_declares_422_and_errors_use_the_envelope(server: ServerPro
 
 def test_the_task_read_declares_its_repository_and_worktree(server: ServerProcess) -> None:
     doc = document(server)
-    created = doc["paths"]["/api/v1/tasks"]["post"]["responses"]["201"]
-    ref = created["content"]["application/json"]["schema"]["$ref"].rsplit("/", 1)[1]
+    read = doc["paths"]["/api/v1/tasks/{task_id}"]["get"]["responses"]["200"]
+    ref = read["content"]["application/json"]["schema"]["$ref"].rsplit("/", 1)[1]
     task_ref = doc["components"]["schemas"][ref]["properties"]["task"]["$ref"].rsplit("/", 1)[1]
     task = doc["components"]["schemas"][task_ref]
     assert {"repository", "worktree"} <= set(task["required"])

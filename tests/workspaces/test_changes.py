@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -42,7 +43,7 @@ def worktree(repo: Path, tmp_path: Path) -> Path:
     return add_worktree(repo, tmp_path / "wt", "clarion/t1")
 
 
-def by_path(wire: dict) -> dict[str, dict]:
+def by_path(wire: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {f["path"]: f for f in wire["files"]}
 
 

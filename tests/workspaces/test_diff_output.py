@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-from clarion.workspaces.diff_output import cut_patch, parse_raw_and_numstat, split_patches
+from clarion.workspaces.diff_output import (
+    cut_patch,
+    parse_raw_and_numstat,
+    split_listing,
+    split_patches,
+)
 
 
 def test_raw_and_numstat_records_pair_up_by_path_including_renames() -> None:
@@ -55,3 +60,13 @@ def test_a_cut_inside_a_line_never_splits_a_character() -> None:
         assert len(text.encode()) <= cap
     assert cut_patch(data, 6) == ("aé€", True)
     assert cut_patch(data, 9) == ("aé€", True)
+
+
+def test_the_listing_ends_at_its_empty_record_and_the_patch_follows() -> None:
+    output = (
+        b":000000 100644 0 a A\0new.txt\x001\t0\tnew.txt\0\0diff --git a/new.txt b/new.txt\n+x\n"
+    )
+    listing, patch = split_listing(output)
+    assert listing == b":000000 100644 0 a A\0new.txt\x001\t0\tnew.txt\0"
+    assert patch == b"diff --git a/new.txt b/new.txt\n+x\n"
+    assert split_listing(b"") == (b"", b"")

@@ -84,7 +84,11 @@ def create_app(services: ApiServices, mcp: McpEndpoint) -> FastAPI:
         app,
         bearer_auth=services.access.enabled,
         open_paths=auth.OPEN_PATHS | routes_links.OPEN_DOC_PATHS,
-        enums={("StartSession", "agent"): sorted(services.sessions.agents)},
+        enums={
+            ("StartSession", "agent"): [*sorted(services.sessions.agents)],
+            # null (the workspace's default) or a configured repository.
+            ("CreateTask", "repository"): [*sorted(services.tasks.repositories), None],
+        },
     )
 
     @app.get("/healthz", include_in_schema=False)

@@ -102,7 +102,7 @@ def install_openapi(
     *,
     bearer_auth: bool,
     open_paths: frozenset[str],
-    enums: dict[tuple[str, str], list[str]],
+    enums: dict[tuple[str, str], list[str | None]],
 ) -> None:
     """Build the document once, on first request, from the routes and their declarations;
     `enums` pins a body property to the values this server accepts."""

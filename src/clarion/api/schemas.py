@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from clarion.domain.models import WorkflowStep
 
@@ -109,6 +109,14 @@ class ReviewCommentBody(Body):
     path: str = Field(min_length=1, max_length=4096)
     line: int | None = Field(default=None, ge=1)
     body: str = Field(min_length=1, max_length=20_000)
+
+    @field_validator("line", mode="before")
+    @classmethod
+    def _integral(cls, value: object) -> object:
+        # JSON has one number type: `12.0` is the integer 12 to a JSON Schema validator.
+        if isinstance(value, float) and value.is_integer():
+            return int(value)
+        return value
 
 
 class ReviewTask(Body):

@@ -29,6 +29,11 @@ class TaskService:
         self._repositories = frozenset(repositories)
         self._defaults = dict(workspace_repositories or {})
 
+    @property
+    def repositories(self) -> frozenset[str]:
+        """The repository names a new task may name."""
+        return self._repositories
+
     async def get(self, task_id: str) -> Task:
         """The task; NotFound if missing."""
         return await self._store.get_task(task_id)
@@ -40,14 +45,18 @@ class TaskService:
         description: str,
         workspace: str | None,
         repository: str | None = None,
+        workspace_default: bool = True,
     ) -> Task:
+        """A new task; without `repository`, the workspace's default one (unless
+        `workspace_default` is False: Clarion's own sample task touches no repository)."""
         name = workspace or DEFAULT_WORKSPACE
         if repository is not None and repository not in self._repositories:
             known = ", ".join(sorted(self._repositories)) or "none is configured"
             raise InvalidInput(
                 f"unknown repository {repository!r} (known: {known})", field="repository"
             )
-        repository = repository if repository is not None else self._defaults.get(name)
+        if repository is None and workspace_default:
+            repository = self._defaults.get(name)
         ws = await self._store.ensure_workspace(name)
         task = await self._store.create_task(
             title=title.strip(), description=description, workspace_id=ws.id, repository=repository

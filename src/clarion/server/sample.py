@@ -41,7 +41,10 @@ async def offer_sample_task(
         if await services.reads.tasks():
             return None
         task = await services.tasks.create(
-            title=SAMPLE_TITLE, description=SAMPLE_DESCRIPTION, workspace=None
+            title=SAMPLE_TITLE,
+            description=SAMPLE_DESCRIPTION,
+            workspace=None,
+            workspace_default=False,  # the sample makes no branch in a person's repository
         )
         session = await services.sessions.start(
             task.id, agent=BUILTIN_PROFILE, prompt=None, is_primary=True

@@ -21,7 +21,6 @@ import asyncio
 import logging
 import shutil
 import tempfile
-from collections.abc import Awaitable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,6 +31,7 @@ from clarion.workspaces.diff_output import (
     cut_patch,
     parse_raw_and_numstat,
     patch_header,
+    split_listing,
     split_patches,
 )
 from clarion.workspaces.git import GitError, run_git
@@ -117,58 +117,73 @@ async def read_changes(
         raise ValueError("max_patch_bytes must be at least 1")
     if not base or base.startswith("-"):
         raise GitError(f"not a branch name: {base!r}", args=("merge-base", base))
-    head, branch, merge_base, (index_path, objects) = await _all(
-        _rev(worktree, "HEAD"),
-        _current_branch(worktree),
-        _merge_base(worktree, base),
-        _index_and_objects(worktree),
-    )
+    where = await _locate(worktree, base)
+    merge_base = (
+        await run_git(["merge-base", where.base_commit, where.head], cwd=worktree)
+    ).text.strip()
     with tempfile.TemporaryDirectory(prefix="clarion-changes-") as scratch:
         temp_index = Path(scratch) / "index"
         temp_objects = Path(scratch) / "objects"
         temp_objects.mkdir()
-        if index_path.exists():
-            await asyncio.to_thread(shutil.copyfile, index_path, temp_index)
+        if await asyncio.to_thread(where.index.exists):
+            await asyncio.to_thread(shutil.copyfile, where.index, temp_index)
         env = {
             "GIT_INDEX_FILE": str(temp_index),
             "GIT_OBJECT_DIRECTORY": str(temp_objects),
-            "GIT_ALTERNATE_OBJECT_DIRECTORIES": str(objects),
+            "GIT_ALTERNATE_OBJECT_DIRECTORIES": str(where.objects),
             "GIT_OPTIONAL_LOCKS": "0",
         }
         # From the top of the worktree, so every untracked file is named whatever `worktree` is.
         await run_git(["add", "--intent-to-add", "--", ":/"], cwd=worktree, env=env)
-        listing, patches = await _all(
-            run_git(
-                [*_DIFF_CONFIG, "diff", *_DIFF_FLAGS, "-z", "--raw", "--numstat", merge_base],
-                cwd=worktree,
-                env=env,
-            ),
-            run_git(
-                [*_DIFF_CONFIG, "diff", *_DIFF_FLAGS, "--patch", merge_base],
-                cwd=worktree,
-                env=env,
-            ),
+        # One walk of the worktree for the list, the counts and the patches.
+        diff = await run_git(
+            [
+                *_DIFF_CONFIG,
+                "diff",
+                *_DIFF_FLAGS,
+                "-z",
+                "--raw",
+                "--numstat",
+                "--patch",
+                merge_base,
+            ],
+            cwd=worktree,
+            env=env,
         )
-    entries, counts = parse_raw_and_numstat(listing.stdout)
-    files = _files(entries, counts, split_patches(patches.stdout), max_patch_bytes)
+    listing, patches = split_listing(diff.stdout)
+    entries, counts = parse_raw_and_numstat(listing)
+    files = _files(entries, counts, split_patches(patches), max_patch_bytes)
     log.debug(
         "worktree changes read",
         extra={"worktree": str(worktree), "merge_base": merge_base, "files": len(files)},
     )
-    return WorktreeChanges(base, branch, merge_base, head, files)
+    return WorktreeChanges(base, where.branch, merge_base, where.head, files)
 
 
-async def _all(*calls: Awaitable[Any]) -> list[Any]:
-    """Run the git calls at once; on a failure, raise it only after every call has finished.
+@dataclass(frozen=True, slots=True)
+class _Location:
+    head: str
+    base_commit: str
+    branch: str | None
+    index: Path
+    objects: Path
 
-    Plain `gather` would return at the first error and leave the other git processes running
-    unobserved; each call is bounded in time, so waiting for them all is short.
-    """
-    results = await asyncio.gather(*calls, return_exceptions=True)
-    for result in results:
-        if isinstance(result, BaseException):
-            raise result
-    return results
+
+async def _locate(worktree: Path, base: str) -> _Location:
+    """HEAD, the base's commit, the branch checked out, the worktree's index and the object
+    directory, from one `git rev-parse` (each git process costs a few milliseconds)."""
+    result = await run_git(
+        [
+            "rev-parse", "HEAD", f"{base}^{{commit}}", "--abbrev-ref", "HEAD",
+            "--path-format=absolute", "--git-path", "index", "--git-path", "objects", "--",
+        ],
+        cwd=worktree,
+    )  # fmt: skip
+    head, base_commit, branch, index, objects = result.text.splitlines()[:5]
+    # A detached HEAD abbreviates to "HEAD", a name git never gives a branch.
+    return _Location(
+        head, base_commit, None if branch == "HEAD" else branch, Path(index), Path(objects)
+    )
 
 
 def _files(
@@ -204,31 +219,3 @@ def _files(
             )
         )
     return tuple(files)
-
-
-async def _rev(worktree: Path, rev: str) -> str:
-    result = await run_git(["rev-parse", "--verify", f"{rev}^{{commit}}"], cwd=worktree)
-    return result.text.strip()
-
-
-async def _current_branch(worktree: Path) -> str | None:
-    result = await run_git(["symbolic-ref", "--short", "-q", "HEAD"], cwd=worktree, check=False)
-    name = result.text.strip()
-    return name if result.returncode == 0 and name else None
-
-
-async def _merge_base(worktree: Path, base: str) -> str:
-    base_commit = await _rev(worktree, base)
-    result = await run_git(["merge-base", base_commit, "HEAD"], cwd=worktree)
-    return result.text.strip()
-
-
-async def _index_and_objects(worktree: Path) -> tuple[Path, Path]:
-    # A linked worktree keeps its index under the repository's .git/worktrees/<name>/ and shares
-    # the repository's object directory.
-    result = await run_git(
-        ["rev-parse", "--path-format=absolute", "--git-path", "index", "--git-path", "objects"],
-        cwd=worktree,
-    )
-    index, objects = result.text.splitlines()[:2]
-    return Path(index), Path(objects)

@@ -34,6 +34,18 @@ def _name(raw: bytes) -> str:
     return raw.decode("utf-8", errors="replace")
 
 
+def split_listing(output: bytes) -> tuple[bytes, bytes]:
+    """`git diff -z --raw --numstat --patch` into its NUL-separated listing and the patch text.
+
+    No record of the listing is empty, and git ends it with one empty record: the first two
+    NULs in a row close it.
+    """
+    end = output.find(b"\0\0")
+    if end < 0:
+        return output, b""
+    return output[: end + 1], output[end + 2 :]
+
+
 def parse_raw_and_numstat(output: bytes) -> tuple[list[RawEntry], dict[str, LineCounts]]:
     """Split `git diff -z --raw --numstat` into its raw entries (in order) and counts by path.
 

@@ -5,19 +5,32 @@ We drive the git command line rather than a library: it is what a person debugs 
 `-z`), and the Python libraries wrap the same program anyway. Each call is an asyncio subprocess
 with its arguments as a list, so no argument is ever read by a shell, and a call that outlives its
 deadline is killed and reported as a `GitError`.
+
+Each call runs `subprocess.run` on a worker thread of its own pool rather than the event loop's
+subprocess support: under uvloop (the server's loop) a child is started with a plain `fork` of
+the whole server, whose page tables are copied for each git call, while CPython's `subprocess`
+starts it with `vfork`. Measured with a 300 MiB heap: 220 ms and 25 ms of CPU per `git
+--version` through uvloop, 12 ms and 2 ms through a thread. A read of a worktree's changes is
+four git calls, so this is most of its cost.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import functools
 import os
 import shutil
+import subprocess
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
 DEFAULT_TIMEOUT_S = 30.0
+
+# Git calls wait on their own threads, so a slow one never holds the loop's default executor
+# (file reads and the like) and at most this many run at once; more wait their turn.
+_POOL = ThreadPoolExecutor(max_workers=8, thread_name_prefix="clarion-git")
 
 # Git reads these from the environment; a server started inside a git hook or another worktree
 # would otherwise point every call at the wrong repository.
@@ -58,6 +71,22 @@ def _environment(extra: Mapping[str, str] | None) -> dict[str, str]:
     return env
 
 
+def _run(
+    argv: list[str], cwd: Path, env: dict[str, str], stdin: bytes | None, timeout_s: float
+) -> subprocess.CompletedProcess[bytes]:
+    """One git process, waited for on the calling (worker) thread."""
+    return subprocess.run(
+        argv,
+        cwd=str(cwd),
+        env=env,
+        input=stdin,
+        stdin=subprocess.DEVNULL if stdin is None else None,
+        capture_output=True,
+        timeout=timeout_s,
+        check=False,
+    )
+
+
 async def run_git(
     args: Sequence[str],
     *,
@@ -71,28 +100,20 @@ async def run_git(
     executable = git_executable()
     if executable is None:
         raise GitError("git is not installed (no `git` on PATH)", args=args)
+    call = functools.partial(_run, [executable, *args], cwd, _environment(env), stdin, timeout_s)
     try:
-        process = await asyncio.create_subprocess_exec(
-            executable,
-            *args,
-            cwd=str(cwd),
-            env=_environment(env),
-            stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-        )
-    except OSError as exc:
-        raise GitError(f"git could not start in {cwd}: {exc}", args=args) from exc
-    try:
-        stdout, stderr = await asyncio.wait_for(process.communicate(stdin), timeout_s)
-    except TimeoutError:
-        with contextlib.suppress(ProcessLookupError):
-            process.kill()
-        await process.wait()
+        # A cancelled caller stops waiting; the thread still reaps the process (within its
+        # deadline), so no git process is ever left unwaited.
+        done = await asyncio.get_running_loop().run_in_executor(_POOL, call)
+    except subprocess.TimeoutExpired:
+        # `subprocess.run` has killed and reaped it.
         raise GitError(
             f"git {' '.join(args[:2])} took longer than {timeout_s:g} s", args=args
         ) from None
-    result = GitResult(process.returncode or 0, stdout, stderr.decode("utf-8", errors="replace"))
+    except OSError as exc:
+        raise GitError(f"git could not start in {cwd}: {exc}", args=args) from exc
+    stdout, stderr = done.stdout, done.stderr
+    result = GitResult(done.returncode, stdout, stderr.decode("utf-8", errors="replace"))
     if check and result.returncode != 0:
         raise GitError(
             f"git {' '.join(args[:2])} failed ({result.returncode}): {result.stderr.strip()[:500]}",

@@ -156,6 +156,11 @@ def _v11_task_worktrees(conn: Connection) -> None:
     for name, kind in _TASK_WORKTREE_COLUMNS:
         if name not in columns:
             conn.execute(text(f"ALTER TABLE tasks ADD COLUMN {name} {kind}"))
+    # Startup looks for the rows a kill left `creating` (and the `ready` ones to check) among
+    # every task; the index keeps that a seek on a board of thousands of tasks.
+    conn.execute(
+        text("CREATE INDEX IF NOT EXISTS ix_tasks_worktree_state ON tasks (worktree_state)")
+    )
 
 
 def _v12_slack(conn: Connection) -> None:

@@ -318,10 +318,14 @@ function reviewRow(kind, content) {
   return row;
 }
 
-/** The review rows that follow a line's row. @param {Element} row @returns {Element[]} */
+/**
+ * The review rows (and, in the split view, the other side's spacers) that follow a line's row.
+ * @param {Element} row @returns {Element[]}
+ */
 function rowsAfter(row) {
   const rows = [];
-  for (let next = row.nextElementSibling; next?.classList.contains("review-row"); next = next.nextElementSibling) rows.push(next);
+  const ours = (/** @type {Element | null} */ el) => !!el && (el.classList.contains("review-row") || el.classList.contains("review-spacer"));
+  for (let next = row.nextElementSibling; ours(next); next = /** @type {Element} */ (next).nextElementSibling) rows.push(/** @type {Element} */ (next));
   return rows;
 }
 
