@@ -201,7 +201,9 @@ def _agent_pids(server: ServerProcess) -> list[int]:
 
 
 def _group_members(pgid: int) -> list[int]:
-    members = []
+    """The live members of the agent's process group and everything under them: in its
+    sandbox the agent runs in a session (and group) of its own under bubblewrap."""
+    stats = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -210,9 +212,15 @@ def _group_members(pgid: int) -> list[int]:
                 fields = stat.read().rsplit(")", 1)[1].split()
         except (FileNotFoundError, ProcessLookupError):
             continue
-        if fields[0] != "Z" and int(fields[2]) == pgid:
-            members.append(int(entry))
-    return members
+        if fields[0] != "Z":
+            stats[int(entry)] = (int(fields[1]), int(fields[2]))  # parent, group
+    members = {pid for pid, (_, group) in stats.items() if group == pgid}
+    grew = True
+    while grew:
+        below = {pid for pid, (parent, _) in stats.items() if parent in members}
+        grew = not below <= members
+        members |= below
+    return sorted(members)
 
 
 @pytest.mark.parametrize("db", DBS)
@@ -224,8 +232,9 @@ def test_restart_with_a_question_open_kills_the_agent_and_resumes_a_new_one(
     pending_id = _live_question(rig, session_id)
     (agent_pid,) = _agent_pids(rig.server)
     tree = _group_members(agent_pid)
-    # node (the adapter), the Claude Code CLI it runs, and Clarion's guard of the group
-    assert agent_pid in tree and len(tree) >= 3, tree
+    # bubblewrap (the agent's process for the server), its init in the sandbox's pid
+    # namespace, node (the adapter), the Claude Code CLI it runs, and Clarion's guard
+    assert agent_pid in tree and len(tree) >= 5, tree
 
     rig.server.kill()  # SIGKILL: the server cleans up nothing
     wait_until(
