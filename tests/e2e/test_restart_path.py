@@ -78,11 +78,7 @@ def test_crash_while_the_agent_starts_leaves_the_answer_answerable_and_resumes_o
 def _slow_agent_config(workdir: Path, seconds: float) -> Path:
     config = workdir / "slow.toml"
     command = f"sleep {seconds}; exec {sys.executable} -m clarion.agents.builtin"
-    config.write_text(
-        "[agents.slow]\n"
-        f'command = ["sh", "-c", "{command}"]\n'
-        f'env = {{ CLARION_HOME = "{workdir / "home"}" }}\n'
-    )
+    config.write_text(f'[agents.slow]\ncommand = ["sh", "-c", "{command}"]\n')
     return config
 
 

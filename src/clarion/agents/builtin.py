@@ -195,7 +195,12 @@ class BuiltinAgent:
         session.prompts.append(text)
         del session.prompts[:-MEMORY_PROMPTS]
         if self._memory is not None:
-            self._memory.save(session_id, session.prompts)
+            try:
+                self._memory.save(session_id, session.prompts)
+            except OSError as exc:
+                # A home it may not write (a sandbox hiding it): the prompt still runs; only a
+                # later session/load will not find this session.
+                logger.warning("session %s not kept: %s", session_id, exc)
         # The SDK does not cancel a running prompt on session/cancel; cancel() does, via this.
         task = asyncio.current_task()
         session.running = task
