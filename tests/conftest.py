@@ -115,6 +115,19 @@ def require_postgres() -> None:
     pytest.skip(reason)
 
 
+def require_bubblewrap() -> None:
+    """The agent sandbox's tests need a working bubblewrap: skip without one, or fail where the
+    services are required (CI installs Debian's `bubblewrap`)."""
+    from clarion.agents.sandbox import bwrap_problem
+
+    reason = bwrap_problem()
+    if reason is None:
+        return
+    if services_required():
+        pytest.fail(f"bubblewrap does not work here: {reason}")
+    pytest.skip(f"bubblewrap does not work here: {reason}")
+
+
 # Databases this pytest process made for `fresh_database_url` and no test holds now.
 _recycled_databases: list[str] = []
 _made_databases: list[str] = []

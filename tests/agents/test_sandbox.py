@@ -14,10 +14,15 @@ from pathlib import Path
 import pytest
 
 from clarion.agents.process import build_env, shut_down, spawn
-from clarion.agents.sandbox import bwrap_problem, git_dirs, mounts
+from clarion.agents.sandbox import git_dirs, mounts
 from clarion.config.sandbox import SandboxConfig, agent_home, hidden_paths
+from tests.conftest import require_bubblewrap
 
-pytestmark = pytest.mark.skipif(bwrap_problem() is not None, reason="bubblewrap does not work")
+
+@pytest.fixture(autouse=True)
+def _bubblewrap_works() -> None:
+    require_bubblewrap()
+
 
 RUN_S = 30.0
 

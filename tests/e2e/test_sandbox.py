@@ -17,10 +17,14 @@ from typing import Any
 import pytest
 
 from clarion.agents.limits import limits_problem
-from clarion.agents.sandbox import bwrap_problem
+from tests.conftest import require_bubblewrap
 from tests.e2e.harness import RESUME_MARK, ServerProcess, answer, wait_until
 
-pytestmark = pytest.mark.skipif(bwrap_problem() is not None, reason="bubblewrap does not work")
+
+@pytest.fixture(autouse=True)
+def _bubblewrap_works() -> None:
+    require_bubblewrap()
+
 
 DBS = [
     pytest.param("sqlite", id="sqlite"),

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from clarion.agents import sandbox
+from tests.conftest import require_bubblewrap
 from tests.ops.test_agents_check import agents_check
 from tests.ops.test_doctor import _row, doctor
 
@@ -23,8 +24,8 @@ def _bwrap_fails(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sandbox, "bwrap_problem", lambda: "bwrap fails (exit 1): no userns")
 
 
-@pytest.mark.skipif(sandbox.bwrap_problem() is not None, reason="bubblewrap does not work")
 def test_doctor_and_agents_check_say_bwrap_where_it_works(tmp_path: Path) -> None:
+    require_bubblewrap()
     config = _config(tmp_path, '[agents.open]\ncommand = ["sh"]\nsandbox = "none"\n')
     _, out = doctor("--config", config, "--database", f"sqlite:///{tmp_path / 'c.db'}")
     assert "bwrap (bubblewrap works)" in _row(out, "sandbox builtin"), out
