@@ -14,11 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from clarion.config.files import read_config
+from clarion.config.files import notification_channels, read_config
 from clarion.domain.emails import checked_address
 from clarion.domain.webhooks import EVENTS
 
-DEFAULT_CHANNEL = "email:default"
 _KEYS = frozenset(
     {"host", "port", "starttls", "username", "password_env", "from", "to", "events", "timeout_s"}
 )
@@ -53,12 +52,6 @@ class EmailSettings:
     def channel_for(self, workspace: str) -> EmailChannel | None:
         """The channel a task of `workspace` notifies: its own, else the top-level one."""
         return (self.workspaces or {}).get(workspace, self.default)
-
-
-def _table(value: Any, where: str) -> dict[str, Any]:
-    if not isinstance(value, dict):
-        raise ValueError(f"{where} must be a table")
-    return value
 
 
 def _channel(key: str, spec: Mapping[str, Any], where: str, env: Mapping[str, str]) -> EmailChannel:
@@ -129,17 +122,7 @@ def load_email(config_file: str | None, env: Mapping[str, str]) -> EmailSettings
     if not config_file:
         return EmailSettings()
     path = Path(config_file)
-    data = read_config(path)
-    notifications = _table(data.get("notifications", {}), f"{path}: [notifications]")
-    base = notifications.get("email")
-    where = f"{path}: notifications.email"
-    default = None if base is None else _channel(DEFAULT_CHANNEL, _table(base, where), where, env)
-    workspaces: dict[str, EmailChannel] = {}
-    for name, spec in _table(data.get("workspaces", {}), f"{path}: [workspaces]").items():
-        own = _table(_table(spec, f"{path}: workspaces.{name}").get("notifications", {}), name)
-        if "email" not in own:
-            continue
-        ws_where = f"{path}: workspaces.{name}.notifications.email"
-        merged = {**(base or {}), **_table(own["email"], ws_where)}
-        workspaces[name] = _channel(f"email:workspace:{name}", merged, ws_where, env)
+    default, workspaces = notification_channels(
+        read_config(path), path, "email", lambda key, spec, where: _channel(key, spec, where, env)
+    )
     return EmailSettings(default=default, workspaces=workspaces)

@@ -14,11 +14,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from clarion.config.files import http_url, positive, read_config
+from clarion.config.files import http_url, notification_channels, positive, read_config, table
 from clarion.domain.webhooks import EVENTS
 
 DEFAULT_API_URL = "https://slack.com/api/"
-DEFAULT_CHANNEL = "slack:default"
 _KEYS = frozenset(
     {"bot_token_env", "signing_secret_env", "app_token_env", "channel", "api_url", "events"}
 )
@@ -60,12 +59,6 @@ class SlackSettings:
 
     def by_key(self, key: str) -> SlackChannel | None:
         return next((c for c in self.channels() if c.key == key), None)
-
-
-def _table(value: Any, where: str) -> dict[str, Any]:
-    if not isinstance(value, dict):
-        raise ValueError(f"{where} must be a table")
-    return value
 
 
 def _secret(spec: Mapping[str, Any], key: str, where: str, env: Mapping[str, str]) -> str:
@@ -110,11 +103,11 @@ def _channel(key: str, spec: Mapping[str, Any], where: str, env: Mapping[str, st
 
 
 def _users(data: Mapping[str, Any], path: Path) -> dict[str, str]:
-    slack = _table(data.get("slack", {}), f"{path}: [slack]")
+    slack = table(data.get("slack", {}), f"{path}: [slack]")
     unknown = sorted(set(slack) - {"users"})
     if unknown:
         raise ValueError(f"{path}: slack: unknown key(s) {', '.join(unknown)}")
-    users = _table(slack.get("users", {}), f"{path}: [slack.users]")
+    users = table(slack.get("users", {}), f"{path}: [slack.users]")
     for slack_id, name in users.items():
         if not isinstance(name, str) or not name.strip():
             raise ValueError(f"{path}: slack.users.{slack_id} must be a Clarion user name")
@@ -128,18 +121,9 @@ def load_slack(config_file: str | None, env: Mapping[str, str]) -> SlackSettings
         return SlackSettings(sweep_s=sweep_s)
     path = Path(config_file)
     data = read_config(path)
-    notifications = _table(data.get("notifications", {}), f"{path}: [notifications]")
-    base = notifications.get("slack")
-    where = f"{path}: notifications.slack"
-    default = None if base is None else _channel(DEFAULT_CHANNEL, _table(base, where), where, env)
-    workspaces: dict[str, SlackChannel] = {}
-    for name, spec in _table(data.get("workspaces", {}), f"{path}: [workspaces]").items():
-        own = _table(_table(spec, f"{path}: workspaces.{name}").get("notifications", {}), name)
-        if "slack" not in own:
-            continue
-        ws_where = f"{path}: workspaces.{name}.notifications.slack"
-        merged = {**(base or {}), **_table(own["slack"], ws_where)}
-        workspaces[name] = _channel(f"slack:workspace:{name}", merged, ws_where, env)
+    default, workspaces = notification_channels(
+        data, path, "slack", lambda key, spec, where: _channel(key, spec, where, env)
+    )
     return SlackSettings(
         default=default, workspaces=workspaces, users=_users(data, path), sweep_s=sweep_s
     )
