@@ -22,8 +22,8 @@ def idle_agents_rows(db: str, r: IdleAgents) -> list[Row]:
     )
     measured = (
         f"server {largest.server / _MIB:.0f} MiB + {largest.agents} built-in agents at "
-        f"{largest.per_agent / _MIB:.1f} MiB each ({len(largest.processes)} processes: agents "
-        "and their process-group guards)"
+        f"{largest.per_agent / _MIB:.1f} MiB each ({len(largest.processes)} processes: agents, "
+        "their sandboxes and process-group guards)"
     )
     if r.all_at_once:
         before = Row(

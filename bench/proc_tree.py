@@ -44,14 +44,20 @@ def rss_of(pids: list[int]) -> list[int]:
 
 
 def running_command(pids: list[int], needle: str) -> list[int]:
-    """The processes of `pids` whose command line holds `needle` (and that are not zombies)."""
+    """The processes of `pids` whose command line holds `needle` (and that are not zombies).
+
+    A sandboxed agent's bubblewrap processes (the one Clarion starts and its child inside the
+    new pid namespace) carry the agent's command line too; they are the sandbox, not agents."""
     found: list[int] = []
     for pid in pids:
         try:
             with open(f"/proc/{pid}/cmdline", "rb") as f:
-                command = f.read().replace(b"\0", b" ").decode(errors="replace")
+                argv = f.read().split(b"\0")
         except OSError:
             continue
+        if argv and argv[0].rsplit(b"/", 1)[-1] == b"bwrap":
+            continue
+        command = b" ".join(argv).decode(errors="replace")
         if needle in command:  # a zombie's command line reads empty
             found.append(pid)
     return found
