@@ -5,7 +5,12 @@ from __future__ import annotations
 import pytest
 
 from clarion.domain.errors import InvalidInput
-from clarion.domain.reviews import ReviewComment, review_prompt, worktree_relative
+from clarion.domain.reviews import (
+    ReviewComment,
+    review_claim_key,
+    review_prompt,
+    worktree_relative,
+)
 
 ROOT = "/srv/worktrees/t1"
 
@@ -44,3 +49,13 @@ def test_the_prompt_lists_each_comment_on_its_line_then_the_summary() -> None:
         "Review of your changes:\nsrc/app.py:12: rename this\nREADME.md: say why\nOtherwise fine."
     )
     assert review_prompt([], "Only a summary") == "Review of your changes:\nOnly a summary"
+
+
+def test_a_review_without_a_summary_is_its_heading_and_comments_only() -> None:
+    comment = ReviewComment(path="a.py", line=None, body="tidy   this")
+    assert review_prompt([comment], None) == "Review of your changes:\na.py: tidy this"
+    assert review_prompt([comment], "  ") == "Review of your changes:\na.py: tidy this"
+
+
+def test_a_reviews_claim_key_names_its_turn() -> None:
+    assert review_claim_key("t1") == "review:t1"
