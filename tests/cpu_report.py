@@ -8,11 +8,13 @@ server reported meanwhile (tests/forkserver.py): the forked servers and their bu
 that ended, which the zygote reaps, and the zygote's own CPU. A server shared by a module
 counts against the test whose teardown stops it. A child that is never reaped counts nowhere.
 Under xdist each worker measures its own tests and the figure travels to the controller in the
-report's `user_properties`.
+report's `user_properties`. With CLARION_CPU_REPORT=FILE every test's figure is written there as
+JSON, to add up by module or package.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import resource
 import time
@@ -66,6 +68,10 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     if not _totals:
         return
     total = sum(_totals.values())
+    dump = os.environ.get("CLARION_CPU_REPORT")
+    if dump:  # every test's figure, for adding up by module or package
+        with open(dump, "w", encoding="utf-8") as out:
+            json.dump(_totals, out, indent=0, sort_keys=True)
     terminalreporter.write_sep("=", f"{SHOWN} largest CPU consumers")
     for nodeid, seconds in sorted(_totals.items(), key=lambda kv: -kv[1])[:SHOWN]:
         terminalreporter.write_line(f"{seconds:8.2f}s cpu {nodeid}")

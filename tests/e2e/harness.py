@@ -194,6 +194,15 @@ class ServerProcess:
             except subprocess.TimeoutExpired:
                 self.kill()
 
+    def _exits_soon(self) -> bool:
+        """Whether the process has ended, or ends within seconds (a dying one is reaped late)."""
+        assert self.proc is not None
+        try:
+            self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            return False
+        return True
+
     def logs(self) -> str:
         return "\n".join(
             p.read_text(errors="replace") for p in sorted(self.workdir.glob("server-*.log"))
@@ -205,14 +214,25 @@ class ServerProcess:
         headers = {**self.headers, **kwargs.pop("headers", {})}
         # A ceiling, not a wait: starting a session answers once its agent started, and a
         # published agent (Node) took over 30 s to start on a loaded machine.
-        return httpx.request(
-            method,
-            f"{self.url}/api/v1{path}",
-            timeout=REQUEST_CEILING_S,
-            headers=headers,
-            verify=TLS,
-            **kwargs,
-        )
+        try:
+            return httpx.request(
+                method,
+                f"{self.url}/api/v1{path}",
+                timeout=REQUEST_CEILING_S,
+                headers=headers,
+                verify=TLS,
+                **kwargs,
+            )
+        except httpx.TransportError as exc:
+            # A server that went away mid-request (it crashed, or a replica fenced itself) is
+            # what the failure must say, not only the client's "disconnected".
+            if self.proc is None or not self._exits_soon():
+                raise
+            tail = "\n".join(self.logs().splitlines()[-40:])
+            raise AssertionError(
+                f"{method} {path}: the server exited ({self.proc.returncode}) during the "
+                f"request: {exc!r}\n{tail}"
+            ) from exc
 
     def ok(self, method: str, path: str, status: int = 200, **kwargs: Any) -> Any:
         response = self.request(method, path, **kwargs)
