@@ -44,9 +44,13 @@ METADATA_WRITERS = {
 TRANSITION_KEYWORD = {"respond": "claim"}
 
 
-def _modules() -> Iterator[tuple[Path, ast.AST]]:
-    for path in sorted(SRC.rglob("*.py")):
-        yield path.relative_to(SRC), ast.parse(path.read_text(), filename=str(path))
+@functools.cache
+def _modules() -> tuple[tuple[Path, ast.AST], ...]:
+    """Every module's syntax tree, parsed once for all the tests here (none changes a tree)."""
+    return tuple(
+        (path.relative_to(SRC), ast.parse(path.read_text(), filename=str(path)))
+        for path in sorted(SRC.rglob("*.py"))
+    )
 
 
 @functools.cache
