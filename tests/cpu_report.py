@@ -8,8 +8,8 @@ server reported meanwhile (tests/forkserver.py): the forked servers and their bu
 that ended, which the zygote reaps, and the zygote's own CPU. A server shared by a module
 counts against the test whose teardown stops it. A child that is never reaped counts nowhere.
 Under xdist each worker measures its own tests and the figure travels to the controller in the
-report's `user_properties`. With CLARION_CPU_REPORT=FILE every test's figure is written there as
-JSON, to add up by module or package.
+report's `user_properties`. With CLARION_CPU_REPORT=FILE every test's figure, and its wall time
+(setup, call and teardown), is written there as JSON, to add up by module, package or xdist group.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ PROPERTY = "cpu_s"
 SHOWN = 20
 _started: dict[str, float] = {}
 _totals: dict[str, float] = {}
+_walls: dict[str, float] = {}
 _began: list[float] = []
 
 
@@ -59,6 +60,7 @@ def pytest_runtest_makereport(
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    _walls[report.nodeid] = _walls.get(report.nodeid, 0.0) + report.duration
     for name, value in report.user_properties:
         if name == PROPERTY and isinstance(value, float):
             _totals[report.nodeid] = _totals.get(report.nodeid, 0.0) + value
@@ -71,7 +73,7 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     dump = os.environ.get("CLARION_CPU_REPORT")
     if dump:  # every test's figure, for adding up by module or package
         with open(dump, "w", encoding="utf-8") as out:
-            json.dump(_totals, out, indent=0, sort_keys=True)
+            json.dump({"cpu_s": _totals, "wall_s": _walls}, out, indent=0, sort_keys=True)
     terminalreporter.write_sep("=", f"{SHOWN} largest CPU consumers")
     for nodeid, seconds in sorted(_totals.items(), key=lambda kv: -kv[1])[:SHOWN]:
         terminalreporter.write_line(f"{seconds:8.2f}s cpu {nodeid}")
