@@ -9,9 +9,11 @@ from typing import cast
 
 from starlette.responses import JSONResponse
 from starlette.types import Receive, Scope, Send
+from tests.app_routes import app_routes
 
 from clarion.api.forwarding import FORWARDED_BY, Carrier, forwarded_by, read_body
 from clarion.api.mcp_proxy import McpToOwner
+from clarion.api.route_targets import RouteTable
 from clarion.api.routing import ClusterRouting
 from clarion.api.session_gate import SessionGate
 from clarion.ports.cluster import (
@@ -68,6 +70,7 @@ async def test_a_carried_request_is_replayed_by_the_routing_that_listens_and_ser
 
     routing = ClusterRouting(
         app,
+        routes=RouteTable.of(app_routes()),
         replica_id="me",
         directory=cast(Directory, Owners()),
         carrier=Carrier(cast(Forwarder, NoForwarding()), cast(Directory, Owners()), 5.0),

@@ -13,12 +13,8 @@ from pydantic import BaseModel
 from starlette.testclient import TestClient, WebSocketDenialResponse
 from starlette.websockets import WebSocketDisconnect
 
-from clarion.api.errors import (
-    INTERNAL_MESSAGE,
-    error_body,
-    install_error_handlers,
-    ws_error_payload,
-)
+from clarion.api.errors import install_error_handlers, ws_error_payload
+from clarion.domain.error_bodies import INTERNAL_MESSAGE, error_body
 from clarion.domain.errors import (
     AcceptedButUnfinalized,
     ClarionError,

@@ -17,11 +17,12 @@ import httpx
 import pytest
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.types import Receive, Scope, Send
+from tests.app_routes import app_routes
 
 from clarion.api import routing
 from clarion.api.forwarding import FORWARDED_BY, Carrier, forwarded_by, read_body, replay
 from clarion.api.mcp_proxy import McpToOwner
-from clarion.api.route_targets import ROUTES, Target, target_of
+from clarion.api.route_targets import RouteTable, Target
 from clarion.api.routing import ClusterRouting
 from clarion.api.session_gate import SessionGate
 from clarion.ports.cluster import (
@@ -33,6 +34,8 @@ from clarion.ports.cluster import (
 )
 
 ME = "me"
+# The application's own routes and what they declare (api/route_targets.py).
+TABLE = RouteTable.of(app_routes())
 CEILING_S = 30  # a hang guard, far above what any of these takes
 
 # --- what each route acts on --------------------------------------------------------------
@@ -83,22 +86,23 @@ READS: list[tuple[str, str]] = [
 def test_a_request_that_acts_on_a_session_is_classified_by_what_names_it(
     method: str, path: str, target: Target
 ) -> None:
-    assert target_of(method, path) == target
+    assert TABLE.target_of(method, path) == target
 
 
 def test_the_classified_examples_cover_every_routed_request() -> None:
+    routed = list(TABLE.routed())
     covered = {
         i
-        for method, path, _ in CLASSIFIED
-        for i, (route_method, pattern, _kind) in enumerate(ROUTES)
-        if method == route_method and pattern.fullmatch(path)
+        for method, path, target in CLASSIFIED
+        for i, (route_method, pattern, kind) in enumerate(routed)
+        if method == route_method and pattern.match(path) and kind == target.kind
     }
-    assert covered == set(range(len(ROUTES)))
+    assert covered == set(range(len(routed)))
 
 
 @pytest.mark.parametrize(("method", "path"), READS)
 def test_reads_and_requests_that_act_on_no_session_are_left_alone(method: str, path: str) -> None:
-    assert target_of(method, path) is None
+    assert TABLE.target_of(method, path) is None
 
 
 # --- an in-process cluster ----------------------------------------------------------------
@@ -224,6 +228,7 @@ class Replica:
         self.mcp = Mcp()
         self.routing = ClusterRouting(
             self._app,
+            routes=TABLE,
             replica_id=replica_id,
             directory=cluster.directory,
             carrier=Carrier(cluster.forwarder, cluster.directory, 3600.0),

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from clarion.cli.errors import CliError
 from clarion.cli.review import parse_comment
+from clarion.client.errors import CliError
 from tests.cli.cli_runner import run_cli
 from tests.e2e.harness import ServerProcess, running_server, wait_until
 from tests.workspaces.gitrepo import make_repository

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from clarion.cli.answer import _numbers, answers_body
-from clarion.cli.errors import CliError, api_error
-from clarion.cli.render import event_line, task_pending
+from clarion.client.errors import CliError, api_error
+from clarion.client.render import event_line, task_pending
 
 
 def _bundle(*qids: str) -> dict[str, Any]:
@@ -114,7 +114,7 @@ def test_client_commands_start_without_the_database_layer() -> None:
 def test_a_deadline_reads_as_time_left_and_what_follows() -> None:
     from datetime import UTC, datetime
 
-    from clarion.cli.render import waiting_line
+    from clarion.client.render import waiting_line
 
     now = datetime(2026, 1, 1, 12, tzinfo=UTC)
     bundle = {"expires_at": "2026-01-01T15:00:00+00:00", "on_expiry": "default"}

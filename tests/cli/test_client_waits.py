@@ -13,9 +13,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from clarion.agents.runtime import AcpRuntime
-from clarion.cli.client import HTTP_TIMEOUT, ClarionClient
 from clarion.cli.connection import waiting
-from clarion.cli.errors import EXIT_SERVER_ERROR, CliError
+from clarion.client.errors import EXIT_SERVER_ERROR, CliError
+from clarion.client.http import HTTP_TIMEOUT, ClarionClient
 from clarion.config import Timeouts
 
 

@@ -10,9 +10,9 @@ import pytest
 from rich.console import Console
 
 from clarion.cli.answer import _report
-from clarion.cli.errors import api_error
-from clarion.cli.render import event_line, print_error, question_block, tasks_table
-from clarion.cli.sanitize import safe
+from clarion.client.errors import api_error
+from clarion.client.render import event_line, print_error, question_block, tasks_table
+from clarion.client.sanitize import safe
 
 CLEAR = "\x1b[2J"
 TITLE = "\x1b]0;pwned\x07"

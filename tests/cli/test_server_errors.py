@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import pytest
 
-from clarion.cli.errors import api_error
+from clarion.client.errors import api_error
 from tests.cli.cli_runner import run_cli
 from tests.e2e.harness import ServerProcess
 

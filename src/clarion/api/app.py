@@ -34,6 +34,7 @@ from clarion.api import (
 )
 from clarion.api.errors import error_response, install_error_handlers
 from clarion.api.openapi import install_openapi
+from clarion.api.route_targets import acts_on
 from clarion.api.services import ApiServices
 from clarion.domain.errors import ServiceStarting
 from clarion.mcp.tools import McpEndpoint
@@ -107,8 +108,10 @@ def create_app(services: ApiServices, mcp: McpEndpoint) -> FastAPI:
     app.include_router(routes_links.router)
     app.include_router(routes_slack.router)
     app.include_router(ws.router)
+    # An agent's MCP session lives where its agent runs: cluster mode proxies it there.
+    mcp_session = acts_on("session", "session_id")(mcp)
     app.router.routes.append(
-        Route("/mcp/sessions/{session_id}", endpoint=mcp, methods=["GET", "POST", "DELETE"])
+        Route("/mcp/sessions/{session_id}", endpoint=mcp_session, methods=["GET", "POST", "DELETE"])
     )
 
     if WEB_DIR.is_dir():

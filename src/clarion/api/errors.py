@@ -1,11 +1,9 @@
-"""The one table from domain errors to the wire: HTTP status and `{"error": {...}}` bodies.
+"""The HTTP edge's errors on the wire, each body from the one table (domain/error_bodies.py).
 
-Every error body on the wire is built here: the app's handlers (install_error_handlers), the
-readiness gate's 503, the MCP endpoint's 401 and the WebSocket's `error` envelopes
-(ws_error_payload). Every error body is `{"error": {"code", "message", "retryable", ...extras}}`
-with extras `field` (InvalidInput), `state` and `response` (NotActive). Every 4xx is not
-retryable.
-Unexpected exceptions become 500 `internal` with a generic message; the details go to the log.
+The app's handlers (install_error_handlers), the readiness gate's 503 (error_response) and the
+WebSocket's `error` envelopes (ws_error_payload); FastAPI's validation errors and Starlette's own
+HTTP errors in the same shape. Unexpected exceptions become 500 `internal` with a generic
+message; the details go to the log.
 """
 
 from __future__ import annotations
@@ -23,42 +21,10 @@ from starlette.routing import Match
 from starlette.websockets import WebSocket, WebSocketState
 
 from clarion.api.bodies import first_error
-from clarion.domain.errors import (
-    AcceptedButUnfinalized,
-    ClarificationActive,
-    ClarionError,
-    Conflict,
-    DecisionNotActive,
-    InvalidInput,
-    NotActive,
-    NotFound,
-    PendingInput,
-    ReplicaUnavailable,
-    RetryableFailure,
-    ServiceStarting,
-    SessionBusy,
-    Unauthenticated,
-    Unavailable,
-)
+from clarion.domain.error_bodies import error_body, wire_error
+from clarion.domain.errors import ClarionError
 
 log = logging.getLogger(__name__)
-
-# error class -> (HTTP status, retryable). The most specific class in an error's MRO wins.
-STATUS: dict[type[ClarionError], tuple[int, bool]] = {
-    Unavailable: (500, True),
-    NotFound: (404, False),
-    InvalidInput: (400, False),
-    NotActive: (409, False),
-    PendingInput: (409, False),
-    SessionBusy: (409, False),  # a review of a session with a turn running or anything waiting
-    Conflict: (409, False),
-    Unauthenticated: (401, False),
-    ServiceStarting: (503, True),  # recovery is running: the same request will work shortly
-    RetryableFailure: (500, True),
-    AcceptedButUnfinalized: (500, False),
-}
-
-INTERNAL_MESSAGE = "internal error; see the server log"
 
 # Starlette's own HTTP errors (unknown route, wrong method, ...) in the same shape.
 _HTTP_CODES = {
@@ -78,20 +44,6 @@ _LOCATIONS = frozenset({"body", "query", "path", "header", "cookie"})
 _RESERVED_LOG_KEYS = frozenset(logging.makeLogRecord({}).__dict__) | {"message", "asctime"}
 
 
-def _body(code: str, message: str, retryable: bool, **extras: Any) -> dict[str, Any]:
-    return {"error": {"code": code, "message": message, "retryable": retryable, **extras}}
-
-
-def error_body(exc: BaseException) -> tuple[int, dict[str, Any]]:
-    """The HTTP status and wire body for `exc`; anything unmapped is 500 `internal`."""
-    if isinstance(exc, ClarionError):
-        for cls in type(exc).__mro__:
-            if cls in STATUS:
-                status, retryable = STATUS[cls]
-                return status, _body(exc.code, exc.message, retryable, **_extras(exc))
-    return 500, _body("internal", INTERNAL_MESSAGE, False)
-
-
 def error_response(exc: BaseException, headers: Mapping[str, str] | None = None) -> JSONResponse:
     """`exc` as a JSON response, with `error_body`'s status and body."""
     status, body = error_body(exc)
@@ -102,28 +54,6 @@ def ws_error_payload(exc: BaseException) -> dict[str, Any]:
     """The payload of a WebSocket `error` envelope: `{code, message, retryable, ...extras}`."""
     payload: dict[str, Any] = error_body(exc)[1]["error"]
     return payload
-
-
-def _extras(exc: ClarionError) -> dict[str, Any]:
-    if isinstance(exc, ReplicaUnavailable):
-        return {"replica": {"id": exc.replica_id, "advertise_url": exc.replica_url}}
-    if isinstance(exc, InvalidInput) and exc.field is not None:
-        return {"field": exc.field}
-    if isinstance(exc, ClarificationActive):
-        return {"state": exc.state, "pending_id": exc.pending_id}
-    if isinstance(exc, DecisionNotActive):
-        return {"state": exc.state, "decision": exc.decision}
-    if isinstance(exc, NotActive):
-        extras: dict[str, Any] = {"state": exc.state}
-        if exc.response is not None:
-            extras["response"] = exc.response
-        if exc.delivery is not None:
-            extras["delivery"] = exc.delivery
-        return extras
-    if exc.code == "agent_unavailable" and "session_id" in exc.ids:
-        # The session the failed start left behind (FAILED, with the reason in its transcript).
-        return {"session_id": exc.ids["session_id"]}
-    return {}
 
 
 def install_error_handlers(app: FastAPI) -> None:
@@ -152,11 +82,11 @@ async def _on_validation_error(
 ) -> Response | None:
     errors = list(exc.errors())
     if any(isinstance(e, dict) and e.get("type") == "json_invalid" for e in errors):
-        body = _body("invalid_json", "request body is not valid JSON", False)
+        body = wire_error("invalid_json", "request body is not valid JSON", False)
     else:
         located = [{**e, "loc": _strip_location(e.get("loc", ()))} for e in errors]
         field, message = first_error(located)
-        body = _body("invalid_request", f"{field}: {message}", False, field=field)
+        body = wire_error("invalid_request", f"{field}: {message}", False, field=field)
     log.info("request refused: invalid input", extra=_log_extra(conn, {}, 400, body))
     return await _reply(conn, 400, body)
 
@@ -166,7 +96,7 @@ async def _on_http_exception(conn: HTTPConnection, exc: StarletteHTTPException) 
     if status < 200 or status in (204, 304):
         return Response(status_code=status, headers=exc.headers)
     code = _HTTP_CODES.get(status, f"http_{status}")
-    body = _body(code, str(exc.detail), status == 503)
+    body = wire_error(code, str(exc.detail), status == 503)
     headers = exc.headers
     if status == 405:
         headers = {**(headers or {}), "Allow": _allowed_methods(conn)}

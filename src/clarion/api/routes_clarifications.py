@@ -9,6 +9,7 @@ from fastapi import APIRouter, Request
 from clarion.api.auth import caller_of
 from clarion.api.bodies import read_json_object
 from clarion.api.openapi import body, errors
+from clarion.api.route_targets import acts_on
 from clarion.api.routes_metrics import recorded_answer
 from clarion.api.routes_tasks import services
 from clarion.api.schemas import Respond
@@ -24,6 +25,7 @@ router = APIRouter(prefix="/api/v1")
     summary="A clarification bundle and its state",
     responses={**errors(404), **documented(BundleRead, "The bundle")},
 )
+@acts_on("bundle", "pending_id")
 async def get_bundle(pending_id: str, request: Request) -> dict[str, Any]:
     svc = services(request)
     await svc.access.require_bundle(caller_of(request), pending_id, escalated=True)
@@ -36,6 +38,7 @@ async def get_bundle(pending_id: str, request: Request) -> dict[str, Any]:
     openapi_extra=body(Respond),
     responses=errors(400, 404, 409),
 )
+@acts_on("bundle", "pending_id")
 async def respond(pending_id: str, request: Request) -> dict[str, Any]:
     svc = services(request)
     result = await recorded_answer(svc.metrics, _respond(svc, pending_id, request))
@@ -54,6 +57,7 @@ async def _respond(svc: ApiServices, pending_id: str, request: Request) -> Respo
     summary="Send an answer whose delivery is ambiguous again, as a new turn",
     responses=errors(404, 409, 500),
 )
+@acts_on("bundle", "pending_id")
 async def resend(pending_id: str, request: Request) -> dict[str, Any]:
     svc = services(request)
     await svc.access.require_bundle(caller_of(request), pending_id)
@@ -66,6 +70,7 @@ async def resend(pending_id: str, request: Request) -> dict[str, Any]:
     summary="Cancel a bundle still owned by a live waiter",
     responses=errors(404, 409),
 )
+@acts_on("bundle", "pending_id")
 async def cancel(pending_id: str, request: Request) -> dict[str, Any]:
     svc = services(request)
     await svc.access.require_bundle(caller_of(request), pending_id)

@@ -19,6 +19,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from clarion.api.bodies import read_json_object
 from clarion.api.errors import error_response
 from clarion.api.openapi import body, errors
+from clarion.api.route_targets import acts_on, served_anywhere
 from clarion.api.routes_tasks import services
 from clarion.api.schemas import Respond
 from clarion.domain.errors import NotFound
@@ -83,6 +84,7 @@ def _pending_of(request: Request, token: str) -> str:
     summary="The bundle an answer link names (the token is the credential)",
     responses=errors(404, guarded=False),
 )
+@acts_on("link", "token")
 async def linked_bundle(token: str, request: Request) -> dict[str, Any]:
     pending_id = _pending_of(request, token)
     return await services(request).reads.linked_bundle(pending_id)
@@ -94,6 +96,7 @@ async def linked_bundle(token: str, request: Request) -> dict[str, Any]:
     openapi_extra=body(Respond),
     responses=errors(400, 404, 409, guarded=False),
 )
+@acts_on("link", "token")
 async def respond_by_link(token: str, request: Request) -> dict[str, Any]:
     svc = services(request)
     pending_id = _pending_of(request, token)
@@ -109,6 +112,7 @@ def page_routes(web_dir: Path) -> APIRouter:
     pages = APIRouter()
 
     @pages.get("/a/{token}", include_in_schema=False)
+    @served_anywhere
     async def answer_page(token: str, request: Request) -> Response:
         links = services(request).links
         pending_id = None if links is None else links.pending_of(token)

@@ -13,9 +13,9 @@ from collections.abc import Awaitable
 from fastapi import APIRouter, Request, Response
 
 from clarion.api.auth import presented_token
-from clarion.api.errors import error_body
 from clarion.api.services import ApiServices
 from clarion.clarification.respond_result import RespondResult
+from clarion.domain.error_bodies import error_body
 from clarion.domain.errors import NotFound
 from clarion.ports.metrics import AnswerOutcome, Metrics
 

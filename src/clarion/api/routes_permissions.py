@@ -9,6 +9,7 @@ from fastapi import APIRouter, Request
 from clarion.api.auth import caller_of
 from clarion.api.bodies import read_json_object
 from clarion.api.openapi import body, errors
+from clarion.api.route_targets import acts_on
 from clarion.api.routes_tasks import services
 from clarion.api.schemas import DecidePermission
 from clarion.domain.errors import NotFound
@@ -31,6 +32,7 @@ async def _visible(request: Request, message_id: str) -> dict[str, Any]:
     summary="A permission request and its state",
     responses=errors(404),
 )
+@acts_on("message", "message_id")
 async def get_permission(message_id: str, request: Request) -> dict[str, Any]:
     return await _visible(request, message_id)
 
@@ -41,6 +43,7 @@ async def get_permission(message_id: str, request: Request) -> dict[str, Any]:
     responses=errors(400, 404, 409),
     openapi_extra=body(DecidePermission),
 )
+@acts_on("message", "message_id")
 async def respond(message_id: str, request: Request) -> dict[str, Any]:
     # Before anything else: a wrong caller must not decide anything.
     await _visible(request, message_id)

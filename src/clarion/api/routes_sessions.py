@@ -10,6 +10,7 @@ from fastapi.responses import JSONResponse
 from clarion.api.auth import caller_of
 from clarion.api.bodies import parse_body, read_json_object
 from clarion.api.openapi import body, errors
+from clarion.api.route_targets import acts_on, served_anywhere
 from clarion.api.routes_tasks import services
 from clarion.api.schemas import Finish, Prompt, StartSession
 from clarion.domain.errors import ClarificationActive, NotFound
@@ -24,6 +25,7 @@ router = APIRouter(prefix="/api/v1")
     openapi_extra=body(StartSession),
     responses=errors(400, 404),
 )
+@acts_on("placement", "task_id")
 async def start_session(task_id: str, request: Request) -> JSONResponse:
     svc = services(request)
     await svc.access.require_task(caller_of(request), task_id)
@@ -43,6 +45,7 @@ async def start_session(task_id: str, request: Request) -> JSONResponse:
     responses=errors(404),
 )
 @router.get("/tasks/{task_id}/sessions", include_in_schema=False)
+@served_anywhere
 async def list_sessions(task_id: str, request: Request) -> dict[str, Any]:
     svc = services(request)
     await svc.access.require_task(caller_of(request), task_id)
@@ -68,6 +71,7 @@ async def agent_profiles(request: Request) -> dict[str, Any]:
     ),
     responses=errors(404),
 )
+@served_anywhere
 async def get_session(session_id: str, request: Request) -> dict[str, Any]:
     svc = services(request)
     await svc.access.require_session(caller_of(request), session_id)
@@ -81,6 +85,7 @@ async def get_session(session_id: str, request: Request) -> dict[str, Any]:
     openapi_extra=body(Prompt),
     responses=errors(400, 404, 409),
 )
+@acts_on("session", "session_id")
 async def prompt(session_id: str, request: Request) -> JSONResponse:
     svc = services(request)
     await svc.access.require_session(caller_of(request), session_id)
@@ -98,6 +103,7 @@ async def prompt(session_id: str, request: Request) -> JSONResponse:
     summary="Cancel the running turn",
     responses=errors(404, 409),
 )
+@acts_on("session", "session_id")
 async def cancel(session_id: str, request: Request) -> dict[str, Any]:
     svc = services(request)
     await svc.access.require_session(caller_of(request), session_id)
@@ -111,6 +117,7 @@ async def cancel(session_id: str, request: Request) -> dict[str, Any]:
     openapi_extra=body(Finish),
     responses=errors(400, 404, 409),
 )
+@acts_on("session", "session_id")
 async def finish(session_id: str, request: Request) -> dict[str, Any]:
     svc = services(request)
     await svc.access.require_session(caller_of(request), session_id)
@@ -123,6 +130,7 @@ async def finish(session_id: str, request: Request) -> dict[str, Any]:
 @router.get(
     "/task-sessions/{session_id}/turns", summary="Durable turn history", responses=errors(404)
 )
+@served_anywhere
 async def turns(session_id: str, request: Request) -> dict[str, Any]:
     svc = services(request)
     await svc.access.require_session(caller_of(request), session_id)
@@ -135,6 +143,7 @@ async def turns(session_id: str, request: Request) -> dict[str, Any]:
     summary="Transcript, oldest first",
     responses=errors(400, 404),
 )
+@served_anywhere
 async def messages(
     session_id: str,
     request: Request,
@@ -152,6 +161,7 @@ async def messages(
     summary="Delete one message",
     responses=errors(404, 409),
 )
+@acts_on("session", "session_id")
 async def delete_message(session_id: str, message_id: str, request: Request) -> Response:
     svc = services(request)
     await svc.access.require_session(caller_of(request), session_id)

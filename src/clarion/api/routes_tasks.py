@@ -10,6 +10,7 @@ from fastapi.responses import JSONResponse
 from clarion.api.auth import caller_of
 from clarion.api.bodies import parse_body, read_json_object
 from clarion.api.openapi import body, errors, task_read
+from clarion.api.route_targets import served_anywhere
 from clarion.api.schemas import CreateTask, MoveTask
 from clarion.api.services import ApiServices
 from clarion.domain.models import WorkflowStep
@@ -51,6 +52,7 @@ async def list_tasks(request: Request) -> dict[str, Any]:
 
 
 @router.get("/tasks/{task_id}", summary="One task", responses={**task_read(), **errors(404)})
+@served_anywhere
 async def get_task(task_id: str, request: Request) -> dict[str, Any]:
     svc = services(request)
     await svc.access.require_task(caller_of(request), task_id)
@@ -63,6 +65,7 @@ async def get_task(task_id: str, request: Request) -> dict[str, Any]:
     openapi_extra=body(MoveTask),
     responses={**task_read(), **errors(400, 404, 409)},
 )
+@served_anywhere
 async def move_task(task_id: str, request: Request) -> dict[str, Any]:
     svc = services(request)
     await svc.access.require_task(caller_of(request), task_id)

@@ -14,6 +14,7 @@ from fastapi import APIRouter, Request
 from clarion.api.auth import caller_of
 from clarion.api.bodies import parse_body, read_json_object
 from clarion.api.openapi import body, errors, task_read
+from clarion.api.route_targets import acts_on
 from clarion.api.schemas import ReviewTask
 from clarion.api.services import ApiServices
 from clarion.domain.errors import NotFound, Unavailable
@@ -34,6 +35,7 @@ def services(request: Request) -> ApiServices:
     summary="What the task's agent changed in its worktree, against the merge base",
     responses=errors(404),
 )
+@acts_on("task", "task_id")
 async def task_changes(task_id: str, request: Request) -> dict[str, Any]:
     svc = services(request)
     await svc.access.require_task(caller_of(request), task_id)
@@ -56,6 +58,7 @@ async def task_changes(task_id: str, request: Request) -> dict[str, Any]:
     openapi_extra=body(ReviewTask),
     responses=errors(400, 404, 409),
 )
+@acts_on("task", "task_id")
 async def review_task(task_id: str, request: Request) -> dict[str, Any]:
     svc = services(request)
     await svc.access.require_task(caller_of(request), task_id)
@@ -73,6 +76,7 @@ async def review_task(task_id: str, request: Request) -> dict[str, Any]:
     summary="Remove the task's worktree (its branch stays) and take it off the active steps",
     responses={**task_read(), **errors(404, 409)},
 )
+@acts_on("task", "task_id")
 async def archive_task(task_id: str, request: Request) -> dict[str, Any]:
     svc = services(request)
     await svc.access.require_task(caller_of(request), task_id)

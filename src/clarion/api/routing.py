@@ -41,7 +41,7 @@ from clarion.api.forwarding import (
 )
 from clarion.api.mcp_proxy import McpToOwner
 from clarion.api.route_memory import RouteMemory
-from clarion.api.route_targets import Target, target_of
+from clarion.api.route_targets import RouteTable, Target
 from clarion.api.session_gate import SessionGate
 from clarion.domain.errors import ReplicaUnavailable, ReplicaUnreachable
 from clarion.ports.cluster import (
@@ -80,6 +80,7 @@ class ClusterRouting:
         self,
         app: ASGIApp,
         *,
+        routes: RouteTable,
         replica_id: str,
         directory: Directory,
         carrier: Carrier,
@@ -91,6 +92,7 @@ class ClusterRouting:
     ) -> None:
         self._tracer = tracer
         self._app = app
+        self._table = routes  # read from the app's own routes (api/route_targets.py)
         self._link_pending = link_pending
         self._id = replica_id
         self._directory = directory
@@ -116,7 +118,8 @@ class ClusterRouting:
             return reply
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        target = None if scope["type"] != "http" else target_of(scope["method"], scope["path"])
+        http = scope["type"] == "http"
+        target = self._table.target_of(scope["method"], scope["path"]) if http else None
         if target is None:
             await self._app(scope, receive, send)
             return

@@ -14,9 +14,9 @@ from rich.console import Console
 from rich.text import Text
 
 from clarion.cli.connection import DEFAULT_SERVER, ServerOpt, TokenOpt, client_for
-from clarion.cli.errors import EXIT_CONFLICT, EXIT_USAGE, CliError, describe_response
-from clarion.cli.render import question_block, stdout
-from clarion.cli.sanitize import safe
+from clarion.client.errors import EXIT_CONFLICT, EXIT_USAGE, CliError, describe_response
+from clarion.client.render import question_block, stdout
+from clarion.client.sanitize import safe
 
 ACTIVE_STATES = ("active_live", "active_detached")
 DEFAULT_REASON = "User skipped"

@@ -16,8 +16,8 @@ from rich.table import Table
 from rich.text import Text
 
 from clarion.cli.connection import DEFAULT_SERVER, ServerOpt, TokenOpt, client_for
-from clarion.cli.render import stdout
-from clarion.cli.sanitize import safe
+from clarion.client.render import stdout
+from clarion.client.sanitize import safe
 
 _STATUS_STYLE = {"added": "green", "deleted": "red", "renamed": "cyan", "modified": "yellow"}
 

@@ -11,11 +11,11 @@ from typing import Annotated, Any
 import typer
 from rich.text import Text
 
-from clarion.cli.client import ClarionClient
 from clarion.cli.connection import DEFAULT_SERVER, ServerOpt, TokenOpt, client_for
 from clarion.cli.permissions import pending_permissions, show_permission
-from clarion.cli.render import question_block, stdout, tasks_table, waiting_line
-from clarion.cli.sanitize import safe
+from clarion.client.http import ClarionClient
+from clarion.client.render import question_block, stdout, tasks_table, waiting_line
+from clarion.client.sanitize import safe
 
 ACTIVE_STATES = ("active_live", "active_detached")
 

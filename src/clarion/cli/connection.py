@@ -12,9 +12,9 @@ from typing import Annotated
 
 import typer
 
-from clarion.cli.client import DEFAULT_SERVER, ClarionClient
-from clarion.cli.errors import CliError
-from clarion.cli.render import print_error, stderr
+from clarion.client.errors import CliError
+from clarion.client.http import DEFAULT_SERVER, ClarionClient
+from clarion.client.render import print_error, stderr
 
 __all__ = ["DEFAULT_SERVER", "ServerOpt", "TokenOpt", "client_for", "handled"]
 

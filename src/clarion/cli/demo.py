@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from clarion.cli.render import stdout
+from clarion.client.render import stdout
 
 
 def demo() -> None:

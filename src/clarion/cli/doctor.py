@@ -24,8 +24,8 @@ import typer
 from rich.table import Table
 
 from clarion.cli.database import checked_url, missing_database
-from clarion.cli.render import stdout
-from clarion.cli.sanitize import safe
+from clarion.client.render import stdout
+from clarion.client.sanitize import safe
 from clarion.config import AgentProfile, Settings
 from clarion.config.files import redacted
 from clarion.config.slack import SlackChannel

@@ -13,11 +13,11 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
-from clarion.cli.client import ClarionClient
 from clarion.cli.connection import DEFAULT_SERVER, ServerOpt, TokenOpt, client_for
-from clarion.cli.errors import EXIT_CONFLICT, CliError
-from clarion.cli.render import clip, stdout
-from clarion.cli.sanitize import safe
+from clarion.client.errors import EXIT_CONFLICT, CliError
+from clarion.client.http import ClarionClient
+from clarion.client.render import clip, stdout
+from clarion.client.sanitize import safe
 
 INPUT_PREVIEW = 300
 

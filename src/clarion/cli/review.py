@@ -10,9 +10,9 @@ from urllib.parse import quote
 import typer
 
 from clarion.cli.connection import DEFAULT_SERVER, ServerOpt, TokenOpt, client_for, handled
-from clarion.cli.errors import EXIT_USAGE, CliError
-from clarion.cli.render import stdout
-from clarion.cli.sanitize import safe
+from clarion.client.errors import EXIT_USAGE, CliError
+from clarion.client.render import stdout
+from clarion.client.sanitize import safe
 
 _WITH_LINE = re.compile(r"(?P<path>[^:]+):(?P<line>\d+):(?P<body>.*)", re.DOTALL)
 _WITHOUT_LINE = re.compile(r"(?P<path>[^:]+):(?P<body>.*)", re.DOTALL)

@@ -10,11 +10,11 @@ from typing import Annotated, Any
 import typer
 from websockets.exceptions import ConnectionClosed
 
-from clarion.cli.client import ClarionClient
 from clarion.cli.connection import DEFAULT_SERVER, ServerOpt, TokenOpt, client_for
-from clarion.cli.errors import EXIT_SERVER_ERROR, EXIT_UNREACHABLE, CliError
-from clarion.cli.render import event_line
-from clarion.cli.sanitize import safe
+from clarion.client.errors import EXIT_SERVER_ERROR, EXIT_UNREACHABLE, CliError
+from clarion.client.http import ClarionClient
+from clarion.client.render import event_line
+from clarion.client.sanitize import safe
 
 
 def watch(

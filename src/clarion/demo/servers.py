@@ -11,8 +11,8 @@ import sys
 import time
 from pathlib import Path
 
-from clarion.cli.client import ClarionClient
-from clarion.cli.errors import EXIT_SERVER_ERROR, CliError
+from clarion.client.errors import EXIT_SERVER_ERROR, CliError
+from clarion.client.http import ClarionClient
 
 
 def free_port() -> int:

@@ -18,10 +18,10 @@ from typing import Any, TypeVar
 from rich.console import Console
 from rich.text import Text
 
-from clarion.cli.client import ClarionClient
-from clarion.cli.errors import EXIT_SERVER_ERROR, CliError, api_error, describe_response
-from clarion.cli.render import question_block
-from clarion.cli.sanitize import safe
+from clarion.client.errors import EXIT_SERVER_ERROR, CliError, api_error, describe_response
+from clarion.client.http import ClarionClient
+from clarion.client.render import question_block
+from clarion.client.sanitize import safe
 from clarion.demo.servers import DemoServer
 
 T = TypeVar("T")

@@ -24,10 +24,11 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 from starlette.requests import Request
+from starlette.responses import JSONResponse
 from starlette.types import Message, Receive, Scope, Send
 
-from clarion.api.errors import error_response
 from clarion.clarification.asker import Asker
+from clarion.domain.error_bodies import error_body
 from clarion.domain.errors import Unauthenticated
 from clarion.orchestrator.launch import SessionTokens
 
@@ -181,8 +182,8 @@ class McpEndpoint:
                 "MCP request refused: bad or missing session secret",
                 extra={"session_id": session_id},
             )
-            refusal = error_response(Unauthenticated("missing or wrong session token"))
-            await refusal(scope, receive, send)
+            status, body = error_body(Unauthenticated("missing or wrong session token"))
+            await JSONResponse(body, status_code=status)(scope, receive, send)
             return
         inner = self._inner if self._inner is not None else await self._loaded()
         sent = _ResponseTracker(send)

@@ -16,10 +16,12 @@ import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import asdict, dataclass
 
+from starlette.applications import Starlette
 from starlette.types import ASGIApp
 
 from clarion.api.forwarding import Carrier
 from clarion.api.mcp_proxy import McpToOwner
+from clarion.api.route_targets import RouteTable
 from clarion.api.routing import ClusterRouting, placement_order
 from clarion.api.session_gate import SessionGate
 from clarion.bus.adoptions import announce_adoption, hear_adoptions
@@ -143,10 +145,11 @@ class ClusterMode:
     mcp: McpToOwner | None = None
 
     async def attach(
-        self, app: App, asgi: ASGIApp, settings: Settings, sessions: Callable[[], int]
+        self, app: App, api: Starlette, settings: Settings, sessions: Callable[[], int]
     ) -> tuple[Joined, ASGIApp]:
-        """Make the replica visible to the HTTP edge, route requests by session owner, and
-        start answering requests and questions carried here. Returns the routed application."""
+        """Make the replica visible to the HTTP edge, route requests by session owner (as
+        `api`'s routes declare), and start answering requests and questions carried here.
+        Returns the routed application."""
         replica = Replica(self.member, sessions)
         nc = self.forwarding.client
         joined = Joined(app, replica, SessionGate(), announce=lambda d: announce_adoption(nc, d))
@@ -154,7 +157,8 @@ class ClusterMode:
         directory = ReplicaDirectory(app, replica)
         self.mcp = McpToOwner(replica.replica_id)
         routed = ClusterRouting(
-            asgi,
+            api,
+            routes=RouteTable.of(api.routes),
             replica_id=replica.replica_id,
             directory=directory,
             carrier=Carrier(

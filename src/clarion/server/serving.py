@@ -101,11 +101,12 @@ async def run_server(
             app = await stack.enter_async_context(
                 build(settings, lambda: settings.advertise_url or base["url"])
             )
-        asgi: ASGIApp = create_app(app.services, app.mcp)
+        api = create_app(app.services, app.mcp)
+        asgi: ASGIApp = api
         joined = None
         if cluster is not None:
             joined, asgi = await cluster.attach(
-                app, asgi, settings, lambda: _running_count(app.runtime)
+                app, api, settings, lambda: _running_count(app.runtime)
             )
         # Outermost: a request carried to another replica is part of its caller's trace too.
         asgi = with_trace_context(asgi, app.tracer)

@@ -17,7 +17,7 @@ import httpx
 from websockets.exceptions import InvalidStatus, WebSocketException
 from websockets.sync.client import ClientConnection, connect
 
-from clarion.cli.errors import EXIT_SERVER_ERROR, EXIT_UNREACHABLE, CliError, api_error
+from clarion.client.errors import EXIT_SERVER_ERROR, EXIT_UNREACHABLE, CliError, api_error
 
 DEFAULT_SERVER = "http://127.0.0.1:8787"
 

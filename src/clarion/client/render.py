@@ -15,8 +15,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from clarion.cli.errors import CliError, describe_response
-from clarion.cli.sanitize import safe
+from clarion.client.errors import CliError, describe_response
+from clarion.client.sanitize import safe
 
 PENDING_ICON = "●"
 
