@@ -62,7 +62,7 @@ async def slack_outgoing(
         return
     records = store.slack_records()
     apis = {c.key: SlackApi(c) for c in channels}
-    closer = SlackCloser(records, store, apis, sweep_s=settings.slack.sweep_s)
+    closer = SlackCloser(records, store, apis, clock, sweep_s=settings.slack.sweep_s)
     poster = SlackPoster(settings.slack, records, closer, apis, clock)
     yield SlackParts(settings, records, apis, closer, poster, store)
 

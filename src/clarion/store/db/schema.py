@@ -248,6 +248,10 @@ slack_messages = Table(
     Column("body", Text, nullable=False),
     Column("closed_at", UtcDateTime, nullable=True),
     Column("outcome", Text, nullable=True),
+    # Migration 13: the closing `chat.update` is claimed until then (a guarded update), so of
+    # the replicas and workers that see the question settle, one sends it; a claimer that
+    # died leaves it to be taken again once this has passed.
+    Column("close_lease_until", UtcDateTime, nullable=True),
     Index("ix_slack_messages_open", "closed_at"),
 )
 
