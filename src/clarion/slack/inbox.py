@@ -28,6 +28,7 @@ from clarion.config.slack import SlackSettings
 from clarion.domain.answers import validate_response
 from clarion.domain.bundles import questions_of
 from clarion.domain.errors import InvalidInput
+from clarion.domain.models import Bundle
 from clarion.domain.slack import (
     MODAL_CALLBACK,
     OPEN_ACTION,
@@ -72,13 +73,14 @@ class SlackInbox:
         bundles: Bundles,
         access: AccessControl,
         api_for: Callable[[str], Awaitable[SlackApi | None]],
-        wake_answerer: Callable[[], None],
+        queued: Callable[[SlackInteraction, Bundle], Awaitable[None]],
     ) -> None:
         self._store = store
         self._bundles = bundles
         self._refusals = Refusals(settings.users, store, access)
         self._follow_ups = FollowUps(store, api_for)
-        self._wake_answerer = wake_answerer
+        # After the 200: wake this replica's answerer and tell the others (wakeups.py).
+        self._queued = queued
         secrets = dict.fromkeys(c.signing_secret for c in settings.channels())
         self._verifiers = [SignatureVerifier(secret) for secret in secrets]
 
@@ -151,9 +153,11 @@ class SlackInbox:
         )
         body = click_body(click, user or slack_user)
         interaction = _interaction(key, click.pending_id, slack_user, user, channel, ts, body)
-        return await self._queue(interaction, click.kind, retry)
+        return await self._queue(interaction, bundle, click.kind, retry)
 
-    async def _queue(self, interaction: SlackInteraction, kind: str, retry: str | None) -> Ack:
+    async def _queue(
+        self, interaction: SlackInteraction, bundle: Bundle, kind: str, retry: str | None
+    ) -> Ack:
         queued = await self._store.queue_slack_interaction(interaction)
         log.info(
             "slack interaction queued" if queued else "slack interaction already queued",
@@ -166,12 +170,7 @@ class SlackInbox:
                 "retry_num": retry,
             },
         )
-        wake = self._wake_answerer
-
-        async def after() -> None:
-            wake()
-
-        return Ack(after=after)
+        return Ack(after=lambda: self._queued(interaction, bundle))
 
     async def _submission(self, payload: Mapping[str, Any], retry: str | None) -> Ack:
         view = payload.get("view") or {}
@@ -208,7 +207,7 @@ class SlackInbox:
         key = _dedupe_key("view", pending_id, slack_user, view.get("id"), view.get("hash"))
         channel, ts = str(meta.get("c") or ""), str(meta.get("ts") or "")
         interaction = _interaction(key, pending_id, slack_user, user, channel, ts, body)
-        return await self._queue(interaction, "view", retry)
+        return await self._queue(interaction, bundle, "view", retry)
 
 
 def _interaction(
