@@ -227,7 +227,7 @@ clarification_deadlines = Table(
     Index("ix_clarification_deadlines_due", "next_due_at"),
 )
 
-# Slack (migration 11): the message each question was posted as (so replies thread under it
+# Slack (migration 12): the message each question was posted as (so replies thread under it
 # and the outcome replaces its buttons; `closed_at` once that update went through), and the
 # durable queue of clicks and modal submissions, each written before Slack is acknowledged
 # and answered from here (`done_at` once its outcome is recorded). An interaction's id is its
