@@ -1,6 +1,8 @@
 """Slack in cluster mode: a click that reaches a replica other than the session's owner is
 answered by the owner (the live waiter's replica) through the shared durable queue, exactly
-once, and the question is posted once however many replicas deliver the outbox."""
+once, woken by the bus word of the queued click (the answerer's fallback look is set far
+beyond the test's ceilings, so a poll cannot answer it); the question is posted once, and its
+message updated once, however many replicas deliver the outbox and see it settle."""
 
 from __future__ import annotations
 
@@ -25,7 +27,9 @@ def test_a_click_on_a_non_owner_replica_answers_the_live_question_once(
         config = slack_config(tmp_path, slack)
         owner, other = replicas(), replicas()
         for server in (owner, other):
-            server.env.update({**SLACK_ENV, "CLARION_CONFIG": str(config)})
+            server.env.update(
+                {**SLACK_ENV, "CLARION_CONFIG": str(config), "CLARION_SLACK_POLL_S": "600"}
+            )
         owner.start(wait_ready=False)
         owner_id = wait_role(owner, "active")
         other.start(wait_ready=False)
@@ -46,4 +50,10 @@ def test_a_click_on_a_non_owner_replica_answers_the_live_question_once(
         assert owner.resume_prompts_seen(session_id) == 0
         top_level = [c for c in slack.of("chat.postMessage") if not c.args.get("thread_ts")]
         assert len(top_level) == 1
+        # Both replicas may see it settle (the owner answered it; either may deliver its
+        # `clarification.answered` row and look again): whatever each did before it stopped,
+        # the message was updated once.
+        for server in (other, owner):
+            server.stop()
+        assert len(slack.of("chat.update")) == 1
     assert "Answered by alice" in json.dumps(update.args["blocks"])

@@ -19,6 +19,7 @@ from slack_sdk.signature import SignatureVerifier
 SIGNING_SECRET = "test-signing-secret"
 BOT_TOKEN = "xoxb-test-token"
 CHANNEL_ID = "C0QUESTIONS"
+CHANNEL_NAME = "questions"
 
 
 @dataclass
@@ -59,11 +60,26 @@ class FakeSlack:
                 return {"ok": True, "channel": CHANNEL_ID, "ts": f"1700000000.{self._ts:06d}"}
             if method == "apps.connections.open":
                 return {"ok": True, "url": self.socket_url}
+            if method == "conversations.info":
+                if args.get("channel") != CHANNEL_ID:
+                    return {"ok": False, "error": "channel_not_found"}
+                return {"ok": True, "channel": self._channel()}
+            if method == "conversations.list":
+                return {
+                    "ok": True,
+                    "channels": [self._channel()],
+                    "response_metadata": {"next_cursor": ""},
+                }
             if method == "auth.test":
                 if token != BOT_TOKEN:
                     return {"ok": False, "error": "invalid_auth"}
                 return {"ok": True, "team": "Test team", "user": "clarion", "bot_id": "B1"}
             return {"ok": True}
+
+    @staticmethod
+    def _channel() -> dict[str, Any]:
+        """The one channel this Slack has, the bot a member of it."""
+        return {"id": CHANNEL_ID, "name": CHANNEL_NAME, "is_private": False, "is_member": True}
 
     def of(self, method: str) -> list[Call]:
         with self._lock:

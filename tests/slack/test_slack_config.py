@@ -97,3 +97,13 @@ def test_serve_exits_2_naming_the_missing_signing_secret_variable(tmp_path: Path
     )
     assert done.returncode == 2
     assert "signing_secret_env" in done.stderr and "SLACK_SIGNING_SECRET" in done.stderr
+
+
+def test_the_answerers_fallback_look_is_ten_seconds_unless_set_and_a_bad_value_is_named(
+    tmp_path: Path,
+) -> None:
+    config = _write(tmp_path, CONFIG)
+    assert load_slack(config, ENV).poll_s == 10.0
+    assert load_slack(config, {**ENV, "CLARION_SLACK_POLL_S": "600"}).poll_s == 600.0
+    with pytest.raises(ValueError, match="CLARION_SLACK_POLL_S"):
+        load_slack(config, {**ENV, "CLARION_SLACK_POLL_S": "0"})

@@ -1,13 +1,13 @@
 """`clarion doctor [--config FILE]`: is this installation able to run? One row per check
 (config, database and schema, bus, each agent profile's command and sandbox, each webhook, each
-Slack channel's bot token, git and each configured repository), each `ok` or the reason it failed;
-exit 0 when all pass, 1 otherwise.
+Slack channel's bot token and channel, git and each configured repository), each `ok` or the
+reason it failed; exit 0 when all pass, 1 otherwise.
 
 It reads what `clarion serve` would read (flags' env vars, the config file) and changes
 nothing: the database is only read, a webhook only has a TCP connection opened to it (a POST
 could set off whatever the receiver does), an agent only has its command looked up (and
 bubblewrap, for its sandbox, is run once with `true` as the agent), a Slack bot token is only
-checked with `auth.test`.
+checked with `auth.test` and its channel looked up (`conversations.info`).
 """
 
 from __future__ import annotations
@@ -139,18 +139,41 @@ async def _webhook(url: str, secret: str) -> Check:
     return Check(name, True, "ok (reachable, secret set)")
 
 
-async def _slack(channel: SlackChannel) -> Check:
-    """Slack's `auth.test` with the channel's bot token: the token is valid and the API
-    reachable (it posts nothing)."""
+async def _slack(channel: SlackChannel) -> list[Check]:
+    """Slack's `auth.test` with the channel's bot token (the token is valid and the API
+    reachable), then the configured channel itself (`conversations.info`, or a name looked
+    up): Slack's `channel_not_found` or `missing_scope` fail it. Nothing is posted."""
     from clarion.slack.client import SlackApi, slack_error
 
-    name = f"slack {channel.key} ({channel.channel})"
+    token_row = f"slack {channel.key}"
+    channel_row = f"slack channel {channel.key}"
+    api = SlackApi(channel, timeout_s=int(_REACH_S))
     try:
         async with asyncio.timeout(_REACH_S * 2):
-            found = await SlackApi(channel, timeout_s=int(_REACH_S)).auth_test()
+            found = await api.auth_test()
     except Exception as exc:  # slack-sdk's SlackApiError names Slack's error (invalid_auth)
-        return Check(name, False, f"auth.test failed: {slack_error(exc)}")
-    return Check(name, True, f"ok (team {found.get('team')}, bot user {found.get('user')})")
+        detail = f"auth.test failed: {slack_error(exc)}"
+        return [
+            Check(f"{token_row} ({channel.channel})", False, detail),
+            Check(f"{channel_row} ({channel.channel})", False, "not checked: the token failed"),
+        ]
+    token = Check(
+        f"{token_row} ({channel.channel})",
+        True,
+        f"ok (team {found.get('team')}, bot user {found.get('user')})",
+    )
+    try:
+        async with asyncio.timeout(_REACH_S * 2):
+            info = await api.find_channel(channel.channel)
+    except Exception as exc:
+        detail = f"{slack_error(exc)}: the bot cannot see this channel"
+        if "missing_scope" in detail:
+            detail += " (the app needs the channels:read and groups:read scopes)"
+        return [token, Check(f"{channel_row} ({channel.channel})", False, detail)]
+    detail = f"ok (#{info.get('name')}, {info.get('id')})"
+    if info.get("is_member") is False:
+        detail += "; the bot is not a member: invite it, or keep chat:write.public"
+    return [token, Check(f"{channel_row} ({channel.channel})", True, detail)]
 
 
 async def run_checks(settings: Settings) -> list[Check]:
@@ -158,7 +181,8 @@ async def run_checks(settings: Settings) -> list[Check]:
     for profile in settings.agents.values():
         checks += [_agent(profile), _sandbox(profile)]
     checks.extend([await _webhook(h.url, h.secret) for h in settings.webhooks])
-    checks.extend([await _slack(c) for c in settings.slack.channels()])
+    for channel in settings.slack.channels():
+        checks.extend(await _slack(channel))
     return checks
 
 

@@ -48,6 +48,10 @@ class SlackSettings:
     # How often open messages are looked at for a question that settled without an event
     # (superseded, cancelled, its session ended): `CLARION_SLACK_SWEEP_S`.
     sweep_s: float = 5.0
+    # How often the answerer looks for queued clicks without being told of one
+    # (`CLARION_SLACK_POLL_S`): a fallback, as a click queued on another replica wakes the
+    # owner's answerer through the bus at once.
+    poll_s: float = 10.0
 
     def channels(self) -> tuple[SlackChannel, ...]:
         found = [] if self.default is None else [self.default]
@@ -117,13 +121,18 @@ def _users(data: Mapping[str, Any], path: Path) -> dict[str, str]:
 def load_slack(config_file: str | None, env: Mapping[str, str]) -> SlackSettings:
     """The top-level channel, each workspace's (merged over it) and the user map."""
     sweep_s = positive(env, "CLARION_SLACK_SWEEP_S", 5.0)
+    poll_s = positive(env, "CLARION_SLACK_POLL_S", 10.0)
     if not config_file:
-        return SlackSettings(sweep_s=sweep_s)
+        return SlackSettings(sweep_s=sweep_s, poll_s=poll_s)
     path = Path(config_file)
     data = read_config(path)
     default, workspaces = notification_channels(
         data, path, "slack", lambda key, spec, where: _channel(key, spec, where, env)
     )
     return SlackSettings(
-        default=default, workspaces=workspaces, users=_users(data, path), sweep_s=sweep_s
+        default=default,
+        workspaces=workspaces,
+        users=_users(data, path),
+        sweep_s=sweep_s,
+        poll_s=poll_s,
     )

@@ -30,6 +30,19 @@ class SlackStore(Protocol):
         """Guarded: record that the message now shows `outcome`; False if it already did."""
         ...
 
+    async def claim_slack_close(
+        self, pending_id: str, *, now: datetime, lease_until: datetime
+    ) -> bool:
+        """Guarded: take the message's closing update until `lease_until`, so one replica or
+        worker sends it; False when it is closed already or another's claim still holds (a
+        claim whose holder died lapses at its lease)."""
+        ...
+
+    async def release_slack_close(self, pending_id: str, *, lease_until: datetime) -> bool:
+        """Give back the claim taken until `lease_until` (its update failed), so the next look
+        need not wait for it to lapse; False if it is no longer that claim."""
+        ...
+
     async def queue_slack_interaction(self, interaction: SlackInteraction) -> bool:
         """Queue a click or submission; False when its id is already queued (a retry)."""
         ...

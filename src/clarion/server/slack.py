@@ -14,9 +14,10 @@ from dataclasses import dataclass
 
 from clarion.config import Settings
 from clarion.config.slack import SlackChannel
-from clarion.domain.slack import SlackTarget
+from clarion.domain.models import Bundle
+from clarion.domain.slack import SlackInteraction, SlackTarget
 from clarion.orchestrator.access import AccessControl
-from clarion.ports import Clock
+from clarion.ports import Bus, Clock
 from clarion.runtime.supervisor import Supervisor
 from clarion.slack.answerer import Respond, SlackAnswerer
 from clarion.slack.client import SlackApi
@@ -24,6 +25,7 @@ from clarion.slack.closer import SlackCloser
 from clarion.slack.inbox import SlackInbox
 from clarion.slack.poster import SlackPoster
 from clarion.slack.socket_mode import SocketModeReceiver
+from clarion.slack.wakeups import announce_queued, hear_queued
 from clarion.store import SqlStore
 from clarion.store.slack import SqlSlack
 
@@ -62,7 +64,7 @@ async def slack_outgoing(
         return
     records = store.slack_records()
     apis = {c.key: SlackApi(c) for c in channels}
-    closer = SlackCloser(records, store, apis, sweep_s=settings.slack.sweep_s)
+    closer = SlackCloser(records, store, apis, clock, sweep_s=settings.slack.sweep_s)
     poster = SlackPoster(settings.slack, records, closer, apis, clock)
     yield SlackParts(settings, records, apis, closer, poster, store)
 
@@ -75,13 +77,21 @@ def slack_inbox(
     supervisor: Supervisor,
     ready: asyncio.Event,
     owner: Callable[[], str | None],
+    bus: Bus,
 ) -> SlackInbox:
     """The inbox the HTTP edge hands Slack's interactions to; its answerer and the sweep
     start once the server is ready (startup recovery done). `owner`: this replica's id in a
     cluster (None on a single server): a replica answers the clicks, and closes the messages,
-    of the sessions it runs, whichever replica Slack reached."""
+    of the sessions it runs, whichever replica Slack reached: the one Slack reached tells
+    the others through `bus` once it queued the click."""
     answerer = SlackAnswerer(
-        parts.records, respond, parts.closer, parts.api_for, clock, owner=owner
+        parts.records,
+        respond,
+        parts.closer,
+        parts.api_for,
+        clock,
+        poll_s=parts.settings.slack.poll_s,
+        owner=owner,
     )
     parts.closer.owned_by(owner)
 
@@ -91,8 +101,17 @@ def slack_inbox(
 
     supervisor.spawn(when_ready(answerer.run), name="slack-answerer")
     supervisor.spawn(when_ready(parts.closer.run), name="slack-closer")
+    clustered = parts.settings.cluster
+    if clustered:  # a single server's clicks are all its own
+        supervisor.spawn(hear_queued(bus, answerer.wake), name="slack-wakeups")
+
+    async def queued(interaction: SlackInteraction, bundle: Bundle) -> None:
+        answerer.wake()  # the session may be this replica's
+        if clustered:
+            await announce_queued(bus, interaction, bundle)  # else its owner's
+
     inbox = SlackInbox(
-        parts.settings.slack, parts.records, parts.bundles, access, parts.api_for, answerer.wake
+        parts.settings.slack, parts.records, parts.bundles, access, parts.api_for, queued
     )
     by_app = {c.app_token: c for c in parts.settings.slack.channels() if c.app_token}
     for channel in by_app.values():

@@ -312,6 +312,7 @@ async def build(
                 supervisor,
                 services.ready,
                 owner=lambda: None if services.cluster is None else services.cluster.replica_id,
+                bus=bus,
             )
         try:
             yield App(

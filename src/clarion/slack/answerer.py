@@ -20,7 +20,7 @@ import contextlib
 import json
 import logging
 from collections.abc import Awaitable, Callable, Mapping
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any, Protocol
 
 from clarion.domain.errors import (
@@ -42,7 +42,10 @@ log = logging.getLogger(__name__)
 
 BATCH = 20
 LEASE_S = 300.0  # longer than any answer waits for an agent's acceptance
-POLL_S = 2.0  # how soon a click queued on another replica is answered by the owner
+# The fallback look for queued clicks nobody told this answerer of: a click queued here wakes
+# it directly, one queued on another replica through the bus (wakeups.py), and a retry it
+# scheduled when that falls due; this catches a lost word and an adopted session's clicks.
+POLL_S = 10.0
 BACKOFF_S = 1.0
 
 
@@ -93,6 +96,7 @@ class SlackAnswerer:
         self._clock = clock
         self._poll_s = poll_s
         self._wake = asyncio.Event()
+        self._retry_at: datetime | None = None  # the earliest retry this answerer scheduled
 
     def wake(self) -> None:
         self._wake.set()
@@ -107,10 +111,20 @@ class SlackAnswerer:
             except Exception:
                 log.exception("slack answer pass failed; trying again")
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), self._poll_s)
+                await asyncio.wait_for(self._wake.wait(), self._wait_s())
+
+    def _wait_s(self) -> float:
+        """Until the fallback look, or sooner when a retry this answerer scheduled falls due."""
+        if self._retry_at is None:
+            return self._poll_s
+        left = (self._retry_at - self._clock.now()).total_seconds()
+        return max(0.0, min(self._poll_s, left))
 
     async def answer_due(self) -> int:
-        due = await self._store.due_slack_interactions(self._owner(), self._clock.now(), BATCH)
+        now = self._clock.now()
+        if self._retry_at is not None and self._retry_at <= now:
+            self._retry_at = None  # this pass takes it
+        due = await self._store.due_slack_interactions(self._owner(), now, BATCH)
         for interaction in due:
             await self._answer(interaction)
         return len(due)
@@ -153,11 +167,11 @@ class SlackAnswerer:
             tell = f"Clarion could not deliver your answer ({exc.code}); please try again."
         except Exception as exc:  # the database or the server failed before any outcome
             delay = retry_delay(interaction.attempts + 1, BACKOFF_S, 60.0)
+            retry_at = self._clock.now() + timedelta(seconds=delay)
             await self._store.retry_slack_interaction(
-                interaction.id,
-                next_attempt_at=self._clock.now() + timedelta(seconds=delay),
-                error=f"{type(exc).__name__}: {exc}",
+                interaction.id, next_attempt_at=retry_at, error=f"{type(exc).__name__}: {exc}"
             )
+            self._retry_at = retry_at if self._retry_at is None else min(self._retry_at, retry_at)
             log.warning(
                 "slack answer failed; will retry",
                 extra={**extra, "error": str(exc)[:300], "retry_in_s": delay},

@@ -6,6 +6,7 @@ Slack. An answer with `ok: false` raises slack-sdk's `SlackApiError`, naming Sla
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -16,6 +17,15 @@ from slack_sdk.models.views import View
 from clarion.config.slack import SlackChannel
 
 TIMEOUT_S = 4  # per try; slack-sdk tries a dropped connection once more
+# A channel id (`C0123ABC`, a private one's `G...`, a direct message's `D...`); anything else
+# in the config is a channel's name.
+_CHANNEL_ID = re.compile(r"[CGD][A-Z0-9]{6,}")
+# A name is looked for among at most this many channels (pages of 1000).
+_LIST_PAGES = 10
+
+
+class ChannelNotFound(Exception):
+    """No channel of that name among those the bot can see."""
 
 
 class SlackApi:
@@ -63,9 +73,38 @@ class SlackApi:
         response = await asyncio.to_thread(self._client.auth_test)
         return dict(response.data) if isinstance(response.data, dict) else {}
 
+    async def find_channel(self, channel: str) -> Mapping[str, Any]:
+        """The channel as Slack describes it (`id`, `name`, `is_member`, ...): an id through
+        `conversations.info`, a name (`#name` or `name`) through `conversations.list`. Needs
+        the `channels:read` scope (and `groups:read` for a private channel); Slack's
+        `channel_not_found` or `missing_scope` raise `SlackApiError`, a name not found
+        `ChannelNotFound`."""
+        if _CHANNEL_ID.fullmatch(channel):
+            response = await asyncio.to_thread(self._client.conversations_info, channel=channel)
+            found = response.get("channel")
+            return dict(found) if isinstance(found, dict) else {}
+        name, cursor = channel.removeprefix("#"), None
+        for _ in range(_LIST_PAGES):
+            response = await asyncio.to_thread(
+                self._client.conversations_list,
+                types="public_channel,private_channel",
+                exclude_archived=True,
+                limit=1000,
+                cursor=cursor,
+            )
+            for candidate in response.get("channels") or ():
+                if isinstance(candidate, dict) and candidate.get("name") == name:
+                    return dict(candidate)
+            cursor = (response.get("response_metadata") or {}).get("next_cursor")
+            if not cursor:
+                break
+        raise ChannelNotFound(f"no channel named #{name} that the bot can see")
+
 
 def slack_error(exc: BaseException) -> str:
     """Slack's own error name for an `ok: false` answer (`invalid_auth`), else the failure."""
     if isinstance(exc, SlackApiError):
         return str(exc.response.get("error") or exc)
+    if isinstance(exc, ChannelNotFound):
+        return f"channel_not_found ({exc})"
     return f"{type(exc).__name__}: {exc}"

@@ -8,6 +8,11 @@ until its answer is delivered, and a sweep over the messages not closed yet, whi
 catches what no event announces (a new turn superseding the question, a cancellation, a
 session finished) and a message posted after its question was already answered. Both are
 durable: a message stays open, and is looked at again, until the update went through.
+
+Several replicas may see one question settle (the one delivering its outbox row, the owner's
+answerer and sweep): before `chat.update` the closer claims the message with a lease (a
+guarded update in the shared database), so one of them sends it. A claimer whose update
+failed gives the claim back; one that died leaves it to lapse, and the sweep sends it then.
 """
 
 from __future__ import annotations
@@ -18,12 +23,14 @@ import json
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
+from datetime import timedelta
 from typing import Protocol
 
 from clarion.domain.bundles import answered_by, bundle_state, stored_response
 from clarion.domain.models import Bundle, BundleState
 from clarion.domain.slack import SlackInteraction, outcome_line
 from clarion.domain.waiting import ANSWERED_BY_POLICY
+from clarion.ports import Clock
 from clarion.ports.slack import SlackStore
 from clarion.slack.blocks import as_dicts, closed_blocks
 from clarion.slack.client import SlackApi
@@ -40,6 +47,10 @@ ANSWERED = "answered"
 HOT_S = 0.25
 HOT_FOR_S = 60.0
 UPDATED, NOTHING_TO_DO, NOT_SETTLED = "updated", "nothing", "not settled"
+CLAIMED_ELSEWHERE = "claimed elsewhere"
+# How long a claim on a message's closing update holds: well past one `chat.update` (its
+# client's two tries of 4 s), so a live claimer never loses it mid-call.
+CLOSE_LEASE_S = 30.0
 
 
 class Bundles(Protocol):
@@ -63,11 +74,13 @@ class SlackCloser:
         store: SlackStore,
         bundles: Bundles,
         apis: Mapping[str, SlackApi],
+        clock: Clock,
         *,
         sweep_s: float,
         owner: Callable[[], str | None] = lambda: None,
     ) -> None:
         self._owner = owner
+        self._clock = clock
         self._store = store
         self._bundles = bundles
         self._apis = apis
@@ -121,10 +134,20 @@ class SlackCloser:
         outcome = outcome_line(
             bundle, state, stored_response(bundle), who_answered(bundle, interactions)
         )
+        now = self._clock.now()
+        lease_until = now + timedelta(seconds=CLOSE_LEASE_S)
+        if not await self._store.claim_slack_close(pending_id, now=now, lease_until=lease_until):
+            log.info("slack message being closed elsewhere", extra={"pending_id": pending_id})
+            return CLAIMED_ELSEWHERE
         body = json.loads(message.body)
-        await api.update(
-            message.channel, message.ts, outcome, as_dicts(closed_blocks(body, outcome))
-        )
+        try:
+            await api.update(
+                message.channel, message.ts, outcome, as_dicts(closed_blocks(body, outcome))
+            )
+        except BaseException:
+            with contextlib.suppress(Exception):  # else it lapses at its lease
+                await self._store.release_slack_close(pending_id, lease_until=lease_until)
+            raise
         closed = await self._store.close_slack_message(pending_id, outcome)
         log.info(
             "slack message closed",

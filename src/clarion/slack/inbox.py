@@ -7,10 +7,9 @@ one row) and the answerer takes it from there, after Slack got its 200. Slack wa
 within 3 seconds; an answer to a detached question may wait longer for the agent.
 
 Refused and nothing written: a bad or missing signature, or one more than 5 minutes off (401
-over HTTP); with access control on, a Slack user not in `[slack.users]` or one whose Clarion
-user may not see the task (told so in an ephemeral message). Acknowledged with 200 and
-nothing written, with a log line: a payload that is not JSON, of a type Clarion does not
-handle, or naming a question Clarion does not know.
+over HTTP); with access control on, a Slack user refusals.py refuses (told so in an ephemeral
+message, follow_ups.py). Acknowledged with 200 and nothing written, with a log line: a payload
+that is not JSON, of a type Clarion does not handle, or naming a question Clarion does not know.
 """
 
 from __future__ import annotations
@@ -28,9 +27,8 @@ from slack_sdk.signature import SignatureVerifier
 from clarion.config.slack import SlackSettings
 from clarion.domain.answers import validate_response
 from clarion.domain.bundles import questions_of
-from clarion.domain.errors import InvalidInput, NotFound
+from clarion.domain.errors import InvalidInput
 from clarion.domain.models import Bundle
-from clarion.domain.questions import question_wire
 from clarion.domain.slack import (
     MODAL_CALLBACK,
     OPEN_ACTION,
@@ -40,21 +38,17 @@ from clarion.domain.slack import (
     modal_body,
     text_block,
 )
-from clarion.orchestrator.access import AccessControl, Caller
+from clarion.orchestrator.access import AccessControl
 from clarion.ports.slack import SlackStore
-from clarion.slack.blocks import answer_modal, modal_metadata
 from clarion.slack.client import SlackApi
 from clarion.slack.closer import Bundles
+from clarion.slack.follow_ups import FollowUps
+from clarion.slack.refusals import Refusals
 
 log = logging.getLogger(__name__)
 
 TIMESTAMP_HEADER = "x-slack-request-timestamp"
 SIGNATURE_HEADER = "x-slack-signature"
-UNMAPPED = (
-    "Your Slack account is not linked to a Clarion user, so Clarion cannot take your answer."
-    " Ask an administrator to add you under [slack.users]."
-)
-NO_ACCESS = "You have no access to this task in Clarion, so your answer was not taken."
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,14 +73,14 @@ class SlackInbox:
         bundles: Bundles,
         access: AccessControl,
         api_for: Callable[[str], Awaitable[SlackApi | None]],
-        wake_answerer: Callable[[], None],
+        queued: Callable[[SlackInteraction, Bundle], Awaitable[None]],
     ) -> None:
-        self._settings = settings
         self._store = store
         self._bundles = bundles
-        self._access = access
-        self._api_for = api_for
-        self._wake_answerer = wake_answerer
+        self._refusals = Refusals(settings.users, store, access)
+        self._follow_ups = FollowUps(store, api_for)
+        # After the 200: wake this replica's answerer and tell the others (wakeups.py).
+        self._queued = queued
         secrets = dict.fromkeys(c.signing_secret for c in settings.channels())
         self._verifiers = [SignatureVerifier(secret) for secret in secrets]
 
@@ -145,22 +139,25 @@ class SlackInbox:
         container = payload.get("container") or {}
         channel = str((payload.get("channel") or {}).get("id") or container.get("channel_id") or "")
         ts = str(container.get("message_ts") or (payload.get("message") or {}).get("ts") or "")
-        user = self._settings.users.get(slack_user)
-        refusal = await self._refusal(slack_user, user, bundle)
+        user = self._refusals.user_of(slack_user)
+        refusal = await self._refusals.refusal(slack_user, bundle)
         if refusal is not None:
-            return Ack(after=lambda: self._tell(click.pending_id, channel, slack_user, refusal))
+            tell = self._follow_ups.tell
+            return Ack(after=lambda: tell(click.pending_id, channel, slack_user, refusal))
         if click.kind == OPEN_ACTION:
             trigger = str(payload.get("trigger_id") or "")
-            return Ack(after=lambda: self._open_modal(bundle, trigger, channel, ts))
+            return Ack(after=lambda: self._follow_ups.open_modal(bundle, trigger, channel, ts))
         action_ts = str((action or {}).get("action_ts") or "")
         key = _dedupe_key(
             "action", click.pending_id, slack_user, payload.get("trigger_id"), action_ts
         )
         body = click_body(click, user or slack_user)
         interaction = _interaction(key, click.pending_id, slack_user, user, channel, ts, body)
-        return await self._queue(interaction, click.kind, retry)
+        return await self._queue(interaction, bundle, click.kind, retry)
 
-    async def _queue(self, interaction: SlackInteraction, kind: str, retry: str | None) -> Ack:
+    async def _queue(
+        self, interaction: SlackInteraction, bundle: Bundle, kind: str, retry: str | None
+    ) -> Ack:
         queued = await self._store.queue_slack_interaction(interaction)
         log.info(
             "slack interaction queued" if queued else "slack interaction already queued",
@@ -173,12 +170,7 @@ class SlackInbox:
                 "retry_num": retry,
             },
         )
-        wake = self._wake_answerer
-
-        async def after() -> None:
-            wake()
-
-        return Ack(after=after)
+        return Ack(after=lambda: self._queued(interaction, bundle))
 
     async def _submission(self, payload: Mapping[str, Any], retry: str | None) -> Ack:
         view = payload.get("view") or {}
@@ -199,8 +191,8 @@ class SlackInbox:
             )
             return Ack()
         slack_user = str((payload.get("user") or {}).get("id") or "")
-        user = self._settings.users.get(slack_user)
-        refusal = await self._refusal(slack_user, user, bundle)
+        user = self._refusals.user_of(slack_user)
+        refusal = await self._refusals.refusal(slack_user, bundle)
         if refusal is not None:
             return _modal_errors({text_block(0): refusal})
         questions = questions_of(bundle)
@@ -215,58 +207,7 @@ class SlackInbox:
         key = _dedupe_key("view", pending_id, slack_user, view.get("id"), view.get("hash"))
         channel, ts = str(meta.get("c") or ""), str(meta.get("ts") or "")
         interaction = _interaction(key, pending_id, slack_user, user, channel, ts, body)
-        return await self._queue(interaction, "view", retry)
-
-    async def _refusal(self, slack_user: str, user: str | None, bundle: Bundle) -> str | None:
-        """Why this Slack user may not answer (access control on), or None."""
-        if not self._access.enabled:
-            return None
-        reason = None
-        if user is None:
-            reason = UNMAPPED
-        else:
-            workspaces = await self._store.user_workspaces(user)
-            try:
-                if workspaces is None:
-                    raise NotFound("unknown user")
-                await self._access.require_bundle(
-                    Caller(user=user, workspaces=workspaces), bundle.pending_id, escalated=True
-                )
-            except NotFound:
-                reason = NO_ACCESS
-        if reason is not None:
-            log.info(
-                "slack interaction refused",
-                extra={"pending_id": bundle.pending_id, "slack_user": slack_user, "user": user},
-            )
-        return reason
-
-    async def _tell(self, pending_id: str, channel: str, slack_user: str, text: str) -> None:
-        api = await self._api_for(pending_id)
-        if api is None or not channel:
-            return
-        try:
-            await api.post_ephemeral(channel, slack_user, text)
-        except Exception as exc:
-            log.warning("slack ephemeral message failed", extra={"error": str(exc)[:300]})
-
-    async def _open_modal(self, bundle: Bundle, trigger: str, channel: str, ts: str) -> None:
-        api = await self._api_for(bundle.pending_id)
-        if api is None or not trigger:
-            return
-        message = await self._store.find_slack_message(bundle.pending_id)
-        body: dict[str, Any] = json.loads(message.body) if message is not None else {}
-        body["questions"] = [question_wire(q) for q in questions_of(bundle)]
-        body.setdefault("task", {"id": bundle.session.task_id, "title": ""})
-        body["pending_id"] = bundle.pending_id
-        view = answer_modal(body, modal_metadata(bundle.pending_id, channel or None, ts or None))
-        try:
-            await api.open_view(trigger, view)
-        except Exception as exc:
-            log.warning(
-                "slack modal not opened",
-                extra={"pending_id": bundle.pending_id, "error": str(exc)[:300]},
-            )
+        return await self._queue(interaction, bundle, "view", retry)
 
 
 def _interaction(

@@ -7,7 +7,7 @@ import logging
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import exists, insert, select, true, update
+from sqlalchemy import exists, insert, or_, select, true, update
 from sqlalchemy.exc import IntegrityError
 
 from clarion.domain.models import Workspace
@@ -125,6 +125,38 @@ class SqlSlack:
             update(slack_messages)
             .where(slack_messages.c.pending_id == pending_id, slack_messages.c.closed_at.is_(None))
             .values(closed_at=self._clock.now(), outcome=outcome)
+        )
+        async with self._db.write() as conn:
+            result = await conn.execute(statement)
+        return bool(result.rowcount)
+
+    async def claim_slack_close(
+        self, pending_id: str, *, now: datetime, lease_until: datetime
+    ) -> bool:
+        c = slack_messages.c
+        statement = (
+            update(slack_messages)
+            .where(
+                c.pending_id == pending_id,
+                c.closed_at.is_(None),
+                or_(c.close_lease_until.is_(None), c.close_lease_until <= now),
+            )
+            .values(close_lease_until=lease_until)
+        )
+        async with self._db.write() as conn:
+            result = await conn.execute(statement)
+        return bool(result.rowcount)
+
+    async def release_slack_close(self, pending_id: str, *, lease_until: datetime) -> bool:
+        c = slack_messages.c
+        statement = (
+            update(slack_messages)
+            .where(
+                c.pending_id == pending_id,
+                c.closed_at.is_(None),
+                c.close_lease_until == lease_until,
+            )
+            .values(close_lease_until=None)
         )
         async with self._db.write() as conn:
             result = await conn.execute(statement)

@@ -169,6 +169,15 @@ def _v12_slack(conn: Connection) -> None:
     slack_schema.create_all(conn, checkfirst=True)
 
 
+def _v13_slack_close_lease(conn: Connection) -> None:
+    # slack_messages.close_lease_until: one replica claims a message's closing update. A
+    # database created by this version's v12 already has it.
+    columns = {str(c["name"]) for c in inspect(conn).get_columns("slack_messages")}
+    if "close_lease_until" not in columns:
+        kind = UtcDateTime().compile(dialect=conn.dialect)  # the type schema.py gives it
+        conn.execute(text(f"ALTER TABLE slack_messages ADD COLUMN close_lease_until {kind}"))
+
+
 MIGRATIONS: tuple[Callable[[Connection], None], ...] = (
     _v1_initial_tables,
     _v2_access_control,
@@ -182,6 +191,7 @@ MIGRATIONS: tuple[Callable[[Connection], None], ...] = (
     _v10_turn_pending_index,
     _v11_task_worktrees,
     _v12_slack,
+    _v13_slack_close_lease,
 )
 LATEST_VERSION = len(MIGRATIONS)
 

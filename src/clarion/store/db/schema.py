@@ -227,7 +227,7 @@ clarification_deadlines = Table(
     Index("ix_clarification_deadlines_due", "next_due_at"),
 )
 
-# Slack (migration 11): the message each question was posted as (so replies thread under it
+# Slack (migration 12): the message each question was posted as (so replies thread under it
 # and the outcome replaces its buttons; `closed_at` once that update went through), and the
 # durable queue of clicks and modal submissions, each written before Slack is acknowledged
 # and answered from here (`done_at` once its outcome is recorded). An interaction's id is its
@@ -248,6 +248,10 @@ slack_messages = Table(
     Column("body", Text, nullable=False),
     Column("closed_at", UtcDateTime, nullable=True),
     Column("outcome", Text, nullable=True),
+    # Migration 13: the closing `chat.update` is claimed until then (a guarded update), so of
+    # the replicas and workers that see the question settle, one sends it; a claimer that
+    # died leaves it to be taken again once this has passed.
+    Column("close_lease_until", UtcDateTime, nullable=True),
     Index("ix_slack_messages_open", "closed_at"),
 )
 
