@@ -22,6 +22,7 @@ from clarion.api import (
     auth,
     routes_clarifications,
     routes_cluster,
+    routes_decision_links,
     routes_inbox,
     routes_links,
     routes_metrics,
@@ -83,7 +84,9 @@ def create_app(services: ApiServices, mcp: McpEndpoint) -> FastAPI:
     install_openapi(
         app,
         bearer_auth=services.access.enabled,
-        open_paths=auth.OPEN_PATHS | routes_links.OPEN_DOC_PATHS,
+        open_paths=auth.OPEN_PATHS
+        | routes_links.OPEN_DOC_PATHS
+        | routes_decision_links.OPEN_DOC_PATHS,
         enums={
             ("StartSession", "agent"): [*sorted(services.sessions.agents)],
             # null (the workspace's default) or a configured repository.
@@ -105,6 +108,7 @@ def create_app(services: ApiServices, mcp: McpEndpoint) -> FastAPI:
     app.include_router(routes_cluster.router)
     app.include_router(routes_metrics.router)
     app.include_router(routes_links.router)
+    app.include_router(routes_decision_links.router)
     app.include_router(routes_slack.router)
     app.include_router(ws.router)
     app.router.routes.append(
@@ -119,6 +123,7 @@ def create_app(services: ApiServices, mcp: McpEndpoint) -> FastAPI:
             return FileResponse(WEB_DIR / "index.html")
 
         app.include_router(routes_links.page_routes(WEB_DIR))
+        app.include_router(routes_decision_links.page_routes(WEB_DIR))
 
     # The last added runs first: readiness, then authentication, then the routes.
     app.add_middleware(routes_links.PrivateLinkResponses)

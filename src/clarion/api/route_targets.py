@@ -3,9 +3,9 @@
 A request that acts on a session (an answer, a decision, a prompt, an agent's MCP call) must be
 served by the replica that runs the session (api/routing.py); everything else is served where
 it arrives. A request names its session directly, or through a bundle, a permission request's
-message or an answer link's token; a new session's creation names its task (placement); a
-request on a task's worktree (its changes, a review, archiving) names the task, and is served by
-its primary session's replica, where the task's agent and worktree are.
+message, an answer link's token or a decision link's token; a new session's creation names its
+task (placement); a request on a task's worktree (its changes, a review, archiving) names the
+task, and is served by its primary session's replica, where the task's agent and worktree are.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-Kind = Literal["session", "bundle", "message", "placement", "link", "task"]
+Kind = Literal["session", "bundle", "message", "placement", "link", "decision_link", "task"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,6 +30,9 @@ ROUTES: tuple[tuple[str, re.Pattern[str], Kind], ...] = (
     # An answer link names its bundle inside the signed token (`link_pending` reads it).
     ("GET", re.compile(r"/api/v1/a/([^/]+)"), "link"),
     ("POST", re.compile(r"/api/v1/a/([^/]+)/respond"), "link"),
+    # A decision link names its permission request inside the signed token (`link_message`).
+    ("GET", re.compile(r"/api/v1/p/([^/]+)"), "decision_link"),
+    ("POST", re.compile(r"/api/v1/p/([^/]+)/respond"), "decision_link"),
     ("GET", re.compile(r"/api/v1/permission/([^/]+)"), "message"),
     ("POST", re.compile(r"/api/v1/permission/([^/]+)/respond"), "message"),
     ("POST", re.compile(r"/api/v1/task-sessions/([^/]+)/(?:prompt|cancel|finish)"), "session"),
