@@ -184,7 +184,7 @@ function showForm(request) {
     const kind = String(option.kind ?? "");
     const meaning = optionMeaning(kind, toolKind);
     const button = el("button", {
-      type: "button", class: kind.startsWith("allow") ? "choice primary" : "choice",
+      type: "button", class: kind === "allow_once" ? "choice primary" : "choice",
       "data-testid": "decision-option", "data-option-id": option.option_id, "data-kind": kind,
     }, [el("span", { class: "choice-name" }, [option.name || option.option_id]),
       ...(meaning ? [el("span", { class: "desc" }, [meaning])] : [])]);
