@@ -47,6 +47,8 @@ CLASSIFIED: list[tuple[str, str, Target]] = [
     ("POST", "/api/v1/clarification/p1/cancel", Target("bundle", "p1")),
     ("GET", "/api/v1/a/tok", Target("link", "tok")),
     ("POST", "/api/v1/a/tok/respond", Target("link", "tok")),
+    ("GET", "/api/v1/p/tok", Target("decision_link", "tok")),
+    ("POST", "/api/v1/p/tok/respond", Target("decision_link", "tok")),
     ("GET", "/api/v1/permission/m1", Target("message", "m1")),
     ("POST", "/api/v1/permission/m1/respond", Target("message", "m1")),
     ("POST", "/api/v1/task-sessions/s1/prompt", Target("session", "s1")),
@@ -236,6 +238,7 @@ class Replica:
             gate=self.gate,
             adoption_wait_s=cluster.adoption_wait_s,
             link_pending=LINKS.get,
+            link_message=DECISION_LINKS.get,
         )
 
     async def _app(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -282,6 +285,8 @@ def _quick_adoption_polls(monkeypatch: pytest.MonkeyPatch) -> None:
 PROMPT = "/api/v1/task-sessions/s1/prompt"
 # Answer-link tokens the replicas accept, and the pending id each names.
 LINKS = {"good-token": "p1"}
+# Decision-link tokens the replicas accept, and the permission request's message each names.
+DECISION_LINKS = {"good-decision": "m1"}
 
 # --- served here, or carried to the owner -------------------------------------------------
 
@@ -754,3 +759,18 @@ async def test_a_bad_link_token_is_served_here_without_asking_who_owns_anything(
     assert response.json()["served_by"] == ME
     assert cluster.directory.asked == []
     assert cluster.forwarder.sent == []
+
+
+async def test_a_decision_through_a_link_is_carried_to_the_owner_of_the_request_it_names() -> None:
+    cluster = Cluster("b")
+    cluster.directory.owners["s1"] = "b"
+    cluster.directory.messages["m1"] = "s1"
+    async with cluster.client() as client:
+        response = await client.post("/api/v1/p/good-decision/respond", content=b"{}")
+        read = await client.get("/api/v1/p/good-decision")
+        # An answer link's token is not a decision link's: served here, where it is refused.
+        crossed = await client.post("/api/v1/p/good-token/respond", content=b"{}")
+    assert response.json() == {"served_by": "b", "body": "{}", "by": ME}
+    assert read.json()["served_by"] == "b"
+    assert crossed.json()["served_by"] == ME
+    assert cluster["b"].served[0].path == "/api/v1/p/good-decision/respond"

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from clarion.domain.links import answer_url, sign, verify
+from clarion.domain.links import ANSWER, DECISION, answer_url, decision_url, sign, verify
 from clarion.domain.webhooks import EVENTS, WebhookFact, wants_answer_url
 
 KEY = b"k" * 32
@@ -88,3 +88,24 @@ def test_a_correctly_signed_but_malformed_payload_is_refused(payload: bytes) -> 
     secret = b"k" * 32
     token = f"{b64(payload)}.{b64(hmac.new(secret, payload, hashlib.sha256).digest())}"
     assert verify(secret, token, datetime(2026, 1, 1, tzinfo=UTC)) is None
+
+
+def test_a_decision_token_names_its_permission_request_until_it_expires() -> None:
+    token = sign(KEY, PENDING, NOW + timedelta(days=7), DECISION)
+    assert verify(KEY, token, NOW, DECISION) == PENDING
+    assert verify(KEY, token, NOW + timedelta(days=7), DECISION) is None
+    assert decision_url("https://c.example/", token) == f"https://c.example/p/{token}"
+
+
+def test_a_question_token_never_decides_a_permission_and_a_decision_token_never_answers() -> None:
+    answer = sign(KEY, PENDING, NOW + timedelta(days=1))
+    decision = sign(KEY, PENDING, NOW + timedelta(days=1), DECISION)
+    assert answer != decision
+    assert verify(KEY, answer, NOW, DECISION) is None
+    assert verify(KEY, decision, NOW) is None
+    assert verify(KEY, decision, NOW, ANSWER) is None
+
+
+def test_an_unknown_purpose_is_a_programming_error() -> None:
+    with pytest.raises(ValueError, match="not a link purpose"):
+        sign(KEY, PENDING, NOW, "delete")

@@ -24,7 +24,8 @@ from clarion.domain.slack import (
     outcome_line,
     slack_body,
 )
-from clarion.domain.webhooks import CLARIFICATION_REQUESTED, WebhookFact
+from clarion.domain.webhooks import CLARIFICATION_REQUESTED, PERMISSION_REQUESTED, WebhookFact
+from clarion.slack.poster import _line as slack_line
 
 from .builders import PENDING_ID, bundle, question, question_meta, row
 
@@ -43,6 +44,19 @@ def test_the_outbox_body_keeps_what_the_message_is_built_from() -> None:
     assert (body["pending_id"], body["context"], body["answer_url"]) == ("p1", "c", "http://x/a/k")
     assert body["questions"] == [{"id": "db", "prompt": "Which database?"}]
     assert body["text"] == "Agent asks in Billing: Which database?"
+
+
+def test_a_permission_request_s_slack_line_links_its_decision_page() -> None:
+    fact = WebhookFact(
+        PERMISSION_REQUESTED, "t1", "Billing", "s1", message_id="m1", tool_call={"title": "Run"}
+    )
+    stored = slack_body(
+        fact, link="http://x/#/t", answer_url=None, context="", decision_url="http://x/p/k"
+    )
+    assert json.loads(stored)["decision_url"] == "http://x/p/k"
+    assert slack_line(json.loads(stored)) == (
+        "Agent asks permission in Billing: Run <http://x/p/k|Decide>"
+    )
 
 
 def _action(action_id: str, value: Any) -> dict[str, Any]:

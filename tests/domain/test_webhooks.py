@@ -7,11 +7,14 @@ import hmac
 from datetime import UTC, datetime
 
 from clarion.domain.webhooks import (
+    PERMISSION_DECIDED,
+    PERMISSION_REQUESTED,
     WebhookFact,
     encode_body,
     retry_delay,
     signature,
     text_of,
+    wants_decision_url,
     webhook_body,
 )
 
@@ -111,3 +114,32 @@ def test_the_readable_line_skips_questions_without_text() -> None:
         questions=({"id": "x", "prompt": ""}, {"id": "db", "title": "Which database?"}),
     )
     assert text_of(fact, "http://x:1").startswith("Agent asks in Pick a database: Which database?")
+
+
+def test_only_a_permission_request_s_body_and_line_carry_its_decision_link() -> None:
+    asked = WebhookFact(
+        PERMISSION_REQUESTED,
+        "t1",
+        "Ship it",
+        "s1",
+        message_id="m1",
+        tool_call={"title": "Execute make", "kind": "execute"},
+    )
+    body = webhook_body(
+        asked,
+        delivery_id="d1",
+        occurred_at=WHEN,
+        base_url="http://x:1",
+        decision_url="https://c.example/p/TOKEN",
+    )
+    assert body["decision_url"] == "https://c.example/p/TOKEN"
+    assert body["text"] == (
+        "Agent asks permission in Ship it: Execute make"
+        " Decide: https://c.example/p/TOKEN Open: http://x:1/#/tasks/t1/sessions/s1"
+    )
+    assert wants_decision_url(asked)
+    decided = WebhookFact(PERMISSION_DECIDED, "t1", "Ship it", "s1", message_id="m1")
+    assert not wants_decision_url(decided)
+    assert not wants_decision_url(_asked())
+    plain = webhook_body(_asked(), delivery_id="d1", occurred_at=WHEN, base_url="http://x:1")
+    assert "decision_url" not in plain

@@ -377,3 +377,35 @@ def test_a_restart_expires_a_pending_request_and_leaves_the_session_usable(
     server.wait_for_agent_text(session_id, "Received: still there?")
     # Never re-sent: the restarted agent was not asked again.
     assert len(permission_rows(server, session_id)) == 1
+
+
+def test_a_decision_through_the_decision_link_reaches_the_waiting_agent_once(
+    server: ServerProcess,
+) -> None:
+    _, session_id, message_id = _asking(server)
+    page_url = str(permission(server, message_id)["decision_url"])
+    assert page_url.startswith(f"{server.url}/p/"), page_url
+    token = page_url.rsplit("/p/", 1)[1]
+    page = httpx.get(page_url, timeout=30)
+    assert page.status_code == 200 and "decision-page.js" in page.text
+    assert page.headers["cache-control"] == "no-store"
+    read = httpx.get(f"{server.url}/api/v1/p/{token}", timeout=30).json()
+    assert read["state"] == "pending" and read["tool_call"]["title"] == "Edit README.md"
+
+    decided = httpx.post(
+        f"{server.url}/api/v1/p/{token}/respond", json={"option_id": "allow"}, timeout=30
+    )
+
+    assert decided.status_code == 200, decided.text
+    assert decided.json()["decision"] == {
+        "option_id": "allow",
+        "kind": "allow_once",
+        "decided_by": "user",
+    }
+    server.wait_for_agent_text(session_id, "Permission: allow")
+    again = httpx.post(
+        f"{server.url}/api/v1/p/{token}/respond", json={"option_id": "reject"}, timeout=30
+    )
+    assert again.status_code == 409
+    assert again.json()["error"]["decision"]["option_id"] == "allow"
+    assert permission(server, message_id)["decision_url"] is None

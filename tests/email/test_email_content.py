@@ -1,8 +1,9 @@
 """What the emails say, read from a real SMTP server on loopback (aiosmtpd), on both
 databases: a question's Markdown rendered to HTML beside a plain-text part; the Answered and
 Skipped emails say what was chosen; every message about one question replies to the first
-(`In-Reply-To`/`References`); a permission email shows the command; and a restart's
-detachments send no email (each question stays answerable through its first email's link)."""
+(`In-Reply-To`/`References`); a permission email shows the command and a decision link that
+decides it; and a restart's detachments send no email (each question stays answerable through
+its first email's link)."""
 
 from __future__ import annotations
 
@@ -10,9 +11,7 @@ import asyncio
 from typing import Any
 
 from clarion.domain import lifecycle
-from clarion.domain.models import AuthorType, MessageType
-from clarion.domain.permissions import PermissionOption, ToolCallInfo, request_metadata
-from clarion.ports import NewMessage
+from clarion.ports import PermissionAsk
 from tests.email.smtp import Mailbox
 from tests.email.test_email_delivery import _channel, _wait, mailing
 from tests.lifecycle.harness import SKIP, answer_db
@@ -85,26 +84,34 @@ async def test_a_skipped_email_says_it_was_skipped(store_url: str) -> None:
             assert "Skipped: User skipped" in done.body("plain")
 
 
-async def test_a_permission_email_shows_the_command(store_url: str) -> None:
+async def test_a_permission_email_shows_the_command_and_its_decision_link_decides_it(
+    store_url: str,
+) -> None:
     mailbox = Mailbox(free_port())
     with mailbox.running():
         async with mailing(store_url, _channel(mailbox.port, events=EVENTS)) as rig:
             _, session_id = await rig.life.start_session()
-            tool = ToolCallInfo("c1", "Execute README.md", "execute", {"command": "cat README.md"})
-            options = (PermissionOption("allow", "Allow", "allow_once"),)
-            await rig.life.app.sql.add_permission_request(
-                NewMessage(
-                    session_id=session_id,
-                    author_type=AuthorType.AGENT,
-                    type=MessageType.PERMISSION_REQUEST,
-                    content="Execute README.md",
-                    metadata=request_metadata(tool, options),
-                )
+            ask = PermissionAsk(
+                session_id,
+                "c1",
+                "Execute README.md",
+                "execute",
+                {"command": "cat README.md"},
+                (("allow", "Allow", "allow_once"), ("reject", "Reject", "reject_once")),
             )
+            waiting = asyncio.create_task(rig.life.runtime.sink.on_permission(ask))
             [mail] = await _wait(mailbox, 1)
             assert mail.message["X-Clarion-Event"] == "permission.requested"
-            assert "Command:\ncat README.md" in mail.body("plain").replace("\r\n", "\n")
+            plain = mail.body("plain").replace("\r\n", "\n")
+            assert "Command:\ncat README.md" in plain
             assert "cat README.md</pre>" in mail.body("html")
+            assert "Decide here (no login needed):\nhttps://clarion.example/p/" in plain
+            url = plain.split("Decide here (no login needed):\n", 1)[1].split("\n", 1)[0]
+            assert f'href="{url}"' in mail.body("html") and "Decide now" in mail.body("html")
+            token = url.rsplit("/p/", 1)[1]
+            decided = await rig.http.post(f"/api/v1/p/{token}/respond", json={"option_id": "allow"})
+            assert decided.status_code == 200, decided.text
+            assert await asyncio.wait_for(waiting, 10) == "allow"
 
 
 async def test_a_restart_detaching_every_question_sends_no_email(store_url: str) -> None:

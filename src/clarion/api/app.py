@@ -22,6 +22,7 @@ from clarion.api import (
     auth,
     routes_clarifications,
     routes_cluster,
+    routes_decision_links,
     routes_inbox,
     routes_links,
     routes_metrics,
@@ -84,7 +85,9 @@ def create_app(services: ApiServices, mcp: McpEndpoint) -> FastAPI:
     install_openapi(
         app,
         bearer_auth=services.access.enabled,
-        open_paths=auth.OPEN_PATHS | routes_links.OPEN_DOC_PATHS,
+        open_paths=auth.OPEN_PATHS
+        | routes_links.OPEN_DOC_PATHS
+        | routes_decision_links.OPEN_DOC_PATHS,
         enums={
             ("StartSession", "agent"): [*sorted(services.sessions.agents)],
             # null (the workspace's default) or a configured repository.
@@ -106,6 +109,7 @@ def create_app(services: ApiServices, mcp: McpEndpoint) -> FastAPI:
     app.include_router(routes_cluster.router)
     app.include_router(routes_metrics.router)
     app.include_router(routes_links.router)
+    app.include_router(routes_decision_links.router)
     app.include_router(routes_slack.router)
     app.include_router(ws.router)
     # An agent's MCP session lives where its agent runs: cluster mode proxies it there.
@@ -122,6 +126,7 @@ def create_app(services: ApiServices, mcp: McpEndpoint) -> FastAPI:
             return FileResponse(WEB_DIR / "index.html")
 
         app.include_router(routes_links.page_routes(WEB_DIR))
+        app.include_router(routes_decision_links.page_routes(WEB_DIR))
 
     # The last added runs first: readiness, then authentication, then the routes.
     app.add_middleware(routes_links.PrivateLinkResponses)

@@ -1,11 +1,11 @@
 """Authentication at the HTTP and WebSocket edge: the gate, the caller, login and logout.
 
 Imported by the app factory (AuthGate, router) and by the routes and the WebSocket
-(`caller_of`). Every request under /api/v1 except login, logout and answer links (whose signed
-token is their credential) passes the gate, which turns the presented token into a `Caller`
-and stores it in the request scope. Tokens are read from, in order: `Authorization: Bearer`,
-`?token=` (WebSocket only: browsers cannot set headers on a WebSocket), the `clarion_token`
-cookie that login sets. A token is never logged.
+(`caller_of`). Every request under /api/v1 except login, logout and answer and decision links
+(whose signed token is their credential) passes the gate, which turns the presented token into
+a `Caller` and stores it in the request scope. Tokens are read from, in order:
+`Authorization: Bearer`, `?token=` (WebSocket only: browsers cannot set headers on a
+WebSocket), the `clarion_token` cookie that login sets. A token is never logged.
 """
 
 from __future__ import annotations
@@ -33,8 +33,9 @@ API_PREFIX = "/api/v1"
 OPEN_PATHS = frozenset(
     {f"{API_PREFIX}/login", f"{API_PREFIX}/logout", f"{API_PREFIX}/slack/interactions"}
 )
-# Answer links carry their own credential, the signed token in the path (api/routes_links.py).
-LINK_PREFIX = f"{API_PREFIX}/a/"
+# Answer and decision links carry their own credential, the signed token in the path
+# (api/routes_links.py, api/routes_decision_links.py).
+LINK_PREFIXES = (f"{API_PREFIX}/a/", f"{API_PREFIX}/p/")
 _SCOPE_KEY = "clarion.caller"
 
 router = APIRouter(prefix=API_PREFIX)
@@ -67,7 +68,7 @@ def _guarded(path: str) -> bool:
     return (
         (path == API_PREFIX or path.startswith(API_PREFIX + "/"))
         and path not in OPEN_PATHS
-        and not path.startswith(LINK_PREFIX)
+        and not path.startswith(LINK_PREFIXES)
     )
 
 

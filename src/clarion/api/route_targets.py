@@ -3,9 +3,9 @@
 A request that acts on a session (an answer, a decision, a prompt, an agent's MCP call) must be
 served by the replica that runs the session (api/routing.py); everything else is served where
 it arrives. A request names its session directly, or through a bundle, a permission request's
-message or an answer link's token; a new session's creation names its task (placement); a
-request on a task's worktree (its changes, a review, archiving) names the task, and is served by
-its primary session's replica, where the task's agent and worktree are.
+message, an answer link's token or a decision link's token; a new session's creation names its
+task (placement); a request on a task's worktree (its changes, a review, archiving) names the
+task, and is served by its primary session's replica, where the task's agent and worktree are.
 
 Each route says so where it is declared: `@acts_on(kind, param)` under its router decorator
 names what its path parameter `param` holds, and `@served_anywhere` says that a route taking
@@ -24,7 +24,7 @@ from typing import Literal, TypeVar
 from fastapi.routing import iter_route_contexts
 from starlette.routing import BaseRoute
 
-Kind = Literal["session", "bundle", "message", "placement", "link", "task"]
+Kind = Literal["session", "bundle", "message", "placement", "link", "decision_link", "task"]
 
 # The path parameters that name a session or something a session owns. A route that takes one
 # declares its routing (tests/api/test_route_declarations.py walks the app for that): left

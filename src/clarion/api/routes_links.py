@@ -31,18 +31,21 @@ router = APIRouter()
 OPEN_DOC_PATHS = frozenset({"/api/v1/a/{token}", "/api/v1/a/{token}/respond"})
 
 # The token is a credential in the URL: keep it out of Referer headers, caches and indexes.
-_PRIVATE = {
+PRIVATE = {
     "Cache-Control": "no-store",
     "Referrer-Policy": "no-referrer",
     "X-Robots-Tag": "noindex",
 }
-_LINK_PATHS = ("/api/v1/a/", "/a/")
+# Answer links, and decision links for permission requests (api/routes_decision_links.py).
+_API_LINK_PATHS = ("/api/v1/a/", "/api/v1/p/")
+_LINK_PATHS = (*_API_LINK_PATHS, "/a/", "/p/")
 
 
 class PrivateLinkResponses:
-    """Every response under an answer link's paths (the page, the JSON read, an answer, an
-    error) carries the private headers: the JSON read is the bundle's questions and answer,
-    which no shared cache may keep. A link's API path with a trailing slash is 404: the
+    """Every response under an answer or decision link's paths (the page, the JSON read, an
+    answer, an error) carries the private headers: the JSON read is the bundle's questions and
+    answer, or the request's command and decision, which no shared cache may keep. A link's
+    API path with a trailing slash is 404: the
     router would otherwise redirect it to the path without, repeating the token in a
     Location header."""
 
@@ -54,16 +57,17 @@ class PrivateLinkResponses:
         if scope["type"] != "http" or not path.startswith(_LINK_PATHS):
             await self._app(scope, receive, send)
             return
-        if path.startswith(_LINK_PATHS[0]) and path.endswith("/"):
-            log.info("answer link refused", extra={"path_kind": "answer_link", "status": 404})
-            refusal = error_response(NotFound("answer link not found or expired"), _PRIVATE)
+        if path.startswith(_API_LINK_PATHS) and path.endswith("/"):
+            kind = "answer" if path.startswith(_API_LINK_PATHS[0]) else "decision"
+            log.info(f"{kind} link refused", extra={"path_kind": f"{kind}_link", "status": 404})
+            refusal = error_response(NotFound(f"{kind} link not found or expired"), PRIVATE)
             await refusal(scope, receive, send)
             return
 
         async def private(message: Message) -> None:
             if message["type"] == "http.response.start":
                 headers = MutableHeaders(scope=message)
-                for name, value in _PRIVATE.items():
+                for name, value in PRIVATE.items():
                     headers[name] = value
             await send(message)
 
@@ -118,9 +122,9 @@ def page_routes(web_dir: Path) -> APIRouter:
         pending_id = None if links is None else links.pending_of(token)
         if pending_id is None or not await services(request).reads.has_bundle(pending_id):
             return HTMLResponse(
-                (web_dir / "answer-invalid.html").read_text(), status_code=404, headers=_PRIVATE
+                (web_dir / "answer-invalid.html").read_text(), status_code=404, headers=PRIVATE
             )
-        return FileResponse(web_dir / "answer.html", headers=_PRIVATE)
+        return FileResponse(web_dir / "answer.html", headers=PRIVATE)
 
     @pages.get("/a/{rest:path}", include_in_schema=False)
     async def no_such_page(rest: str) -> Response:

@@ -34,7 +34,8 @@ async def _visible(request: Request, message_id: str) -> dict[str, Any]:
 )
 @acts_on("message", "message_id")
 async def get_permission(message_id: str, request: Request) -> dict[str, Any]:
-    return await _visible(request, message_id)
+    view = await _visible(request, message_id)
+    return services(request).reads.with_decision_url(view, message_id)
 
 
 @router.post(

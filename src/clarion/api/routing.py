@@ -88,12 +88,14 @@ class ClusterRouting:
         gate: SessionGate,
         adoption_wait_s: float,
         link_pending: Callable[[str], str | None] | None = None,
+        link_message: Callable[[str], str | None] | None = None,
         tracer: Tracer = NO_TRACER,
     ) -> None:
         self._tracer = tracer
         self._app = app
         self._table = routes  # read from the app's own routes (api/route_targets.py)
         self._link_pending = link_pending
+        self._link_message = link_message
         self._id = replica_id
         self._directory = directory
         self._carrier = carrier
@@ -163,6 +165,11 @@ class ClusterRouting:
             if pending_id is None:
                 return None
             route = await self._directory.route_of_bundle(pending_id)
+        elif target.kind == "decision_link":
+            message_id = None if self._link_message is None else self._link_message(target.key)
+            if message_id is None:
+                return None
+            route = await self._directory.route_of_message(message_id)
         elif target.kind == "bundle":
             route = await self._directory.route_of_bundle(target.key)
         elif target.kind == "message":

@@ -1,5 +1,6 @@
-"""Answer links for question bundles: issue one (an absolute URL with a signed token that
-expires) and read one back to the pending id it names. Imported by the composition root, which
+"""Answer links for question bundles, and decision links for permission requests: issue one
+(an absolute URL with a signed token that expires) and read one back to the id it names (a
+token of one kind never reads as the other). Imported by the composition root, which
 hands it to the read models, the HTTP edge, the outbox and cluster routing.
 
 The key is the database's (generated once, shared by every replica) or the operator's; the
@@ -14,7 +15,7 @@ import math
 from collections.abc import Callable
 from datetime import UTC, datetime
 
-from clarion.domain.links import answer_url, sign, verify
+from clarion.domain.links import ANSWER, DECISION, answer_url, decision_url, sign, verify
 from clarion.ports import Clock
 
 
@@ -28,10 +29,10 @@ class AnswerLinks:
         self._clock = clock
         self._base_url = base_url
 
-    def token_for(self, pending_id: str) -> str:
+    def token_for(self, pending_id: str, purpose: str = ANSWER) -> str:
         until = self._clock.now().timestamp() + self._ttl_s
         rounded = math.ceil(until / self._step_s) * self._step_s
-        return sign(self._secret, pending_id, datetime.fromtimestamp(rounded, UTC))
+        return sign(self._secret, pending_id, datetime.fromtimestamp(rounded, UTC), purpose)
 
     def url_for(self, pending_id: str) -> str:
         """The absolute address of the page that answers this bundle."""
@@ -40,3 +41,11 @@ class AnswerLinks:
     def pending_of(self, token: str) -> str | None:
         """The pending id a genuine, unexpired token names; None otherwise."""
         return verify(self._secret, token, self._clock.now())
+
+    def decision_url_for(self, message_id: str) -> str:
+        """The absolute address of the page that decides this permission request."""
+        return decision_url(self._base_url(), self.token_for(message_id, DECISION))
+
+    def message_of(self, token: str) -> str | None:
+        """The permission request's message id a genuine, unexpired decision token names."""
+        return verify(self._secret, token, self._clock.now(), DECISION)

@@ -8,9 +8,10 @@ header of its own. The message is kept ASCII (quoted-printable or base64 bodies,
 encoded words), so any SMTP server relays it unchanged.
 
 Markdown in a question is rendered to HTML, with the text part as its plain fallback
-(`email_parts`). The messages about one question (or one permission request) form a thread:
-the first one's Message-ID is derived from the question's id, and every later one names it in
-`In-Reply-To` and `References`.
+(`email_parts`). A question still open carries its answer link, a permission request its
+decision link (both signed, no login needed). The messages about one question (or one
+permission request) form a thread: the first one's Message-ID is derived from the question's
+id, and every later one names it in `In-Reply-To` and `References`.
 """
 
 from __future__ import annotations
@@ -130,7 +131,9 @@ def _deadline(fact: WebhookFact, answer_url: str | None) -> str | None:
     )
 
 
-def _text_body(fact: WebhookFact, link: str, answer_url: str | None) -> str:
+def _text_body(
+    fact: WebhookFact, link: str, answer_url: str | None, decision_url: str | None = None
+) -> str:
     lines = [_headline(fact), ""]
     deadline = _deadline(fact, answer_url)
     if deadline:
@@ -155,11 +158,27 @@ def _text_body(fact: WebhookFact, link: str, answer_url: str | None) -> str:
         lines += [f"{preview[0]}:", preview[1], ""]
     if answer_url:
         lines += ["Answer here (no login needed):", answer_url, ""]
+    if decision_url:
+        lines += ["Decide here (no login needed):", decision_url, ""]
     lines += ["Open in Clarion:", link, ""]
     return "\n".join(lines)
 
 
-def _html_body(fact: WebhookFact, link: str, answer_url: str | None) -> str:
+def _link_button(url: str, words: str) -> str:
+    e = html.escape
+    return (
+        f'<p style="margin:20px 0"><a href="{e(url)}" style="display:inline-block;'
+        "background:#2f5bea;color:#fff;text-decoration:none;font-weight:600;"
+        f'padding:14px 22px;border-radius:10px">{e(words)}</a></p>'
+        '<p style="color:#5b6474;font-size:14px;margin:0 0 8px;word-break:break-all">'
+        "No login needed. Or copy "
+        f"this link: {e(url)}</p>"
+    )
+
+
+def _html_body(
+    fact: WebhookFact, link: str, answer_url: str | None, decision_url: str | None = None
+) -> str:
     e = html.escape
     parts = [
         '<!doctype html><html><head><meta charset="utf-8">'
@@ -209,14 +228,9 @@ def _html_body(fact: WebhookFact, link: str, answer_url: str | None) -> str:
             f'<p style="margin:0 0 4px;font-weight:600">{e(preview[0])}</p>{pre_html(preview[1])}'
         )
     if answer_url:
-        parts.append(
-            f'<p style="margin:20px 0"><a href="{e(answer_url)}" style="display:inline-block;'
-            "background:#2f5bea;color:#fff;text-decoration:none;font-weight:600;"
-            'padding:14px 22px;border-radius:10px">Answer now</a></p>'
-            '<p style="color:#5b6474;font-size:14px;margin:0 0 8px;word-break:break-all">'
-            "No login needed. Or copy "
-            f"this link: {e(answer_url)}</p>"
-        )
+        parts.append(_link_button(answer_url, "Answer now"))
+    if decision_url:
+        parts.append(_link_button(decision_url, "Decide now"))
     parts.append(
         f'<p style="font-size:14px;margin:16px 0 0"><a href="{e(link)}">Open in Clarion</a></p>'
         "</div></body></html>"
@@ -233,6 +247,7 @@ def email_message(
     to: Sequence[str],
     link: str,
     answer_url: str | None,
+    decision_url: str | None = None,
 ) -> str:
     """The whole message (headers and a text/plain + text/html body), ASCII, CRLF line ends.
     Its Message-ID is derived from the delivery id, so a resent delivery keeps it."""
@@ -254,8 +269,8 @@ def email_message(
             message["References"] = root
     message["Auto-Submitted"] = "auto-generated"
     message["X-Clarion-Event"] = fact.event
-    message.set_content(_text_body(fact, link, answer_url))
-    message.add_alternative(_html_body(fact, link, answer_url), subtype="html")
+    message.set_content(_text_body(fact, link, answer_url, decision_url))
+    message.add_alternative(_html_body(fact, link, answer_url, decision_url), subtype="html")
     return message.as_string()
 
 

@@ -68,7 +68,14 @@ class SlackInteraction:
     outcome: str | None = None
 
 
-def slack_body(fact: WebhookFact, *, link: str, answer_url: str | None, context: str) -> str:
+def slack_body(
+    fact: WebhookFact,
+    *,
+    link: str,
+    answer_url: str | None,
+    context: str,
+    decision_url: str | None = None,
+) -> str:
     """What an outbox row for a Slack channel stores: everything the message is built from,
     fixed when the event was queued."""
     return json.dumps(
@@ -82,6 +89,7 @@ def slack_body(fact: WebhookFact, *, link: str, answer_url: str | None, context:
             "detail": fact.detail,
             "link": link,
             "answer_url": answer_url,
+            "decision_url": decision_url,
             "text": headline_of(fact),
         },
         ensure_ascii=False,

@@ -99,12 +99,16 @@ def _tool(fact: WebhookFact) -> str:
     return str(call.get("title") or call.get("kind") or "a tool call")
 
 
-def text_of(fact: WebhookFact, link: str, answer_url: str | None = None) -> str:
+def text_of(
+    fact: WebhookFact, link: str, answer_url: str | None = None, decision_url: str | None = None
+) -> str:
     """One readable line (what a chat's incoming webhook shows), ending with the link; a
-    question still open also names its answer link."""
+    question still open also names its answer link, a permission request its decision link."""
     line = headline_of(fact)
     if answer_url:
         return f"{line} Answer: {answer_url} Open: {link}"
+    if decision_url:
+        return f"{line} Decide: {decision_url} Open: {link}"
     return f"{line} {link}"
 
 
@@ -147,6 +151,12 @@ def wants_answer_url(fact: WebhookFact) -> bool:
     )
 
 
+def wants_decision_url(fact: WebhookFact) -> bool:
+    """Whether the event's body carries the permission request's decision link (the event
+    that asks it; once decided there is nothing left to decide)."""
+    return fact.message_id is not None and fact.event == PERMISSION_REQUESTED
+
+
 def webhook_body(
     fact: WebhookFact,
     *,
@@ -154,8 +164,10 @@ def webhook_body(
     occurred_at: datetime,
     base_url: str,
     answer_url: str | None = None,
+    decision_url: str | None = None,
 ) -> dict[str, Any]:
-    """The delivery's body; `answer_url`, when given, is the question's answer link."""
+    """The delivery's body; `answer_url`, when given, is the question's answer link, and
+    `decision_url` the permission request's decision link."""
     link = link_for(base_url, fact.task_id, fact.session_id)
     body: dict[str, Any] = {
         "event": fact.event,
@@ -175,7 +187,9 @@ def webhook_body(
     body["link"] = link
     if answer_url is not None:
         body["answer_url"] = answer_url
-    body["text"] = text_of(fact, link, answer_url)
+    if decision_url is not None:
+        body["decision_url"] = decision_url
+    body["text"] = text_of(fact, link, answer_url, decision_url)
     return body
 
 

@@ -75,10 +75,23 @@ class Reads:
         self._sandbox_of = sandbox_of
         self._workspace_names: dict[str, str] = {}
         self._answer_url: Callable[[str], str] | None = None
+        self._decision_url: Callable[[str], str] | None = None
 
-    def use_answer_links(self, answer_url: Callable[[str], str]) -> None:
-        """Bundle reads and inbox items carry `answer_url` (an answer link) while active."""
+    def use_answer_links(
+        self, answer_url: Callable[[str], str], decision_url: Callable[[str], str] | None = None
+    ) -> None:
+        """Bundle reads and inbox items carry `answer_url` (an answer link) while active; a
+        permission request's read and inbox item `decision_url` (a decision link) while
+        pending."""
         self._answer_url = answer_url
+        self._decision_url = decision_url
+
+    def with_decision_url(self, view: dict[str, Any], message_id: str) -> dict[str, Any]:
+        """A permission request's read or inbox item, with its decision link while pending."""
+        url_for = self._decision_url
+        pending = view.get("state") == "pending"
+        view["decision_url"] = url_for(message_id) if url_for is not None and pending else None
+        return view
 
     def use_live_waiters(self, live_waiters: LiveWaitersOf) -> None:
         """Cluster mode: ask each bundle's owner, not only this replica's own waiters."""
@@ -213,6 +226,8 @@ class Reads:
         for item in found:
             if item["kind"] == "clarification":
                 self._with_answer_url(item, item["id"])
+            else:
+                self.with_decision_url(item, item["id"])
         return {"items": found, "total": len(found)}
 
     async def bundle(self, pending_id: str) -> dict[str, Any]:

@@ -168,6 +168,7 @@ class ClusterMode:
             gate=joined.gate,
             adoption_wait_s=replica.adoption_horizon_s + settings.replica_timeout,
             link_pending=None if app.services.links is None else app.services.links.pending_of,
+            link_message=None if app.services.links is None else app.services.links.message_of,
             tracer=app.tracer,
         )
         joined.owner_gone = routed.owner_gone

@@ -76,6 +76,7 @@ async def outgoing_deliveries(
                 base_url=lambda: settings.public_url or base_url(),
                 wake=deliverer.wake,
                 answer_url=links.url_for,
+                decision_url=links.decision_url_for,
                 mail_for=lambda workspace: _mail_target(settings.email.channel_for(workspace)),
                 mail_events=frozenset().union(*(c.events for c in channels)),
                 slack_for=None if slack is None else slack.target_for,

@@ -302,7 +302,7 @@ async def build(
             ),
             max_patch_bytes=settings.repositories.max_patch_bytes,
         )
-        services.reads.use_answer_links(links.url_for)
+        services.reads.use_answer_links(links.url_for, links.decision_url_for)
         if slack is not None:
             services.slack = slack_inbox(
                 slack,

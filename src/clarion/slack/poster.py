@@ -129,4 +129,7 @@ def _line(body: Mapping[str, Any]) -> str:
     link = body.get("link")
     if answer_url:
         return f"{text} <{answer_url}|Answer>"
+    decision_url = body.get("decision_url")
+    if decision_url:
+        return f"{text} <{decision_url}|Decide>"
     return f"{text} <{link}|Open in Clarion>" if link else text

@@ -29,6 +29,7 @@ from clarion.domain.webhooks import (
     encode_body,
     link_for,
     wants_answer_url,
+    wants_decision_url,
     webhook_body,
 )
 from clarion.ports import QueuedDelivery
@@ -49,6 +50,8 @@ class Outbox:
     wake: Callable[[], None] = lambda: None
     # A bundle's answer link (pending id -> URL), for events whose question is still open.
     answer_url: Callable[[str], str] | None = None
+    # A permission request's decision link (message id -> URL), for the event that asks it.
+    decision_url: Callable[[str], str] | None = None
     # Email: the workspace's name -> where its notifications go (None: no email for it).
     mail_for: Callable[[str], MailTarget | None] | None = None
     mail_events: frozenset[str] = frozenset()
@@ -88,6 +91,9 @@ async def enqueue(
     answer_url = None
     if outbox.answer_url is not None and fact.pending_id is not None and wants_answer_url(fact):
         answer_url = outbox.answer_url(fact.pending_id)
+    decision_url = None
+    if outbox.decision_url is not None and fact.message_id is not None and wants_decision_url(fact):
+        decision_url = outbox.decision_url(fact.message_id)
     for url in urls:
         delivery_id = new_id()
         body = webhook_body(
@@ -96,6 +102,7 @@ async def enqueue(
             occurred_at=now,
             base_url=outbox.base_url(),
             answer_url=answer_url,
+            decision_url=decision_url,
         )
         await _insert(conn, delivery_id, url, event, encode_body(body), now, fact)
     mail = None if outbox.mail_for is None else outbox.mail_for(workspace)
@@ -118,6 +125,7 @@ async def enqueue(
             to=mail.to,
             link=link_for(outbox.base_url(), fact.task_id, fact.session_id),
             answer_url=answer_url,
+            decision_url=decision_url,
         )
         await _insert(conn, delivery_id, mail.key, event, message, now, fact)
     slack = None if outbox.slack_for is None else outbox.slack_for(workspace)
@@ -126,6 +134,7 @@ async def enqueue(
             fact,
             link=link_for(outbox.base_url(), fact.task_id, fact.session_id),
             answer_url=answer_url,
+            decision_url=decision_url,
             context=fact.context,
         )
         await _insert(conn, new_id(), slack.key, event, stored, now, fact)
