@@ -418,7 +418,12 @@ async def main_async(sizes: Sizes, dbs: list[str], workdir: Path, *, only: str =
     if only == "workspaces":
         out.rows += await workspaces.rows(workdir, sizes.workspaces)
         return out
-    if only == "peers":  # the service peers alone (no goals: Clarion's figures are not taken)
+    if only == "peers":  # Clarion's online rows and the service peers, with the goals between
+        for db in dbs:
+            if db == "sqlite" or await postgres_reachable():
+                progress(f"{db}: latency, commits, throughput")
+                await _online(db, workdir, sizes, out)
+        progress("service peers: Restate, LangGraph Server")
         await _service_peers(workdir, sizes, out)
         return out
     for db in dbs:
