@@ -27,6 +27,7 @@ from bench import (
     peer,
     recovery,
     sandbox_start,
+    service_peer_rows,
     statements,
     throughput,
     workspaces,
@@ -59,6 +60,13 @@ class Sizes:
     reservations: int = 1_000
     recovery_limit_s: float = 30.0
     peer: int = 100
+    # The service peers (bench.service_peers): round-trip samples, and LangGraph Server's,
+    # whose cycle takes about a second; the concurrent loops; rounds of windows (one for
+    # LangGraph Server, whose figure its queue's polling sets).
+    restate_samples: int = 100
+    langgraph_server_samples: int = 20
+    service_peer_counts: tuple[int, ...] = (1, 10, 100)
+    service_peer_rounds: int = 3
     cluster: ClusterSizes = field(default_factory=ClusterSizes)  # 1, 2, 3 replicas
     # Sessions whose built-in agent holds a detached question, before and after the idle stop,
     # set up in waves of `idle_wave` so that at most twice that many agents run at once.
@@ -90,6 +98,10 @@ QUICK = Sizes(
     reservations=4,
     recovery_limit_s=60.0,
     peer=3,
+    restate_samples=3,
+    langgraph_server_samples=1,
+    service_peer_counts=(1, 2),
+    service_peer_rounds=1,
     cluster=cluster.QUICK,
     idle_agents=2,
     idle_cpu_window_s=2.0,
@@ -105,6 +117,9 @@ class Results:
     live_return_p50: dict[str, float] = field(default_factory=dict)
     detached_p50: dict[str, float] = field(default_factory=dict)
     one_session_rate: dict[str, float] = field(default_factory=dict)
+    # Per database: each MCP session count's median cycles/s and server CPU per cycle (s).
+    mcp_rates: dict[str, dict[int, float]] = field(default_factory=dict)
+    mcp_cpu: dict[str, dict[int, float]] = field(default_factory=dict)
 
 
 async def _online(db: str, workdir: Path, sizes: Sizes, out: Results) -> None:
@@ -176,6 +191,13 @@ async def _online(db: str, workdir: Path, sizes: Sizes, out: Results) -> None:
                 sizes.throughput_rounds,
             )
             out.rows += rows
+            out.mcp_rates[db] = rates
+            out.mcp_cpu[db] = {
+                n: ms_to_s(row.value)
+                for n in rates
+                for row in rows
+                if row.name == f"server CPU per cycle, {n} sessions (MCP clients)"
+            }
             if 1 in rates:
                 out.one_session_rate[db] = rates[1]
             for n in sizes.builtin_sessions:
@@ -363,6 +385,28 @@ def _peer(workdir: Path, sizes: Sizes, out: Results) -> None:
             )
 
 
+async def _service_peers(workdir: Path, sizes: Sizes, out: Results) -> None:
+    """Restate and LangGraph Server, and Clarion's goals against Restate."""
+    rows, figures = await service_peer_rows.rows(
+        workdir,
+        {"restate": sizes.restate_samples, "langgraph-server": sizes.langgraph_server_samples},
+        sizes.service_peer_counts,
+        sizes.throughput_s,
+        sizes.throughput_warmup_s,
+        {"restate": sizes.service_peer_rounds, "langgraph-server": 1},
+    )
+    out.rows += rows
+    if "restate" in figures:
+        out.rows += service_peer_rows.goal_rows(
+            figures["restate"], out.live_return_p50, out.mcp_rates, out.mcp_cpu
+        )
+
+
+def ms_to_s(value: str) -> float:
+    """ "5.12 ms" -> 0.00512."""
+    return float(value.split()[0]) / 1000
+
+
 _PEER_RESUME = {
     "langgraph": "resume (invoke(Command(resume=...)))",
     "dbos": "resume (send -> recv returns)",
@@ -373,6 +417,14 @@ async def main_async(sizes: Sizes, dbs: list[str], workdir: Path, *, only: str =
     out = Results()
     if only == "workspaces":
         out.rows += await workspaces.rows(workdir, sizes.workspaces)
+        return out
+    if only == "peers":  # Clarion's online rows and the service peers, with the goals between
+        for db in dbs:
+            if db == "sqlite" or await postgres_reachable():
+                progress(f"{db}: latency, commits, throughput")
+                await _online(db, workdir, sizes, out)
+        progress("service peers: Restate, LangGraph Server")
+        await _service_peers(workdir, sizes, out)
         return out
     for db in dbs:
         if db == "postgres" and not await postgres_reachable():
@@ -410,6 +462,8 @@ async def main_async(sizes: Sizes, dbs: list[str], workdir: Path, *, only: str =
     out.rows += await workspaces.rows(workdir, sizes.workspaces)
     progress("langgraph peer")
     _peer(workdir, sizes, out)
+    progress("service peers: Restate, LangGraph Server")
+    await _service_peers(workdir, sizes, out)
     return out
 
 
@@ -443,7 +497,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--only",
-        choices=["all", "idle-agents", "growth", "sandbox", "workspaces"],
+        choices=["all", "idle-agents", "growth", "sandbox", "workspaces", "peers"],
         default="all",
         help="run only these rows",
     )
