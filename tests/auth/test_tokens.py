@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import subprocess
-import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -14,6 +12,7 @@ from clarion.runtime.clock import ManualClock
 from clarion.store import migrate, open_engine, open_store
 from clarion.store.db.migrations import MIGRATIONS, schema_version
 from clarion.store.db.schema import api_tokens, workspaces
+from tests import forkserver
 from tests.auth.conftest import create_token
 
 
@@ -99,17 +98,15 @@ async def test_token_create_prints_one_token_and_stores_only_its_hash(tmp_path: 
 def test_token_create_on_an_unreachable_database_names_it_without_its_password(
     tmp_path: Path,
 ) -> None:
-    result = subprocess.run(
-        [sys.executable, "-m", "clarion", "token", "create", "--user", "u", "--workspace", "w"],
-        capture_output=True,
-        text=True,
+    result = forkserver.run(
+        ["token", "create", "--user", "u", "--workspace", "w"],
+        cwd=tmp_path,
         timeout=60,
         env={
             "CLARION_HOME": str(tmp_path),
             "PATH": "/usr/bin:/bin",
             "CLARION_DATABASE_URL": "postgresql://clarion:hunter2@127.0.0.1:1/clarion",
         },
-        check=False,
     )
     assert result.returncode == 1 and result.stdout == ""
     assert "cannot create a token in postgresql://clarion:***@127.0.0.1:1/clarion" in result.stderr

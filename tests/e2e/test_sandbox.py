@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -17,6 +16,7 @@ from typing import Any
 import pytest
 
 from clarion.agents.limits import limits_problem
+from tests import forkserver
 from tests.conftest import require_bubblewrap
 from tests.e2e.harness import RESUME_MARK, ServerProcess, answer, wait_until
 
@@ -175,13 +175,8 @@ def test_serve_exits_2_naming_a_bwrap_profile_bubblewrap_cannot_run(tmp_path: Pa
     config = tmp_path / "clarion.toml"
     config.write_text('[agents.strict]\ncommand = ["strict-agent"]\nsandbox = "bwrap"\n')
     env = {**os.environ, "PATH": _broken_bwrap(tmp_path), "CLARION_HOME": str(tmp_path / "h")}
-    done = subprocess.run(
-        [sys.executable, "-m", "clarion", "serve", "--port", "0", "--config", str(config)],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
+    done = forkserver.run(
+        ["serve", "--port", "0", "--config", str(config)], env=env, cwd=tmp_path, timeout=120
     )
     assert done.returncode == 2, done.stderr
     assert "'strict'" in done.stderr and "agents.strict.sandbox" in done.stderr

@@ -6,12 +6,12 @@ from __future__ import annotations
 import os
 import socket
 import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from tests import forkserver
 from tests.e2e.harness import ServerProcess
 
 DBS = [
@@ -47,14 +47,7 @@ def test_a_second_server_on_the_same_database_refuses_to_start(
 
 def _serve_once(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "CLARION_HOME": str(tmp_path / "home"), "CLARION_NO_SAMPLE": "1"}
-    return subprocess.run(
-        [sys.executable, "-m", "clarion", "serve", "--port", "0", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-        check=False,
-    )
+    return forkserver.run(["serve", "--port", "0", *args], env=env, cwd=tmp_path, timeout=120)
 
 
 def _closed_port() -> int:

@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,6 +15,7 @@ from typer.testing import CliRunner
 
 from clarion.cli.app import app
 from clarion.store.db.migrations import LATEST_VERSION
+from tests import forkserver
 
 pytestmark = pytest.mark.filterwarnings("ignore::ResourceWarning")
 
@@ -102,13 +102,11 @@ def test_prune_before_any_date_is_a_usage_error(tmp_path: Path) -> None:
 def test_an_unsupported_database_url_is_one_line_and_exit_2(
     tmp_path: Path, command: list[str]
 ) -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "clarion", *command, "--database", "bogus://x"],
-        capture_output=True,
-        text=True,
-        timeout=120,
+    done = forkserver.run(
+        [*command, "--database", "bogus://x"],
         env={**os.environ, "CLARION_HOME": str(tmp_path / "home"), "CLARION_CONFIG": ""},
-        check=False,
+        cwd=tmp_path,
+        timeout=120,
     )
     assert done.returncode == 2, done.stdout + done.stderr
     assert "Traceback" not in done.stderr

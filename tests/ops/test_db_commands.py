@@ -5,8 +5,6 @@ its upgrade, its SQL preview, and pruning only what finished long ago."""
 from __future__ import annotations
 
 import sqlite3
-import subprocess
-import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -21,6 +19,7 @@ from clarion.store import SqlStore, migrate, open_engine
 from clarion.store.db.migrations import LATEST_VERSION
 from clarion.store.db.schema import task_session_messages, task_sessions, tasks, webhook_deliveries
 from clarion.store.retention import Pruned
+from tests import forkserver
 from tests.conftest import _run
 
 PREVIOUS = LATEST_VERSION - 1
@@ -79,27 +78,15 @@ def test_an_old_schema_is_reported_previewed_refused_by_no_migrate_then_upgraded
     # The preview changed nothing.
     assert db("status", "--database", db_url)[0] == 1
 
-    refused = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "clarion",
-            "serve",
-            "--no-migrate",
-            "--port",
-            "0",
-            "--database",
-            db_url,
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
+    refused = forkserver.run(
+        ["serve", "--no-migrate", "--port", "0", "--database", db_url],
         env={
             "CLARION_HOME": str(tmp_path / "home"),
             "PATH": "/usr/bin:/bin",
             "CLARION_NO_SAMPLE": "1",
         },
-        check=False,
+        cwd=tmp_path,
+        timeout=120,
     )
     assert refused.returncode == 1, refused.stderr
     assert f"schema is at version {PREVIOUS} and this Clarion needs {LATEST_VERSION}" in (

@@ -4,7 +4,6 @@ when everything passes."""
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -16,6 +15,7 @@ from clarion.cli.doctor import git_checks
 from clarion.config import Settings
 from clarion.store import migrate, open_engine
 from clarion.store.db.migrations import LATEST_VERSION
+from tests import forkserver
 from tests.conftest import _run
 from tests.ports import free_port
 
@@ -125,20 +125,10 @@ def test_an_unreachable_nats_is_reported_once_with_the_refusal_as_its_reason(
 ) -> None:
     url = f"sqlite:///{tmp_path / 'c.db'}"
     _run(lambda: _migrated(url))
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "clarion",
-            "doctor",
-            "--database",
-            url,
-            "--bus",
-            "nats://127.0.0.1:1",
-        ],
-        capture_output=True,
-        text=True,
+    done = forkserver.run(
+        ["doctor", "--database", url, "--bus", "nats://127.0.0.1:1"],
         env={**os.environ, **WIDE},
+        cwd=tmp_path,
         timeout=120,
     )
     assert done.returncode == 1, done.stdout + done.stderr

@@ -3,8 +3,6 @@ secrets from the named environment variables, and bad values refused naming the 
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -12,6 +10,7 @@ import pytest
 from clarion.config import Settings
 from clarion.config.slack import DEFAULT_API_URL, load_slack
 from clarion.domain.webhooks import EVENTS
+from tests import forkserver
 
 CONFIG = """
 [notifications.slack]
@@ -88,11 +87,10 @@ def test_a_bad_slack_setting_is_refused_naming_the_key(
 
 def test_serve_exits_2_naming_the_missing_signing_secret_variable(tmp_path: Path) -> None:
     config = _write(tmp_path, CONFIG)
-    done = subprocess.run(
-        [sys.executable, "-m", "clarion", "serve", "--config", config, "--port", "0"],
+    done = forkserver.run(
+        ["serve", "--config", str(config), "--port", "0"],
         env={"PATH": "/usr/bin:/bin", "SLACK_BOT_TOKEN": "t", "HOME": str(tmp_path)},
-        capture_output=True,
-        text=True,
+        cwd=tmp_path,
         timeout=60,
     )
     assert done.returncode == 2

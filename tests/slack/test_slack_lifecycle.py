@@ -5,13 +5,13 @@ and access control refusing Slack users who may not answer."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
+import os
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests import forkserver
 from tests.e2e.harness import ServerProcess, wait_until
 from tests.slack.conftest import new_server, post_interaction
 from tests.slack.fake_slack import Call, FakeSlack, click, option_action, signed
@@ -121,26 +121,15 @@ def guarded(tmp_path: Path, slack: FakeSlack) -> Any:
     """A server with access control on; alice belongs to `default`, bob only to `ops`."""
     server = new_server(tmp_path, slack, args=["--auth"])
     tokens = {}
+    url = server.database_url
     for user, workspace in (("alice", "default"), ("bob", "ops")):
-        done = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "clarion",
-                "token",
-                "create",
-                "--user",
-                user,
-                "--workspace",
-                workspace,
-                "--database",
-                server.database_url,
-            ],
-            capture_output=True,
-            text=True,
-            check=True,
+        done = forkserver.run(
+            ["token", "create", "--user", user, "--workspace", workspace, "--database", url],
+            env=os.environ,
+            cwd=tmp_path,
             timeout=60,
         )
+        assert done.returncode == 0, done.stderr
         tokens[user] = done.stdout.strip()
     server.headers = {"Authorization": f"Bearer {tokens['alice']}"}
     try:
