@@ -10,6 +10,7 @@ from sqlalchemy import select
 from clarion.domain import turns as rules
 from clarion.domain.errors import NotFound
 from clarion.domain.models import MetaKey
+from clarion.domain.turn_outcomes import TurnEnd, TurnOutcome
 from clarion.store.db.schema import task_session_messages
 
 from .conftest import World
@@ -222,7 +223,7 @@ async def test_complete_turn_applies_once_and_merges_the_patch(world: World) -> 
     session = await world.session()
     turn = await world.turn(session, metadata={"a": 1})
     world.clock.advance(3)
-    assert await world.store.complete_turn(turn.id, metadata_patch={"interrupted": True})
+    assert await world.store.complete_turn(turn.id, end=TurnEnd(outcome=TurnOutcome.INTERRUPTED))
     assert not await world.store.complete_turn(turn.id)
     stored = await world.store.get_turn(turn.id)
     assert stored.completed_at == world.clock.now()

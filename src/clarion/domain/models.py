@@ -143,6 +143,9 @@ class MetaKey:
     # turns
     LIFECYCLE_ONLY = "lifecycle_only"
     INTERRUPTED = "interrupted"
+    STOP_REASON = "stop_reason"  # the agent's ACP stop reason for the prompt
+    ERROR = "error"  # why the prompt failed, when it did
+    AGENT_CONTEXT = "agent_context"  # what the agent last said, kept for a later recap
     PROMPT_DISPATCH_PENDING = "prompt_dispatch_pending"
     PROMPT_DISPATCH_ATTEMPTED = "prompt_dispatch_attempted"
     PROMPT_DISPATCH_PENDING_ID = "prompt_dispatch_clarification_pending_id"

@@ -13,6 +13,7 @@ import logging
 from clarion.domain.errors import AgentUnavailable, Conflict
 from clarion.domain.models import AuthorType, MessageType, Session, SessionState, Turn
 from clarion.domain.prompts import recap, recap_entries, with_recap
+from clarion.domain.turn_outcomes import TurnEnd
 from clarion.orchestrator.failures import AgentFailures
 from clarion.orchestrator.idle import IdleStops
 from clarion.orchestrator.lanes import Lane, Lanes
@@ -127,7 +128,7 @@ class TurnAdmission:
         if acp is not None:
             await self._store.remember_acp_session(session.id, acp.session_id)
         turn = await self._store.create_turn(session.id, lifecycle_only=True)
-        await self._store.complete_turn(turn.id, metadata_patch={"agent_context": context})
+        await self._store.complete_turn(turn.id, end=TurnEnd(agent_context=context))
         turn = await self._store.get_turn(turn.id)
         span.set("turn_id", turn.id)
         log.info(
@@ -177,7 +178,7 @@ class TurnAdmission:
                 "agent refused the prompt", extra={"session_id": session.id, "turn_id": turn.id}
             )
             lane.end(generation)
-            await self._store.complete_turn(turn.id, metadata_patch={"error": str(exc)})
+            await self._store.complete_turn(turn.id, end=TurnEnd(error=str(exc)))
             await self._publisher.turn_quietly("completed", await self._store.get_turn(turn.id))
             if self._failures is not None:
                 await self._failures.prompt_failed(

@@ -14,6 +14,7 @@ import logging
 
 from clarion.clarification.canceller import ClarificationCanceller
 from clarion.domain.models import AuthorType, MessageType, SessionState
+from clarion.domain.turn_outcomes import TurnEnd
 from clarion.orchestrator.admission import TurnAdmission
 from clarion.orchestrator.failures import AgentFailures
 from clarion.orchestrator.lanes import Lanes
@@ -188,10 +189,8 @@ class AgentEvents:
         )
 
     async def _complete_turn(self, finished: PromptFinished, turn_id: str) -> None:
-        patch: dict[str, object] = {"stop_reason": finished.stop_reason}
-        if finished.error:
-            patch["error"] = finished.error
-        if await self._store.complete_turn(turn_id, metadata_patch=patch):
+        end = TurnEnd(stop_reason=finished.stop_reason, error=finished.error or None)
+        if await self._store.complete_turn(turn_id, end=end):
             turn = await self._store.get_turn(turn_id)
             log.info(
                 "turn completed",

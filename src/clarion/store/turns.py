@@ -24,6 +24,7 @@ from clarion.domain.models import (
     WorkflowStep,
     Workspace,
 )
+from clarion.domain.turn_outcomes import TurnEnd
 from clarion.ports import Clock, NewMessage
 from clarion.store import agent_stops, resends
 from clarion.store.answer_statements import (
@@ -196,14 +197,12 @@ class SqlTurns:
         )
         return turn
 
-    async def complete_turn(
-        self, turn_id: str, *, metadata_patch: Mapping[str, Any] | None = None
-    ) -> bool:
+    async def complete_turn(self, turn_id: str, *, end: TurnEnd | None = None) -> bool:
         async with self._db.write() as conn:
             turn = await read_locked_turn(self._db, conn, turn_id)
             if turn is None or turn.completed_at is not None:
                 return False
-            metadata = {**turn.metadata, **(metadata_patch or {})}
+            metadata = {**turn.metadata, **(end.recorded() if end is not None else {})}
             await complete_open_turn(conn, turn_id, metadata, now=self._clock.now())
             return True
 

@@ -14,6 +14,7 @@ from clarion.domain.models import (
     WorkflowStep,
     Workspace,
 )
+from clarion.domain.turn_outcomes import TurnEnd
 from clarion.ports.store.lookups import Lookups
 from clarion.ports.store.records import (
     NewMessage,
@@ -65,10 +66,8 @@ class TurnStore(Lookups, Protocol):
         """An open turn started now; a conversational one becomes the current turn at once."""
         ...
 
-    async def complete_turn(
-        self, turn_id: str, *, metadata_patch: Mapping[str, Any] | None = None
-    ) -> bool:
-        """Set completed_at if still open. Returns whether it applied."""
+    async def complete_turn(self, turn_id: str, *, end: TurnEnd | None = None) -> bool:
+        """Set completed_at if still open, recording how it ended. Returns whether it applied."""
         ...
 
     async def get_turn(self, turn_id: str) -> Turn:
