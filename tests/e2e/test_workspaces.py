@@ -485,3 +485,29 @@ def test_a_worktree_that_cannot_be_made_fails_the_session_with_the_reason(
     errors = [m for m in server.messages(session_id) if m["type"] == "error"]
     assert len(errors) == 1 and errors[0]["metadata"]["phase"] == "start"
     assert worktree_of(server, task_id)["state"] == "creating"
+
+
+@pytest.mark.parametrize("db", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def test_retention_removes_a_pruned_tasks_worktree_even_across_a_kill_and_keeps_its_branch(
+    make_server: Callable[..., ServerProcess], tmp_path: Path, db: str
+) -> None:
+    repository = make_repository(tmp_path, {"README.md": "hello\n"})
+    server = make_server(db)
+    configure(
+        server,
+        f'[repositories.app]\npath = "{repository}"\n'
+        '[retention]\nolder_than = "1s"\nevery = "1s"\n',
+    )
+    # The pass that prunes the task's session marks its worktree removed, then is killed
+    # before git removes the directory.
+    server.start(failpoints="worktree.before_remove=crash")
+    task_id, session_id = _worked_task(server)
+    path = worktree_of(server, task_id)["path"]
+    server.ok("POST", f"/task-sessions/{session_id}/finish", json={"state": "completed"})
+    assert server.wait_exit() == 137
+    assert Path(path).exists()
+    server.start()  # startup finishes the removal
+    assert worktree_of(server, task_id)["state"] == "removed"
+    assert not Path(path).exists()
+    assert path not in worktree_dirs(repository)
+    assert f"clarion/{task_id}" in branches(repository)

@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from datetime import datetime
 
-from sqlalchemy import and_, exists, select, text, update
+from sqlalchemy import and_, exists, or_, select, text, update
 
 from clarion.domain.models import Task, Worktree, WorktreeState
 from clarion.ports import Clock
 from clarion.ports.cluster import SessionRoute
 from clarion.store.db.engine import Db
+from clarion.store.db.predicates import TERMINAL_STATES
 from clarion.store.db.row_conversion import to_task
 from clarion.store.db.schema import task_sessions, tasks
 
@@ -86,10 +88,23 @@ class SqlWorktrees:
         *,
         session_ids: Sequence[str] | None = None,
         without_sessions: bool = False,
+        sessions_ended_before: datetime | None = None,
     ) -> list[Task]:
         query = select(tasks).where(tasks.c.worktree_state.in_([s.value for s in states]))
         if without_sessions:
             query = query.where(~exists().where(task_sessions.c.task_id == tasks.c.id))
+        if sessions_ended_before is not None:
+            # Every session of the task is one a prune at this cutoff deletes (or there is
+            # none): none alive, none that ended at or after the cutoff.
+            query = query.where(
+                ~exists().where(
+                    task_sessions.c.task_id == tasks.c.id,
+                    or_(
+                        task_sessions.c.state.not_in(TERMINAL_STATES),
+                        task_sessions.c.updated_at >= sessions_ended_before,
+                    ),
+                )
+            )
         if session_ids is not None:
             if not session_ids:
                 return []

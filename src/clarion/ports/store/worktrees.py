@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Protocol
 
 from clarion.domain.models import Task, Worktree, WorktreeState
@@ -28,8 +29,10 @@ class WorktreeStore(Lookups, Protocol):
         *,
         session_ids: Sequence[str] | None = None,
         without_sessions: bool = False,
+        sessions_ended_before: datetime | None = None,
     ) -> list[Task]:
         """Tasks whose worktree is in one of `states`, oldest first; with `session_ids`,
         only the tasks of those sessions; with `without_sessions`, only tasks with no session
-        left (a prune deleted them all)."""
+        left (a prune deleted them all); with `sessions_ended_before`, only tasks a prune at
+        that cutoff would leave without sessions (every session ended before it, or none)."""
         ...
