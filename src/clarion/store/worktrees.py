@@ -16,6 +16,7 @@ from sqlalchemy import and_, exists, or_, select, text, update
 from clarion.domain.models import Task, Worktree, WorktreeState
 from clarion.ports import Clock
 from clarion.ports.cluster import SessionRoute
+from clarion.store.archive_guard import claim_archive
 from clarion.store.db.engine import Db
 from clarion.store.db.predicates import TERMINAL_STATES
 from clarion.store.db.row_conversion import to_task
@@ -119,6 +120,9 @@ class SqlWorktrees:
         async with self._db.read_one() as conn:
             rows = await conn.execute(query.order_by(tasks.c.created_at, tasks.c.id))
             return [to_task(row) for row in rows]
+
+    async def claim_archive(self, task_id: str) -> Task:
+        return await claim_archive(self._db, self._clock, task_id)
 
     async def route_of_task(self, task_id: str) -> SessionRoute | None:
         async with self._db.read_one() as conn:
