@@ -283,3 +283,38 @@ async def test_the_prune_removes_worktrees_of_tasks_without_sessions_once_and_co
     assert await remove_orphaned_worktrees(store) == []
     assert not on_disk(old_dir) and f"clarion/{old.task_id}" in branches(repository)
     assert len(worktree_dirs(repository)) == 3
+
+
+async def test_an_adopting_replica_finishes_the_removals_of_its_adopted_tasks_only(
+    store: SqlStore, service: TaskWorktrees, repository: Path
+) -> None:
+    adopted, other = await _session(store), await _session(store)
+    dirs = {}
+    for session in (adopted, other):
+        dirs[session.id] = Path(await service.working_directory(session) or "")
+        # An archive killed after its row moved, before git ran.
+        await store.set_worktree_state(
+            session.task_id, WorktreeState.REMOVED, allowed_from=[WorktreeState.READY]
+        )
+    assert await service.reconcile([adopted.id]) == 0
+    assert not on_disk(dirs[adopted.id]) and str(dirs[adopted.id]) not in worktree_dirs(repository)
+    assert on_disk(dirs[other.id])  # another replica's, or the next whole start's
+    assert f"clarion/{adopted.task_id}" in branches(repository)
+
+
+async def test_the_next_prune_pass_finishes_a_removal_a_kill_cut_short(
+    store: SqlStore, service: TaskWorktrees, repository: Path
+) -> None:
+    session = await _session(store)
+    cwd = await _pruned_away(store, service, session)
+    failpoints.configure("worktree.before_remove=error")
+    try:
+        with pytest.raises(InjectedFailure):
+            await remove_orphaned_worktrees(store)
+    finally:
+        failpoints.configure("")
+    assert on_disk(cwd)
+    assert await remove_orphaned_worktrees(store) == [session.task_id]
+    assert not on_disk(cwd) and str(cwd) not in worktree_dirs(repository)
+    assert await remove_orphaned_worktrees(store) == []
+    assert f"clarion/{session.task_id}" in branches(repository)

@@ -164,8 +164,7 @@ class TaskWorktrees:
                 }
             except Exception:
                 log.exception("startup: worktree prune failed", extra={"repository": name})
-        if session_ids is None:
-            await self._finish_removals(listed)
+        await self._finish_removals(listed, session_ids)
         repaired = 0
         for task in await self._store.worktree_tasks(LIVE, session_ids=session_ids):
             worktree = task.worktree
@@ -188,11 +187,20 @@ class TaskWorktrees:
             log.info("startup: worktree repaired", extra=extra)
         return repaired
 
-    async def _finish_removals(self, listed: Mapping[str, Mapping[Path, str | None]]) -> None:
-        for task in await self._store.worktree_tasks(LIVE, without_sessions=True):
-            await self._store.set_worktree_state(task.id, WorktreeState.REMOVED, allowed_from=LIVE)
-            log.info("startup: pruned task's worktree to remove", extra={"task_id": task.id})
-        for task in await self._store.worktree_tasks([WorktreeState.REMOVED]):
+    async def _finish_removals(
+        self, listed: Mapping[str, Mapping[Path, str | None]], session_ids: Sequence[str] | None
+    ) -> None:
+        """A scoped start (a replica adopting sessions) finishes only the removals of those
+        sessions' tasks (an archive killed midway); the tasks without sessions a prune left
+        are the retention loop's, on whichever replica runs it."""
+        if session_ids is None:
+            for task in await self._store.worktree_tasks(LIVE, without_sessions=True):
+                await self._store.set_worktree_state(
+                    task.id, WorktreeState.REMOVED, allowed_from=LIVE
+                )
+                log.info("startup: pruned task's worktree to remove", extra={"task_id": task.id})
+        removed = [WorktreeState.REMOVED]
+        for task in await self._store.worktree_tasks(removed, session_ids=session_ids):
             worktree = task.worktree
             repository = self._repositories.get(task.repository or "")
             if worktree is None or repository is None:

@@ -58,9 +58,24 @@ async def count_worktrees_pruned_by(store: PrunedWorktreeStore, cutoff: datetime
 
 
 async def remove_orphaned_worktrees(store: PrunedWorktreeStore) -> list[str]:
-    """Remove the worktree of every task left without a session; the ids of those tasks."""
+    """Remove the worktree of every task left without a session; the ids of those tasks. A
+    task whose row an earlier pass moved to `removed` but whose directory a kill left is
+    finished too (a cluster has no whole-database startup to do it)."""
     removed: list[str] = []
     git = GitWorktrees()
+    for task in await store.worktree_tasks([WorktreeState.REMOVED], without_sessions=True):
+        if task.worktree is None:
+            continue
+        path = Path(task.worktree.path)
+        if not await asyncio.to_thread(path.exists):
+            continue
+        try:
+            await remove_directory(git, path)
+        except GitError:
+            log.exception("prune: worktree still not removed", extra={"task_id": task.id})
+            continue
+        log.info("prune: leftover worktree removed; branch kept", extra={"task_id": task.id})
+        removed.append(task.id)
     for task in await store.worktree_tasks(LIVE, without_sessions=True):
         if task.worktree is None:
             continue
