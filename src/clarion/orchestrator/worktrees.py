@@ -196,7 +196,7 @@ class TaskWorktrees:
         if session_ids is None:
             for task in await self._store.worktree_tasks(LIVE, without_sessions=True):
                 await self._store.set_worktree_state(
-                    task.id, WorktreeState.REMOVED, allowed_from=LIVE
+                    task.id, WorktreeState.REMOVED, allowed_from=LIVE, without_sessions=True
                 )
                 log.info("startup: pruned task's worktree to remove", extra={"task_id": task.id})
         removed = [WorktreeState.REMOVED]

@@ -64,16 +64,24 @@ class SqlWorktrees:
         return to_task(row)
 
     async def set_worktree_state(
-        self, task_id: str, to: WorktreeState, *, allowed_from: Sequence[WorktreeState]
+        self,
+        task_id: str,
+        to: WorktreeState,
+        *,
+        allowed_from: Sequence[WorktreeState],
+        without_sessions: bool = False,
     ) -> Task | None:
+        guard = [
+            tasks.c.id == task_id,
+            tasks.c.worktree_state.in_([s.value for s in allowed_from]),
+        ]
+        if without_sessions:
+            guard.append(~exists().where(task_sessions.c.task_id == tasks.c.id))
         async with self._db.write() as conn:
             row = (
                 await conn.execute(
                     update(tasks)
-                    .where(
-                        tasks.c.id == task_id,
-                        tasks.c.worktree_state.in_([s.value for s in allowed_from]),
-                    )
+                    .where(*guard)
                     .values(worktree_state=to.value, updated_at=self._clock.now())
                     .returning(*tasks.c)
                 )

@@ -40,7 +40,12 @@ class PrunedWorktreeStore(Protocol):
     ) -> list[Task]: ...
 
     async def set_worktree_state(
-        self, task_id: str, to: WorktreeState, *, allowed_from: Sequence[WorktreeState]
+        self,
+        task_id: str,
+        to: WorktreeState,
+        *,
+        allowed_from: Sequence[WorktreeState],
+        without_sessions: bool = False,
     ) -> Task | None: ...
 
 
@@ -79,9 +84,11 @@ async def remove_orphaned_worktrees(store: PrunedWorktreeStore) -> list[str]:
     for task in await store.worktree_tasks(LIVE, without_sessions=True):
         if task.worktree is None:
             continue
-        claimed = await store.set_worktree_state(task.id, WorktreeState.REMOVED, allowed_from=LIVE)
+        claimed = await store.set_worktree_state(
+            task.id, WorktreeState.REMOVED, allowed_from=LIVE, without_sessions=True
+        )
         if claimed is None:
-            continue  # another pruner (a replica, or the command) has it
+            continue  # another pruner (a replica, or the command) has it, or a session began
         path = Path(task.worktree.path)
         await failpoints.hit("worktree.before_remove")
         try:

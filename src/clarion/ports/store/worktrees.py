@@ -17,10 +17,16 @@ class WorktreeStore(Lookups, Protocol):
         ...
 
     async def set_worktree_state(
-        self, task_id: str, to: WorktreeState, *, allowed_from: Sequence[WorktreeState]
+        self,
+        task_id: str,
+        to: WorktreeState,
+        *,
+        allowed_from: Sequence[WorktreeState],
+        without_sessions: bool = False,
     ) -> Task | None:
-        """Move the worktree to `to` if its state is in `allowed_from`; the task, or None
-        (nothing written)."""
+        """Move the worktree to `to` if its state is in `allowed_from` (and, with
+        `without_sessions`, the task has no session: one started since the task was found
+        keeps its worktree); the task, or None (nothing written)."""
         ...
 
     async def claim_archive(self, task_id: str) -> Task:
