@@ -154,6 +154,44 @@ async def _ready_worktree(client: httpx.AsyncClient, task_id: str) -> dict[str, 
     raise TimeoutError(f"task {task_id}'s worktree never became ready")
 
 
+async def _changes_task(client: httpx.AsyncClient) -> tuple[str, str, dict[str, Any]]:
+    """A task with a repository, its session's agent started: (task, session, worktree)."""
+    created = await client.post("/tasks", json={"title": "bench changes", "repository": REPOSITORY})
+    task_id = str(created.json()["task"]["id"])
+    started = await client.post(
+        f"/tasks/{task_id}/task-sessions", json={"agent": "builtin", "prompt": "hi"}
+    )
+    session_id = str(started.json()["session"]["id"])
+    return task_id, session_id, await _ready_worktree(client, task_id)
+
+
+async def _plain_asking_session(ctx: Ctx) -> str:
+    """A task without a repository whose session asked and was answered once."""
+    plain = await ctx.api.create_task("bench cycles, no repository")
+    session_id, pending_id = await new_asking_session(ctx.api, ctx.feed, plain)
+    await answer_live(ctx, session_id, pending_id)
+    return session_id
+
+
+async def _changes_over_http(
+    client: httpx.AsyncClient, pid: int, task_id: str, sizes: WorkspaceSizes
+) -> Timed:
+    over_http = Timed()
+    for i in range(sizes.samples + 2):
+        cpu, began = server_cpu(pid), time.perf_counter()
+        response = await client.get(f"/tasks/{task_id}/changes")
+        elapsed = time.perf_counter() - began
+        used = server_cpu(pid) - cpu
+        response.raise_for_status()
+        files = len(response.json()["files"])
+        if files != sizes.changed:
+            raise AssertionError(f"{files} changed files read, {sizes.changed} made")
+        if i >= 2:
+            over_http.wall.append(elapsed)
+            over_http.cpu_s += used
+    return over_http
+
+
 @dataclass
 class OnServer:
     over_http: Timed
@@ -200,48 +238,21 @@ async def on_server(root: Path, sizes: WorkspaceSizes) -> OnServer:
         )
         await server.start()
         try:
-            async with httpx.AsyncClient(base_url=server.api, timeout=60) as client:
-                created = await client.post(
-                    "/tasks", json={"title": "bench changes", "repository": REPOSITORY}
-                )
-                task_id = created.json()["task"]["id"]
-                await client.post(
-                    f"/tasks/{task_id}/task-sessions", json={"agent": "builtin", "prompt": "hi"}
-                )
-                worktree = await _ready_worktree(client, task_id)
-                path = Path(worktree["path"])
-                await asyncio.to_thread(change_files, path, sizes.changed)
-                over_http = Timed()
-                assert server.proc is not None
-                for i in range(sizes.samples + 2):
-                    cpu, began = server_cpu(server.proc.pid), time.perf_counter()
-                    response = await client.get(f"/tasks/{task_id}/changes")
-                    elapsed = time.perf_counter() - began
-                    used = server_cpu(server.proc.pid) - cpu
-                    response.raise_for_status()
-                    files = len(response.json()["files"])
-                    if files != sizes.changed:
-                        raise AssertionError(f"{files} changed files read, {sizes.changed} made")
-                    if i >= 2:
-                        over_http.wall.append(elapsed)
-                        over_http.cpu_s += used
-            progress("workspaces: live cycles with and without a worktree")
             ctx = await Ctx.connect("sqlite", server)
             try:
-                plain = await ctx.api.create_task("bench cycles, no repository")
-                with_repo = (
-                    await ctx.api.ok(
-                        "POST",
-                        "/tasks",
-                        201,
-                        json={"title": "bench cycles", "repository": REPOSITORY},
+                async with httpx.AsyncClient(base_url=server.api, timeout=60) as client:
+                    # Both agents start at once, before anything is measured: an agent start
+                    # is seconds of wall time, and the smoke run of these rows is mostly that.
+                    (task_id, changes_session, worktree), plain_session = await asyncio.gather(
+                        _changes_task(client), _plain_asking_session(ctx)
                     )
-                )["task"]["id"]
-                sessions = {}
-                for with_worktree, task in ((True, with_repo), (False, plain)):
-                    session_id, pending_id = await new_asking_session(ctx.api, ctx.feed, task)
-                    await answer_live(ctx, session_id, pending_id)
-                    sessions[with_worktree] = session_id
+                    path = Path(worktree["path"])
+                    await asyncio.to_thread(change_files, path, sizes.changed)
+                    assert server.proc is not None
+                    over_http = await _changes_over_http(client, server.proc.pid, task_id, sizes)
+                progress("workspaces: live cycles with and without a worktree")
+                # The task whose changes were read is the one with a worktree.
+                sessions = {True: changes_session, False: plain_session}
                 cycle_cpu = await live_cycles(ctx, sessions, sizes)
             finally:
                 await ctx.close()

@@ -12,6 +12,7 @@ from clarion.domain.prompts import (
     RECAP_HEADER,
     RecapEntry,
     recap,
+    recap_after,
     recap_entries,
     with_recap,
 )
@@ -71,6 +72,8 @@ def test_long_entries_are_cut_and_an_empty_transcript_makes_no_recap() -> None:
     assert recap([]) == ""
     assert with_recap("", "prompt") == "prompt"
     assert with_recap("R", "prompt") == "R\n\nprompt"
+    assert recap_after("", "prompt") == "prompt"
+    assert recap_after("R", "prompt") == "prompt\n\nR"
 
 
 def test_delivery_reads_ambiguous_until_a_resend_settles_it() -> None:

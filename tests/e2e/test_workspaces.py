@@ -4,6 +4,7 @@ one worktree per task, crash-safe creation, reviews sent once, archiving that ke
 from __future__ import annotations
 
 import subprocess
+import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -485,3 +486,68 @@ def test_a_worktree_that_cannot_be_made_fails_the_session_with_the_reason(
     errors = [m for m in server.messages(session_id) if m["type"] == "error"]
     assert len(errors) == 1 and errors[0]["metadata"]["phase"] == "start"
     assert worktree_of(server, task_id)["state"] == "creating"
+
+
+@pytest.mark.parametrize("db", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def test_retention_removes_a_pruned_tasks_worktree_even_across_a_kill_and_keeps_its_branch(
+    make_server: Callable[..., ServerProcess], tmp_path: Path, db: str
+) -> None:
+    repository = make_repository(tmp_path, {"README.md": "hello\n"})
+    server = make_server(db)
+    configure(
+        server,
+        f'[repositories.app]\npath = "{repository}"\n'
+        '[retention]\nolder_than = "1s"\nevery = "1s"\n',
+    )
+    # The pass that prunes the task's session marks its worktree removed, then is killed
+    # before git removes the directory.
+    server.start(failpoints="worktree.before_remove=crash")
+    task_id, session_id = _worked_task(server)
+    path = worktree_of(server, task_id)["path"]
+    server.ok("POST", f"/task-sessions/{session_id}/finish", json={"state": "completed"})
+    assert server.wait_exit() == 137
+    assert Path(path).exists()
+    server.start()  # startup finishes the removal
+    assert worktree_of(server, task_id)["state"] == "removed"
+    assert not Path(path).exists()
+    assert path not in worktree_dirs(repository)
+    assert f"clarion/{task_id}" in branches(repository)
+
+
+def test_a_review_to_an_agent_restarted_without_its_conversation_begins_with_the_review(
+    make_server: Callable[..., ServerProcess], tmp_path: Path
+) -> None:
+    # An agent without session/load gets a recap after a restart. The review's prompt still
+    # begins `Review of your changes:`; the recap follows it, in the same one turn.
+    repository = make_repository(tmp_path, {"README.md": "hello\n"})
+    server = make_server()
+    configure(
+        server,
+        f'[repositories.app]\npath = "{repository}"\n'
+        "[agents.forgetful]\n"
+        f'command = ["{sys.executable}", "-m", "clarion.agents.builtin"]\n'
+        'env = { CLARION_BUILTIN_LOAD_SESSION = "0" }\n',
+    )
+    server.start()
+    task_id = task_with_repository(server)
+    session_id = server.start_session(
+        task_id, "/scenario write path=app.py text=x = 1", agent="forgetful"
+    )
+    server.wait_for_agent_text(session_id, "wrote app.py")
+    server.kill()
+    server.start()
+
+    review = {"comments": [{"path": "app.py", "line": 1, "body": "name it"}], "summary": "Fine."}
+    turn_id = server.ok("POST", f"/tasks/{task_id}/review", json=review)["turn_id"]
+
+    reply = server.wait_for_agent_text(session_id, REVIEW_MARK)
+    head, _, recap = reply.partition("\n\n")
+    assert head == f"{REVIEW_MARK}\napp.py:1: name it\nFine."
+    assert recap.startswith("[Clarion] Your process was restarted")
+    assert "User: /scenario write path=app.py text=x = 1" in recap
+    assert recap.rstrip().endswith("[End of recap]")
+    assert count_in_agent_texts(server, session_id, REVIEW_MARK) == 1
+    reviews = [m for m in server.messages(session_id) if m["metadata"].get("review")]
+    assert [(m["content"], m["turn_id"]) for m in reviews] == [
+        ("Review of your changes:\napp.py:1: name it\nFine.", turn_id)
+    ]

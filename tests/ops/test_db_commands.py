@@ -284,6 +284,11 @@ def test_prune_removes_the_worktree_of_a_task_it_left_without_sessions_and_keeps
 
     repository = make_repository(tmp_path, {"README.md": "hello\n"})
     task_id, path = _run(lambda: _task_with_a_worktree(db_url, repository, tmp_path / "wt"))
+    # The dry run counts the worktree of the task it would leave without sessions.
+    code, out, err = db("prune", "--older-than", "90d", "--dry-run", "--database", db_url)
+    assert code == 0, err
+    assert "would remove 1 task worktrees" in out
+    assert path.exists()
     code, out, err = db("prune", "--older-than", "90d", "--database", db_url)
     assert code == 0, err
     assert "removed 1 task worktrees" in out

@@ -46,6 +46,7 @@ OWN_POINTS = frozenset(
         "email.after_send",
         "worktree.before_add",
         "worktree.after_add",
+        "worktree.before_remove",
         "slack.after_post",
         "slack.after_ack",
     }

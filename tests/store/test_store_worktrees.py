@@ -69,6 +69,22 @@ async def test_worktree_state_moves_only_from_the_allowed_states(store: SqlStore
     assert (await store.get_task(task_id)).worktree == _worktree(task_id, WorktreeState.READY)
 
 
+async def test_a_pruners_move_to_removed_does_not_apply_once_the_task_has_a_session(
+    world: World,
+) -> None:
+    # The task was found without sessions; one began before the pruner's guarded move.
+    store = world.store
+    task_id = await _task(store)
+    await store.claim_worktree(task_id, _worktree(task_id, WorktreeState.READY))
+    await world.session(task_id=task_id)
+    live = [WorktreeState.CREATING, WorktreeState.READY]
+    moved = await store.set_worktree_state(
+        task_id, WorktreeState.REMOVED, allowed_from=live, without_sessions=True
+    )
+    assert moved is None
+    assert (await store.get_task(task_id)).worktree == _worktree(task_id, WorktreeState.READY)
+
+
 async def test_worktree_tasks_lists_by_state_and_by_session(world: World) -> None:
     store = world.store
     creating, ready, removed, plain = [await _task(store) for _ in range(4)]

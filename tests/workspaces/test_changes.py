@@ -193,6 +193,19 @@ async def test_names_with_spaces_and_unicode_arrive_as_written(worktree: Path) -
     assert files["a b.txt"]["patch"].startswith("diff --git a/a b.txt b/a b.txt\n")
 
 
+async def test_untracked_names_that_look_like_patterns_are_taken_literally(
+    worktree: Path,
+) -> None:
+    # Each untracked file is added by its exact name: a glob or pathspec magic in a name
+    # neither matches other files nor fails.
+    names = ["*.py", "[ab].txt", ":(exclude)x", ":!y", "a\tb.txt", "new/\\odd?"]
+    write(worktree, {name: f"{name}\n" for name in names})
+    files = by_path((await read_changes(worktree, "main", max_patch_bytes=10_000)).to_wire())
+    assert set(files) == set(names)
+    assert all(files[name]["status"] == "added" for name in names)
+    assert all(f"+{name}\n" in files[name]["patch"] for name in names)
+
+
 async def test_a_name_git_quotes_still_gets_its_own_patch(worktree: Path) -> None:
     write(worktree, {'say "hi".txt': "quoted\n", "plain.txt": "plain\n"})
     files = by_path((await read_changes(worktree, "main", max_patch_bytes=10_000)).to_wire())

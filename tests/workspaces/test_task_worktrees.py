@@ -11,11 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from clarion.domain.models import Session, Worktree, WorktreeState
+from clarion.domain.errors import InjectedFailure
+from clarion.domain.models import Session, SessionState, Worktree, WorktreeState
 from clarion.orchestrator.worktrees import TaskWorktrees, WorktreeUnavailable
 from clarion.ports.workspaces import RepositoryRef
+from clarion.runtime import failpoints
 from clarion.runtime.clock import ManualClock
 from clarion.store import SqlStore, open_store
+from clarion.workspaces.pruning import count_worktrees_pruned_by, remove_orphaned_worktrees
 from clarion.workspaces.worktrees import GitWorktrees
 
 from .gitrepo import commit_all, git, make_repository
@@ -201,3 +204,117 @@ async def test_remove_deletes_the_worktree_and_keeps_the_branch(
     assert len(worktree_dirs(repository)) == 1
     with pytest.raises(WorktreeUnavailable, match="archived"):
         await service.working_directory(session)
+
+
+def on_disk(path: Path) -> bool:
+    return path.exists()
+
+
+async def _pruned_away(store: SqlStore, service: TaskWorktrees, session: Session) -> Path:
+    """A task with a worktree whose only session a prune deleted."""
+    cwd = Path(await service.working_directory(session) or "")
+    await store.transition_session(session.id, SessionState.COMPLETED)
+    await store.prune_sessions([session.id], datetime(2100, 1, 1, tzinfo=UTC))
+    return cwd
+
+
+async def test_startup_removes_the_worktree_of_a_task_a_prune_left_without_sessions(
+    store: SqlStore, service: TaskWorktrees, repository: Path
+) -> None:
+    # A prune killed after deleting the sessions, before the worktree: never made again.
+    session = await _session(store)
+    cwd = await _pruned_away(store, service, session)
+    (cwd / "kept.txt").write_text("x")
+    commit_all(cwd, "kept")
+    assert await service.reconcile() == 0
+    assert not on_disk(cwd) and str(cwd) not in worktree_dirs(repository)
+    task = await store.get_task(session.task_id)
+    assert task.worktree is not None and task.worktree.state is WorktreeState.REMOVED
+    assert f"clarion/{session.task_id}" in branches(repository)
+
+
+async def test_a_removal_killed_before_git_is_finished_at_startup_and_keeps_the_branch(
+    store: SqlStore, service: TaskWorktrees, repository: Path
+) -> None:
+    session = await _session(store)
+    cwd = Path(await service.working_directory(session) or "")
+    failpoints.configure("worktree.before_remove=error")
+    try:
+        with pytest.raises(InjectedFailure):
+            await service.remove(session.task_id)
+    finally:
+        failpoints.configure("")
+    task = await store.get_task(session.task_id)
+    assert task.worktree is not None and task.worktree.state is WorktreeState.REMOVED
+    assert on_disk(cwd)  # the row moved first; git did not run
+    with pytest.raises(WorktreeUnavailable, match="archived"):
+        await service.working_directory(session)
+    assert await service.reconcile() == 0
+    assert not on_disk(cwd) and str(cwd) not in worktree_dirs(repository)
+    assert f"clarion/{session.task_id}" in branches(repository)
+
+
+async def test_a_pruned_tasks_vanished_worktree_is_not_made_again_at_startup(
+    store: SqlStore, service: TaskWorktrees, repository: Path
+) -> None:
+    session = await _session(store)
+    cwd = await _pruned_away(store, service, session)
+    shutil.rmtree(cwd)
+    assert await service.reconcile() == 0
+    assert not on_disk(cwd)
+    assert (await store.get_task(session.task_id)).worktree.state is WorktreeState.REMOVED  # type: ignore[union-attr]
+
+
+async def test_the_prune_removes_worktrees_of_tasks_without_sessions_once_and_counts_by_cutoff(
+    store: SqlStore, service: TaskWorktrees, repository: Path
+) -> None:
+    old, recent, alive = await _session(store), await _session(store), await _session(store)
+    old_dir = Path(await service.working_directory(old) or "")
+    await service.working_directory(recent)
+    await service.working_directory(alive)
+    await store.transition_session(old.id, SessionState.COMPLETED)
+    store._clock.advance(2 * 86400)  # type: ignore[attr-defined]  # the fixture's ManualClock
+    await store.transition_session(recent.id, SessionState.COMPLETED)
+    cutoff = datetime(2026, 3, 2, tzinfo=UTC)  # after `old` ended, before `recent` did
+    assert await count_worktrees_pruned_by(store, cutoff) == [old.task_id]
+    assert on_disk(old_dir)  # counting removes nothing
+    await store.prune_sessions([old.id], cutoff)
+    assert await remove_orphaned_worktrees(store) == [old.task_id]
+    assert await remove_orphaned_worktrees(store) == []
+    assert not on_disk(old_dir) and f"clarion/{old.task_id}" in branches(repository)
+    assert len(worktree_dirs(repository)) == 3
+
+
+async def test_an_adopting_replica_finishes_the_removals_of_its_adopted_tasks_only(
+    store: SqlStore, service: TaskWorktrees, repository: Path
+) -> None:
+    adopted, other = await _session(store), await _session(store)
+    dirs = {}
+    for session in (adopted, other):
+        dirs[session.id] = Path(await service.working_directory(session) or "")
+        # An archive killed after its row moved, before git ran.
+        await store.set_worktree_state(
+            session.task_id, WorktreeState.REMOVED, allowed_from=[WorktreeState.READY]
+        )
+    assert await service.reconcile([adopted.id]) == 0
+    assert not on_disk(dirs[adopted.id]) and str(dirs[adopted.id]) not in worktree_dirs(repository)
+    assert on_disk(dirs[other.id])  # another replica's, or the next whole start's
+    assert f"clarion/{adopted.task_id}" in branches(repository)
+
+
+async def test_the_next_prune_pass_finishes_a_removal_a_kill_cut_short(
+    store: SqlStore, service: TaskWorktrees, repository: Path
+) -> None:
+    session = await _session(store)
+    cwd = await _pruned_away(store, service, session)
+    failpoints.configure("worktree.before_remove=error")
+    try:
+        with pytest.raises(InjectedFailure):
+            await remove_orphaned_worktrees(store)
+    finally:
+        failpoints.configure("")
+    assert on_disk(cwd)
+    assert await remove_orphaned_worktrees(store) == [session.task_id]
+    assert not on_disk(cwd) and str(cwd) not in worktree_dirs(repository)
+    assert await remove_orphaned_worktrees(store) == []
+    assert f"clarion/{session.task_id}" in branches(repository)

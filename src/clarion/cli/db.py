@@ -198,7 +198,7 @@ def prune_command(
     from clarion.store import SqlStore
     from clarion.store.db.schema_status import schema_status
     from clarion.store.retention import prune
-    from clarion.workspaces.pruning import remove_orphaned_worktrees
+    from clarion.workspaces.pruning import count_worktrees_pruned_by, remove_orphaned_worktrees
 
     try:
         seconds = parse_duration(older_than).seconds
@@ -223,10 +223,14 @@ def prune_command(
                 )
             store = SqlStore(engine, SystemClock())
             try:
+                # A dry run counts before anything changes: the tasks the prune would
+                # leave without sessions (and those without already).
+                worktrees = await count_worktrees_pruned_by(store, cutoff) if dry_run else []
                 pruned = await prune(store, cutoff, dry_run=dry_run, progress=report)
-                # The worktrees of the tasks whose sessions are all gone now (their branches
-                # stay). A dry run removed no session, so it counts the ones gone already.
-                worktrees = await remove_orphaned_worktrees(store, dry_run=dry_run)
+                if not dry_run:
+                    # The worktrees of the tasks whose sessions are all gone now (their
+                    # branches stay).
+                    worktrees = await remove_orphaned_worktrees(store)
             finally:
                 store.close()
             return cutoff.isoformat(timespec="seconds"), pruned, len(worktrees)

@@ -165,3 +165,9 @@ def recap(entries: Sequence[RecapEntry], *, max_chars: int = RECAP_MAX_CHARS) ->
 def with_recap(recap_text: str, prompt: str) -> str:
     """`prompt` preceded by `recap_text` (unchanged when there is no recap)."""
     return f"{recap_text}\n\n{prompt}" if recap_text else prompt
+
+
+def recap_after(recap_text: str, prompt: str) -> str:
+    """`prompt` followed by `recap_text`: for a prompt whose first words are promised (a
+    review begins `Review of your changes:`), the context comes after it, in the same turn."""
+    return f"{prompt}\n\n{recap_text}" if recap_text else prompt

@@ -31,7 +31,7 @@ from clarion.domain.errors import (
 )
 from clarion.domain.lifecycle import DELIVER
 from clarion.domain.models import Session, SessionState, Turn
-from clarion.domain.prompts import with_recap
+from clarion.domain.prompts import recap_after, with_recap
 from clarion.orchestrator.admission import TurnAdmission
 from clarion.orchestrator.lanes import Lane, Lanes
 from clarion.ports import AgentRuntime, AnswerStore, ClaimResult
@@ -52,6 +52,9 @@ class Dispatch:
     pending_id: str
     message_ids: tuple[str, ...]
     ids: dict[str, str]
+    # A restarted agent's recap goes after the prompt, not before (a review's first words
+    # are promised); still one prompt, one turn.
+    recap_last: bool = False
 
 
 def _of_claim(claim: ClaimResult) -> Dispatch:
@@ -153,9 +156,9 @@ class DetachedResume:
             await failpoints.hit("resume.after_attempt")
             await failpoints.hit("resume.dispatch")
             generation = lane.begin(turn.id)
+            text = recap_after(recap, prompt) if dispatch.recap_last else with_recap(recap, prompt)
             await bounded(
-                self._runtime.prompt(session.id, with_recap(recap, prompt), generation=generation),
-                self._accept_s,
+                self._runtime.prompt(session.id, text, generation=generation), self._accept_s
             )
         except Exception as exc:
             log.exception("resume prompt not accepted; rolling back", extra=extra)

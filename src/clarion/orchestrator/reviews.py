@@ -118,7 +118,9 @@ class ReviewService:
                 self._store.reserve_review(session.id, turn_id=key_turn), self._persist_s
             )
             log.info("review reserved", extra={**ids, "comments": len(checked)})
-            dispatch = Dispatch(session=session, pending_id=key, message_ids=(key,), ids=ids)
+            dispatch = Dispatch(
+                session=session, pending_id=key, message_ids=(key,), ids=ids, recap_last=True
+            )
             try:
                 turn = await self._resume.dispatch_reserved(lane, dispatch, turn, prompt)
             except ResumeNotAccepted as exc:

@@ -122,32 +122,39 @@ class TaskWorktrees:
 
     async def remove(self, task_id: str) -> Task:
         """Remove the task's worktree (uncommitted changes with it; its branch stays) and
-        record `removed`. A task whose worktree is already removed is returned as it is."""
+        record `removed`. The row moves first: from then on no agent of the task starts
+        there, and a kill before git finished leaves a `removed` row whose directory startup
+        removes. A task already `removed` whose directory is still there loses it now."""
         async with self._lock(task_id):
             task = await self._store.get_task(task_id)
             worktree = task.worktree
             if worktree is None or task.repository is None:
                 raise NotFound("the task has no worktree", task_id=task_id)
-            if worktree.state is WorktreeState.REMOVED:
-                return task
             repository = self._repositories.get(task.repository)
             if repository is None:
                 raise Conflict(
                     f"the task's repository {task.repository!r} is not configured",
                     task_id=task_id,
                 )
+            if worktree.state is not WorktreeState.REMOVED:
+                task = await self._store.set_worktree_state(
+                    task_id, WorktreeState.REMOVED, allowed_from=LIVE
+                ) or await self._store.get_task(task_id)
+            await failpoints.hit("worktree.before_remove")
             await self._git.remove(repository.path, Path(worktree.path))
-            removed = await self._store.set_worktree_state(
-                task_id, WorktreeState.REMOVED, allowed_from=LIVE
-            )
             log.info("worktree removed; branch kept", extra={"task_id": task_id})
-            return removed or await self._store.get_task(task_id)
+            return task
 
     async def reconcile(self, session_ids: Sequence[str] | None = None) -> int:
         """At startup: `git worktree prune` in every repository, then every task row still
         `creating`, or `ready` without its worktree in `git worktree list`, is repaired.
         Returns how many were. A repair that fails is logged and left for the next start of
-        one of the task's sessions, which fails that session with the reason."""
+        one of the task's sessions, which fails that session with the reason.
+
+        A whole-database startup (no `session_ids`) first finishes removals a kill cut
+        short: a task left without sessions by a prune loses its worktree (never repaired),
+        and a `removed` row whose directory git still lists, or that is still on disk, loses
+        the directory."""
         listed: dict[str, Mapping[Path, str | None]] = {}
         for name, repository in sorted(self._repositories.items()):
             try:
@@ -157,6 +164,7 @@ class TaskWorktrees:
                 }
             except Exception:
                 log.exception("startup: worktree prune failed", extra={"repository": name})
+        await self._finish_removals(listed, session_ids)
         repaired = 0
         for task in await self._store.worktree_tasks(LIVE, session_ids=session_ids):
             worktree = task.worktree
@@ -178,3 +186,33 @@ class TaskWorktrees:
             repaired += 1
             log.info("startup: worktree repaired", extra=extra)
         return repaired
+
+    async def _finish_removals(
+        self, listed: Mapping[str, Mapping[Path, str | None]], session_ids: Sequence[str] | None
+    ) -> None:
+        """A scoped start (a replica adopting sessions) finishes only the removals of those
+        sessions' tasks (an archive killed midway); the tasks without sessions a prune left
+        are the retention loop's, on whichever replica runs it."""
+        if session_ids is None:
+            for task in await self._store.worktree_tasks(LIVE, without_sessions=True):
+                await self._store.set_worktree_state(
+                    task.id, WorktreeState.REMOVED, allowed_from=LIVE, without_sessions=True
+                )
+                log.info("startup: pruned task's worktree to remove", extra={"task_id": task.id})
+        removed = [WorktreeState.REMOVED]
+        for task in await self._store.worktree_tasks(removed, session_ids=session_ids):
+            worktree = task.worktree
+            repository = self._repositories.get(task.repository or "")
+            if worktree is None or repository is None:
+                continue
+            path = Path(worktree.path)
+            known = _normal(path) in listed.get(repository.name, {})
+            if not known and not await asyncio.to_thread(path.exists):
+                continue
+            try:
+                async with self._lock(task.id):
+                    await self._git.remove(repository.path, path)
+            except Exception:
+                log.exception("startup: worktree removal failed", extra={"task_id": task.id})
+                continue
+            log.info("startup: removed worktree deleted; branch kept", extra={"task_id": task.id})

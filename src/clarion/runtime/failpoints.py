@@ -34,6 +34,8 @@ KNOWN_POINTS = frozenset(
         # Not in the contract's table: around `git worktree add` of a task's worktree.
         "worktree.before_add",
         "worktree.after_add",
+        # Not in the contract's table: a worktree's row `removed`, its directory not yet.
+        "worktree.before_remove",
         # A Slack message posted, its place not yet recorded.
         "slack.after_post",
         # A Slack interaction queued and acknowledged, not yet answered.

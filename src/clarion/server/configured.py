@@ -16,6 +16,7 @@ from clarion.ports import Clock, Store
 from clarion.ports.tracing import NO_TRACER, Tracer
 from clarion.server.retention import retention_loop
 from clarion.store import SqlStore
+from clarion.workspaces.pruning import remove_orphaned_worktrees
 
 
 def waiting_policies(settings: Settings, store: Store) -> WaitingPolicies:
@@ -41,7 +42,11 @@ def retention_job(
     if ops.retention_older_than_s <= 0:
         return None
     return lambda: retention_loop(
-        store, clock, older_than_s=ops.retention_older_than_s, every_s=ops.retention_every_s
+        store,
+        clock,
+        older_than_s=ops.retention_older_than_s,
+        every_s=ops.retention_every_s,
+        worktrees=lambda: remove_orphaned_worktrees(store),
     )
 
 

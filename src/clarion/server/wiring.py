@@ -293,13 +293,7 @@ async def build(
                 permission_pending=permissions.has_pending,
                 persist_s=t.persist,
             ),
-            archive=TaskArchive(
-                store=store,
-                worktrees=worktrees,
-                lanes=lanes,
-                runtime=runtime,
-                permission_pending=permissions.has_pending,
-            ),
+            archive=TaskArchive(store=store, worktrees=worktrees, lanes=lanes, runtime=runtime),
             max_patch_bytes=settings.repositories.max_patch_bytes,
         )
         services.reads.use_answer_links(links.url_for, links.decision_url_for)

@@ -160,6 +160,7 @@ class SqlStore:
         self.reserve_review = shield(reviews.reserve_review)
         worktrees = SqlWorktrees(db, clock)
         self.claim_worktree = shield(worktrees.claim_worktree)
+        self.claim_archive = shield(worktrees.claim_archive)
         self.set_worktree_state = shield(worktrees.set_worktree_state)
         self.worktree_tasks = shield(worktrees.worktree_tasks)
         self.route_of_task = shield(worktrees.route_of_task)

@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from datetime import datetime
 
-from sqlalchemy import and_, exists, select, text, update
+from sqlalchemy import and_, exists, or_, select, text, update
 
 from clarion.domain.models import Task, Worktree, WorktreeState
 from clarion.ports import Clock
 from clarion.ports.cluster import SessionRoute
+from clarion.store.archive_guard import claim_archive
 from clarion.store.db.engine import Db
+from clarion.store.db.predicates import TERMINAL_STATES
 from clarion.store.db.row_conversion import to_task
 from clarion.store.db.schema import task_sessions, tasks
 
@@ -61,16 +64,24 @@ class SqlWorktrees:
         return to_task(row)
 
     async def set_worktree_state(
-        self, task_id: str, to: WorktreeState, *, allowed_from: Sequence[WorktreeState]
+        self,
+        task_id: str,
+        to: WorktreeState,
+        *,
+        allowed_from: Sequence[WorktreeState],
+        without_sessions: bool = False,
     ) -> Task | None:
+        guard = [
+            tasks.c.id == task_id,
+            tasks.c.worktree_state.in_([s.value for s in allowed_from]),
+        ]
+        if without_sessions:
+            guard.append(~exists().where(task_sessions.c.task_id == tasks.c.id))
         async with self._db.write() as conn:
             row = (
                 await conn.execute(
                     update(tasks)
-                    .where(
-                        tasks.c.id == task_id,
-                        tasks.c.worktree_state.in_([s.value for s in allowed_from]),
-                    )
+                    .where(*guard)
                     .values(worktree_state=to.value, updated_at=self._clock.now())
                     .returning(*tasks.c)
                 )
@@ -86,10 +97,23 @@ class SqlWorktrees:
         *,
         session_ids: Sequence[str] | None = None,
         without_sessions: bool = False,
+        sessions_ended_before: datetime | None = None,
     ) -> list[Task]:
         query = select(tasks).where(tasks.c.worktree_state.in_([s.value for s in states]))
         if without_sessions:
             query = query.where(~exists().where(task_sessions.c.task_id == tasks.c.id))
+        if sessions_ended_before is not None:
+            # Every session of the task is one a prune at this cutoff deletes (or there is
+            # none): none alive, none that ended at or after the cutoff.
+            query = query.where(
+                ~exists().where(
+                    task_sessions.c.task_id == tasks.c.id,
+                    or_(
+                        task_sessions.c.state.not_in(TERMINAL_STATES),
+                        task_sessions.c.updated_at >= sessions_ended_before,
+                    ),
+                )
+            )
         if session_ids is not None:
             if not session_ids:
                 return []
@@ -104,6 +128,9 @@ class SqlWorktrees:
         async with self._db.read_one() as conn:
             rows = await conn.execute(query.order_by(tasks.c.created_at, tasks.c.id))
             return [to_task(row) for row in rows]
+
+    async def claim_archive(self, task_id: str) -> Task:
+        return await claim_archive(self._db, self._clock, task_id)
 
     async def route_of_task(self, task_id: str) -> SessionRoute | None:
         async with self._db.read_one() as conn:

@@ -6,10 +6,13 @@ that moved on after the branch was made adds nothing of its own. Ignored files s
 
 Nothing is written to the worktree or the repository. Untracked files only show in `git diff` once
 the index knows them, so the worktree's index is copied to a temporary file and the untracked
-files are recorded there as intent-to-add (`git add -N`). That records the empty blob, so git runs
-with a temporary object directory that borrows the repository's objects as an alternate: whatever
-git stores lands in the scratch folder and is thrown away with it. The real index is never
-touched, so the agent's next `git add` or `git commit` sees exactly what it left.
+files are recorded there as intent-to-add (`git add -N`), by name: `git ls-files --others` lists
+them without looking at the tracked files, so the worktree's tracked files are walked once, by
+the diff, not twice (a walk of a 10,000-file worktree is about 20 ms of CPU). That records the
+empty blob, so git runs with a temporary object directory that borrows the repository's objects
+as an alternate: whatever git stores lands in the scratch folder and is thrown away with it. The
+real index is never touched, so the agent's next `git add` or `git commit` sees exactly what it
+left.
 
 A binary file is flagged with `binary: true`, zero counts and an empty patch (`""`, never null, so
 `patch` is always a string).
@@ -34,7 +37,7 @@ from clarion.workspaces.diff_output import (
     split_listing,
     split_patches,
 )
-from clarion.workspaces.git import GitError, run_git
+from clarion.workspaces.git import GitError, GitResult, run_git
 
 log = logging.getLogger(__name__)
 
@@ -117,10 +120,24 @@ async def read_changes(
         raise ValueError("max_patch_bytes must be at least 1")
     if not base or base.startswith("-"):
         raise GitError(f"not a branch name: {base!r}", args=("merge-base", base))
-    where = await _locate(worktree, base)
-    merge_base = (
-        await run_git(["merge-base", where.base_commit, where.head], cwd=worktree)
-    ).text.strip()
+    # Three independent reads at once: where things are, the merge base, the untracked files.
+    located, merged, listed = await asyncio.gather(
+        _locate(worktree, base),
+        run_git(["merge-base", f"{base}^{{commit}}", "HEAD"], cwd=worktree),
+        # Only the untracked files: no walk of the tracked ones (the diff below does that).
+        run_git(
+            ["ls-files", "--others", "--exclude-standard", "-z", "--full-name", ":/"],
+            cwd=worktree,
+            env={"GIT_OPTIONAL_LOCKS": "0"},
+        ),
+        return_exceptions=True,
+    )
+    for outcome in (located, merged, listed):  # the first one's error names the cause best
+        if isinstance(outcome, BaseException):
+            raise outcome
+    assert isinstance(located, _Location)
+    assert isinstance(merged, GitResult) and isinstance(listed, GitResult)
+    where, merge_base, untracked = located, merged.text.strip(), listed.stdout
     with tempfile.TemporaryDirectory(prefix="clarion-changes-") as scratch:
         temp_index = Path(scratch) / "index"
         temp_objects = Path(scratch) / "objects"
@@ -133,8 +150,18 @@ async def read_changes(
             "GIT_ALTERNATE_OBJECT_DIRECTORIES": str(where.objects),
             "GIT_OPTIONAL_LOCKS": "0",
         }
-        # From the top of the worktree, so every untracked file is named whatever `worktree` is.
-        await run_git(["add", "--intent-to-add", "--", ":/"], cwd=worktree, env=env)
+        if untracked:
+            # Exactly the files listed, named literally (no glob in a name is expanded): no
+            # second walk of the whole worktree.
+            await run_git(
+                [
+                    "--literal-pathspecs", "add", "--intent-to-add",
+                    "--pathspec-from-file=-", "--pathspec-file-nul",
+                ],
+                cwd=where.top,
+                env=env,
+                stdin=untracked,
+            )  # fmt: skip
         # One walk of the worktree for the list, the counts and the patches.
         diff = await run_git(
             [
@@ -167,6 +194,7 @@ class _Location:
     branch: str | None
     index: Path
     objects: Path
+    top: Path
 
 
 async def _locate(worktree: Path, base: str) -> _Location:
@@ -175,14 +203,20 @@ async def _locate(worktree: Path, base: str) -> _Location:
     result = await run_git(
         [
             "rev-parse", "HEAD", f"{base}^{{commit}}", "--abbrev-ref", "HEAD",
-            "--path-format=absolute", "--git-path", "index", "--git-path", "objects", "--",
+            "--path-format=absolute", "--git-path", "index", "--git-path", "objects",
+            "--show-toplevel", "--",
         ],
         cwd=worktree,
     )  # fmt: skip
-    head, base_commit, branch, index, objects = result.text.splitlines()[:5]
+    head, base_commit, branch, index, objects, top = result.text.splitlines()[:6]
     # A detached HEAD abbreviates to "HEAD", a name git never gives a branch.
     return _Location(
-        head, base_commit, None if branch == "HEAD" else branch, Path(index), Path(objects)
+        head,
+        base_commit,
+        None if branch == "HEAD" else branch,
+        Path(index),
+        Path(objects),
+        Path(top),
     )
 
 

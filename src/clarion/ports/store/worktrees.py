@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Protocol
 
 from clarion.domain.models import Task, Worktree, WorktreeState
@@ -16,10 +17,23 @@ class WorktreeStore(Lookups, Protocol):
         ...
 
     async def set_worktree_state(
-        self, task_id: str, to: WorktreeState, *, allowed_from: Sequence[WorktreeState]
+        self,
+        task_id: str,
+        to: WorktreeState,
+        *,
+        allowed_from: Sequence[WorktreeState],
+        without_sessions: bool = False,
     ) -> Task | None:
-        """Move the worktree to `to` if its state is in `allowed_from`; the task, or None
-        (nothing written)."""
+        """Move the worktree to `to` if its state is in `allowed_from` (and, with
+        `without_sessions`, the task has no session: one started since the task was found
+        keeps its worktree); the task, or None (nothing written)."""
+        ...
+
+    async def claim_archive(self, task_id: str) -> Task:
+        """Archive's guard, by the rows, in one transaction: `PendingInput` while a question
+        or permission request of the task waits, `SessionBusy` while one of its sessions has
+        an open turn (nothing written either way); else its worktree, if any, moves to
+        `removed`. The task as stored after."""
         ...
 
     async def worktree_tasks(
@@ -28,8 +42,10 @@ class WorktreeStore(Lookups, Protocol):
         *,
         session_ids: Sequence[str] | None = None,
         without_sessions: bool = False,
+        sessions_ended_before: datetime | None = None,
     ) -> list[Task]:
         """Tasks whose worktree is in one of `states`, oldest first; with `session_ids`,
         only the tasks of those sessions; with `without_sessions`, only tasks with no session
-        left (a prune deleted them all)."""
+        left (a prune deleted them all); with `sessions_ended_before`, only tasks a prune at
+        that cutoff would leave without sessions (every session ended before it, or none)."""
         ...
