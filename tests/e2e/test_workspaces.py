@@ -3,9 +3,9 @@ one worktree per task, crash-safe creation, reviews sent once, archiving that ke
 
 from __future__ import annotations
 
+import functools
 import subprocess
 import sys
-import functools
 import threading
 from collections.abc import Callable
 from pathlib import Path
