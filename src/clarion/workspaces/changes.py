@@ -143,7 +143,10 @@ async def read_changes(
         temp_objects = Path(scratch) / "objects"
         temp_objects.mkdir()
         if await asyncio.to_thread(where.index.exists):
-            await asyncio.to_thread(shutil.copyfile, where.index, temp_index)
+            # With its modification time: git trusts an entry whose file looks unchanged only
+            # if the file is older than the index, so a copy stamped now would hide an edit of
+            # the same size made in the second the agent's own git call wrote the index.
+            await asyncio.to_thread(shutil.copy2, where.index, temp_index)
         env = {
             "GIT_INDEX_FILE": str(temp_index),
             "GIT_OBJECT_DIRECTORY": str(temp_objects),
