@@ -228,10 +228,14 @@ async def _empty_tables(url: str) -> None:
                 " AND tablename <> 'clarion_schema_version'"
             )
         ]
-        if names:
-            await conn.execute(
-                "TRUNCATE " + ", ".join(f'"{n}"' for n in names) + " RESTART IDENTITY CASCADE"
-            )
+        # DELETE, not TRUNCATE: a test leaves a few rows, and TRUNCATE gives every table new
+        # files (about 95 ms for the schema's tables against 5 ms). Foreign keys are not
+        # checked meanwhile (replica role), so the order of the tables does not matter; the
+        # schema has no sequences for RESTART IDENTITY to reset.
+        async with conn.transaction():
+            await conn.execute("SET LOCAL session_replication_role = replica")
+            for table in names:
+                await conn.execute(f'DELETE FROM "{table}"')
     finally:
         await conn.close()
 
@@ -243,7 +247,7 @@ async def store_url(
     """A database with no rows for this test (its schema may already be migrated).
 
     Cheaper than `db_url` on PostgreSQL: databases are recycled within the session and
-    emptied with one TRUNCATE. Use `db_url` when the test needs a truly empty database.
+    emptied by deleting their rows. Use `db_url` when the test needs a truly empty database.
     """
     if db_kind == "sqlite":
         yield f"sqlite:///{tmp_path / 'store.db'}"
