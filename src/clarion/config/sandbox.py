@@ -2,18 +2,21 @@
 `pids_max`, `memory_max`) and the server's own paths every sandbox hides (`HiddenPaths`).
 
 Plain values only: whether bubblewrap works here and how the sandbox is built are the agent
-layer's business (`clarion.agents.sandbox`). Imports nothing internal.
+layer's business (`clarion.agents.sandbox`). Imports only the configuration models.
 """
 
 from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
+
+from pydantic import BeforeValidator, field_validator
+
+from clarion.config.spec import Spec
 
 SandboxMode = Literal["auto", "bwrap", "none"]
 SANDBOX_MODES: tuple[SandboxMode, ...] = ("auto", "bwrap", "none")
@@ -60,6 +63,50 @@ class SandboxConfig:
         return self.pids_max is not None or self.memory_max is not None
 
 
+def _absolute(value: Any) -> str:
+    if not isinstance(value, str) or not os.path.isabs(value):
+        raise ValueError("must be an absolute path")
+    return value
+
+
+def _absolute_paths(value: Any) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(
+        isinstance(p, str) and os.path.isabs(p) for p in value
+    ):
+        raise ValueError("must be a list of absolute paths")
+    return tuple(value)
+
+
+def _positive_integer(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError("must be a positive integer")
+    return value
+
+
+_SIZE = re.compile(r"(\d+)\s*([kmgt]?)i?b?", re.IGNORECASE)
+_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+MIN_MEMORY = 1 << 20  # less and not even the agent's interpreter starts
+
+
+def _bytes(value: Any) -> int:
+    """An integer of bytes or a size such as `512M`, `2G`, `2GiB`."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        size = value
+    elif isinstance(value, str) and (m := _SIZE.fullmatch(value.strip())):
+        size = int(m.group(1)) * _UNITS[m.group(2).lower()]
+    else:
+        raise ValueError(f"must be a size such as 512M or 2G, got {value!r}")
+    if size < MIN_MEMORY:
+        raise ValueError(f"must be at least 1M, got {value!r}")
+    return size
+
+
+AbsolutePath = Annotated[str, BeforeValidator(_absolute)]
+AbsolutePaths = Annotated[tuple[str, ...], BeforeValidator(_absolute_paths)]
+PositiveInteger = Annotated[int, BeforeValidator(_positive_integer)]
+Size = Annotated[int, BeforeValidator(_bytes)]
+
+
 def hidden_paths(
     clarion_home: Path, database_url: str, config_file: str | None, worktrees_dir: str | None
 ) -> HiddenPaths:
@@ -75,62 +122,34 @@ def agent_home(clarion_home: Path, profile: str) -> str:
     return _real(str(clarion_home / "agent-homes" / profile))
 
 
-def load_sandbox(
-    spec: Mapping[str, Any], where: str, *, default_home: str, hidden: HiddenPaths
-) -> SandboxConfig:
-    """A profile's sandbox keys; `where` names the file and table in errors
-    (`FILE: agents.NAME`). Raises ValueError naming the key."""
-    mode = spec.get("sandbox", "auto")
-    if mode not in SANDBOX_MODES:
-        raise ValueError(f"{where}.sandbox must be one of auto, bwrap, none; got {mode!r}")
-    home = spec.get("home", default_home)
-    if not isinstance(home, str) or not os.path.isabs(home):
-        raise ValueError(f"{where}.home must be an absolute path")
-    return SandboxConfig(
-        mode=mode,
-        extra_read=_paths(spec.get("extra_read", []), f"{where}.extra_read"),
-        extra_write=_paths(spec.get("extra_write", []), f"{where}.extra_write"),
-        home=_real(home),
-        pids_max=_pids(spec.get("pids_max"), f"{where}.pids_max"),
-        memory_max=_bytes(spec.get("memory_max"), f"{where}.memory_max"),
-        hidden=hidden,
-    )
+class SandboxKeys(Spec):
+    """A profile's sandbox keys, as its table in the file holds them."""
 
+    sandbox: SandboxMode = "auto"
+    extra_read: AbsolutePaths = ()
+    extra_write: AbsolutePaths = ()
+    home: AbsolutePath | None = None
+    pids_max: PositiveInteger | None = None
+    memory_max: Size | None = None
 
-def _paths(value: Any, where: str) -> tuple[str, ...]:
-    if not isinstance(value, list) or not all(
-        isinstance(p, str) and os.path.isabs(p) for p in value
-    ):
-        raise ValueError(f"{where} must be a list of absolute paths")
-    return tuple(_real(p) for p in value)
+    @field_validator("sandbox", mode="before")
+    @classmethod
+    def _mode(cls, value: Any) -> Any:
+        if value not in SANDBOX_MODES:
+            raise ValueError(f"must be one of auto, bwrap, none; got {value!r}")
+        return value
 
-
-def _pids(value: Any, where: str) -> int | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{where} must be a positive integer")
-    return value
-
-
-_SIZE = re.compile(r"(\d+)\s*([kmgt]?)i?b?", re.IGNORECASE)
-_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
-MIN_MEMORY = 1 << 20  # less and not even the agent's interpreter starts
-
-
-def _bytes(value: Any, where: str) -> int | None:
-    """An integer of bytes or a size such as `512M`, `2G`, `2GiB`."""
-    if value is None:
-        return None
-    if isinstance(value, int) and not isinstance(value, bool):
-        size = value
-    elif isinstance(value, str) and (m := _SIZE.fullmatch(value.strip())):
-        size = int(m.group(1)) * _UNITS[m.group(2).lower()]
-    else:
-        raise ValueError(f"{where} must be a size such as 512M or 2G, got {value!r}")
-    if size < MIN_MEMORY:
-        raise ValueError(f"{where} must be at least 1M, got {value!r}")
-    return size
+    def sandbox_config(self, *, default_home: str, hidden: HiddenPaths) -> SandboxConfig:
+        """The profile's sandbox; its home is `default_home` unless the table sets one."""
+        return SandboxConfig(
+            mode=self.sandbox,
+            extra_read=tuple(_real(p) for p in self.extra_read),
+            extra_write=tuple(_real(p) for p in self.extra_write),
+            home=_real(self.home or default_home),
+            pids_max=self.pids_max,
+            memory_max=self.memory_max,
+            hidden=hidden,
+        )
 
 
 def _sqlite_file(database_url: str) -> str | None:

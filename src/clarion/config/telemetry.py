@@ -1,17 +1,17 @@
 """`[telemetry]` from the config file: where traces go, if anywhere. Without the section the
-server traces nothing and never loads OpenTelemetry. Imports only the configuration readers."""
+server traces nothing and never loads OpenTelemetry. Imports only the configuration models."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Literal
+from typing import Any, Literal, Self
 from urllib.parse import urlsplit
 
-from clarion.config.files import http_url, read_config
+from pydantic import Field, field_validator, model_validator
+
+from clarion.config.spec import HttpUrl, Spec
 
 Exporter = Literal["otlp", "console"]
-_KEYS = frozenset({"exporter", "endpoint", "service_name"})
 # The OTLP/HTTP path of traces under a collector's base address.
 TRACES_PATH = "/v1/traces"
 
@@ -26,42 +26,44 @@ class TelemetrySettings:
     service_name: str = "clarion"
 
 
-def load_telemetry(config_file: str | None) -> TelemetrySettings | None:
+class TelemetrySpec(Spec):
     """`[telemetry] exporter = "otlp" | "console"`, `endpoint = "http://collector:4318"`
-    (OTLP only), optional `service_name` (default `clarion`). None without the section."""
-    if not config_file:
-        return None
-    path = Path(config_file)
-    spec = read_config(path).get("telemetry")
-    if spec is None:
-        return None
-    where = f"{path}: telemetry"
-    if not isinstance(spec, dict):
-        raise ValueError(f"{path}: [telemetry] must be a table")
-    unknown = sorted(set(spec) - _KEYS)
-    if unknown:
-        raise ValueError(
-            f"{path}: [telemetry]: unknown key(s) {', '.join(unknown)}; "
-            f"known: {', '.join(sorted(_KEYS))}"
-        )
-    exporter = spec.get("exporter")
-    if exporter not in ("otlp", "console"):
-        raise ValueError(f'{where}.exporter must be "otlp" or "console", got {exporter!r}')
-    service_name = spec.get("service_name", "clarion")
-    if not isinstance(service_name, str) or not service_name.strip():
-        raise ValueError(f"{where}.service_name must be a non-empty string")
-    raw_endpoint = spec.get("endpoint")
-    if exporter == "console":
-        if raw_endpoint is not None:
-            raise ValueError(f'{where}.endpoint is for exporter = "otlp" only')
-        return TelemetrySettings(exporter="console", service_name=service_name.strip())
-    if raw_endpoint is None:
-        raise ValueError(
-            f'{where}.endpoint is required with exporter = "otlp" '
-            '(the collector\'s OTLP/HTTP address, e.g. "http://127.0.0.1:4318")'
-        )
-    endpoint = traces_url(http_url(raw_endpoint, f"{where}.endpoint"))
-    return TelemetrySettings(exporter="otlp", endpoint=endpoint, service_name=service_name.strip())
+    (OTLP only), optional `service_name` (default `clarion`)."""
+
+    unknown_says = "[]: unknown key(s) {keys}; known: {known}"
+
+    exporter: Exporter = Field(default=None, validate_default=True)
+    endpoint: HttpUrl | None = None
+    service_name: str = "clarion"
+
+    @field_validator("exporter", mode="before")
+    @classmethod
+    def _exporter(cls, value: Any) -> Any:
+        if value not in ("otlp", "console"):
+            raise ValueError(f'must be "otlp" or "console", got {value!r}')
+        return value
+
+    @field_validator("service_name", mode="before")
+    @classmethod
+    def _service_name(cls, value: Any) -> str:
+        if not isinstance(value, str) or not value.strip():
+            raise ValueError("must be a non-empty string")
+        return value.strip()
+
+    @model_validator(mode="after")
+    def _endpoint_for_otlp(self) -> Self:
+        if self.exporter == "console" and self.endpoint is not None:
+            raise ValueError('.endpoint is for exporter = "otlp" only')
+        if self.exporter == "otlp" and self.endpoint is None:
+            raise ValueError(
+                '.endpoint is required with exporter = "otlp" '
+                '(the collector\'s OTLP/HTTP address, e.g. "http://127.0.0.1:4318")'
+            )
+        return self
+
+    def settings(self) -> TelemetrySettings:
+        endpoint = None if self.endpoint is None else traces_url(self.endpoint)
+        return TelemetrySettings(self.exporter, endpoint, self.service_name)
 
 
 def traces_url(endpoint: str) -> str:

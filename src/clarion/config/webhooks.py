@@ -1,15 +1,18 @@
 """`[[webhooks]]` and `public_url` from the config file, and the delivery policy from env vars.
 
-Imports only the pure domain (the event names) and `clarion.config.files`.
+Imports only the pure domain (the event names) and the configuration models.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
+from typing import Annotated, Any
 
-from clarion.config.files import http_url, positive, read_config
+from pydantic import AfterValidator, BeforeValidator, Field
+
+from clarion.config.files import http_url, positive
+from clarion.config.spec import HttpUrl, NonEmptyString, Spec, event_names
 from clarion.domain.webhooks import EVENTS as WEBHOOK_EVENTS
 
 
@@ -52,48 +55,39 @@ class WebhookDelivery:
         )
 
 
+class WebhookSpec(Spec):
+    """`[[webhooks]] url = "...", secret = "...", events = [...]` (events default: all)."""
+
+    table_says = "must be a table"
+
+    url: HttpUrl = Field(default=None, validate_default=True)
+    secret: NonEmptyString = Field(default=None, validate_default=True)
+    events: Annotated[frozenset[str], event_names(WEBHOOK_EVENTS, list_known=True)] = frozenset(
+        WEBHOOK_EVENTS
+    )
+
+    def webhook(self) -> Webhook:
+        return Webhook(url=self.url, secret=self.secret, events=self.events)
+
+
+def webhook_list(value: Any) -> Any:
+    """`[[webhooks]]`: an array of tables."""
+    if not isinstance(value, list):
+        raise ValueError("must be an array of tables ([[webhooks]])")
+    return value
+
+
+def distinct_urls(hooks: tuple[WebhookSpec, ...]) -> tuple[WebhookSpec, ...]:
+    for number, hook in enumerate(hooks, start=1):
+        if any(h.url == hook.url for h in hooks[: number - 1]):
+            raise ValueError(f"[{number}].url: {hook.url} is configured twice")
+    return hooks
+
+
+Webhooks = Annotated[
+    tuple[WebhookSpec, ...], BeforeValidator(webhook_list), AfterValidator(distinct_urls)
+]
+
+
 def checked_public_url(value: str | None) -> str | None:
     return None if value is None else http_url(value, "public_url").rstrip("/")
-
-
-def load_public_url(config_file: str | None) -> str | None:
-    """Top-level `public_url = "https://clarion.example"` (the web UI's address in links)."""
-    if not config_file:
-        return None
-    value = read_config(Path(config_file)).get("public_url")
-    return None if value is None else http_url(value, f"{config_file}: public_url")
-
-
-def load_webhooks(config_file: str | None) -> tuple[Webhook, ...]:
-    """`[[webhooks]] url = "...", secret = "...", events = [...]` (events default: all)."""
-    if not config_file:
-        return ()
-    path = Path(config_file)
-    raw = read_config(path).get("webhooks", [])
-    if not isinstance(raw, list):
-        raise ValueError(f"{path}: webhooks must be an array of tables ([[webhooks]])")
-    hooks: list[Webhook] = []
-    for number, spec in enumerate(raw, start=1):
-        where = f"{path}: webhooks[{number}]"
-        if not isinstance(spec, dict):
-            raise ValueError(f"{where} must be a table")
-        unknown_keys = sorted(set(spec) - {"url", "secret", "events"})
-        if unknown_keys:
-            raise ValueError(f"{where}: unknown key(s) {', '.join(unknown_keys)}")
-        url = http_url(spec.get("url"), f"{where}.url")
-        secret = spec.get("secret")
-        if not isinstance(secret, str) or not secret:
-            raise ValueError(f"{where}.secret must be a non-empty string")
-        events = spec.get("events", list(WEBHOOK_EVENTS))
-        if not isinstance(events, list) or not all(isinstance(e, str) for e in events):
-            raise ValueError(f"{where}.events must be a list of event names")
-        unknown = sorted(set(events) - set(WEBHOOK_EVENTS))
-        if unknown:
-            raise ValueError(
-                f"{where}.events: unknown event(s) {', '.join(unknown)}; "
-                f"known: {', '.join(WEBHOOK_EVENTS)}"
-            )
-        if any(h.url == url for h in hooks):
-            raise ValueError(f"{where}.url: {url} is configured twice")
-        hooks.append(Webhook(url=url, secret=secret, events=frozenset(events)))
-    return tuple(hooks)

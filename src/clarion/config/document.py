@@ -1,0 +1,198 @@
+"""The config file as one typed model: read and parsed once per load (`read_document`), then
+every part of the settings is built from it. A table's shape is checked by its model (in the
+module of what it configures); what spans tables (a role an agent names, the repository a
+workspace names) is checked here. Keys the file may hold beside these are left alone.
+
+A new key is a field here (or in its table's model) with a validator that words its problem;
+the message names the file and the key path by itself (`clarion.config.spec`).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Annotated, Any, Self
+
+from pydantic import BeforeValidator, ConfigDict, Field, model_validator
+
+from clarion.config.agent_spec import AgentSpec
+from clarion.config.channels import NotificationsSpec, SlackKeys, merged_notifications
+from clarion.config.files import read_config
+from clarion.config.spec import TABLE, DurationValue, HttpUrl, Spec
+from clarion.config.telemetry import TelemetrySpec
+from clarion.config.waiting import Roles, WaitingSpec, role_names, unknown_role_message
+from clarion.config.webhooks import Webhooks
+
+BUILTIN_PROFILE = "builtin"
+MIN_SECRET = 16
+
+
+def _tables(value: Any) -> Any:
+    if not isinstance(value, dict):
+        raise ValueError(TABLE)
+    return value
+
+
+def _absolute(value: Any) -> str:
+    if not isinstance(value, str) or not value.strip() or not os.path.isabs(value):
+        raise ValueError("must be an absolute path")
+    return value
+
+
+def _positive_integer(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise ValueError("must be a positive integer")
+    return value
+
+
+def _long_string(says: str, strip: bool) -> Any:
+    def check(value: Any) -> str:
+        if not isinstance(value, str) or len(value.strip() if strip else value) < MIN_SECRET:
+            raise ValueError(f"must be {says} of at least {MIN_SECRET} characters")
+        return value
+
+    return BeforeValidator(check)
+
+
+def _unknown_repository(workspace: str, named: object, repositories: object) -> str:
+    known = ", ".join(sorted(repositories)) if isinstance(repositories, dict) else ""
+    return (
+        f"workspaces.{workspace}.repository: unknown repository {named!r};"
+        f" [repositories] defines: {known or 'none'}"
+    )
+
+
+class RepositorySpec(Spec):
+    unknown_says = ".{first}: unknown key"
+
+    path: str = Field(default=None, validate_default=True)
+    base: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _path_and_base(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        location = data.get("path")
+        if not isinstance(location, str) or not location.strip():
+            raise ValueError(".path must be an absolute path to a git repository")
+        if not Path(location).is_absolute():
+            raise ValueError(f".path must be an absolute path, got {location!r}")
+        base = data.get("base")
+        if base is not None and (not isinstance(base, str) or not base.strip()):
+            raise ValueError(".base must be a branch name")
+        return data
+
+
+class WorkspaceSpec(Spec):
+    """`[workspaces.NAME]`; other keys are left alone."""
+
+    model_config = ConfigDict(extra="ignore")
+    unknown_says = None
+
+    waiting: WaitingSpec | None = None
+    roles: Roles = Field(default_factory=dict)
+    repository: str | None = None
+    notifications: NotificationsSpec = NotificationsSpec()
+
+
+class RetentionSpec(Spec):
+    """`[retention] older_than = "90d"`, optional `every = "1h"`."""
+
+    unknown_says = "[]: unknown key(s) {keys}"
+
+    older_than: DurationValue | None = None
+    every: DurationValue | None = None
+
+
+class ConfigDocument(Spec):
+    model_config = ConfigDict(extra="ignore")
+    unknown_says = None
+
+    agents: Annotated[dict[str, AgentSpec], BeforeValidator(_tables)] = Field(default_factory=dict)
+    workspaces: Annotated[dict[str, WorkspaceSpec], BeforeValidator(_tables)] = Field(
+        default_factory=dict
+    )
+    repositories: Annotated[dict[str, RepositorySpec], BeforeValidator(_tables)] = Field(
+        default_factory=dict
+    )
+    worktrees_dir: Annotated[str, BeforeValidator(_absolute)] | None = None
+    max_patch_bytes: Annotated[int, BeforeValidator(_positive_integer)] | None = None
+    webhooks: Webhooks = ()
+    public_url: HttpUrl | None = None
+    answer_link_ttl: DurationValue | None = None
+    answer_link_secret: Annotated[str, _long_string("a string", strip=False)] | None = None
+    metrics_token: Annotated[str, _long_string("a string", strip=True)] | None = None
+    retention: RetentionSpec | None = None
+    telemetry: TelemetrySpec | None = None
+    notifications: NotificationsSpec = NotificationsSpec()
+    slack: SlackKeys = SlackKeys()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _merge_channels(cls, data: Any) -> Any:
+        return merged_notifications(data)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _repository_names(cls, data: Any) -> Any:
+        # A workspace's repository that is not even a name is refused as an unknown one.
+        workspaces = data.get("workspaces") if isinstance(data, dict) else None
+        for name, spec in (workspaces or {}).items() if isinstance(workspaces, dict) else ():
+            named = spec.get("repository", "") if isinstance(spec, dict) else ""
+            if not isinstance(named, str):
+                repositories = data.get("repositories")
+                raise ValueError(_unknown_repository(name, named, repositories))
+        return data
+
+    @model_validator(mode="after")
+    def _across_tables(self) -> Self:
+        for name, agent in self.agents.items():
+            if agent.command is None and name != BUILTIN_PROFILE:
+                raise ValueError(f"agents.{name}.command must be a non-empty list of strings")
+        every_role = role_names(self.roles())
+        for name, agent in self.agents.items():
+            role = agent.waiting.unknown_role(every_role) if agent.waiting else None
+            if role is not None:
+                where = f"agents.{name}.waiting"
+                raise ValueError(
+                    unknown_role_message(where, role, every_role, "[workspaces.*.roles]")
+                )
+        for name, workspace in self.workspaces.items():
+            waiting = workspace.waiting
+            role = waiting.unknown_role(workspace.roles) if waiting else None
+            if role is not None:
+                where = f"workspaces.{name}"
+                raise ValueError(
+                    unknown_role_message(
+                        f"{where}.waiting", role, workspace.roles, f"{where}.roles"
+                    )
+                )
+            if workspace.repository is not None and workspace.repository not in self.repositories:
+                raise ValueError(_unknown_repository(name, workspace.repository, self.repositories))
+        return self
+
+    def roles(self) -> dict[str, dict[str, tuple[str, ...]]]:
+        """`[workspaces.NAME.roles]` of every workspace that has some."""
+        return {name: dict(ws.roles) for name, ws in self.workspaces.items() if ws.roles}
+
+
+# Top-level keys an environment variable overrides: with the variable set, the file's value is
+# never read, so neither is it checked.
+ENV_WINS = {
+    "public_url": "CLARION_PUBLIC_URL",
+    "answer_link_ttl": "CLARION_ANSWER_LINK_TTL",
+    "metrics_token": "CLARION_METRICS_TOKEN",
+}
+
+
+def read_document(config_file: str | None, env: Mapping[str, str]) -> ConfigDocument:
+    """The file at `config_file`, read and parsed once; ValueError naming the file, the key
+    and the problem. Without a file, every key its default."""
+    if not config_file:
+        return ConfigDocument()
+    path = Path(config_file)
+    data = read_config(path)
+    data = {k: v for k, v in data.items() if not (k in ENV_WINS and env.get(ENV_WINS[k]))}
+    return ConfigDocument.parse(data, str(path))

@@ -1,0 +1,156 @@
+"""The config file is read and parsed once per load into typed models, and every part of the
+settings comes from that one parse."""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from clarion.config import Settings
+
+SRC = Path(__file__).resolve().parents[2] / "src" / "clarion"
+
+# One of every table and top-level key the file may hold.
+EVERY_PART = """
+public_url = "https://clarion.example"
+answer_link_ttl = "2d"
+answer_link_secret = "0123456789abcdef0123"
+metrics_token = "token-0123456789abcdef"
+worktrees_dir = "/srv/worktrees"
+max_patch_bytes = 4096
+
+[agents.claude]
+command = ["claude-acp"]
+start_timeout_s = 60
+agent_idle_stop_after = "10m"
+sandbox = "none"
+[agents.claude.permissions]
+allow = ["read"]
+[agents.claude.waiting]
+remind_after = "1h"
+escalate_to = ["role:leads"]
+
+[workspaces.team]
+repository = "app"
+[workspaces.team.roles]
+leads = ["ann"]
+[workspaces.team.waiting]
+expire_after = "2d"
+on_expiry = "skip"
+[workspaces.team.notifications.email]
+to = ["team@example.com"]
+[workspaces.team.notifications.slack]
+channel = "C-TEAM"
+
+[repositories.app]
+path = "/srv/app"
+
+[[webhooks]]
+url = "https://hooks.example/a"
+secret = "s3cret"
+
+[retention]
+older_than = "90d"
+
+[telemetry]
+exporter = "console"
+
+[notifications.email]
+host = "smtp.example"
+from = "Clarion <bot@example.com>"
+to = ["ops@example.com"]
+
+[notifications.slack]
+bot_token_env = "SLACK_BOT"
+signing_secret_env = "SLACK_SIGNING"
+channel = "C-OPS"
+
+[slack.users]
+U1 = "ann"
+"""
+
+
+def _counting(monkeypatch: pytest.MonkeyPatch, owner: Any, name: str) -> list[object]:
+    calls: list[object] = []
+    original: Callable[..., Any] = getattr(owner, name)
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        calls.append(args[0] if args else None)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(owner, name, counted)
+    return calls
+
+
+def test_a_load_reads_and_parses_the_file_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = tmp_path / "clarion.toml"
+    config.write_text(EVERY_PART)
+    parses = _counting(monkeypatch, tomllib, "loads")
+    reads = _counting(monkeypatch, Path, "read_text")
+    env = {"CLARION_HOME": str(tmp_path), "SLACK_BOT": "xoxb-1", "SLACK_SIGNING": "sig"}
+    settings = Settings.load(config_file=str(config), env=env)
+    assert len(parses) == 1
+    assert [p for p in reads if p == config] == [config]
+    # Every part came from that one parse.
+    assert settings.agents["claude"].waiting is not None
+    assert settings.workspace_waiting["team"].expire_after is not None
+    assert settings.workspace_roles == {"team": {"leads": ("ann",)}}
+    assert settings.repositories.default_for("team") == "app"
+    assert settings.repositories.max_patch_bytes == 4096
+    assert [h.url for h in settings.webhooks] == ["https://hooks.example/a"]
+    assert settings.public_url == "https://clarion.example"
+    assert settings.answer_links.ttl_s == 2 * 86400
+    assert settings.operations.retention_older_than_s == 90 * 86400
+    assert settings.telemetry is not None and settings.telemetry.exporter == "console"
+    email = settings.email.channel_for("team")
+    assert email is not None and email.to == ("team@example.com",)
+    assert email.host == "smtp.example"  # the workspace's table merged over the top-level one
+    slack = settings.slack.channel_for("team")
+    assert slack is not None and slack.channel == "C-TEAM" and slack.token == "xoxb-1"
+    assert settings.slack.users == {"U1": "ann"}
+
+
+def test_only_the_document_parses_the_file() -> None:
+    """No part of the settings reads the file for itself: `read_config` and `tomllib` appear
+    only where the file is read and parsed once."""
+    readers = sorted(
+        str(path.relative_to(SRC))
+        for path in SRC.rglob("*.py")
+        if re.search(r"\bread_config\(|\btomllib\b", path.read_text())
+    )
+    assert readers == ["config/document.py", "config/files.py"]
+
+
+@pytest.mark.parametrize(
+    ("key", "variable", "value"),
+    [
+        ('public_url = "ftp://not-http"', "CLARION_PUBLIC_URL", "https://from.env"),
+        ('answer_link_ttl = "soon"', "CLARION_ANSWER_LINK_TTL", "5s"),
+        ('metrics_token = "short"', "CLARION_METRICS_TOKEN", "e" * 20),
+    ],
+)
+def test_a_key_its_environment_variable_overrides_is_not_read_from_the_file(
+    tmp_path: Path, key: str, variable: str, value: str
+) -> None:
+    config = tmp_path / "clarion.toml"
+    config.write_text(key + "\n")
+    with pytest.raises(ValueError, match=key.split(" ")[0]):
+        Settings.load(config_file=str(config), env={"CLARION_HOME": str(tmp_path)})
+    Settings.load(config_file=str(config), env={"CLARION_HOME": str(tmp_path), variable: value})
+
+
+def test_a_workspace_notifications_value_not_a_table_names_the_file_and_the_key(
+    tmp_path: Path,
+) -> None:
+    config = tmp_path / "clarion.toml"
+    config.write_text("[workspaces.team]\nnotifications = 3\n")
+    with pytest.raises(ValueError, match="notifications") as refused:
+        Settings.load(config_file=str(config), env={"CLARION_HOME": str(tmp_path)})
+    assert str(refused.value) == f"{config}: [workspaces.team.notifications] must be a table"
