@@ -43,7 +43,11 @@ def _env_name(value: Any) -> str:
 
 EnvName = Annotated[str, BeforeValidator(_env_name)]
 Events = Annotated[frozenset[str], event_names(EVENTS)]
-_REQUIRED = Field(default=None, validate_default=True)
+
+
+def _required() -> Any:
+    # Checked when absent too, so a missing key gets its validator's wording.
+    return Field(default=None, validate_default=True)
 
 
 class EmailSpec(Spec):
@@ -51,13 +55,13 @@ class EmailSpec(Spec):
 
     table_says = "must be a table"
 
-    host: str = _REQUIRED
+    host: str = _required()
     port: int = 25
     starttls: bool = False
     username: str | None = None
     password_env: EnvName | None = None
     sender: Annotated[str, BeforeValidator(_address)] = Field(alias="from")
-    to: Annotated[tuple[str, ...], BeforeValidator(_addresses)] = _REQUIRED
+    to: Annotated[tuple[str, ...], BeforeValidator(_addresses)] = _required()
     events: Events = frozenset(EVENTS)
     timeout_s: PositiveNumber = 30.0
 
@@ -110,10 +114,10 @@ class SlackSpec(Spec):
 
     table_says = "must be a table"
 
-    bot_token_env: EnvName = _REQUIRED
-    signing_secret_env: EnvName = _REQUIRED
+    bot_token_env: EnvName = _required()
+    signing_secret_env: EnvName = _required()
     app_token_env: EnvName | None = None
-    channel: str = _REQUIRED
+    channel: str = _required()
     api_url: HttpUrl = DEFAULT_API_URL
     events: Events = frozenset(EVENTS)
 

@@ -9,7 +9,6 @@ the message names the file and the key path by itself (`clarion.config.spec`).
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Self
@@ -19,7 +18,14 @@ from pydantic import BeforeValidator, ConfigDict, Field, model_validator
 from clarion.config.agent_spec import AgentSpec
 from clarion.config.channels import NotificationsSpec, SlackKeys, merged_notifications
 from clarion.config.files import read_config
-from clarion.config.spec import TABLE, DurationValue, HttpUrl, Spec
+from clarion.config.spec import (
+    TABLE,
+    AbsolutePath,
+    DurationValue,
+    HttpUrl,
+    PositiveInteger,
+    Spec,
+)
 from clarion.config.telemetry import TelemetrySpec
 from clarion.config.waiting import Roles, WaitingSpec, role_names, unknown_role_message
 from clarion.config.webhooks import Webhooks
@@ -34,22 +40,13 @@ def _tables(value: Any) -> Any:
     return value
 
 
-def _absolute(value: Any) -> str:
-    if not isinstance(value, str) or not value.strip() or not os.path.isabs(value):
-        raise ValueError("must be an absolute path")
-    return value
+def _secret(strip: bool) -> Any:
+    """A key or token: a string of at least MIN_SECRET characters (not counting the spaces
+    around it, with `strip`)."""
 
-
-def _positive_integer(value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise ValueError("must be a positive integer")
-    return value
-
-
-def _long_string(says: str, strip: bool) -> Any:
     def check(value: Any) -> str:
         if not isinstance(value, str) or len(value.strip() if strip else value) < MIN_SECRET:
-            raise ValueError(f"must be {says} of at least {MIN_SECRET} characters")
+            raise ValueError(f"must be a string of at least {MIN_SECRET} characters")
         return value
 
     return BeforeValidator(check)
@@ -117,13 +114,13 @@ class ConfigDocument(Spec):
     repositories: Annotated[dict[str, RepositorySpec], BeforeValidator(_tables)] = Field(
         default_factory=dict
     )
-    worktrees_dir: Annotated[str, BeforeValidator(_absolute)] | None = None
-    max_patch_bytes: Annotated[int, BeforeValidator(_positive_integer)] | None = None
+    worktrees_dir: AbsolutePath | None = None
+    max_patch_bytes: PositiveInteger | None = None
     webhooks: Webhooks = ()
     public_url: HttpUrl | None = None
     answer_link_ttl: DurationValue | None = None
-    answer_link_secret: Annotated[str, _long_string("a string", strip=False)] | None = None
-    metrics_token: Annotated[str, _long_string("a string", strip=True)] | None = None
+    answer_link_secret: Annotated[str, _secret(strip=False)] | None = None
+    metrics_token: Annotated[str, _secret(strip=True)] | None = None
     retention: RetentionSpec | None = None
     telemetry: TelemetrySpec | None = None
     notifications: NotificationsSpec = NotificationsSpec()

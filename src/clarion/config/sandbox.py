@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 
 from pydantic import BeforeValidator, field_validator
 
-from clarion.config.spec import Spec
+from clarion.config.spec import AbsolutePath, PositiveInteger, Spec
 
 SandboxMode = Literal["auto", "bwrap", "none"]
 SANDBOX_MODES: tuple[SandboxMode, ...] = ("auto", "bwrap", "none")
@@ -63,24 +63,12 @@ class SandboxConfig:
         return self.pids_max is not None or self.memory_max is not None
 
 
-def _absolute(value: Any) -> str:
-    if not isinstance(value, str) or not os.path.isabs(value):
-        raise ValueError("must be an absolute path")
-    return value
-
-
 def _absolute_paths(value: Any) -> tuple[str, ...]:
     if not isinstance(value, list) or not all(
         isinstance(p, str) and os.path.isabs(p) for p in value
     ):
         raise ValueError("must be a list of absolute paths")
     return tuple(value)
-
-
-def _positive_integer(value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError("must be a positive integer")
-    return value
 
 
 _SIZE = re.compile(r"(\d+)\s*([kmgt]?)i?b?", re.IGNORECASE)
@@ -101,9 +89,7 @@ def _bytes(value: Any) -> int:
     return size
 
 
-AbsolutePath = Annotated[str, BeforeValidator(_absolute)]
 AbsolutePaths = Annotated[tuple[str, ...], BeforeValidator(_absolute_paths)]
-PositiveInteger = Annotated[int, BeforeValidator(_positive_integer)]
 Size = Annotated[int, BeforeValidator(_bytes)]
 
 

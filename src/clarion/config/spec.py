@@ -12,6 +12,7 @@ duration parser.
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Iterable
 from typing import Annotated, Any, ClassVar, Self
 from urllib.parse import urlsplit
@@ -51,21 +52,20 @@ class Spec(BaseModel):
         return data
 
     @classmethod
-    def parse(cls, data: Any, where: str, *, first: str | None = None) -> Self:
-        """`data` as this model, or a ValueError naming `where` (the file) and the key path;
-        `first` is the path's first part when the data is not the whole file."""
+    def parse(cls, data: Any, where: str) -> Self:
+        """`data` as this model, or a ValueError naming `where` (the file) and the key path."""
         try:
             return cls.model_validate(data)
         except ValidationError as exc:
-            raise ValueError(message(exc, where, first)) from None
+            raise ValueError(message(exc, where)) from None
 
 
-def message(exc: ValidationError, where: str, first: str | None = None) -> str:
+def message(exc: ValidationError, where: str) -> str:
     """The first error of `exc` on one line: `FILE: key.path problem`."""
     error = exc.errors(include_url=False)[0]
     raised = (error.get("ctx") or {}).get("error")
     problem = str(raised) if isinstance(raised, ValueError) else _pydantic_problem(error)
-    path = _path(([first] if first else []) + list(error["loc"]))
+    path = _path(error["loc"])
     if problem.startswith("[]"):
         return f"{where}: [{path}]{problem[2:]}"
     if not path:
@@ -111,6 +111,18 @@ def non_empty_string(value: Any) -> str:
     return value
 
 
+def absolute_path(value: Any) -> str:
+    if not isinstance(value, str) or not os.path.isabs(value):
+        raise ValueError("must be an absolute path")
+    return value
+
+
+def positive_integer(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError("must be a positive integer")
+    return value
+
+
 def duration(value: Any) -> Duration:
     """The file's one duration form (`"30m"`, `"8h"`, `"7d"`)."""
     return parse_duration(value)
@@ -141,6 +153,8 @@ def event_names(known: tuple[str, ...], *, list_known: bool = False) -> Any:
 
 
 PositiveNumber = Annotated[float, BeforeValidator(positive_number)]
+PositiveInteger = Annotated[int, BeforeValidator(positive_integer)]
+AbsolutePath = Annotated[str, BeforeValidator(absolute_path)]
 NonEmptyString = Annotated[str, BeforeValidator(non_empty_string)]
 HttpUrl = Annotated[str, BeforeValidator(http_url_value)]
 DurationValue = Annotated[Duration, BeforeValidator(duration)]
