@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Self
 
-from pydantic import BeforeValidator, ConfigDict, Field, model_validator
+from pydantic import BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
 from clarion.config.agent_spec import AgentSpec
 from clarion.config.channels import NotificationsSpec, SlackKeys, merged_notifications
@@ -61,25 +61,29 @@ def _unknown_repository(workspace: str, named: object, repositories: object) -> 
 
 
 class RepositorySpec(Spec):
+    """`[repositories.NAME] path = "/abs/repo"`, optional `base` (default: the branch checked
+    out there, resolved when the server starts)."""
+
     unknown_says = ".{first}: unknown key"
 
     path: str = Field(default=None, validate_default=True)
     base: str | None = None
 
-    @model_validator(mode="before")
+    @field_validator("path", mode="before")
     @classmethod
-    def _path_and_base(cls, data: Any) -> Any:
-        if not isinstance(data, dict):
-            return data
-        location = data.get("path")
-        if not isinstance(location, str) or not location.strip():
-            raise ValueError(".path must be an absolute path to a git repository")
-        if not Path(location).is_absolute():
-            raise ValueError(f".path must be an absolute path, got {location!r}")
-        base = data.get("base")
-        if base is not None and (not isinstance(base, str) or not base.strip()):
-            raise ValueError(".base must be a branch name")
-        return data
+    def _path(cls, value: Any) -> Any:
+        if not isinstance(value, str) or not value.strip():
+            raise ValueError("must be an absolute path to a git repository")
+        if not Path(value).is_absolute():
+            raise ValueError(f"must be an absolute path, got {value!r}")
+        return value
+
+    @field_validator("base", mode="before")
+    @classmethod
+    def _base(cls, value: Any) -> Any:
+        if not isinstance(value, str) or not value.strip():
+            raise ValueError("must be a branch name")
+        return value
 
 
 class WorkspaceSpec(Spec):
