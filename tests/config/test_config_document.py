@@ -154,3 +154,27 @@ def test_a_workspace_notifications_value_not_a_table_names_the_file_and_the_key(
     with pytest.raises(ValueError, match="notifications") as refused:
         Settings.load(config_file=str(config), env={"CLARION_HOME": str(tmp_path)})
     assert str(refused.value) == f"{config}: [workspaces.team.notifications] must be a table"
+
+
+@pytest.mark.parametrize("value", ['["skip"]', '{ value = "skip" }'])
+def test_an_on_expiry_that_is_not_a_string_is_refused_naming_the_key(
+    tmp_path: Path, value: str
+) -> None:
+    config = tmp_path / "clarion.toml"
+    config.write_text(f"[workspaces.team.waiting]\non_expiry = {value}\n")
+    with pytest.raises(ValueError, match="on_expiry") as refused:
+        Settings.load(config_file=str(config), env={"CLARION_HOME": str(tmp_path)})
+    assert str(refused.value).startswith(f"{config}: workspaces.team.waiting.on_expiry must be")
+
+
+def test_a_mistake_in_the_top_level_channel_is_named_where_it_is_written(tmp_path: Path) -> None:
+    """A workspace's channel inherits the top-level table's keys; a bad one is reported at the
+    top level, not in the workspace that inherited it."""
+    config = tmp_path / "clarion.toml"
+    config.write_text(
+        '[notifications.email]\nhost = "smtp"\nport = 0\nfrom = "a@b.c"\nto = ["o@b.c"]\n'
+        '[workspaces.team.notifications.email]\nto = ["t@b.c"]\n'
+    )
+    with pytest.raises(ValueError, match="port") as refused:
+        Settings.load(config_file=str(config), env={"CLARION_HOME": str(tmp_path)})
+    assert str(refused.value) == f"{config}: notifications.email.port must be a port number"

@@ -111,24 +111,27 @@ class ConfigDocument(Spec):
     model_config = ConfigDict(extra="ignore")
     unknown_says = None
 
-    agents: Annotated[dict[str, AgentSpec], BeforeValidator(_tables)] = Field(default_factory=dict)
+    # Fields are checked in this order and the first error is the one reported. The
+    # top-level channels come before the workspaces, whose channels inherit their keys, so a
+    # mistake is named where it is written.
+    worktrees_dir: AbsolutePath | None = None
+    notifications: NotificationsSpec = NotificationsSpec()
     workspaces: Annotated[dict[str, WorkspaceSpec], BeforeValidator(_tables)] = Field(
         default_factory=dict
     )
-    repositories: Annotated[dict[str, RepositorySpec], BeforeValidator(_tables)] = Field(
-        default_factory=dict
-    )
-    worktrees_dir: AbsolutePath | None = None
-    max_patch_bytes: PositiveInteger | None = None
+    agents: Annotated[dict[str, AgentSpec], BeforeValidator(_tables)] = Field(default_factory=dict)
     webhooks: Webhooks = ()
     public_url: HttpUrl | None = None
     answer_link_ttl: DurationValue | None = None
     answer_link_secret: Annotated[str, _secret(strip=False)] | None = None
+    slack: SlackKeys = SlackKeys()
     metrics_token: Annotated[str, _secret(strip=True)] | None = None
     retention: RetentionSpec | None = None
     telemetry: TelemetrySpec | None = None
-    notifications: NotificationsSpec = NotificationsSpec()
-    slack: SlackKeys = SlackKeys()
+    repositories: Annotated[dict[str, RepositorySpec], BeforeValidator(_tables)] = Field(
+        default_factory=dict
+    )
+    max_patch_bytes: PositiveInteger | None = None
 
     @model_validator(mode="before")
     @classmethod

@@ -62,7 +62,7 @@ class WaitingSpec(Spec):
     @field_validator("on_expiry", mode="before")
     @classmethod
     def _on_expiry(cls, value: Any) -> Any:
-        if value not in {e.value for e in OnExpiry}:
+        if not isinstance(value, str) or value not in {e.value for e in OnExpiry}:
             raise ValueError(f"must be one of skip, default, keep; got {value!r}")
         return value
 
