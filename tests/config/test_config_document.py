@@ -3,6 +3,7 @@ settings comes from that one parse."""
 
 from __future__ import annotations
 
+import ast
 import re
 import tomllib
 from collections.abc import Callable
@@ -126,6 +127,39 @@ def test_only_the_document_parses_the_file() -> None:
         if re.search(r"\bread_config\(|\btomllib\b", path.read_text())
     )
     assert readers == ["config/document.py", "config/files.py"]
+
+
+def _module_imports(module: str) -> set[str]:
+    """What a module of `clarion.config` imports when it is imported: its top-level imports,
+    not those inside functions or under `if TYPE_CHECKING`."""
+    relative = module.removeprefix("clarion.").replace(".", "/")
+    path = SRC / f"{relative}.py"
+    if not path.exists():
+        path = SRC / relative / "__init__.py"
+    found: set[str] = set()
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            found.add(node.module)
+    return found
+
+
+def test_the_settings_types_load_without_the_models() -> None:
+    """The CLI imports `clarion.config` on every start, and most commands never read the file:
+    pydantic and the models load on the first read, not with the settings' types."""
+    seen: set[str] = set()
+    todo = ["clarion.config"]
+    while todo:
+        module = todo.pop()
+        if module in seen:
+            continue
+        seen.add(module)
+        imports = _module_imports(module)
+        assert not any(name.split(".")[0] == "pydantic" for name in imports), module
+        todo += [name for name in imports if name.startswith("clarion.config.")]
+    assert "clarion.config.document" not in seen
+    assert "clarion.config.settings" in seen
 
 
 @pytest.mark.parametrize(

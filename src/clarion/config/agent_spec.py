@@ -5,18 +5,25 @@ and the pure domain's duration parser."""
 
 from __future__ import annotations
 
+import os
 import re
 from typing import Annotated, Any
 
-from pydantic import BeforeValidator, ConfigDict, Field
+from pydantic import BeforeValidator, ConfigDict, Field, field_validator
 
+from clarion.config.defaults import DEFAULT_IDLE_STOP_AFTER
 from clarion.config.permissions import PermissionsSpec
-from clarion.config.sandbox import SandboxKeys
-from clarion.config.spec import PositiveNumber
+from clarion.config.sandbox import (
+    SANDBOX_MODES,
+    HiddenPaths,
+    SandboxConfig,
+    SandboxMode,
+    real_path,
+)
+from clarion.config.spec import AbsolutePath, PositiveInteger, PositiveNumber, Spec
 from clarion.config.waiting import WaitingSpec
 from clarion.domain.waiting import parse_duration
 
-DEFAULT_IDLE_STOP_AFTER = 600.0
 _NEVER = re.compile(r"0[smhd]?")
 
 
@@ -47,6 +54,66 @@ def _idle_stop_after(value: Any) -> float:
     ):
         return 0.0
     return float(parse_duration(value).seconds)
+
+
+def _absolute_paths(value: Any) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(
+        isinstance(p, str) and os.path.isabs(p) for p in value
+    ):
+        raise ValueError("must be a list of absolute paths")
+    return tuple(value)
+
+
+_SIZE = re.compile(r"(\d+)\s*([kmgt]?)i?b?", re.IGNORECASE)
+_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+MIN_MEMORY = 1 << 20  # less and not even the agent's interpreter starts
+
+
+def _bytes(value: Any) -> int:
+    """An integer of bytes or a size such as `512M`, `2G`, `2GiB`."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        size = value
+    elif isinstance(value, str) and (m := _SIZE.fullmatch(value.strip())):
+        size = int(m.group(1)) * _UNITS[m.group(2).lower()]
+    else:
+        raise ValueError(f"must be a size such as 512M or 2G, got {value!r}")
+    if size < MIN_MEMORY:
+        raise ValueError(f"must be at least 1M, got {value!r}")
+    return size
+
+
+AbsolutePaths = Annotated[tuple[str, ...], BeforeValidator(_absolute_paths)]
+Size = Annotated[int, BeforeValidator(_bytes)]
+
+
+class SandboxKeys(Spec):
+    """A profile's sandbox keys, as its table in the file holds them."""
+
+    sandbox: SandboxMode = "auto"
+    extra_read: AbsolutePaths = ()
+    extra_write: AbsolutePaths = ()
+    home: AbsolutePath | None = None
+    pids_max: PositiveInteger | None = None
+    memory_max: Size | None = None
+
+    @field_validator("sandbox", mode="before")
+    @classmethod
+    def _mode(cls, value: Any) -> Any:
+        if value not in SANDBOX_MODES:
+            raise ValueError(f"must be one of auto, bwrap, none; got {value!r}")
+        return value
+
+    def sandbox_config(self, *, default_home: str, hidden: HiddenPaths) -> SandboxConfig:
+        """The profile's sandbox; its home is `default_home` unless the table sets one."""
+        return SandboxConfig(
+            mode=self.sandbox,
+            extra_read=tuple(real_path(p) for p in self.extra_read),
+            extra_write=tuple(real_path(p) for p in self.extra_write),
+            home=real_path(self.home or default_home),
+            pids_max=self.pids_max,
+            memory_max=self.memory_max,
+            hidden=hidden,
+        )
 
 
 class AgentSpec(SandboxKeys):

@@ -8,11 +8,15 @@ import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from clarion.config.agent_spec import DEFAULT_IDLE_STOP_AFTER
-from clarion.config.document import BUILTIN_PROFILE, ConfigDocument, read_document
+from clarion.config.defaults import BUILTIN_PROFILE, DEFAULT_IDLE_STOP_AFTER
+from clarion.config.load import read_document
 from clarion.config.sandbox import HiddenPaths, SandboxConfig, agent_home
 from clarion.domain.waiting import WaitingPolicy
+
+if TYPE_CHECKING:
+    from clarion.config.document import ConfigDocument
 
 BUILTIN_COMMAND = (sys.executable, "-m", "clarion.agents.builtin")
 __all__ = [

@@ -13,12 +13,12 @@ from typing import Annotated, Any, Self
 
 from pydantic import BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
+from clarion.config.defaults import DEFAULT_SLACK_API_URL
 from clarion.config.spec import TABLE, HttpUrl, PositiveNumber, Spec, event_names
 from clarion.domain.emails import checked_address
 from clarion.domain.webhooks import EVENTS
 
 KINDS = ("email", "slack")
-DEFAULT_API_URL = "https://slack.com/api/"
 
 
 def _address(value: Any, where: str = "") -> str:
@@ -118,7 +118,7 @@ class SlackSpec(Spec):
     signing_secret_env: EnvName = _required()
     app_token_env: EnvName | None = None
     channel: str = _required()
-    api_url: HttpUrl = DEFAULT_API_URL
+    api_url: HttpUrl = DEFAULT_SLACK_API_URL
     events: Events = frozenset(EVENTS)
 
     @field_validator("channel", mode="before")

@@ -1,4 +1,5 @@
-"""The config file as one typed model: read and parsed once per load (`read_document`), then
+"""The config file as one typed model: read and parsed once per load (`parse_file`, reached
+through `clarion.config.load.read_document`), then
 every part of the settings is built from it. A table's shape is checked by its model (in the
 module of what it configures); what spans tables (a role an agent names, the repository a
 workspace names) is checked here. Keys the file may hold beside these are left alone.
@@ -13,10 +14,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Self
 
-from pydantic import BeforeValidator, ConfigDict, Field, field_validator, model_validator
+from pydantic import BeforeValidator, ConfigDict, Field, model_validator
 
 from clarion.config.agent_spec import AgentSpec
 from clarion.config.channels import NotificationsSpec, SlackKeys, merged_notifications
+from clarion.config.defaults import BUILTIN_PROFILE, MIN_SECRET
 from clarion.config.files import read_config
 from clarion.config.spec import (
     TABLE,
@@ -26,12 +28,8 @@ from clarion.config.spec import (
     PositiveInteger,
     Spec,
 )
-from clarion.config.telemetry import TelemetrySpec
+from clarion.config.tables import RepositorySpec, RetentionSpec, TelemetrySpec, Webhooks
 from clarion.config.waiting import Roles, WaitingSpec, role_names, unknown_role_message
-from clarion.config.webhooks import Webhooks
-
-BUILTIN_PROFILE = "builtin"
-MIN_SECRET = 16
 
 
 def _tables(value: Any) -> Any:
@@ -60,32 +58,6 @@ def _unknown_repository(workspace: str, named: object, repositories: object) -> 
     )
 
 
-class RepositorySpec(Spec):
-    """`[repositories.NAME] path = "/abs/repo"`, optional `base` (default: the branch checked
-    out there, resolved when the server starts)."""
-
-    unknown_says = ".{first}: unknown key"
-
-    path: str = Field(default=None, validate_default=True)
-    base: str | None = None
-
-    @field_validator("path", mode="before")
-    @classmethod
-    def _path(cls, value: Any) -> Any:
-        if not isinstance(value, str) or not value.strip():
-            raise ValueError("must be an absolute path to a git repository")
-        if not Path(value).is_absolute():
-            raise ValueError(f"must be an absolute path, got {value!r}")
-        return value
-
-    @field_validator("base", mode="before")
-    @classmethod
-    def _base(cls, value: Any) -> Any:
-        if not isinstance(value, str) or not value.strip():
-            raise ValueError("must be a branch name")
-        return value
-
-
 class WorkspaceSpec(Spec):
     """`[workspaces.NAME]`; other keys are left alone."""
 
@@ -96,15 +68,6 @@ class WorkspaceSpec(Spec):
     roles: Roles = Field(default_factory=dict)
     repository: str | None = None
     notifications: NotificationsSpec = NotificationsSpec()
-
-
-class RetentionSpec(Spec):
-    """`[retention] older_than = "90d"`, optional `every = "1h"`."""
-
-    unknown_says = "[]: unknown key(s) {keys}"
-
-    older_than: DurationValue | None = None
-    every: DurationValue | None = None
 
 
 class ConfigDocument(Spec):
@@ -191,7 +154,7 @@ ENV_WINS = {
 }
 
 
-def read_document(config_file: str | None, env: Mapping[str, str]) -> ConfigDocument:
+def parse_file(config_file: str | None, env: Mapping[str, str]) -> ConfigDocument:
     """The file at `config_file`, read and parsed once; ValueError naming the file, the key
     and the problem. Without a file, every key its default."""
     if not config_file:

@@ -12,10 +12,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from clarion.config.channels import EmailSpec
-from clarion.config.document import ConfigDocument, read_document
+from clarion.config.load import read_document
 from clarion.domain.webhooks import EVENTS
+
+if TYPE_CHECKING:
+    from clarion.config.channels import EmailSpec
+    from clarion.config.document import ConfigDocument
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,10 +8,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from clarion.config.document import MIN_SECRET, ConfigDocument, read_document
+from clarion.config.defaults import MIN_SECRET
+from clarion.config.load import read_document
 from clarion.domain.waiting import parse_duration
+
+if TYPE_CHECKING:
+    from clarion.config.document import ConfigDocument
 
 DEFAULT_TTL_S = 7 * 24 * 3600.0
 __all__ = ["MIN_SECRET", "AnswerLinkSettings", "answer_links", "duration_s", "load_answer_links"]

@@ -5,8 +5,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from clarion.config.document import MIN_SECRET, ConfigDocument
+from clarion.config.defaults import MIN_SECRET
+
+if TYPE_CHECKING:
+    from clarion.config.document import ConfigDocument
 
 
 @dataclass(frozen=True, slots=True)

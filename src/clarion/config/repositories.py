@@ -13,8 +13,12 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from clarion.config.document import ConfigDocument, read_document
+from clarion.config.load import read_document
+
+if TYPE_CHECKING:
+    from clarion.config.document import ConfigDocument
 
 DEFAULT_MAX_PATCH_BYTES = 256 * 1024
 

@@ -10,10 +10,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from clarion.config.agents import AgentProfile, agent_profiles
-from clarion.config.document import read_document
 from clarion.config.email import EmailSettings, email_settings
 from clarion.config.files import http_url, positive
 from clarion.config.links import AnswerLinkSettings, answer_links
+from clarion.config.load import read_document
 from clarion.config.ops import OperationsConfig
 from clarion.config.repositories import RepositorySettings, repository_settings
 from clarion.config.sandbox import hidden_paths

@@ -13,11 +13,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from clarion.config.channels import DEFAULT_API_URL, SlackSpec
-from clarion.config.document import ConfigDocument, read_document
+from clarion.config.defaults import DEFAULT_SLACK_API_URL as DEFAULT_API_URL
 from clarion.config.files import positive
+from clarion.config.load import read_document
 from clarion.domain.webhooks import EVENTS
+
+if TYPE_CHECKING:
+    from clarion.config.channels import SlackSpec
+    from clarion.config.document import ConfigDocument
 
 __all__ = ["DEFAULT_API_URL", "SlackChannel", "SlackSettings", "load_slack", "slack_settings"]
 
@@ -119,5 +124,5 @@ def slack_settings(
 def load_slack(config_file: str | None, env: Mapping[str, str]) -> SlackSettings:
     """The Slack channels of the file at `config_file`, and the user map."""
     if not config_file:
-        return slack_settings(ConfigDocument(), None, env)
+        return slack_settings(read_document(None, env), None, env)
     return slack_settings(read_document(config_file, env), str(Path(config_file)), env)
