@@ -1,8 +1,8 @@
 """The config file as one typed model: read and parsed once per load (`parse_file`, reached
-through `clarion.config.load.read_document`), then
-every part of the settings is built from it. A table's shape is checked by its model (in the
-module of what it configures); what spans tables (a role an agent names, the repository a
-workspace names) is checked here. Keys the file may hold beside these are left alone.
+through `clarion.config.load.read_document`), then every part of the settings is built from
+it. A table's shape is checked by its model (`agent_spec`, `waiting`, `permissions`,
+`channels`, `tables`); what spans tables (a role an agent names, the repository a workspace
+names) is checked here. Keys the file may hold beside these are left alone.
 
 A new key is a field here (or in its table's model) with a validator that words its problem;
 the message names the file and the key path by itself (`clarion.config.spec`).
