@@ -42,6 +42,8 @@ PRELOAD = (
     "clarion.agents.client",
     "clarion.agents.running_agent",
     "clarion.mcp.ask_tool",
+    # The config file's models, which the product loads on the first read of the file.
+    "clarion.config.document",
     "mcp.server.mcpserver",
     "mcp.server.streamable_http_manager",
     "mcp.server.transport_security",

@@ -1,21 +1,24 @@
 """`answer_link_ttl` and `answer_link_secret` from the config file: how long an answer link
 stays valid, and the key that signs it when the operator sets one (otherwise the server
-generates one and keeps it in the database). Imports only `clarion.config.files` and the
-pure domain's duration parser.
+generates one and keeps it in the database). Built from the one parse of the file
+(`clarion.config.document`), which checks the keys' shapes.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from clarion.config.files import read_config
+from clarion.config.defaults import MIN_SECRET
+from clarion.config.load import read_document
 from clarion.domain.waiting import parse_duration
 
+if TYPE_CHECKING:
+    from clarion.config.document import ConfigDocument
+
 DEFAULT_TTL_S = 7 * 24 * 3600.0
-MIN_SECRET = 16
+__all__ = ["MIN_SECRET", "AnswerLinkSettings", "answer_links", "duration_s", "load_answer_links"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,19 +35,16 @@ def duration_s(value: Any, where: str) -> float:
         raise ValueError(f"{where} {exc}") from exc
 
 
-def load_answer_links(config_file: str | None, env: Mapping[str, str]) -> AnswerLinkSettings:
+def answer_links(document: ConfigDocument, env: Mapping[str, str]) -> AnswerLinkSettings:
     """Top-level `answer_link_ttl = "7d"` (env `CLARION_ANSWER_LINK_TTL` wins) and
     `answer_link_secret = "..."` (at least 16 characters)."""
-    data: dict[str, Any] = {} if not config_file else read_config(Path(config_file))
-    where = config_file or "config"
     ttl = DEFAULT_TTL_S
     if env.get("CLARION_ANSWER_LINK_TTL"):
         ttl = duration_s(env["CLARION_ANSWER_LINK_TTL"], "CLARION_ANSWER_LINK_TTL")
-    elif "answer_link_ttl" in data:
-        ttl = duration_s(data["answer_link_ttl"], f"{where}: answer_link_ttl")
-    secret = data.get("answer_link_secret")
-    if secret is not None and (not isinstance(secret, str) or len(secret) < MIN_SECRET):
-        raise ValueError(
-            f"{where}: answer_link_secret must be a string of at least {MIN_SECRET} characters"
-        )
-    return AnswerLinkSettings(ttl_s=ttl, secret=secret)
+    elif document.answer_link_ttl is not None:
+        ttl = float(document.answer_link_ttl.seconds)
+    return AnswerLinkSettings(ttl_s=ttl, secret=document.answer_link_secret)
+
+
+def load_answer_links(config_file: str | None, env: Mapping[str, str]) -> AnswerLinkSettings:
+    return answer_links(read_document(config_file, env), env)

@@ -1,14 +1,16 @@
 """The operator's settings from the TOML file: the metrics token, retention, whether the
-server migrates the schema. Imports only the configuration readers."""
+server migrates the schema. Built from the one parse of the file (`clarion.config.document`)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
+from typing import TYPE_CHECKING
 
-from clarion.config.files import read_config
-from clarion.domain.waiting import parse_duration
+from clarion.config.defaults import MIN_SECRET
+
+if TYPE_CHECKING:
+    from clarion.config.document import ConfigDocument
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,43 +26,23 @@ class OperationsConfig:
     migrate: bool = True
 
     @classmethod
-    def load(cls, config_file: str | None, env: Mapping[str, str]) -> OperationsConfig:
-        """Top-level `metrics_token = "..."` (env CLARION_METRICS_TOKEN wins)."""
-        data = read_config(Path(config_file)) if config_file else {}
-        token = env.get("CLARION_METRICS_TOKEN") or data.get("metrics_token")
-        if token is not None and (not isinstance(token, str) or len(token.strip()) < 16):
+    def load(cls, document: ConfigDocument, env: Mapping[str, str]) -> OperationsConfig:
+        """Top-level `metrics_token = "..."` (env CLARION_METRICS_TOKEN wins) and
+        `[retention] older_than = "90d"`, optional `every = "1h"`."""
+        token = env.get("CLARION_METRICS_TOKEN") or document.metrics_token
+        if token is not None and len(token.strip()) < MIN_SECRET:
             raise ValueError(
-                f"{config_file}: metrics_token must be a string of at least 16 characters"
+                f"CLARION_METRICS_TOKEN must be a string of at least {MIN_SECRET} characters"
             )
-        older_than, every = _retention(data.get("retention"), config_file)
+        retention = document.retention
+        older_than = retention.older_than if retention else None
+        every = retention.every if retention else None
         return cls(
             metrics_token=token or None,
             metrics_cache_s=_seconds(env),
-            retention_older_than_s=older_than,
-            retention_every_s=every,
+            retention_older_than_s=0.0 if older_than is None else float(older_than.seconds),
+            retention_every_s=3600.0 if every is None else float(every.seconds),
         )
-
-
-def _retention(spec: object, where: str | None) -> tuple[float, float]:
-    """`[retention] older_than = "90d"`, optional `every = "1h"`."""
-    if spec is None:
-        return 0.0, 3600.0
-    if not isinstance(spec, dict):
-        raise ValueError(f"{where}: [retention] must be a table")
-    unknown = sorted(set(spec) - {"older_than", "every"})
-    if unknown:
-        raise ValueError(f"{where}: [retention]: unknown key(s) {', '.join(unknown)}")
-    seconds = []
-    for key, default in (("older_than", None), ("every", "1h")):
-        raw = spec.get(key, default)
-        if raw is None:
-            seconds.append(0.0)
-            continue
-        try:
-            seconds.append(float(parse_duration(raw).seconds))
-        except ValueError as exc:
-            raise ValueError(f"{where}: retention.{key} {exc}") from None
-    return seconds[0], seconds[1]
 
 
 def _seconds(env: Mapping[str, str]) -> float:

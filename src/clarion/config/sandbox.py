@@ -2,17 +2,16 @@
 `pids_max`, `memory_max`) and the server's own paths every sandbox hides (`HiddenPaths`).
 
 Plain values only: whether bubblewrap works here and how the sandbox is built are the agent
-layer's business (`clarion.agents.sandbox`). Imports nothing internal.
+layer's business (`clarion.agents.sandbox`); the keys' shapes are checked by
+`clarion.config.agent_spec`. Imports nothing internal.
 """
 
 from __future__ import annotations
 
 import os
-import re
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 from urllib.parse import urlsplit
 
 SandboxMode = Literal["auto", "bwrap", "none"]
@@ -64,73 +63,15 @@ def hidden_paths(
     clarion_home: Path, database_url: str, config_file: str | None, worktrees_dir: str | None
 ) -> HiddenPaths:
     return HiddenPaths(
-        clarion_home=_real(str(clarion_home)),
+        clarion_home=real_path(str(clarion_home)),
         database_file=_sqlite_file(database_url),
-        config_file=_real(config_file) if config_file else None,
-        worktrees_dir=_real(worktrees_dir or str(clarion_home / "worktrees")),
+        config_file=real_path(config_file) if config_file else None,
+        worktrees_dir=real_path(worktrees_dir or str(clarion_home / "worktrees")),
     )
 
 
 def agent_home(clarion_home: Path, profile: str) -> str:
-    return _real(str(clarion_home / "agent-homes" / profile))
-
-
-def load_sandbox(
-    spec: Mapping[str, Any], where: str, *, default_home: str, hidden: HiddenPaths
-) -> SandboxConfig:
-    """A profile's sandbox keys; `where` names the file and table in errors
-    (`FILE: agents.NAME`). Raises ValueError naming the key."""
-    mode = spec.get("sandbox", "auto")
-    if mode not in SANDBOX_MODES:
-        raise ValueError(f"{where}.sandbox must be one of auto, bwrap, none; got {mode!r}")
-    home = spec.get("home", default_home)
-    if not isinstance(home, str) or not os.path.isabs(home):
-        raise ValueError(f"{where}.home must be an absolute path")
-    return SandboxConfig(
-        mode=mode,
-        extra_read=_paths(spec.get("extra_read", []), f"{where}.extra_read"),
-        extra_write=_paths(spec.get("extra_write", []), f"{where}.extra_write"),
-        home=_real(home),
-        pids_max=_pids(spec.get("pids_max"), f"{where}.pids_max"),
-        memory_max=_bytes(spec.get("memory_max"), f"{where}.memory_max"),
-        hidden=hidden,
-    )
-
-
-def _paths(value: Any, where: str) -> tuple[str, ...]:
-    if not isinstance(value, list) or not all(
-        isinstance(p, str) and os.path.isabs(p) for p in value
-    ):
-        raise ValueError(f"{where} must be a list of absolute paths")
-    return tuple(_real(p) for p in value)
-
-
-def _pids(value: Any, where: str) -> int | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{where} must be a positive integer")
-    return value
-
-
-_SIZE = re.compile(r"(\d+)\s*([kmgt]?)i?b?", re.IGNORECASE)
-_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
-MIN_MEMORY = 1 << 20  # less and not even the agent's interpreter starts
-
-
-def _bytes(value: Any, where: str) -> int | None:
-    """An integer of bytes or a size such as `512M`, `2G`, `2GiB`."""
-    if value is None:
-        return None
-    if isinstance(value, int) and not isinstance(value, bool):
-        size = value
-    elif isinstance(value, str) and (m := _SIZE.fullmatch(value.strip())):
-        size = int(m.group(1)) * _UNITS[m.group(2).lower()]
-    else:
-        raise ValueError(f"{where} must be a size such as 512M or 2G, got {value!r}")
-    if size < MIN_MEMORY:
-        raise ValueError(f"{where} must be at least 1M, got {value!r}")
-    return size
+    return real_path(str(clarion_home / "agent-homes" / profile))
 
 
 def _sqlite_file(database_url: str) -> str | None:
@@ -141,9 +82,9 @@ def _sqlite_file(database_url: str) -> str | None:
     path = path[1:] if path.startswith("/") else path
     if not path or path == ":memory:":
         return None
-    return _real(path if path.startswith("/") else os.path.abspath(path))
+    return real_path(path if path.startswith("/") else os.path.abspath(path))
 
 
-def _real(path: str) -> str:
+def real_path(path: str) -> str:
     # Mounts follow symbolic links: hiding or binding a link's target covers what it shows.
     return os.path.realpath(os.path.expanduser(path))

@@ -1,69 +1,26 @@
-"""Settings, read once from flags, env vars and the TOML config file. Imports only the
-configuration readers beside it (`files`, `webhooks`, `email`, ...), which import only the pure
-domain."""
+"""Settings, read once from flags, env vars and the TOML config file: the file is parsed once
+(`clarion.config.document`) and every part is built from that parse. Imports only the
+configuration modules beside it, which import only the pure domain."""
 
 from __future__ import annotations
 
-import math
 import os
-import re
-import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-from clarion.config.email import EmailSettings, load_email
-from clarion.config.files import http_url, positive, read_config
-from clarion.config.links import AnswerLinkSettings, load_answer_links
+from clarion.config.agents import AgentProfile, agent_profiles
+from clarion.config.email import EmailSettings, email_settings
+from clarion.config.files import http_url, positive
+from clarion.config.links import AnswerLinkSettings, answer_links
+from clarion.config.load import read_document
 from clarion.config.ops import OperationsConfig
-from clarion.config.permissions import permission_rules
-from clarion.config.repositories import RepositorySettings, load_repositories
-from clarion.config.sandbox import (
-    HiddenPaths,
-    SandboxConfig,
-    agent_home,
-    hidden_paths,
-    load_sandbox,
-)
-from clarion.config.slack import SlackSettings, load_slack
-from clarion.config.telemetry import TelemetrySettings, load_telemetry
-from clarion.config.waiting import (
-    load_workspace_policies,
-    load_workspace_roles,
-    role_names,
-    waiting_policy,
-)
-from clarion.config.webhooks import (
-    Webhook,
-    WebhookDelivery,
-    checked_public_url,
-    load_public_url,
-    load_webhooks,
-)
-from clarion.domain.waiting import WaitingPolicy, parse_duration
-
-DEFAULT_IDLE_STOP_AFTER = 600.0
-
-
-@dataclass(frozen=True, slots=True)
-class AgentProfile:
-    name: str
-    command: tuple[str, ...]
-    env: Mapping[str, str] = field(default_factory=dict)
-    cwd: str | None = None
-    # `[agents.NAME.permissions]`: ACP tool kinds allowed or rejected without asking.
-    permissions_allow: frozenset[str] = frozenset()
-    permissions_reject: frozenset[str] = frozenset()
-    # How long the agent may take to start and open its ACP session (None: the default).
-    start_timeout: float | None = None
-    # `agent_idle_stop_after`: seconds a session may sit idle before its agent process is
-    # stopped (it starts again on the next prompt); 0 never stops it.
-    idle_stop_after: float = DEFAULT_IDLE_STOP_AFTER
-    # `[agents.NAME.waiting]`: reminders, escalation and expiry of its questions.
-    waiting: WaitingPolicy | None = None
-    # `sandbox`, `extra_read`, `extra_write`, `home`, `pids_max`, `memory_max`.
-    sandbox: SandboxConfig = field(default_factory=SandboxConfig)
+from clarion.config.repositories import RepositorySettings, repository_settings
+from clarion.config.sandbox import hidden_paths
+from clarion.config.slack import SlackSettings, slack_settings
+from clarion.config.telemetry import TelemetrySettings
+from clarion.config.webhooks import Webhook, WebhookDelivery, checked_public_url
+from clarion.domain.waiting import WaitingPolicy
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,28 +61,6 @@ def default_database_url(env: Mapping[str, str]) -> str:
     return f"sqlite:///{clarion_home(env) / 'clarion.db'}"
 
 
-BUILTIN_PROFILE = "builtin"
-
-
-def builtin_profile(home: Path | None = None, hidden: HiddenPaths | None = None) -> AgentProfile:
-    """The built-in agent. With Clarion's `home`, its own home is `agent-homes/builtin` there,
-    sandboxed or not: it keeps its sessions' small state in it (so it can load a session after
-    a restart); without, in its `~/.clarion-builtin`."""
-    if home is None:
-        return AgentProfile(name=BUILTIN_PROFILE, command=BUILTIN_COMMAND)
-    own = agent_home(home, BUILTIN_PROFILE)
-    return AgentProfile(
-        name=BUILTIN_PROFILE,
-        command=BUILTIN_COMMAND,
-        env={"HOME": own},
-        sandbox=SandboxConfig(home=own, hidden=hidden or HiddenPaths()),
-    )
-
-
-BUILTIN_COMMAND = (sys.executable, "-m", "clarion.agents.builtin")
-
-
-# Outgoing webhook events (the contract's names; clarion.domain.webhooks keeps the same list).
 @dataclass(frozen=True, slots=True)
 class Settings:
     host: str = "127.0.0.1"
@@ -182,6 +117,9 @@ class Settings:
         """Flags win over env vars, which win over defaults. Raises ValueError on bad values."""
         env = os.environ if env is None else env
         config_file = config_file or env.get("CLARION_CONFIG") or None
+        # The one parse of the file: every part below is built from it.
+        document = read_document(config_file, env)
+        where = str(Path(config_file)) if config_file else None
         if port is not None:
             port_value = _port(port, "--port")
         else:
@@ -189,7 +127,7 @@ class Settings:
         auth_env = _flag(env.get("CLARION_AUTH", ""), "CLARION_AUTH")
         database_url = database_url or env.get("CLARION_DATABASE_URL") or default_database_url(env)
         home = clarion_home(env)
-        hidden = hidden_paths(home, database_url, config_file, _worktrees_dir(config_file))
+        hidden = hidden_paths(home, database_url, config_file, document.worktrees_dir)
         settings = cls(
             host=host or env.get("CLARION_HOST") or "127.0.0.1",
             port=port_value,
@@ -199,26 +137,28 @@ class Settings:
             auth=auth if auth is not None else auth_env,
             insecure_no_auth=insecure_no_auth,
             timeouts=Timeouts.from_env(env),
-            agents=load_agent_profiles(config_file, home=home, hidden=hidden),
+            agents=agent_profiles(document, home=home, hidden=hidden),
             failpoints=env.get("CLARION_FAILPOINTS", ""),
-            webhooks=load_webhooks(config_file),
+            webhooks=tuple(hook.webhook() for hook in document.webhooks),
             webhook_delivery=WebhookDelivery.from_env(env),
-            public_url=checked_public_url(
-                env.get("CLARION_PUBLIC_URL") or load_public_url(config_file)
-            ),
-            answer_links=load_answer_links(config_file, env),
-            email=load_email(config_file, env),
-            slack=load_slack(config_file, env),
+            public_url=checked_public_url(env.get("CLARION_PUBLIC_URL") or document.public_url),
+            answer_links=answer_links(document, env),
+            email=email_settings(document, where, env),
+            slack=slack_settings(document, where, env),
             cluster=cluster
             if cluster is not None
             else _flag(env.get("CLARION_CLUSTER", ""), "CLARION_CLUSTER"),
             advertise_url=_advertise_url(advertise_url or env.get("CLARION_ADVERTISE_URL")),
             replica_timeout=positive(env, "CLARION_REPLICA_TIMEOUT_S", 10.0),
-            workspace_waiting=load_workspace_policies(config_file),
-            workspace_roles=load_workspace_roles(config_file),
-            operations=OperationsConfig.load(config_file, env),
-            telemetry=load_telemetry(config_file),
-            repositories=load_repositories(config_file, clarion_home(env)),
+            workspace_waiting={
+                name: ws.waiting.policy()
+                for name, ws in document.workspaces.items()
+                if ws.waiting is not None
+            },
+            workspace_roles=document.roles(),
+            operations=OperationsConfig.load(document, env),
+            telemetry=None if document.telemetry is None else document.telemetry.settings(),
+            repositories=repository_settings(document, config_file, home),
         )
         if settings.cluster:
             _check_cluster(settings)
@@ -246,111 +186,6 @@ def _port(raw: int | str, name: str) -> int:
     if not 0 <= value <= 65535:
         raise ValueError(f"{name} must be a port between 0 and 65535, got {raw!r}")
     return value
-
-
-def load_agent_profiles(
-    config_file: str | None, *, home: Path | None = None, hidden: HiddenPaths | None = None
-) -> dict[str, AgentProfile]:
-    """`[agents.NAME] command = [...]`, optional `env`, `cwd` and the rest; `builtin` always
-    exists. `home` is Clarion's (the agents' homes are in it); `hidden`, what their sandboxes
-    hide."""
-    hidden = hidden or HiddenPaths()
-    profiles: dict[str, AgentProfile] = {BUILTIN_PROFILE: builtin_profile(home, hidden)}
-    if not config_file:
-        return profiles
-    path = Path(config_file)
-    data = read_config(path)
-    agents = data.get("agents", {})
-    roles = role_names(load_workspace_roles(config_file))
-    if not isinstance(agents, dict):
-        raise ValueError(f"{path}: [agents] must be a table")
-    for name, spec in agents.items():
-        if not isinstance(spec, dict):
-            raise ValueError(f"{path}: [agents.{name}] must be a table")
-        own_env = spec.get("env", {})
-        if name == BUILTIN_PROFILE and "command" not in spec:
-            # `[agents.builtin]` may set options of the built-in agent without replacing it.
-            builtin = profiles[name]
-            env = spec.get("env", {})
-            if isinstance(env, dict):
-                env = {**builtin.env, **env}
-            spec = {**spec, "command": list(builtin.command), "env": env}
-        command = spec.get("command")
-        if (
-            not isinstance(command, list)
-            or not command
-            or not all(isinstance(c, str) and c for c in command)
-        ):
-            raise ValueError(f"{path}: agents.{name}.command must be a non-empty list of strings")
-        env = spec.get("env", {})
-        if not isinstance(env, dict) or not all(
-            isinstance(k, str) and isinstance(v, str) for k, v in env.items()
-        ):
-            raise ValueError(f"{path}: agents.{name}.env must be a table of strings")
-        cwd = spec.get("cwd")
-        if cwd is not None and not isinstance(cwd, str):
-            raise ValueError(f"{path}: agents.{name}.cwd must be a string")
-        allow, reject = permission_rules(spec.get("permissions", {}), f"{path}: agents.{name}")
-        start_timeout = spec.get("start_timeout_s")
-        if start_timeout is not None and (
-            isinstance(start_timeout, bool)
-            or not isinstance(start_timeout, int | float)
-            or not math.isfinite(start_timeout)
-            or start_timeout <= 0
-        ):
-            raise ValueError(f"{path}: agents.{name}.start_timeout_s must be a positive number")
-        # A HOME the profile's env sets is the agent's home, sandboxed or not (`home` wins).
-        own_home = env.get("HOME") if name != BUILTIN_PROFILE or "HOME" in own_env else None
-        sandbox = load_sandbox(
-            spec,
-            f"{path}: agents.{name}",
-            default_home=own_home or agent_home(home or Path.home() / ".clarion", name),
-            hidden=hidden,
-        )
-        if name == BUILTIN_PROFILE and "HOME" not in own_env and sandbox.home:
-            # The built-in agent lives in its own home, sandboxed or not (see builtin_profile).
-            env = {**env, "HOME": sandbox.home}
-        profiles[name] = AgentProfile(
-            name=name,
-            command=tuple(command),
-            env=env,
-            cwd=cwd,
-            permissions_allow=allow,
-            permissions_reject=reject,
-            start_timeout=None if start_timeout is None else float(start_timeout),
-            idle_stop_after=_idle_stop_after(spec, f"{path}: agents.{name}"),
-            waiting=waiting_policy(spec.get("waiting"), path, f"agents.{name}.waiting", roles),
-            sandbox=sandbox,
-        )
-    return profiles
-
-
-def _worktrees_dir(config_file: str | None) -> str | None:
-    """The task worktrees' folder, when the config file moves it (`worktrees_dir`)."""
-    if not config_file:
-        return None
-    value = read_config(Path(config_file)).get("worktrees_dir")
-    if value is not None and (not isinstance(value, str) or not os.path.isabs(value)):
-        raise ValueError(f"{config_file}: worktrees_dir must be an absolute path")
-    return value
-
-
-def _idle_stop_after(spec: Mapping[str, Any], where: str) -> float:
-    """`agent_idle_stop_after`: a duration (`30s`, `10m`, `8h`, `2d`), or 0 for never."""
-    value = spec.get("agent_idle_stop_after")
-    if value is None:
-        return DEFAULT_IDLE_STOP_AFTER
-    if (value == 0 and not isinstance(value, bool)) or (
-        isinstance(value, str) and _NEVER.fullmatch(value.strip())
-    ):
-        return 0.0
-    try:
-        return float(parse_duration(value).seconds)
-    except ValueError as exc:
-        raise ValueError(f"{where}.agent_idle_stop_after {exc}") from None
-
-
-_NEVER = re.compile(r"0[smhd]?")
 
 
 def _advertise_url(value: str | None) -> str | None:

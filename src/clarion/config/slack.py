@@ -4,7 +4,8 @@ events, and which Clarion user each Slack user answers as. A workspace's table o
 top-level one key by key. The bot token, the signing secret and the optional app-level token
 (Socket Mode) are read at start from the environment variables the table names.
 
-Imports only the pure domain (the event names) and `clarion.config.files`.
+The tables' shapes are checked by their model (`clarion.config.channels`); this module
+builds the channels from the one parse of the file (`clarion.config.document`).
 """
 
 from __future__ import annotations
@@ -12,15 +13,18 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
-from clarion.config.files import http_url, notification_channels, positive, read_config, table
+from clarion.config.defaults import DEFAULT_SLACK_API_URL as DEFAULT_API_URL
+from clarion.config.files import positive
+from clarion.config.load import read_document
 from clarion.domain.webhooks import EVENTS
 
-DEFAULT_API_URL = "https://slack.com/api/"
-_KEYS = frozenset(
-    {"bot_token_env", "signing_secret_env", "app_token_env", "channel", "api_url", "events"}
-)
+if TYPE_CHECKING:
+    from clarion.config.channels import SlackSpec
+    from clarion.config.document import ConfigDocument
+
+__all__ = ["DEFAULT_API_URL", "SlackChannel", "SlackSettings", "load_slack", "slack_settings"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,74 +69,60 @@ class SlackSettings:
         return next((c for c in self.channels() if c.key == key), None)
 
 
-def _secret(spec: Mapping[str, Any], key: str, where: str, env: Mapping[str, str]) -> str:
-    name = spec.get(key)
-    if not isinstance(name, str) or not name:
-        raise ValueError(f"{where}.{key} must name an environment variable")
+def _secret(name: str, key: str, where: str, env: Mapping[str, str]) -> str:
     value = env.get(name)
     if not value:
         raise ValueError(f"{where}.{key}: environment variable {name} is not set")
     return value
 
 
-def _channel(key: str, spec: Mapping[str, Any], where: str, env: Mapping[str, str]) -> SlackChannel:
-    unknown = sorted(set(spec) - _KEYS)
-    if unknown:
-        raise ValueError(f"{where}: unknown key(s) {', '.join(unknown)}")
-    token = _secret(spec, "bot_token_env", where, env)
-    signing_secret = _secret(spec, "signing_secret_env", where, env)
+def _channel(key: str, spec: SlackSpec, where: str, env: Mapping[str, str]) -> SlackChannel:
     app_token = None
-    if spec.get("app_token_env") is not None:
-        app_token = _secret(spec, "app_token_env", where, env)
-    channel = spec.get("channel")
-    if not isinstance(channel, str) or not channel.strip() or any(c.isspace() for c in channel):
-        raise ValueError(f"{where}.channel must be a Slack channel id or name")
-    api_url = http_url(spec.get("api_url", DEFAULT_API_URL), f"{where}.api_url")
-    events = spec.get("events", list(EVENTS))
-    if not isinstance(events, list) or not all(isinstance(e, str) for e in events):
-        raise ValueError(f"{where}.events must be a list of event names")
-    bad = sorted(set(events) - set(EVENTS))
-    if bad:
-        raise ValueError(f"{where}.events: unknown event(s) {', '.join(bad)}")
+    if spec.app_token_env is not None:
+        app_token = _secret(spec.app_token_env, "app_token_env", where, env)
     return SlackChannel(
         key=key,
-        token=token,
-        signing_secret=signing_secret,
-        channel=channel,
+        token=_secret(spec.bot_token_env, "bot_token_env", where, env),
+        signing_secret=_secret(spec.signing_secret_env, "signing_secret_env", where, env),
+        channel=spec.channel,
         # slack-sdk joins the method name onto the base URL, so it must end with a slash.
-        api_url=api_url if api_url.endswith("/") else api_url + "/",
-        events=frozenset(events),
+        api_url=spec.api_url if spec.api_url.endswith("/") else spec.api_url + "/",
+        events=spec.events,
         app_token=app_token,
     )
 
 
-def _users(data: Mapping[str, Any], path: Path) -> dict[str, str]:
-    slack = table(data.get("slack", {}), f"{path}: [slack]")
-    unknown = sorted(set(slack) - {"users"})
-    if unknown:
-        raise ValueError(f"{path}: slack: unknown key(s) {', '.join(unknown)}")
-    users = table(slack.get("users", {}), f"{path}: [slack.users]")
-    for slack_id, name in users.items():
-        if not isinstance(name, str) or not name.strip():
-            raise ValueError(f"{path}: slack.users.{slack_id} must be a Clarion user name")
-    return {str(k): str(v) for k, v in users.items()}
-
-
-def load_slack(config_file: str | None, env: Mapping[str, str]) -> SlackSettings:
-    """The top-level channel, each workspace's (merged over it) and the user map."""
+def slack_settings(
+    document: ConfigDocument, where: str | None, env: Mapping[str, str]
+) -> SlackSettings:
+    """The top-level channel, each workspace's (merged over it) and the user map; `where`
+    names the file (None: there is none)."""
     sweep_s = positive(env, "CLARION_SLACK_SWEEP_S", 5.0)
     poll_s = positive(env, "CLARION_SLACK_POLL_S", 10.0)
-    if not config_file:
+    if where is None:
         return SlackSettings(sweep_s=sweep_s, poll_s=poll_s)
-    path = Path(config_file)
-    data = read_config(path)
-    default, workspaces = notification_channels(
-        data, path, "slack", lambda key, spec, where: _channel(key, spec, where, env)
-    )
+    base = document.notifications.slack
+    default = None
+    if base is not None:
+        default = _channel("slack:default", base, f"{where}: notifications.slack", env)
+    workspaces = {
+        name: _channel(
+            f"slack:workspace:{name}", own, f"{where}: workspaces.{name}.notifications.slack", env
+        )
+        for name, workspace in document.workspaces.items()
+        if (own := workspace.notifications.slack) is not None
+    }
     return SlackSettings(
         default=default,
         workspaces=workspaces,
-        users=_users(data, path),
+        users=dict(document.slack.users),
         sweep_s=sweep_s,
         poll_s=poll_s,
     )
+
+
+def load_slack(config_file: str | None, env: Mapping[str, str]) -> SlackSettings:
+    """The Slack channels of the file at `config_file`, and the user map."""
+    if not config_file:
+        return slack_settings(read_document(None, env), None, env)
+    return slack_settings(read_document(config_file, env), str(Path(config_file)), env)

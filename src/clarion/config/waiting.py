@@ -1,7 +1,7 @@
 """`[agents.NAME.waiting]`, `[workspaces.NAME.waiting]` and `[workspaces.NAME.roles]` from the
 config file.
 
-Imports only the pure domain (the policy and its durations) and `clarion.config.files`. A bad
+Imports only the pure domain (the policy and its durations) and the configuration models. A bad
 value raises ValueError naming the file and the key, which `clarion serve` prints on one line
 before it exits with status 2.
 """
@@ -9,11 +9,12 @@ before it exits with status 2.
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
-from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-from clarion.config.files import read_config
-from clarion.domain.waiting import OnExpiry, Role, WaitingPolicy, parse_duration
+from pydantic import BeforeValidator, field_validator
+
+from clarion.config.spec import DurationValue, Spec
+from clarion.domain.waiting import OnExpiry, Role, WaitingPolicy
 
 _KEYS = ("remind_after", "escalate_after", "escalate_to", "expire_after", "on_expiry")
 
@@ -24,20 +25,13 @@ ROLE_PREFIX = "role:"
 # workspace name -> role name -> its users
 WorkspaceRoles = Mapping[str, Mapping[str, tuple[str, ...]]]
 
+_SHAPE = 'must be a list of user names, "role:NAME" and { role = "NAME" }'
 
-def _escalate_to(
-    raw: Any, path: Path, where: str, roles: Collection[str], roles_where: str
-) -> tuple[str | Role, ...] | None:
-    """User names, `"role:NAME"` strings and `{ role = "NAME" }` tables; each role must be one
-    `roles` defines."""
-    if raw is None:
-        return None
-    shape = (
-        f"{path}: {where}.escalate_to must be a list of user names,"
-        f' "role:NAME" and {{ role = "NAME" }}'
-    )
+
+def _escalate_to(raw: Any) -> tuple[str | Role, ...]:
+    """User names, `"role:NAME"` strings and `{ role = "NAME" }` tables."""
     if not isinstance(raw, list):
-        raise ValueError(shape)
+        raise ValueError(_SHAPE)
     targets: list[str | Role] = []
     for item in raw:
         if isinstance(item, str) and item.strip().startswith(ROLE_PREFIX):
@@ -48,109 +42,74 @@ def _escalate_to(
         else:
             name = item.get("role") if isinstance(item, dict) and set(item) == {"role"} else None
         if not isinstance(name, str) or not name.strip():
-            raise ValueError(shape)
-        if name.strip() not in roles:
-            known = ", ".join(sorted(roles)) or "none"
-            raise ValueError(
-                f"{path}: {where}.escalate_to: unknown role {name.strip()!r};"
-                f" {roles_where} defines: {known}"
-            )
+            raise ValueError(_SHAPE)
         targets.append(Role(name.strip()))
     return tuple(targets)
 
 
-def waiting_policy(
-    spec: Any,
-    path: Path,
-    where: str,
-    roles: Collection[str] = (),
-    roles_where: str = "[workspaces.*.roles]",
-) -> WaitingPolicy | None:
-    """One `waiting` table (None when absent); `where` names it, e.g. `agents.claude.waiting`.
-    `roles` are the role names its `escalate_to` may use, `roles_where` says whose they are."""
-    if spec is None:
-        return None
-    if not isinstance(spec, dict):
-        raise ValueError(f"{path}: {where} must be a table")
-    unknown = sorted(set(spec) - set(_KEYS))
-    if unknown:
-        raise ValueError(f"{path}: {where}.{unknown[0]}: unknown key; known: {', '.join(_KEYS)}")
+class WaitingSpec(Spec):
+    """One `waiting` table; a key it does not set is None."""
 
-    def duration(key: str) -> Any:
-        if key not in spec:
-            return None
-        try:
-            return parse_duration(spec[key])
-        except ValueError as exc:
-            raise ValueError(f"{path}: {where}.{key} {exc}") from None
+    unknown_says = ".{first}: unknown key; known: " + ", ".join(_KEYS)
+    table_says = "must be a table"
 
-    escalate_to = _escalate_to(spec.get("escalate_to"), path, where, roles, roles_where)
-    on_expiry = spec.get("on_expiry")
-    if on_expiry is not None and on_expiry not in {e.value for e in OnExpiry}:
-        raise ValueError(
-            f"{path}: {where}.on_expiry must be one of skip, default, keep; got {on_expiry!r}"
+    remind_after: DurationValue | None = None
+    escalate_after: DurationValue | None = None
+    escalate_to: Annotated[tuple[str | Role, ...], BeforeValidator(_escalate_to)] | None = None
+    expire_after: DurationValue | None = None
+    on_expiry: OnExpiry | None = None
+
+    @field_validator("on_expiry", mode="before")
+    @classmethod
+    def _on_expiry(cls, value: Any) -> Any:
+        if not isinstance(value, str) or value not in {e.value for e in OnExpiry}:
+            raise ValueError(f"must be one of skip, default, keep; got {value!r}")
+        return value
+
+    def unknown_role(self, roles: Collection[str]) -> str | None:
+        """The first role `escalate_to` names that `roles` does not define, if any."""
+        return next(
+            (t.name for t in self.escalate_to or () if isinstance(t, Role) and t.name not in roles),
+            None,
         )
-    return WaitingPolicy(
-        remind_after=duration("remind_after"),
-        escalate_after=duration("escalate_after"),
-        escalate_to=escalate_to,
-        expire_after=duration("expire_after"),
-        on_expiry=None if on_expiry is None else OnExpiry(on_expiry),
-    )
+
+    def policy(self) -> WaitingPolicy:
+        return WaitingPolicy(
+            remind_after=self.remind_after,
+            escalate_after=self.escalate_after,
+            escalate_to=self.escalate_to,
+            expire_after=self.expire_after,
+            on_expiry=self.on_expiry,
+        )
 
 
-def _workspaces(path: Path) -> dict[str, dict[str, Any]]:
-    workspaces = read_config(path).get("workspaces", {})
-    if not isinstance(workspaces, dict):
-        raise ValueError(f"{path}: [workspaces] must be a table")
-    for name, spec in workspaces.items():
-        if not isinstance(spec, dict):
-            raise ValueError(f"{path}: [workspaces.{name}] must be a table")
-    return workspaces
+def _roles(value: Any) -> Any:
+    if not isinstance(value, dict):
+        raise ValueError("must be a table of user lists")
+    return value
 
 
-def load_workspace_roles(config_file: str | None) -> dict[str, dict[str, tuple[str, ...]]]:
-    """`[workspaces.NAME.roles]`: each role a non-empty list of user names."""
-    if not config_file:
-        return {}
-    path = Path(config_file)
-    found: dict[str, dict[str, tuple[str, ...]]] = {}
-    for name, spec in _workspaces(path).items():
-        roles = spec.get("roles")
-        if roles is None:
-            continue
-        if not isinstance(roles, dict):
-            raise ValueError(f"{path}: workspaces.{name}.roles must be a table of user lists")
-        for role, users in roles.items():
-            if (
-                not isinstance(users, list)
-                or not users
-                or not all(isinstance(u, str) and u.strip() for u in users)
-            ):
-                raise ValueError(
-                    f"{path}: workspaces.{name}.roles.{role} must be a non-empty list of user names"
-                )
-        found[name] = {role: tuple(u.strip() for u in users) for role, users in roles.items()}
-    return found
+def _users(value: Any) -> tuple[str, ...]:
+    if (
+        not isinstance(value, list)
+        or not value
+        or not all(isinstance(u, str) and u.strip() for u in value)
+    ):
+        raise ValueError("must be a non-empty list of user names")
+    return tuple(u.strip() for u in value)
+
+
+# `[workspaces.NAME.roles]`: role name -> its users, which `escalate_to` may name.
+Roles = Annotated[
+    dict[str, Annotated[tuple[str, ...], BeforeValidator(_users)]], BeforeValidator(_roles)
+]
+
+
+def unknown_role_message(where: str, role: str, roles: Collection[str], roles_where: str) -> str:
+    known = ", ".join(sorted(roles)) or "none"
+    return f"{where}.escalate_to: unknown role {role!r}; {roles_where} defines: {known}"
 
 
 def role_names(roles: WorkspaceRoles) -> frozenset[str]:
     """Every role some workspace defines: an agent profile's policy may name any of them."""
     return frozenset(role for by_name in roles.values() for role in by_name)
-
-
-def load_workspace_policies(config_file: str | None) -> dict[str, WaitingPolicy]:
-    """`[workspaces.NAME.waiting]` of every workspace that has one."""
-    if not config_file:
-        return {}
-    path = Path(config_file)
-    roles = load_workspace_roles(config_file)
-    policies: dict[str, WaitingPolicy] = {}
-    for name, spec in _workspaces(path).items():
-        where = f"workspaces.{name}"
-        policy = waiting_policy(
-            spec.get("waiting"), path, f"{where}.waiting", roles.get(name, {}), f"{where}.roles"
-        )
-        if policy is not None:
-            policies[name] = policy
-    return policies
