@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from clarion.config.cluster import load_redirect_to_owner
 from clarion.config.email import EmailSettings, load_email
 from clarion.config.files import http_url, positive, read_config
 from clarion.config.links import AnswerLinkSettings, load_answer_links
@@ -152,6 +153,8 @@ class Settings:
     cluster: bool = False
     advertise_url: str | None = None
     replica_timeout: float = 10.0
+    # `[cluster] redirect_to_owner`: a 307 to the session's owner instead of the carry.
+    redirect_to_owner: bool = False
     # `[workspaces.NAME.waiting]`: the policy of questions asked in that workspace.
     workspace_waiting: Mapping[str, WaitingPolicy] = field(default_factory=dict)
     # `[workspaces.NAME.roles]`: role name -> users, which `escalate_to` may name.
@@ -214,6 +217,7 @@ class Settings:
             else _flag(env.get("CLARION_CLUSTER", ""), "CLARION_CLUSTER"),
             advertise_url=_advertise_url(advertise_url or env.get("CLARION_ADVERTISE_URL")),
             replica_timeout=positive(env, "CLARION_REPLICA_TIMEOUT_S", 10.0),
+            redirect_to_owner=load_redirect_to_owner(config_file, env),
             workspace_waiting=load_workspace_policies(config_file),
             workspace_roles=load_workspace_roles(config_file),
             operations=OperationsConfig.load(config_file, env),

@@ -170,6 +170,7 @@ class ClusterMode:
             link_pending=None if app.services.links is None else app.services.links.pending_of,
             link_message=None if app.services.links is None else app.services.links.message_of,
             tracer=app.tracer,
+            redirect_to_owner=settings.redirect_to_owner,
         )
         joined.owner_gone = routed.owner_gone
         await hear_adoptions(nc, routed.owner_gone)
