@@ -78,10 +78,14 @@ class ReplicaDirectory:
 class AdvertisedUrls:
     """The replicas' advertise URLs for reads (projection/reads.py `ReplicaUrls`). A replica
     keeps its URL for its whole life and takes a new id each start, so a URL once read is
-    kept; only an id not known yet reads the live replicas again (one read for all)."""
+    kept until the replica is seen gone; only an id not known yet reads the live replicas
+    again (one read for all)."""
 
     this: Replica
     known: dict[str, str] = field(default_factory=dict)
+
+    def forget(self, replica_id: str) -> None:
+        self.known.pop(replica_id, None)
 
     async def __call__(self, replica_ids: Collection[str]) -> Mapping[str, str]:
         if any(rid not in self.known for rid in replica_ids):
@@ -187,8 +191,14 @@ class ClusterMode:
             tracer=app.tracer,
             redirect_to_owner=settings.redirect_to_owner,
         )
-        joined.owner_gone = routed.owner_gone
-        await hear_adoptions(nc, routed.owner_gone)
+        urls = AdvertisedUrls(replica)
+
+        def owner_gone(replica_id: str) -> None:
+            routed.owner_gone(replica_id)
+            urls.forget(replica_id)  # a read names no address of a replica that is gone
+
+        joined.owner_gone = owner_gone
+        await hear_adoptions(nc, owner_gone)
         app.services.reads.use_live_waiters(
             LiveWaiterLookup(
                 replica_id=replica.replica_id,
@@ -206,7 +216,7 @@ class ClusterMode:
             return lambda s: s.id in running if s.owner_replica_id in (None, me) else None
 
         app.services.reads.use_agent_running(look)
-        app.services.reads.use_replica_urls(AdvertisedUrls(replica))
+        app.services.reads.use_replica_urls(urls)
         await serve_waiters(
             nc, replica.replica_id, lambda ids: {i for i in ids if app.waiters.has(i)}
         )
