@@ -9,10 +9,11 @@ notification is sent once, to the process that waits for it, as one feed receivi
 did before).
 
 The protocol is one JSON line each way on the worker's stdin and stdout: the parent sends the
-servers' URLs and the sessions; the worker connects every agent, runs one warm-up cycle each
-and says "ready"; the parent says "go" with the duration; the worker runs cycles until then and
-answers with its count, the monotonic instant its last cycle ended (CLOCK_MONOTONIC, the same
-in every process), and its own CPU seconds over the run.
+servers' URLs (and whether to follow a replica's redirect to a session's owner) and the
+sessions; the worker connects every agent, runs one warm-up cycle each and says "ready"; the
+parent says "go" with the duration; the worker runs cycles until then and answers with its
+count, the monotonic instant its last cycle ended (CLOCK_MONOTONIC, the same in every process),
+and its own CPU seconds over the run.
 """
 
 from __future__ import annotations
@@ -62,7 +63,13 @@ class AgentProcesses:
     @classmethod
     @contextlib.asynccontextmanager
     async def start(
-        cls, bases: Sequence[str], ws_url: str, agents: Sequence[Agent], processes: int
+        cls,
+        bases: Sequence[str],
+        ws_url: str,
+        agents: Sequence[Agent],
+        processes: int,
+        *,
+        follow_redirects: bool = False,
     ) -> AsyncIterator[AgentProcesses]:
         n = max(1, min(processes, len(agents)))
         shares = [agents[i::n] for i in range(n)]
@@ -79,7 +86,12 @@ class AgentProcesses:
                     cwd=repo_root,
                 )
                 procs.append(proc)
-                setup = {"bases": list(bases), "ws": ws_url, "agents": [a.__dict__ for a in share]}
+                setup = {
+                    "bases": list(bases),
+                    "follow": follow_redirects,
+                    "ws": ws_url,
+                    "agents": [a.__dict__ for a in share],
+                }
                 _send(proc, setup)
             for proc in procs:
                 if await _receive(proc) != "ready":
@@ -126,7 +138,7 @@ async def _worker() -> None:
         sys.stdout.flush()
 
     setup = await receive()
-    apis = [Api(base) for base in setup["bases"]]
+    apis = [Api(base, follow_redirects=bool(setup.get("follow"))) for base in setup["bases"]]
     api: Api = apis[0] if len(apis) == 1 else RoundRobinApi(apis)
     feed = await Feed.open(setup["ws"])
     agents = [Agent(**a) for a in setup["agents"]]

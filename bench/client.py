@@ -163,13 +163,19 @@ async def wait(
 class Api:
     """Thin HTTP helpers over one pooled client."""
 
-    def __init__(self, base: str, *, connections: int = 200) -> None:
+    def __init__(
+        self, base: str, *, connections: int = 200, follow_redirects: bool = False
+    ) -> None:
+        """`follow_redirects`: follow a cluster replica's 307 to a session's owner (the
+        replicas' `cluster.redirect_to_owner`)."""
         limits = httpx.Limits(
             max_connections=connections,
             max_keepalive_connections=connections,
             keepalive_expiry=KEEPALIVE_EXPIRY_S,
         )
-        self.http = httpx.AsyncClient(base_url=base, timeout=60, limits=limits)
+        self.http = httpx.AsyncClient(
+            base_url=base, timeout=60, limits=limits, follow_redirects=follow_redirects
+        )
 
     async def close(self) -> None:
         await self.http.aclose()

@@ -21,6 +21,14 @@ replica that runs it over NATS request-reply (docs/cluster.md).
 
 The WebSocket feed the benchmark waits on is connected to the first replica in both.
 
+With redirects (`ClusterSizes.redirects`): the most replicas are measured once more per round
+with `CLARION_REDIRECT_TO_OWNER=1` on every replica and clients that follow a 307, so a request
+for another replica's session goes from the client to its owner instead of being carried
+(docs/cluster.md). One replica never redirects, so the cost per added replica with redirects
+compares these windows with the same round's one-replica window. Every measurement says how
+many requests the replicas carried (`clarion_carried_requests_total`, summed): with redirects
+followed, only new sessions' placements.
+
 With `CLARION_BENCH_NATS_MONITOR` set to the NATS server's monitoring URL (`nats-server -m
 8222`: `http://127.0.0.1:8222`), the throughput row's note also says what crossed NATS per
 cycle, counted by the server (`/connz`) over the replicas' connections: the events it delivered
@@ -85,6 +93,8 @@ class ClusterSizes:
     live: int = 30  # answers per latency figure, each round
     # The replica counts are measured in turn, this many times each (bench.cluster_rows).
     rounds: int = 3
+    # Also the most replicas with redirects to the owner followed, once per round.
+    redirects: bool = True
 
 
 QUICK = ClusterSizes(replicas=(1, 2), sessions=2, throughput_s=0.5, live=2, rounds=1)
@@ -161,9 +171,26 @@ def _stop_all(servers: Sequence[BenchServer]) -> None:
             server.proc.wait(timeout=10)
 
 
+async def carried(c: Cluster) -> int:
+    """The requests every replica has carried to another so far."""
+    total = 0.0
+    async with httpx.AsyncClient(timeout=10) as client:
+        for server in c.replicas:
+            response = await client.get(f"{server.url}/metrics")
+            response.raise_for_status()
+            for line in response.text.splitlines():
+                if line.startswith("clarion_carried_requests_total "):
+                    total += float(line.split()[1])
+    return int(total)
+
+
 @contextlib.asynccontextmanager
-async def cluster(n: int, workdir: Path) -> AsyncIterator[Cluster]:
-    """`n` replicas on a fresh PostgreSQL database; stopped and the database dropped on exit."""
+async def cluster(n: int, workdir: Path, *, redirects: bool = False) -> AsyncIterator[Cluster]:
+    """`n` replicas on a fresh PostgreSQL database (`redirects`: redirecting a request to its
+    session's owner); stopped and the database dropped on exit."""
+    env = {"CLARION_CLUSTER": "1", "CLARION_BUS_URL": NATS_URL}
+    if redirects:
+        env["CLARION_REDIRECT_TO_OWNER"] = "1"
     async with fresh_database("postgres", workdir) as url:
         servers: list[BenchServer] = []
         try:
@@ -173,7 +200,7 @@ async def cluster(n: int, workdir: Path) -> AsyncIterator[Cluster]:
                     BenchServer(
                         url,
                         home,
-                        extra_env={"CLARION_CLUSTER": "1", "CLARION_BUS_URL": NATS_URL},
+                        extra_env=env,
                         shared_relay_dir=workdir / f"cluster{n}-relay",
                     )
                 )
@@ -188,9 +215,11 @@ async def cluster(n: int, workdir: Path) -> AsyncIterator[Cluster]:
             _stop_all(servers)
 
 
-async def measure(n: int, workdir: Path, sizes: ClusterSizes) -> ClusterResult:
-    async with cluster(n, workdir) as c:
-        apis = [Api(r.api) for r in c.replicas]
+async def measure(
+    n: int, workdir: Path, sizes: ClusterSizes, *, redirects: bool = False
+) -> ClusterResult:
+    async with cluster(n, workdir, redirects=redirects) as c:
+        apis = [Api(r.api, follow_redirects=redirects) for r in c.replicas]
         ctx = await Ctx.connect(f"cluster x{n}", c.first)
         try:
             # Answers alternate between the session's replica (the first) and the second.
@@ -212,11 +241,12 @@ async def measure(n: int, workdir: Path, sizes: ClusterSizes) -> ClusterResult:
                 pids=c.pids,
                 counters=nats_deliveries if NATS_MONITOR else None,
             )
+            moved = await carried(c)
         finally:
             await ctx.close()
             for api in apis:
                 await api.close()
-    return ClusterResult(n, t, via_owner, via_other)
+    return ClusterResult(n, t, via_owner, via_other, carried=moved)
 
 
 async def rows(workdir: Path, sizes: ClusterSizes) -> list[Row]:
@@ -228,11 +258,16 @@ async def rows(workdir: Path, sizes: ClusterSizes) -> list[Row]:
         progress(f"cluster: NATS at {NATS_URL} unreachable, skipped")
         return [Row("postgres", "cluster", "skipped", note=f"NATS at {NATS_URL} unreachable")]
     taken: dict[int, list[ClusterResult]] = {n: [] for n in sizes.replicas}
+    most = max(sizes.replicas)
+    redirected: list[ClusterResult] = []
     for round_no in range(sizes.rounds):
         for n in sizes.replicas:
             progress(f"cluster: {n} replicas, round {round_no + 1} of {sizes.rounds}")
             taken[n].append(await measure(n, workdir, sizes))
-    return cluster_rows(taken, sizes.sessions)
+        if sizes.redirects and most > 1:
+            progress(f"cluster: {most} replicas with redirects, round {round_no + 1}")
+            redirected.append(await measure(most, workdir, sizes, redirects=True))
+    return cluster_rows(taken, sizes.sessions, redirected)
 
 
 def main(argv: list[str] | None = None) -> int:

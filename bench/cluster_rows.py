@@ -5,7 +5,9 @@ over the minutes the phase takes spreads over all of them (one window each read 
 -> 13.47 ms per cycle for 1, 2 and 3 replicas on a host that slowed as it ran). The CPU row is
 the median of a count's windows; the latency rows pool its rounds' answers. The cost of a
 replica added is the median over the rounds of (CPU per cycle at the most replicas - at one)
-/ (replicas added).
+/ (replicas added). With redirects to the owner followed, the most replicas' windows are
+compared with the same rounds' one-replica windows the same way; those rows keep to the
+server's CPU and the answer posted to another replica, what the redirect changes.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ class ClusterResult:
     throughput: throughput.McpThroughput
     via_owner: tuple[list[float], list[float]]  # (POST -> 200, POST -> tool call returns)
     via_other: tuple[list[float], list[float]] | None
+    carried: int | None = None  # requests the replicas carried over the measurement
 
 
 def _pooled(
@@ -36,13 +39,42 @@ def _pooled(
     return [x for s in present for x in s[0]], [x for s in present for x in s[1]]
 
 
+def _median_window(taken: list[ClusterResult]) -> throughput.McpThroughput:
+    windows = [r.throughput for r in taken]
+    return sorted(windows, key=lambda t: t.server_cpu_per_cycle)[len(windows) // 2]
+
+
+def _cpu_note(taken: list[ClusterResult]) -> str:
+    median_window = _median_window(taken)
+    each = ", ".join(f"{ms(r.throughput.server_cpu_per_cycle):.2f}" for r in taken)
+    per_replica = ", ".join(f"{ms(c):.2f}" for c in median_window.process_cpu_per_cycle)
+    moved = [r.carried for r in taken if r.carried is not None]
+    carried = f"; carried {', '.join(map(str, moved))} requests" if moved else ""
+    return (
+        f"windows {each} ms; per replica {per_replica} ms (the median window); "
+        f"bench client {ms(median_window.client_cpu_per_cycle):.2f} ms/cycle{carried}"
+    )
+
+
+def _answer_row(label: str, where: str, samples: tuple[list[float], list[float]]) -> Row:
+    to_200, to_return = samples
+    return Row(
+        "postgres",
+        f"{label}: live answer POST -> MCP tool call returns p50, posted to {where}",
+        f"{ms(percentile(to_return, 50)):.1f} ms",
+        note=(
+            f"n={len(to_return)}; p99 {ms(percentile(to_return, 99)):.1f} ms; "
+            f"POST -> 200 p50 {ms(percentile(to_200, 50)):.1f} ms"
+        ),
+    )
+
+
 def _count_rows(n: int, taken: list[ClusterResult], sessions: int) -> list[Row]:
     label = f"cluster, {n} replica{'s' if n > 1 else ''}"
     windows = [r.throughput for r in taken]
-    median_window = sorted(windows, key=lambda t: t.server_cpu_per_cycle)[len(windows) // 2]
+    median_window = _median_window(taken)
     # Each replica runs its share of the sessions, carries the answers it receives for the
     # others' sessions, and receives every cycle's events over NATS.
-    per_replica = ", ".join(f"{ms(c):.2f}" for c in median_window.process_cpu_per_cycle)
     crossed = ""
     if median_window.counted_per_cycle:
         events, event_bytes, requests = median_window.counted_per_cycle
@@ -50,7 +82,6 @@ def _count_rows(n: int, taken: list[ClusterResult], sessions: int) -> list[Row]:
             f"; NATS delivered per cycle: {events:.1f} events ({event_bytes:.0f} B), "
             f"{requests:.1f} request-reply messages"
         )
-    each = ", ".join(f"{ms(t.server_cpu_per_cycle):.2f}" for t in windows)
     rows = [
         Row(
             "postgres",
@@ -65,53 +96,78 @@ def _count_rows(n: int, taken: list[ClusterResult], sessions: int) -> list[Row]:
             "postgres",
             f"{label}: server CPU per cycle, {sessions} sessions, all replicas",
             f"{ms(median_window.server_cpu_per_cycle):.2f} ms",
-            note=(
-                f"windows {each} ms; per replica {per_replica} ms (the median window); "
-                f"bench client {ms(median_window.client_cpu_per_cycle):.2f} ms/cycle"
-            ),
+            note=_cpu_note(taken),
         ),
     ]
     for where, samples in (
         ("the session's replica", _pooled([r.via_owner for r in taken])),
         ("another replica", _pooled([r.via_other for r in taken])),
     ):
-        if samples is None:
-            continue
-        to_200, to_return = samples
-        rows.append(
-            Row(
-                "postgres",
-                f"{label}: live answer POST -> MCP tool call returns p50, posted to {where}",
-                f"{ms(percentile(to_return, 50)):.1f} ms",
-                note=(
-                    f"n={len(to_return)}; p99 {ms(percentile(to_return, 99)):.1f} ms; "
-                    f"POST -> 200 p50 {ms(percentile(to_200, 50)):.1f} ms"
-                ),
-            )
-        )
+        if samples is not None:
+            rows.append(_answer_row(label, where, samples))
     return rows
 
 
-def cluster_rows(taken: dict[int, list[ClusterResult]], sessions: int) -> list[Row]:
-    """Every count's rows (its results in round order), then the cost of a replica added."""
+def _added(
+    ones: list[ClusterResult], bigs: list[ClusterResult], most: int
+) -> tuple[float, list[float]]:
+    """The median over the rounds of each round's CPU per cycle added per replica, and each."""
+    added = [
+        ms(big.throughput.server_cpu_per_cycle - one.throughput.server_cpu_per_cycle) / (most - 1)
+        for one, big in zip(ones, bigs, strict=True)
+    ]
+    return statistics.median(added), added
+
+
+def _cost_row(name: str, most: int, cost: float, added: list[float]) -> Row:
+    return Row(
+        "postgres",
+        name,
+        f"{cost:+.2f} ms",
+        f"<= +{PER_REPLICA_LIMIT_MS:g} ms",
+        cost <= PER_REPLICA_LIMIT_MS,
+        f"median of the rounds' (1 -> {most} replicas) / {most - 1} "
+        f"({', '.join(f'{a:+.2f}' for a in added)} ms)",
+    )
+
+
+def _redirect_rows(
+    most: int, redirected: list[ClusterResult], ones: list[ClusterResult], sessions: int
+) -> list[Row]:
+    label = f"cluster, {most} replicas, redirects followed"
+    rows = [
+        Row(
+            "postgres",
+            f"{label}: server CPU per cycle, {sessions} sessions, all replicas",
+            f"{ms(_median_window(redirected).server_cpu_per_cycle):.2f} ms",
+            note=_cpu_note(redirected),
+        )
+    ]
+    via_other = _pooled([r.via_other for r in redirected])
+    if via_other is not None:
+        rows.append(_answer_row(label, "another replica", via_other))
+    if len(ones) == len(redirected):
+        cost, added = _added(ones, redirected, most)
+        name = (
+            f"cluster: server CPU per cycle added per replica with redirects, {sessions} sessions"
+        )
+        rows.append(_cost_row(name, most, cost, added))
+    return rows
+
+
+def cluster_rows(
+    taken: dict[int, list[ClusterResult]],
+    sessions: int,
+    redirected: list[ClusterResult] | None = None,
+) -> list[Row]:
+    """Every count's rows (its results in round order), then the cost of a replica added;
+    then, with `redirected` (the most replicas' rounds with redirects followed), theirs."""
     rows = [row for n, results in taken.items() for row in _count_rows(n, results, sessions)]
     fewest, most = min(taken), max(taken)
     if fewest == 1 and most > 1:
-        added = [
-            ms(big.throughput.server_cpu_per_cycle - one.throughput.server_cpu_per_cycle)
-            / (most - 1)
-            for one, big in zip(taken[1], taken[most], strict=True)
-        ]
-        cost = statistics.median(added)
-        rows.append(
-            Row(
-                "postgres",
-                f"cluster: server CPU per cycle added per replica, {sessions} sessions",
-                f"{cost:+.2f} ms",
-                f"<= +{PER_REPLICA_LIMIT_MS:g} ms",
-                cost <= PER_REPLICA_LIMIT_MS,
-                f"median of the rounds' (1 -> {most} replicas) / {most - 1} "
-                f"({', '.join(f'{a:+.2f}' for a in added)} ms)",
-            )
-        )
+        cost, added = _added(taken[1], taken[most], most)
+        name = f"cluster: server CPU per cycle added per replica, {sessions} sessions"
+        rows.append(_cost_row(name, most, cost, added))
+    if redirected and most > 1:
+        rows += _redirect_rows(most, redirected, taken.get(1, []), sessions)
     return rows

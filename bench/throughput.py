@@ -122,7 +122,11 @@ async def mcp_cycles_per_second(
     await ctx.feed.only_tasks([await ctx.api.create_task("throughput (MCP): feed parked")])
     try:
         async with AgentProcesses.start(
-            api_bases(ctx.api), ctx.server.ws_url, agents, processes
+            api_bases(ctx.api),
+            ctx.server.ws_url,
+            agents,
+            processes,
+            follow_redirects=ctx.api.http.follow_redirects,
         ) as workers:
             freeze_heap()
             progress(

@@ -110,9 +110,9 @@ def test_reads_and_requests_that_act_on_no_session_are_left_alone(method: str, p
 # --- an in-process cluster ----------------------------------------------------------------
 
 
-def _info(replica_id: str) -> ReplicaInfo:
+def _info(replica_id: str, url: str | None = None) -> ReplicaInfo:
     now = datetime.now(UTC)
-    return ReplicaInfo(replica_id, f"http://{replica_id}:8787", "active", now, now, 0)
+    return ReplicaInfo(replica_id, url or f"http://{replica_id}:8787", "active", now, now, 0)
 
 
 class Directory:
@@ -127,7 +127,9 @@ class Directory:
         self.placement_fails: Exception | None = None
         self.live = set(live)  # replicas with a live row
         self.gone: set[str] = set()  # replicas that hold no liveness lock
+        self.urls: dict[str, str] = {}  # advertise URLs other than http://<id>:8787
         self.asked: list[tuple[str, str]] = []
+        self.replicas_read: list[str] = []
         self._read = asyncio.Event()
 
     def _route(self, kind: str, key: str, session_id: str | None) -> SessionRoute | None:
@@ -155,7 +157,8 @@ class Directory:
         return list(self.order)
 
     async def replica(self, replica_id: str) -> ReplicaInfo | None:
-        return _info(replica_id) if replica_id in self.live else None
+        self.replicas_read.append(replica_id)
+        return _info(replica_id, self.urls.get(replica_id)) if replica_id in self.live else None
 
     async def is_gone(self, replica_id: str) -> bool:
         return replica_id in self.gone
@@ -239,6 +242,7 @@ class Replica:
             adoption_wait_s=cluster.adoption_wait_s,
             link_pending=LINKS.get,
             link_message=DECISION_LINKS.get,
+            redirect_to_owner=cluster.redirect_to_owner,
         )
 
     async def _app(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -254,10 +258,13 @@ class Replica:
 
 
 class Cluster:
-    def __init__(self, *others: str, adoption_wait_s: float = 3600.0) -> None:
+    def __init__(
+        self, *others: str, adoption_wait_s: float = 3600.0, redirect_to_owner: bool = False
+    ) -> None:
         self.directory = Directory(live={ME, *others})
         self.forwarder = Forwarder()
         self.adoption_wait_s = adoption_wait_s
+        self.redirect_to_owner = redirect_to_owner
         self.replicas = {rid: Replica(rid, self) for rid in (ME, *others)}
         self.forwarder.replicas = self.replicas
 

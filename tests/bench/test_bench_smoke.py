@@ -185,7 +185,9 @@ async def test_cluster_phase_measures_answers_posted_to_the_sessions_replica_and
         if services_required():
             pytest.fail("the cluster phase needs PostgreSQL and NATS")
         pytest.skip("the cluster phase needs PostgreSQL and NATS")
-    sizes = ClusterSizes(replicas=(2,), sessions=1, throughput_s=0.2, live=1, rounds=1)
+    sizes = ClusterSizes(
+        replicas=(2,), sessions=1, throughput_s=0.2, live=1, rounds=1, redirects=False
+    )
     rows = await asyncio.wait_for(cluster.rows(tmp_path, sizes), smoke_ceiling(240, host_load()))
     names = {row.name for row in rows}
     prefix = "cluster, 2 replicas: "
@@ -197,6 +199,23 @@ async def test_cluster_phase_measures_answers_posted_to_the_sessions_replica_and
     assert all(row.value and row.value != "skipped" for row in rows)
     cpu = next(row for row in rows if "server CPU" in row.name)
     assert "; per replica " in cpu.note and cpu.note.count(" ms") >= 3
+
+
+async def test_the_cluster_phases_client_follows_redirects_to_the_owner_nothing_carried(
+    tmp_path: Path,
+) -> None:
+    if not (await postgres_reachable() and await cluster.nats_reachable()):
+        if services_required():
+            pytest.fail("the cluster phase needs PostgreSQL and NATS")
+        pytest.skip("the cluster phase needs PostgreSQL and NATS")
+    sizes = ClusterSizes(replicas=(2,), sessions=1, throughput_s=0.2, live=1, rounds=1)
+    result = await asyncio.wait_for(
+        cluster.measure(2, tmp_path, sizes, redirects=True), smoke_ceiling(240, host_load())
+    )
+    assert result.via_other is not None and result.throughput.cycles > 0
+    # Carried: only the placements of its two sessions (the latency's and the window's), none
+    # of the answers posted to the replica that does not run the session.
+    assert result.carried is not None and result.carried <= 2
 
 
 async def test_cluster_phase_is_skipped_without_nats(

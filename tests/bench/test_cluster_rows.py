@@ -6,7 +6,9 @@ from bench.cluster_rows import ClusterResult, cluster_rows
 from bench.throughput import McpThroughput
 
 
-def _result(n: int, cpu_ms: float, answers: list[float]) -> ClusterResult:
+def _result(
+    n: int, cpu_ms: float, answers: list[float], carried: int | None = None
+) -> ClusterResult:
     t = McpThroughput(
         rate=80.0,
         cycles=400,
@@ -15,7 +17,8 @@ def _result(n: int, cpu_ms: float, answers: list[float]) -> ClusterResult:
         process_cpu_per_cycle=tuple(cpu_ms / 1000 / n for _ in range(n)),
     )
     seconds = [a / 1000 for a in answers]
-    return ClusterResult(n, t, (seconds, seconds), (seconds, seconds) if n > 1 else None)
+    via_other = (seconds, seconds) if n > 1 else None
+    return ClusterResult(n, t, (seconds, seconds), via_other, carried=carried)
 
 
 def test_a_replica_added_costs_the_median_of_the_rounds_own_differences() -> None:
@@ -41,3 +44,28 @@ def test_a_single_replica_count_has_no_added_cost_row() -> None:
     rows = cluster_rows({2: [_result(2, 11.0, [9.0])]}, 10)
     assert not any("added per replica" in row.name for row in rows)
     assert len(rows) == 4
+
+
+def test_with_redirects_the_most_replicas_cost_is_compared_with_the_same_rounds_one() -> None:
+    taken = {
+        1: [_result(1, 9.0, [8.0]), _result(1, 12.0, [9.0]), _result(1, 9.2, [10.0])],
+        3: [_result(3, 11.0, [11.0]), _result(3, 14.0, [12.0]), _result(3, 11.4, [13.0])],
+    }
+    redirected = [
+        _result(3, 9.6, [7.0], carried=12),
+        _result(3, 12.4, [8.0], carried=12),
+        _result(3, 10.2, [9.0], carried=13),
+    ]
+    rows = {row.name: row for row in cluster_rows(taken, 10, redirected)}
+    added = rows["cluster: server CPU per cycle added per replica with redirects, 10 sessions"]
+    # (9.6 - 9.0) / 2 = 0.30, (12.4 - 12.0) / 2 = 0.20, (10.2 - 9.2) / 2 = 0.50
+    assert (added.value, added.target, added.met) == ("+0.30 ms", "<= +0.5 ms", True)
+    assert "(+0.30, +0.20, +0.50 ms)" in added.note
+    label = "cluster, 3 replicas, redirects followed"
+    cpu = rows[f"{label}: server CPU per cycle, 10 sessions, all replicas"]
+    assert cpu.value == "10.20 ms" and cpu.note.endswith("; carried 12, 12, 13 requests")
+    returns = "live answer POST -> MCP tool call returns p50"
+    other = rows[f"{label}: {returns}, posted to another replica"]
+    assert other.value == "8.0 ms"
+    # Only what the redirect changes: the CPU, the answer through another replica, the cost.
+    assert sum(name.startswith(label) for name in rows) == 2

@@ -35,7 +35,8 @@ async def _visible(request: Request, message_id: str) -> dict[str, Any]:
 @acts_on("message", "message_id")
 async def get_permission(message_id: str, request: Request) -> dict[str, Any]:
     view = await _visible(request, message_id)
-    return services(request).reads.with_decision_url(view, message_id)
+    reads = services(request).reads
+    return reads.with_decision_url(await reads.with_owner(view), message_id)
 
 
 @router.post(

@@ -66,8 +66,10 @@ async def agent_profiles(request: Request) -> dict[str, Any]:
     summary="One session",
     description=(
         '`{"session": {id, task_id, agent, agent_process, agent_process_note, sandbox, state, '
-        "is_primary, pending_action, error, created_at, updated_at, replica_id?}}`; `sandbox` "
-        "is what the profile's agents run under (or would): `bwrap` or `none` (docs/security.md)."
+        "is_primary, pending_action, error, created_at, updated_at, replica_id?, "
+        "replica_url?}}`; in cluster mode `replica_id` names the replica that runs the session "
+        "and `replica_url` its advertise URL (null when not live); `sandbox` is what the "
+        "profile's agents run under (or would): `bwrap` or `none` (docs/security.md)."
     ),
     responses=errors(404),
 )

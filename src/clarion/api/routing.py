@@ -4,9 +4,11 @@ Any replica accepts every route. Reads are served where they arrive (they read t
 database; a bundle's live state is asked of its owner, projection/waiter_lookup.py). A request that
 acts on a session, an answer, a permission decision, a prompt, a cancel, is served by the
 session's owner, the replica that runs its agent and holds its live waiters: it is carried
-there (api/forwarding.py) and the owner's reply relayed unchanged. A new session goes to the
-replica with the fewest sessions (this one among equals). An agent's MCP request is proxied to
-its session's owner over HTTP (api/mcp_proxy.py).
+there (api/forwarding.py) and the owner's reply relayed unchanged, or, with
+`cluster.redirect_to_owner` on, sent there by a 307 the client follows
+(api/owner_redirect.py). A new session goes to the replica with the fewest sessions (this one
+among equals). An agent's MCP request is proxied to its session's owner over HTTP
+(api/mcp_proxy.py).
 
 When the owner cannot be reached:
 - nobody received the request (NATS: no responders) and the owner is gone: its sessions are
@@ -40,6 +42,7 @@ from clarion.api.forwarding import (
     send_reply,
 )
 from clarion.api.mcp_proxy import McpToOwner
+from clarion.api.owner_redirect import OwnerRedirect, send_redirect
 from clarion.api.route_memory import RouteMemory
 from clarion.api.route_targets import RouteTable, Target
 from clarion.api.session_gate import SessionGate
@@ -90,8 +93,12 @@ class ClusterRouting:
         link_pending: Callable[[str], str | None] | None = None,
         link_message: Callable[[str], str | None] | None = None,
         tracer: Tracer = NO_TRACER,
+        redirect_to_owner: bool = False,
     ) -> None:
         self._tracer = tracer
+        # When on, a request for another live replica's session gets a 307 to it instead
+        # of the carry (api/owner_redirect.py).
+        self._redirect = OwnerRedirect(directory) if redirect_to_owner else None
         self._app = app
         self._table = routes  # read from the app's own routes (api/route_targets.py)
         self._link_pending = link_pending
@@ -140,8 +147,15 @@ class ClusterRouting:
             await self._serve_here(route, scope, receive, send)
         elif mcp:
             await self._proxy_mcp(route, scope, receive, send)
+        elif (location := await self._location(route.owner, scope)) is not None:
+            await send_redirect(location, send)
         else:
             await self._to_owner(target, route, scope, receive, send)
+
+    async def _location(self, owner: str | None, scope: Scope) -> str | None:
+        if self._redirect is None or owner is None:
+            return None
+        return await self._redirect.location(owner, scope)
 
     async def _serve_here(
         self, route: SessionRoute | None, scope: Scope, receive: Receive, send: Send
@@ -154,6 +168,11 @@ class ClusterRouting:
         """`replica_id` holds no liveness lock any more (the peer watch saw it, or its adopter
         said so): routes to it are read afresh from now on (api/route_memory.py)."""
         self._routes.owner_gone(replica_id)
+        self._forget_url(replica_id)
+
+    def _forget_url(self, replica_id: str) -> None:
+        if self._redirect is not None:
+            self._redirect.forget(replica_id)
 
     async def _route(self, target: Target, *, theirs: bool = True) -> SessionRoute | None:
         known = self._routes.get(target, theirs=theirs)
@@ -193,6 +212,7 @@ class ClusterRouting:
             if missed is None:
                 return
             self._routes.forget(owner)  # nobody listens for it: read where its sessions went
+            self._forget_url(owner)
             moved = await self._adopted_from(owner, target)
             if moved is None:
                 await error_response(await self._unavailable(owner, missed))(scope, receive, send)
@@ -214,6 +234,7 @@ class ClusterRouting:
             if not exc.delivered:
                 return exc
             self._routes.forget(to)  # it died holding the request, or is stuck
+            self._forget_url(to)
             await error_response(_unreachable(to, exc))(scope, receive, send)
             return None
 

@@ -43,6 +43,7 @@ class ClarionClient:
         timeout: float = HTTP_TIMEOUT,
         progress: Progress | None = None,
         progress_every: float = PROGRESS_EVERY,
+        transport: httpx.BaseTransport | None = None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self._headers = {"Authorization": f"Bearer {token}"} if token else {}
@@ -50,6 +51,7 @@ class ClarionClient:
             base_url=f"{self.base_url}/api/v1",
             headers=self._headers,
             timeout=httpx.Timeout(timeout, connect=min(CONNECT_TIMEOUT, timeout)),
+            transport=transport,
         )
         self._progress = progress
         self._progress_every = progress_every
@@ -83,7 +85,15 @@ class ClarionClient:
         label = what or f"{method} {path}"
         try:
             with self._reporting(label):
-                return self._http.request(method, path, json=json)
+                response = self._http.request(method, path, json=json)
+                location = response.headers.get("location")
+                if response.status_code == 307 and location:
+                    # A cluster replica sends a request for another replica's session to that
+                    # replica (`redirect_to_owner`, docs/cluster.md), which serves it itself.
+                    # Sent there once, credentials included: httpx would drop them on a
+                    # redirect to another host, and the owner never redirects again.
+                    response = self._http.request(method, location, json=json)
+                return response
         except httpx.TimeoutException as exc:
             raise CliError(
                 f"{label}: the server at {self.base_url} did not answer in time", EXIT_UNREACHABLE

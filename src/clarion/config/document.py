@@ -28,7 +28,13 @@ from clarion.config.spec import (
     PositiveInteger,
     Spec,
 )
-from clarion.config.tables import RepositorySpec, RetentionSpec, TelemetrySpec, Webhooks
+from clarion.config.tables import (
+    ClusterSpec,
+    RepositorySpec,
+    RetentionSpec,
+    TelemetrySpec,
+    Webhooks,
+)
 from clarion.config.waiting import Roles, WaitingSpec, role_names, unknown_role_message
 
 
@@ -91,6 +97,7 @@ class ConfigDocument(Spec):
     metrics_token: Annotated[str, _secret(strip=True)] | None = None
     retention: RetentionSpec | None = None
     telemetry: TelemetrySpec | None = None
+    cluster: ClusterSpec | None = None
     repositories: Annotated[dict[str, RepositorySpec], BeforeValidator(_tables)] = Field(
         default_factory=dict
     )

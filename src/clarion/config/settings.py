@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from clarion.config.agents import AgentProfile, agent_profiles
+from clarion.config.cluster import redirect_to_owner
 from clarion.config.email import EmailSettings, email_settings
 from clarion.config.files import http_url, positive
 from clarion.config.links import AnswerLinkSettings, answer_links
@@ -87,6 +88,8 @@ class Settings:
     cluster: bool = False
     advertise_url: str | None = None
     replica_timeout: float = 10.0
+    # `[cluster] redirect_to_owner`: a 307 to the session's owner instead of the carry.
+    redirect_to_owner: bool = False
     # `[workspaces.NAME.waiting]`: the policy of questions asked in that workspace.
     workspace_waiting: Mapping[str, WaitingPolicy] = field(default_factory=dict)
     # `[workspaces.NAME.roles]`: role name -> users, which `escalate_to` may name.
@@ -150,6 +153,7 @@ class Settings:
             else _flag(env.get("CLARION_CLUSTER", ""), "CLARION_CLUSTER"),
             advertise_url=_advertise_url(advertise_url or env.get("CLARION_ADVERTISE_URL")),
             replica_timeout=positive(env, "CLARION_REPLICA_TIMEOUT_S", 10.0),
+            redirect_to_owner=redirect_to_owner(document, env),
             workspace_waiting={
                 name: ws.waiting.policy()
                 for name, ws in document.workspaces.items()

@@ -1,6 +1,6 @@
-"""The file's server-wide tables as typed models: `[[webhooks]]`, `[telemetry]`, `[retention]`
-and `[repositories.NAME]`. Each validator words its problem; `clarion.config.spec` names the
-file and the key. Imports only the configuration models and the settings they build."""
+"""The file's server-wide tables as typed models: `[[webhooks]]`, `[telemetry]`, `[retention]`,
+`[cluster]` and `[repositories.NAME]`. Each validator words its problem; `clarion.config.spec`
+names the file and the key. Imports only the configuration models and the settings they build."""
 
 from __future__ import annotations
 
@@ -122,3 +122,18 @@ class RetentionSpec(Spec):
 
     older_than: DurationValue | None = None
     every: DurationValue | None = None
+
+
+class ClusterSpec(Spec):
+    """`[cluster] redirect_to_owner = true`: a 307 to a session's owner instead of the carry."""
+
+    unknown_says = "[]: unknown key(s) {keys}"
+
+    redirect_to_owner: bool = False
+
+    @field_validator("redirect_to_owner", mode="before")
+    @classmethod
+    def _boolean(cls, value: Any) -> bool:
+        if not isinstance(value, bool):
+            raise ValueError(f"must be true or false, got {value!r}")
+        return value

@@ -5,6 +5,7 @@ Names follow kandev's DTOs (contract section 5). Pure: no I/O, standard library 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
@@ -63,9 +64,11 @@ def session_wire(
     *,
     running_here: bool | None = None,
     sandbox: str = "none",
+    replica_urls: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """`running_here`: whether this process runs the session's agent (None: not known here);
-    `sandbox`: what its profile's agents run under, `bwrap` or `none`."""
+    `sandbox`: what its profile's agents run under, `bwrap` or `none`; `replica_urls`: the
+    advertise URLs of the replicas known (cluster mode)."""
     process = agent_process(session, running_here)
     body: dict[str, Any] = {
         "id": session.id,
@@ -85,9 +88,18 @@ def session_wire(
     }
     if revision is not None:
         body["pending_action_revision"] = revision.as_wire()
-    if session.owner_replica_id is not None:  # cluster mode: which replica runs its agent
-        body["replica_id"] = session.owner_replica_id
+    body.update(owner_wire(session, replica_urls))
     return body
+
+
+def owner_wire(session: Session, replica_urls: Mapping[str, str] | None) -> dict[str, Any]:
+    """Cluster mode: which replica runs the session's agent, and its advertise URL (null when
+    that replica is not known live), where a client may send requests for the session
+    directly; nothing for a single server's session."""
+    owner = session.owner_replica_id
+    if owner is None:
+        return {}
+    return {"replica_id": owner, "replica_url": (replica_urls or {}).get(owner)}
 
 
 def summary_wire(summary: StatusSummary | None) -> dict[str, Any] | None:

@@ -13,7 +13,7 @@ only about bundles whose state depends on it, once per read.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from typing import Any
 
 from clarion.domain.bundles import (
@@ -26,7 +26,7 @@ from clarion.domain.bundles import (
 from clarion.domain.errors import NotFound, ProjectionUnavailable
 from clarion.domain.models import Bundle, BundleState, Session, Task
 from clarion.domain.questions import question_wire
-from clarion.domain.wire import message_wire, session_wire, task_wire, turn_wire
+from clarion.domain.wire import message_wire, owner_wire, session_wire, task_wire, turn_wire
 from clarion.ports import ReadStore
 from clarion.projection.inbox import ACTIONABLE, inbox_item
 from clarion.projection.pending import PendingProjector
@@ -45,6 +45,14 @@ the session rows: an idle stop records its reason on the row before it ends the 
 restart clears it only once the agent runs), so a row read after the look carries the reason
 of any stop the look saw. Looking after the rows, a stop landing in between would read as an
 agent gone for no reason."""
+
+
+ReplicaUrls = Callable[[Collection[str]], Awaitable[Mapping[str, str]]]
+"""The advertise URLs of those of these replicas that are known (cluster mode)."""
+
+
+async def _no_urls(_replica_ids: Collection[str]) -> Mapping[str, str]:
+    return {}
 
 
 def _unknown() -> AgentRunningHere:
@@ -75,6 +83,7 @@ class Reads:
         self._sandbox_of = sandbox_of
         self._workspace_names: dict[str, str] = {}
         self._answer_url: Callable[[str], str] | None = None
+        self._replica_urls: ReplicaUrls = _no_urls
         self._decision_url: Callable[[str], str] | None = None
 
     def use_answer_links(
@@ -96,6 +105,22 @@ class Reads:
     def use_live_waiters(self, live_waiters: LiveWaitersOf) -> None:
         """Cluster mode: ask each bundle's owner, not only this replica's own waiters."""
         self._live_waiters = live_waiters
+
+    def use_replica_urls(self, replica_urls: ReplicaUrls) -> None:
+        """Cluster mode: session, bundle and permission reads carry their owner's advertise
+        URL beside its id (`replica_url`)."""
+        self._replica_urls = replica_urls
+
+    async def _urls_of(self, sessions: Sequence[Session]) -> Mapping[str, str]:
+        owners = {s.owner_replica_id for s in sessions if s.owner_replica_id is not None}
+        return await self._replica_urls(owners) if owners else {}
+
+    async def with_owner(self, view: dict[str, Any]) -> dict[str, Any]:
+        """A read naming a session (`session_id`), with its owner's id and advertise URL in
+        cluster mode."""
+        session = await self._store.get_session(view["session_id"])
+        view.update(owner_wire(session, await self._urls_of([session])))
+        return view
 
     def use_agent_running(self, agent_running: RunningLook) -> None:
         """Cluster mode: an agent not running here may run on the session's owner."""
@@ -175,6 +200,7 @@ class Reads:
                 None,
                 running_here=running(session),
                 sandbox=self._sandbox_of(session.agent),
+                replica_urls=await self._urls_of([session]),
             )
             del body["pending_action"]
             return body
@@ -190,6 +216,7 @@ class Reads:
                 extra={"session_ids": [s.id for s in sessions]},
             )
             raise ProjectionUnavailable("failed to load task session pending actions") from exc
+        urls = await self._urls_of(sessions)
         return [
             session_wire(
                 s,
@@ -197,6 +224,7 @@ class Reads:
                 projections[s.id].revision,
                 running_here=running(s),
                 sandbox=self._sandbox_of(s.agent),
+                replica_urls=urls,
             )
             for s in sessions
         ]
@@ -265,12 +293,14 @@ class Reads:
             if bundle is not None:
                 bundles.append(bundle)
         states = await self._states(bundles)
+        urls = await self._urls_of([b.session for b in bundles])
         policed = [b.pending_id for b in bundles if needs_deadlines(b)]
         deadlines = await self._store.find_deadlines(policed) if policed else {}
         return {
             b.pending_id: {
                 **_bundle_wire(b, states[b.pending_id]),
                 **waiting_wire(b, deadlines.get(b.pending_id)),
+                **owner_wire(b.session, urls),
             }
             for b in bundles
         }

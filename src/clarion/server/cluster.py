@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import asdict, dataclass
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Mapping
+from dataclasses import asdict, dataclass, field
 
 from starlette.applications import Starlette
 from starlette.types import ASGIApp
@@ -72,6 +72,25 @@ class ReplicaDirectory:
 
     async def is_gone(self, replica_id: str) -> bool:
         return not await self.app.sql.is_running(replica_id)
+
+
+@dataclass(eq=False)
+class AdvertisedUrls:
+    """The replicas' advertise URLs for reads (projection/reads.py `ReplicaUrls`). A replica
+    keeps its URL for its whole life and takes a new id each start, so a URL once read is
+    kept until the replica is seen gone; only an id not known yet reads the live replicas
+    again (one read for all)."""
+
+    this: Replica
+    known: dict[str, str] = field(default_factory=dict)
+
+    def forget(self, replica_id: str) -> None:
+        self.known.pop(replica_id, None)
+
+    async def __call__(self, replica_ids: Collection[str]) -> Mapping[str, str]:
+        if any(rid not in self.known for rid in replica_ids):
+            self.known.update((r.id, r.advertise_url) for r in await self.this.replicas())
+        return {rid: self.known[rid] for rid in replica_ids if rid in self.known}
 
 
 @dataclass(eq=False)
@@ -170,9 +189,16 @@ class ClusterMode:
             link_pending=None if app.services.links is None else app.services.links.pending_of,
             link_message=None if app.services.links is None else app.services.links.message_of,
             tracer=app.tracer,
+            redirect_to_owner=settings.redirect_to_owner,
         )
-        joined.owner_gone = routed.owner_gone
-        await hear_adoptions(nc, routed.owner_gone)
+        urls = AdvertisedUrls(replica)
+
+        def owner_gone(replica_id: str) -> None:
+            routed.owner_gone(replica_id)
+            urls.forget(replica_id)  # a read names no address of a replica that is gone
+
+        joined.owner_gone = owner_gone
+        await hear_adoptions(nc, owner_gone)
         app.services.reads.use_live_waiters(
             LiveWaiterLookup(
                 replica_id=replica.replica_id,
@@ -190,6 +216,7 @@ class ClusterMode:
             return lambda s: s.id in running if s.owner_replica_id in (None, me) else None
 
         app.services.reads.use_agent_running(look)
+        app.services.reads.use_replica_urls(urls)
         await serve_waiters(
             nc, replica.replica_id, lambda ids: {i for i in ids if app.waiters.has(i)}
         )
