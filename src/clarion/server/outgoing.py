@@ -14,15 +14,15 @@ from clarion.config import Settings
 from clarion.config.email import EmailChannel
 from clarion.domain.emails import MailTarget
 from clarion.metrics import PrometheusMetrics
+from clarion.notifications.deliverer import WebhookDeliverer
+from clarion.notifications.mailer import send_mail
+from clarion.notifications.sender import http_sender
 from clarion.ports import Clock
 from clarion.ports.tracing import Tracer
 from clarion.runtime.supervisor import Supervisor
 from clarion.server.slack import SlackParts
 from clarion.store import SqlStore
 from clarion.store.outbox import Outbox
-from clarion.webhooks.deliverer import WebhookDeliverer
-from clarion.webhooks.mailer import send_mail
-from clarion.webhooks.sender import http_sender
 
 
 @contextlib.asynccontextmanager

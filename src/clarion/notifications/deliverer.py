@@ -29,12 +29,12 @@ from clarion.domain.webhooks import (
     retry_delay,
     signature,
 )
+from clarion.notifications.mailer import SendMail
+from clarion.notifications.sender import Send
 from clarion.ports import Clock, QueuedDelivery, WebhookStore
 from clarion.ports.metrics import NO_METRICS, Metrics, WebhookResult
 from clarion.ports.tracing import NO_TRACER, Tracer
 from clarion.runtime import failpoints
-from clarion.webhooks.mailer import SendMail
-from clarion.webhooks.sender import Send
 
 log = logging.getLogger(__name__)
 
