@@ -3,6 +3,7 @@
 // HTML: the renderer builds elements with textContent), and keeps one mark in localStorage: that
 // this browser's answer through the link was recorded, so reopening it says "You answered".
 
+import { el, linkPage, outcome, ownMarks, reveal, show } from "./link-page.js";
 import { renderInlineMarkdown, renderMarkdown } from "./markdown.js";
 
 /** @typedef {{option_id: string, label: string, description?: string, default?: boolean}} Option */
@@ -18,68 +19,12 @@ import { renderInlineMarkdown, renderMarkdown } from "./markdown.js";
 const ACTIVE = new Set(["active_live", "active_detached"]);
 const SKIP_REASON = "Skipped from an answer link";
 
-const page = /** @type {HTMLElement} */ (document.getElementById("answer-page"));
-const token = decodeURIComponent(location.pathname.replace(/^\/a\//, "").replace(/\/+$/, ""));
-const api = `/api/v1/a/${encodeURIComponent(token)}`;
-const OWN_MARK = "clarion.link-answered.";
-
-/** @param {string} pendingId */
-function answeredHere(pendingId) {
-  try {
-    return localStorage.getItem(OWN_MARK + pendingId) === "1";
-  } catch {
-    return false;
-  }
-}
-
-/** @param {string} pendingId */
-function markAnsweredHere(pendingId) {
-  try {
-    localStorage.setItem(OWN_MARK + pendingId, "1");
-  } catch {
-    // Private browsing may refuse storage: the page then says "Someone" on a later visit.
-  }
-}
+const { page, api } = linkPage("answer-page", "a");
+const own = ownMarks("clarion.link-answered.");
 
 /** @param {string} source @param {Record<string, string>} attrs */
 function markdown(source, attrs) {
   return el("div", { class: "prose markdown", ...attrs }, renderMarkdown(source));
-}
-
-/**
- * @param {string} tag
- * @param {Record<string, string>} [attrs]
- * @param {(Node | string)[]} [children]
- * @returns {HTMLElement}
- */
-function el(tag, attrs = {}, children = []) {
-  const node = document.createElement(tag);
-  for (const [key, value] of Object.entries(attrs)) node.setAttribute(key, value);
-  for (const child of children) node.append(child);
-  return node;
-}
-
-/** @param {string} state @param {Node[]} children */
-function show(state, children) {
-  page.dataset.state = state;
-  page.removeAttribute("aria-busy");
-  page.replaceChildren(...children);
-}
-
-/** @param {string} title @param {string} text @param {string} testid @param {string} kind */
-function outcome(title, text, testid, kind) {
-  return el("section", { class: `card outcome ${kind}`, "data-testid": testid, role: "status" }, [
-    el("h2", {}, [title]),
-    el("p", { class: "prose" }, [text]),
-  ]);
-}
-
-/** The outcome where the person's eyes are (the form they tapped was long); focus moves to
- * it without opening a keyboard. @param {HTMLElement} card */
-function reveal(card) {
-  card.tabIndex = -1;
-  card.focus({ preventScroll: true });
-  card.scrollIntoView({ block: "nearest" });
 }
 
 /** @param {Linked} bundle */
@@ -162,7 +107,7 @@ function takenWords(bundle, winner) {
       text: winner.rejected ? "No one answered in time, so the expiry policy skipped it:"
         : "No one answered in time, so the expiry policy answered with the default:" };
   }
-  if (answeredHere(bundle.pending_id)) {
+  if (own.here(bundle.pending_id)) {
     return { title: "You answered", text: "You answered this question through this link. This is the answer the agent got:" };
   }
   return { title: "Already answered", text: "Someone answered this question before you. This is the answer the agent got:" };
@@ -173,9 +118,9 @@ function showTaken(bundle, winner) {
   const words = takenWords(bundle, winner);
   const card = outcome(words.title, words.text, "answer-already", "taken");
   card.dataset.by = !winner ? "none" : bundle.answered_by === "policy" ? "policy"
-    : answeredHere(bundle.pending_id) ? "you" : "someone";
+    : own.here(bundle.pending_id) ? "you" : "someone";
   if (winner) card.append(winnerList(bundle.questions, winner, bundle.answered_by === "policy"));
-  show("taken", [...contextCards(bundle), card]);
+  show(page, "taken", [...contextCards(bundle), card]);
   reveal(card);
 }
 
@@ -190,7 +135,7 @@ function showDone(bundle, sent) {
     "ok",
   );
   card.append(winnerList(bundle.questions, sent));
-  show("answered", [...contextCards(bundle), card]);
+  show(page, "answered", [...contextCards(bundle), card]);
   reveal(card);
 }
 
@@ -273,7 +218,7 @@ function showForm(bundle) {
     void submit(bundle, { answers, rejected: false, reject_reason: "" }, form, message);
   });
   const deadline = deadlineCard(bundle);
-  show("open", [...contextCards(bundle), ...(deadline ? [deadline] : []), form]);
+  show(page, "open", [...contextCards(bundle), ...(deadline ? [deadline] : []), form]);
 }
 
 /**
@@ -316,7 +261,7 @@ async function post(bundle, body, message) {
   }
   const data = await res.json().catch(() => ({}));
   if (res.ok) {
-    markAnsweredHere(bundle.pending_id);
+    own.mark(bundle.pending_id);
     return data.response ?? body;
   }
   const error = data.error ?? {};
@@ -336,7 +281,7 @@ async function post(bundle, body, message) {
     message.textContent = `Not delivered (${error.message || res.status}). Your answer is kept: send again.`;
   } else if (res.status >= 500) {
     // Accepted: if it won, this browser answered it.
-    markAnsweredHere(bundle.pending_id);
+    own.mark(bundle.pending_id);
     message.textContent = "Your answer was accepted, but Clarion could not confirm it reached the agent. Do not send it again.";
   } else {
     message.textContent = error.message || `Clarion refused the answer (${res.status}).`;
@@ -345,7 +290,7 @@ async function post(bundle, body, message) {
 }
 
 function showInvalid() {
-  show("invalid", [
+  show(page, "invalid", [
     outcome(
       "This answer link is not valid",
       "It may have expired, been copied incompletely, or never have been issued by this Clarion server. Open the question from Clarion's inbox, or ask for a new link.",
@@ -362,7 +307,7 @@ async function load() {
   } catch {
     const retry = el("button", { type: "button", class: "primary" }, ["Try again"]);
     retry.addEventListener("click", () => void load());
-    show("offline", [
+    show(page, "offline", [
       outcome("Cannot reach Clarion", "Check your connection, then try again.", "answer-offline", "taken"),
       el("div", { class: "actions" }, [retry]),
     ]);
@@ -373,7 +318,7 @@ async function load() {
     return;
   }
   if (!res.ok) {
-    show("error", [outcome("Clarion could not load this question", `The server answered ${res.status}. Try again in a moment.`, "answer-error", "taken")]);
+    show(page, "error", [outcome("Clarion could not load this question", `The server answered ${res.status}. Try again in a moment.`, "answer-error", "taken")]);
     return;
   }
   /** @type {Linked} */

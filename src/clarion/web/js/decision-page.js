@@ -5,6 +5,7 @@
 // textContent), and keeps one mark in localStorage: that this browser's decision through the
 // link was recorded, so reopening it says "You decided".
 
+import { el, linkPage, outcome, ownMarks, reveal, show } from "./link-page.js";
 import { renderMarkdown } from "./markdown.js";
 import { optionMeaning, previewOf } from "./permission-preview.js";
 
@@ -17,64 +18,9 @@ import { optionMeaning, previewOf } from "./permission-preview.js";
 
 /** A diff shows at most this many lines; the rest is counted (as in the main UI). */
 const DIFF_LINES_SHOWN = 200;
-const OWN_MARK = "clarion.link-decided.";
+const own = ownMarks("clarion.link-decided.");
 
-const page = /** @type {HTMLElement} */ (document.getElementById("decision-page"));
-const token = decodeURIComponent(location.pathname.replace(/^\/p\//, "").replace(/\/+$/, ""));
-const api = `/api/v1/p/${encodeURIComponent(token)}`;
-
-/** @param {string} id */
-function decidedHere(id) {
-  try {
-    return localStorage.getItem(OWN_MARK + id) === "1";
-  } catch {
-    return false;
-  }
-}
-
-/** @param {string} id */
-function markDecidedHere(id) {
-  try {
-    localStorage.setItem(OWN_MARK + id, "1");
-  } catch {
-    // Private browsing may refuse storage: the page then says "Someone" on a later visit.
-  }
-}
-
-/**
- * @param {string} tag
- * @param {Record<string, string>} [attrs]
- * @param {(Node | string)[]} [children]
- * @returns {HTMLElement}
- */
-function el(tag, attrs = {}, children = []) {
-  const node = document.createElement(tag);
-  for (const [key, value] of Object.entries(attrs)) node.setAttribute(key, value);
-  for (const child of children) node.append(child);
-  return node;
-}
-
-/** @param {string} state @param {Node[]} children */
-function show(state, children) {
-  page.dataset.state = state;
-  page.removeAttribute("aria-busy");
-  page.replaceChildren(...children);
-}
-
-/** @param {string} title @param {string} text @param {string} testid @param {string} kind */
-function outcome(title, text, testid, kind) {
-  return el("section", { class: `card outcome ${kind}`, "data-testid": testid, role: "status" }, [
-    el("h2", {}, [title]),
-    el("p", { class: "prose" }, [text]),
-  ]);
-}
-
-/** @param {HTMLElement} card */
-function reveal(card) {
-  card.tabIndex = -1;
-  card.focus({ preventScroll: true });
-  card.scrollIntoView({ block: "nearest" });
-}
+const { page, api } = linkPage("decision-page", "p");
 
 /** What the tool call would do: its command, its change as a diff, its address, or its input.
  * @param {Record<string, any>} tool @returns {HTMLElement | null} */
@@ -145,7 +91,7 @@ function showTaken(request, decision) {
     title = "Decided by the agent's policy";
     text = `The permission policy chose: ${chosen}.`;
     by = "policy";
-  } else if (decidedHere(request.message_id)) {
+  } else if (own.here(request.message_id)) {
     title = "You decided";
     text = `You decided through this link: ${chosen}.`;
     by = "you";
@@ -156,7 +102,7 @@ function showTaken(request, decision) {
   }
   const card = outcome(title, text, "decision-already", "taken");
   card.dataset.by = by;
-  show("taken", [...requestCards(request), card]);
+  show(page, "taken", [...requestCards(request), card]);
   reveal(card);
 }
 
@@ -172,7 +118,7 @@ function showDone(request, result) {
     "ok",
   );
   card.dataset.state = String(result.state ?? "");
-  show("decided", [...requestCards(request), card]);
+  show(page, "decided", [...requestCards(request), card]);
   reveal(card);
 }
 
@@ -196,7 +142,7 @@ function showForm(request) {
     el("div", { class: "actions choices" }, buttons),
     message,
   ]);
-  show("open", [...requestCards(request), choices]);
+  show(page, "open", [...requestCards(request), choices]);
 }
 
 /**
@@ -225,7 +171,7 @@ async function decide(request, optionId, buttons, message) {
   }
   const data = await res.json().catch(() => ({}));
   if (res.ok) {
-    markDecidedHere(request.message_id);
+    own.mark(request.message_id);
     showDone(request, data);
     return;
   }
@@ -247,7 +193,7 @@ async function decide(request, optionId, buttons, message) {
 }
 
 function showInvalid() {
-  show("invalid", [
+  show(page, "invalid", [
     outcome(
       "This decision link is not valid",
       "It may have expired, been copied incompletely, or never have been issued by this Clarion server. Open the request from Clarion's inbox, or ask for a new link.",
@@ -264,7 +210,7 @@ async function load() {
   } catch {
     const retry = el("button", { type: "button", class: "primary" }, ["Try again"]);
     retry.addEventListener("click", () => void load());
-    show("offline", [
+    show(page, "offline", [
       outcome("Cannot reach Clarion", "Check your connection, then try again.", "decision-offline", "taken"),
       el("div", { class: "actions" }, [retry]),
     ]);
@@ -275,7 +221,7 @@ async function load() {
     return;
   }
   if (!res.ok) {
-    show("error", [outcome("Clarion could not load this request", `The server answered ${res.status}. Try again in a moment.`, "decision-error", "taken")]);
+    show(page, "error", [outcome("Clarion could not load this request", `The server answered ${res.status}. Try again in a moment.`, "decision-error", "taken")]);
     return;
   }
   /** @type {Linked} */
