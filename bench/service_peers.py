@@ -107,20 +107,23 @@ async def window(peer: ServicePeer, n: int, seconds: float) -> Window:
     freeze_heap()
     pids = peer.pids()
     done = 0
+    # The window starts once the CPU is read (reading a process tree can outlast a short
+    # window on a loaded host), and each loop cycles at least once: every window has a figure.
+    cpu0 = [_tree_cpu(pid) for pid in pids]
+    client0 = time.process_time()
     began = time.perf_counter()
     last = began
     stop_at = began + seconds
 
     async def run(loop: Loop) -> None:
         nonlocal done, last
-        while time.perf_counter() < stop_at:
+        while True:
             await loop.cycle()
             done += 1
             last = time.perf_counter()
+            if last >= stop_at:
+                return
 
-    cpu0 = [_tree_cpu(pid) for pid in pids]
-    client0 = time.process_time()
-    began = time.perf_counter()
     await gather_within(seconds + 120, *(run(loop) for loop in loops))
     client = time.process_time() - client0
     per_process = tuple((_tree_cpu(p) - c) / max(done, 1) for p, c in zip(pids, cpu0, strict=True))
