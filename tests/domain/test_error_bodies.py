@@ -5,8 +5,8 @@ from __future__ import annotations
 from clarion.domain.error_bodies import INTERNAL_MESSAGE, error_body
 from clarion.domain.errors import (
     AgentUnavailable,
-    ClarionError,
     ClarificationActive,
+    ClarionError,
     DecisionNotActive,
     InvalidInput,
     NotActive,
