@@ -149,10 +149,67 @@ async def _empty_database(name: str) -> None:
         await conn.close()
 
 
+def _migrated_tables() -> frozenset[str]:
+    from clarion.store.db import schema
+
+    every = (
+        schema.schema,
+        schema.auth_schema,
+        schema.webhook_schema,
+        schema.cluster_schema,
+        schema.waiting_schema,
+        schema.slack_schema,
+    )
+    return frozenset({"clarion_schema_version", *(t for m in every for t in m.tables)})
+
+
+async def _empty_migrated_database(name: str) -> bool:
+    """Leave database `name` migrated to the latest schema with no rows and nothing connected,
+    if that is what its tables are; False (nothing done but ending its connections) when
+    its schema is anything else, for the caller to drop it instead."""
+    from clarion.store.db.migrations import LATEST_VERSION
+
+    await _pg_admin(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+        f"WHERE datname = '{name}' AND pid <> pg_backend_pid()"
+    )
+    url = make_url(POSTGRES_URL).set(database=name).render_as_string(hide_password=False)
+    import asyncpg
+
+    conn = await asyncpg.connect(**_pg_connect_kwargs(url))
+    try:
+        tables = {
+            r["tablename"]
+            for r in await conn.fetch("SELECT tablename FROM pg_tables WHERE schemaname = 'public'")
+        }
+        if tables != _migrated_tables():
+            return False
+        if await conn.fetchval("SELECT max(version) FROM clarion_schema_version") != (
+            LATEST_VERSION
+        ):
+            return False
+        async with conn.transaction():  # as in `_empty_tables`
+            await conn.execute("SET LOCAL session_replication_role = replica")
+            for table in sorted(tables - {"clarion_schema_version"}):
+                await conn.execute(f'DELETE FROM "{table}"')
+        return True
+    finally:
+        await conn.close()
+
+
+async def _reuse_database(name: str, *, migrated_ok: bool) -> None:
+    if not migrated_ok or not await _empty_migrated_database(name):
+        await _empty_database(name)
+
+
 @contextmanager
-def fresh_database_url(kind: str, tmp_path: Path) -> Iterator[str]:
+def fresh_database_url(kind: str, tmp_path: Path, *, migrated_ok: bool = False) -> Iterator[str]:
     """A URL (`sqlite:///...` or `postgresql://...`) of an empty database that
-    `clarion serve --database URL` can open, the test's alone until the block ends."""
+    `clarion serve --database URL` can open, the test's alone until the block ends.
+
+    With `migrated_ok` a PostgreSQL database may come already migrated to the latest schema,
+    with no rows: what a server makes of an empty one, without dropping and creating every
+    table again (a recycled database is emptied in ~10 ms that way, against ~200 ms)."""
     if kind == "sqlite":
         path = tmp_path / f"clarion-{secrets.token_hex(4)}.db"
         yield f"sqlite:///{path}"
@@ -162,7 +219,7 @@ def fresh_database_url(kind: str, tmp_path: Path) -> Iterator[str]:
     require_postgres()
     if _recycled_databases:
         name = _recycled_databases.pop()
-        _run(functools.partial(_empty_database, name))
+        _run(functools.partial(_reuse_database, name, migrated_ok=migrated_ok))
     else:
         name = f"clarion_t_{secrets.token_hex(6)}"
         _run(functools.partial(_pg_admin, f'CREATE DATABASE "{name}" TEMPLATE template0'))

@@ -41,7 +41,7 @@ def make_server(tmp_path: Path) -> Iterator[Callable[..., ServerProcess]]:
     with ExitStack() as stack:
 
         def make(db: str = "sqlite", bus: str = "memory", **env: str) -> ServerProcess:
-            url = stack.enter_context(fresh_database_url(db, tmp_path))
+            url = stack.enter_context(fresh_database_url(db, tmp_path, migrated_ok=True))
             if bus != "memory":
                 require_nats()
             workdir = tmp_path / f"server{len(servers)}"
@@ -79,7 +79,7 @@ def module_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerPr
 def cluster_db(tmp_path: Path) -> Iterator[str]:
     """A fresh PostgreSQL database for one cluster test (cluster mode needs NATS too)."""
     require_nats()
-    with fresh_database_url("postgres", tmp_path) as url:
+    with fresh_database_url("postgres", tmp_path, migrated_ok=True) as url:
         yield url
 
 

@@ -334,7 +334,7 @@ def _rig_factory(
             env = {**agent.setup(home, model.url), **(agent_env or {})}
             config = root / "clarion.toml"
             write_config(config, agent, workdir=workdir, env=env)
-            url = stack.enter_context(fresh_database_url(db, tmp_path))
+            url = stack.enter_context(fresh_database_url(db, tmp_path, migrated_ok=True))
             server = ServerProcess(
                 database_url=url,
                 workdir=serverdir,
