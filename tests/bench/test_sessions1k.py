@@ -47,6 +47,13 @@ def test_the_rows_judge_memory_keepalive_growth_and_drops_against_their_goals() 
     assert (dropped.value, dropped.met, dropped.note) == ("1", False, "s1: connection gone")
 
 
+def test_a_keepalive_cpu_shown_as_exactly_the_goal_is_met() -> None:
+    result = ManyResult("postgres", ManySizes(), windows=[_window(10, 5.0), _window(1000, 5.0)])
+    result.idle_cpu = 0.0200000001
+    idle = next(row for row in rows(result) if row.name.startswith("server keepalive CPU"))
+    assert (idle.value, idle.met) == ("2.00% of a core", True)
+
+
 @pytest.mark.skipif(socat() is None, reason="socat not installed")
 async def test_every_live_sessions_row_has_a_figure_and_no_stream_drops(tmp_path: Path) -> None:
     result = await asyncio.wait_for(
