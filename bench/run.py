@@ -26,8 +26,11 @@ from bench import (
     latency,
     peer,
     recovery,
+    relay_hub,
     sandbox_start,
     service_peer_rows,
+    sessions1k,
+    sessions1k_rows,
     statements,
     throughput,
     workspaces,
@@ -80,6 +83,8 @@ class Sizes:
     sandbox_starts: int = 30  # built-in agent starts per sandbox mode, taken in turn
     # Task worktrees: a 10,000-file repository, 100 changed files (bench.workspaces).
     workspaces: workspaces.WorkspaceSizes = field(default_factory=workspaces.WorkspaceSizes)
+    # Live sessions holding their questions over MCP streams (bench.sessions1k).
+    live_sessions: sessions1k.ManySizes = field(default_factory=sessions1k.ManySizes)
 
 
 QUICK = Sizes(
@@ -108,6 +113,7 @@ QUICK = Sizes(
     restart_answers=1,
     statement_cycles=1,
     workspaces=workspaces.QUICK,
+    live_sessions=sessions1k.QUICK,
 )
 
 
@@ -256,6 +262,18 @@ async def _idle_agents(db: str, workdir: Path, sizes: Sizes, out: Results) -> No
         setup_budget_s=sizes.idle_setup_budget_s,
     )
     out.rows += idle_agents_rows(db, r)
+
+
+async def _live_sessions(db: str, workdir: Path, sizes: Sizes, out: Results) -> None:
+    n = sizes.live_sessions.sessions
+    if relay_hub.socat() is None:
+        out.rows.append(Row(db, f"{n} live sessions", "skipped", note="socat not installed"))
+        return
+    if db == "postgres" and not await postgres_reachable():
+        out.rows.append(Row(db, f"{n} live sessions", "skipped", note="PostgreSQL unreachable"))
+        return
+    progress(f"{db}: {n} live sessions holding their questions")
+    out.rows += sessions1k_rows.rows(await sessions1k.measure(db, workdir, sizes.live_sessions))
 
 
 async def _growth(db: str, workdir: Path, sizes: Sizes, out: Results) -> None:
@@ -418,6 +436,10 @@ async def main_async(sizes: Sizes, dbs: list[str], workdir: Path, *, only: str =
     if only == "workspaces":
         out.rows += await workspaces.rows(workdir, sizes.workspaces)
         return out
+    if only == "sessions1k":
+        for db in dbs:
+            await _live_sessions(db, workdir, sizes, out)
+        return out
     if only == "peers":  # Clarion's online rows and the service peers, with the goals between
         for db in dbs:
             if db == "sqlite" or await postgres_reachable():
@@ -496,8 +518,13 @@ def main(argv: list[str] | None = None) -> int:
         f"in one wave, {idle_agents.WAVE_IDLE_STOP_S} with several",
     )
     parser.add_argument(
+        "--live-sessions",
+        type=int,
+        help="sessions holding a live question in the sessions1k rows (default 1000)",
+    )
+    parser.add_argument(
         "--only",
-        choices=["all", "idle-agents", "growth", "sandbox", "workspaces", "peers"],
+        choices=["all", "idle-agents", "growth", "sandbox", "workspaces", "peers", "sessions1k"],
         default="all",
         help="run only these rows",
     )
@@ -507,6 +534,12 @@ def main(argv: list[str] | None = None) -> int:
         if args.sessions < 1:
             parser.error("--sessions must be at least 1")
         sizes = replace(sizes, idle_agents=args.sessions)
+    if args.live_sessions is not None:
+        if args.live_sessions <= sizes.live_sessions.baseline:
+            parser.error(f"--live-sessions must be above {sizes.live_sessions.baseline}")
+        sizes = replace(
+            sizes, live_sessions=replace(sizes.live_sessions, sessions=args.live_sessions)
+        )
     if args.wave is not None:
         if args.wave < 1:
             parser.error("--wave must be at least 1")

@@ -51,13 +51,18 @@ class Cycle:
 async def relay_session(ctx: Ctx, task_id: str, limit: float = 120) -> tuple[str, dict[str, Any]]:
     """Start a relay-agent session; returns (session id, its MCP endpoint {url, headers})."""
     session_id = await ctx.api.start_session(task_id, "hold the turn", agent="relay")
+    return session_id, await relay_endpoint(ctx, session_id, limit)
+
+
+async def relay_endpoint(ctx: Ctx, session_id: str, limit: float = 120) -> dict[str, Any]:
+    """The MCP endpoint {url, headers} a relay agent received for `session_id`."""
     deadline = time.perf_counter() + limit
     while time.perf_counter() < deadline:
         for path in ctx.server.relay_dir.glob("*.json"):
             endpoint: dict[str, Any] = json.loads(path.read_text())
             if endpoint["url"].rstrip("/").endswith(f"/{session_id}"):
                 path.unlink()
-                return session_id, endpoint
+                return endpoint
         await asyncio.sleep(0.02)
     raise RuntimeError(f"relay agent of session {session_id} never reported its MCP endpoint")
 

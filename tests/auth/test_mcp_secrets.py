@@ -6,6 +6,7 @@ session A's endpoint refuses no secret, a wrong one and session B's, while A's o
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
@@ -150,3 +151,30 @@ async def test_session_endpoint_refuses_every_secret_but_its_own(
     logged = " ".join(f"{r.getMessage()} {r.__dict__}" for r in caplog.records)
     assert "MCP request refused" in logged
     assert secret_a not in logged and secret_b not in logged
+
+
+async def test_a_get_for_a_standalone_stream_is_405_after_the_secret_check_and_opens_nothing(
+    rig: Rig,
+) -> None:
+    # Clarion sends nothing outside a tool call, so it offers no standalone SSE stream: held
+    # open by every agent, that stream cost each session a second request and its pings.
+    a, _ = rig.sessions
+    secret_a = rig.runtime.launches[a].mcp_token
+    stream = {"Accept": "text/event-stream"}
+    refused = await rig.client.get(f"/mcp/sessions/{a}", headers=stream)
+    assert refused.status_code == 401
+    async with rig.mcp.server.session_manager.run():
+        opened = await rig.client.post(
+            f"/mcp/sessions/{a}", json=INITIALIZE, headers={**ACCEPT, "X-Clarion-Token": secret_a}
+        )
+        session = {"Mcp-Session-Id": opened.headers["mcp-session-id"]}
+        # An opened stream would never end: the ceiling turns that into a failure.
+        got = await asyncio.wait_for(
+            rig.client.get(
+                f"/mcp/sessions/{a}", headers={**stream, **session, "X-Clarion-Token": secret_a}
+            ),
+            10,
+        )
+    assert got.status_code == 405
+    assert got.headers["allow"] == "POST, DELETE"
+    assert got.json()["error"]["code"] == "method_not_allowed"

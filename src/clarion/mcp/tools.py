@@ -28,7 +28,7 @@ from starlette.responses import JSONResponse
 from starlette.types import Message, Receive, Scope, Send
 
 from clarion.clarification.asker import Asker
-from clarion.domain.error_bodies import error_body
+from clarion.domain.error_bodies import error_body, wire_error
 from clarion.domain.errors import Unauthenticated
 from clarion.orchestrator.launch import SessionTokens
 
@@ -185,6 +185,9 @@ class McpEndpoint:
             status, body = error_body(Unauthenticated("missing or wrong session token"))
             await JSONResponse(body, status_code=status)(scope, receive, send)
             return
+        if scope["method"] == "GET":
+            await _NO_STANDALONE_STREAM(scope, receive, send)
+            return
         inner = self._inner if self._inner is not None else await self._loaded()
         sent = _ResponseTracker(send)
         try:
@@ -200,6 +203,22 @@ class McpEndpoint:
                 "MCP message for a session the client already closed; dropped",
                 extra={"session_id": session_id},
             )
+
+
+# A GET would open the standalone SSE stream, which carries what a server sends outside any
+# request. Clarion sends nothing there (a call's progress and result travel on the call's own
+# stream), yet every agent held one open: a second held request per session, with its SSE
+# pings every 15 s. With 1,000 sessions waiting, refusing it took the server from 405 to
+# 340 MiB. The MCP transport lets a server refuse it with 405; clients then go on without it.
+_NO_STANDALONE_STREAM = JSONResponse(
+    wire_error(
+        "method_not_allowed",
+        "this endpoint offers no standalone stream; POST requests, DELETE the session",
+        False,
+    ),
+    status_code=405,
+    headers={"Allow": "POST, DELETE"},
+)
 
 
 class _ResponseTracker:
