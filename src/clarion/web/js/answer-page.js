@@ -3,7 +3,7 @@
 // HTML: the renderer builds elements with textContent), and keeps one mark in localStorage: that
 // this browser's answer through the link was recorded, so reopening it says "You answered".
 
-import { el, linkPage, outcome, ownMarks, reveal, show } from "./link-page.js";
+import { el, linkPage, loadLinked, outcome, ownMarks, reveal, show } from "./link-page.js";
 import { renderInlineMarkdown, renderMarkdown } from "./markdown.js";
 
 /** @typedef {{option_id: string, label: string, description?: string, default?: boolean}} Option */
@@ -300,31 +300,14 @@ function showInvalid() {
   ]);
 }
 
-async function load() {
-  let res;
-  try {
-    res = await fetch(api, { credentials: "omit", cache: "no-store" });
-  } catch {
-    const retry = el("button", { type: "button", class: "primary" }, ["Try again"]);
-    retry.addEventListener("click", () => void load());
-    show(page, "offline", [
-      outcome("Cannot reach Clarion", "Check your connection, then try again.", "answer-offline", "taken"),
-      el("div", { class: "actions" }, [retry]),
-    ]);
-    return;
-  }
-  if (res.status === 404) {
-    showInvalid();
-    return;
-  }
-  if (!res.ok) {
-    show(page, "error", [outcome("Clarion could not load this question", `The server answered ${res.status}. Try again in a moment.`, "answer-error", "taken")]);
-    return;
-  }
-  /** @type {Linked} */
-  const bundle = await res.json();
-  if (ACTIVE.has(bundle.state)) showForm(bundle);
-  else showTaken(bundle, bundle.response);
-}
-
-void load();
+void loadLinked({
+  page,
+  api,
+  name: "answer",
+  noun: "question",
+  invalid: showInvalid,
+  opened: (/** @type {Linked} */ bundle) => {
+    if (ACTIVE.has(bundle.state)) showForm(bundle);
+    else showTaken(bundle, bundle.response);
+  },
+});

@@ -5,7 +5,7 @@
 // textContent), and keeps one mark in localStorage: that this browser's decision through the
 // link was recorded, so reopening it says "You decided".
 
-import { el, linkPage, outcome, ownMarks, reveal, show } from "./link-page.js";
+import { el, linkPage, loadLinked, outcome, ownMarks, reveal, show } from "./link-page.js";
 import { renderMarkdown } from "./markdown.js";
 import { optionMeaning, previewOf } from "./permission-preview.js";
 
@@ -203,31 +203,14 @@ function showInvalid() {
   ]);
 }
 
-async function load() {
-  let res;
-  try {
-    res = await fetch(api, { credentials: "omit", cache: "no-store" });
-  } catch {
-    const retry = el("button", { type: "button", class: "primary" }, ["Try again"]);
-    retry.addEventListener("click", () => void load());
-    show(page, "offline", [
-      outcome("Cannot reach Clarion", "Check your connection, then try again.", "decision-offline", "taken"),
-      el("div", { class: "actions" }, [retry]),
-    ]);
-    return;
-  }
-  if (res.status === 404) {
-    showInvalid();
-    return;
-  }
-  if (!res.ok) {
-    show(page, "error", [outcome("Clarion could not load this request", `The server answered ${res.status}. Try again in a moment.`, "decision-error", "taken")]);
-    return;
-  }
-  /** @type {Linked} */
-  const request = await res.json();
-  if (request.state === "pending") showForm(request);
-  else showTaken(request, request.decision);
-}
-
-void load();
+void loadLinked({
+  page,
+  api,
+  name: "decision",
+  noun: "request",
+  invalid: showInvalid,
+  opened: (/** @type {Linked} */ request) => {
+    if (request.state === "pending") showForm(request);
+    else showTaken(request, request.decision);
+  },
+});

@@ -75,3 +75,36 @@ export function reveal(card) {
   card.focus({ preventScroll: true });
   card.scrollIntoView({ block: "nearest" });
 }
+
+/**
+ * Read what the link names and hand it to `opened`. A server out of reach (with a button to try
+ * again), a link it does not know (`invalid`) and any other refusal each get their own card.
+ * @param {{page: HTMLElement, api: string, name: string, noun: string, invalid: () => void,
+ *   opened: (linked: any) => void}} link
+ *   `name` prefixes the cards' test ids ("answer"), `noun` says what failed to load ("question").
+ */
+export async function loadLinked(link) {
+  const { page, api, name, noun, invalid, opened } = link;
+  let res;
+  try {
+    res = await fetch(api, { credentials: "omit", cache: "no-store" });
+  } catch {
+    const retry = el("button", { type: "button", class: "primary" }, ["Try again"]);
+    retry.addEventListener("click", () => void loadLinked(link));
+    show(page, "offline", [
+      outcome("Cannot reach Clarion", "Check your connection, then try again.", `${name}-offline`, "taken"),
+      el("div", { class: "actions" }, [retry]),
+    ]);
+    return;
+  }
+  if (res.status === 404) {
+    invalid();
+    return;
+  }
+  if (!res.ok) {
+    const says = `The server answered ${res.status}. Try again in a moment.`;
+    show(page, "error", [outcome(`Clarion could not load this ${noun}`, says, `${name}-error`, "taken")]);
+    return;
+  }
+  opened(await res.json());
+}
