@@ -30,10 +30,13 @@ FLOORS: dict[str, float] = {
     "bus": 93.5,
     "clarification": 88.0,  # 90.2
     "cli": 85.0,  # 87.7
+    "client": 91.0,  # 93.8 (its first run as a package: what the CLI and the demo share)
     "config": 95.0,  # 96.3 (its first run as a package, under load)
     "demo": 84.0,  # 87.0
     "domain": 100.0,  # pure rules: in-process tests cover every branch, no subprocess needed
     "mcp": 92.0,  # 93.6 (the SDK's lazy load and its failure paths tested in-process)
+    "metrics": 97.0,  # 100.0
+    "notifications": 87.0,  # 89.9
     "orchestrator": 86.0,  # 89.0
     "ports": 95.0,  # 100.0 (protocol bodies are excluded, what remains is small)
     "projection": 92.0,  # 94.3 (95.0 in another run)
@@ -41,8 +44,9 @@ FLOORS: dict[str, float] = {
     # 93.7 in its first run as a package, under load, with the cluster tests failing early
     # (replica.py's paths run on PostgreSQL only).
     "server": 92.0,
+    "slack": 87.0,  # 89.5 (its first run with a floor; Socket Mode's reconnects run rarely)
     "store": 94.0,  # 96.8
-    "notifications": 87.0,  # 89.9
+    "workspaces": 92.0,  # 94.3 (its first run with a floor)
 }
 TOTAL_FLOOR = 91.0  # 93.2
 SRC = Path("src/clarion")
