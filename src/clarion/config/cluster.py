@@ -1,17 +1,17 @@
 """`[cluster]` of the file and CLARION_REDIRECT_TO_OWNER: how a replica answers a request for
-another replica's session (docs/cluster.md). Imports only the configuration models."""
+another replica's session (docs/cluster.md). Imports only the configuration readers."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from clarion.config.files import flag
+
 if TYPE_CHECKING:  # the models load with the file, not with the settings' types
     from clarion.config.document import ConfigDocument
 
 _ENV = "CLARION_REDIRECT_TO_OWNER"
-_TRUE = frozenset({"1", "true", "yes", "on"})
-_FALSE = frozenset({"", "0", "false", "no", "off"})
 
 
 def redirect_to_owner(document: ConfigDocument, env: Mapping[str, str]) -> bool:
@@ -19,12 +19,7 @@ def redirect_to_owner(document: ConfigDocument, env: Mapping[str, str]) -> bool:
     request with a 307 to the owner's advertise URL instead of carrying it. Off by default:
     a client that does not follow a redirect, or follows it without its credentials, is
     served only by the carry."""
-    raw = env.get(_ENV)
-    if raw is not None and raw.strip() != "":
-        value = raw.strip().lower()
-        if value not in _TRUE | _FALSE:
-            raise ValueError(
-                f"{_ENV} must be one of 1, true, yes, on, 0, false, no, off; got {raw!r}"
-            )
-        return value in _TRUE
+    raw = env.get(_ENV, "")
+    if raw.strip():
+        return flag(raw, _ENV)
     return document.cluster is not None and document.cluster.redirect_to_owner

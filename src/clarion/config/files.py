@@ -1,4 +1,4 @@
-"""Reading configuration values: the TOML file, positive durations from env vars, http(s)
+"""Reading configuration values: the TOML file, positive durations, on/off flags and http(s)
 URLs from env vars. Shared by the modules of `clarion.config`; imports nothing internal."""
 
 from __future__ import annotations
@@ -22,6 +22,20 @@ def positive(env: Mapping[str, str], name: str, default: float) -> float:
     if not math.isfinite(value) or value <= 0:
         raise ValueError(f"{name} must be a positive finite number, got {raw!r}")
     return value
+
+
+_TRUE = frozenset({"1", "true", "yes", "on"})
+_FALSE = frozenset({"", "0", "false", "no", "off"})
+
+
+def flag(raw: str, name: str) -> bool:
+    """An on/off environment variable; empty is off."""
+    value = raw.strip().lower()
+    if value in _TRUE:
+        return True
+    if value in _FALSE:
+        return False
+    raise ValueError(f"{name} must be one of 1, true, yes, on, 0, false, no, off; got {raw!r}")
 
 
 def read_config(path: Path) -> dict[str, Any]:

@@ -12,7 +12,7 @@ from pathlib import Path
 from clarion.config.agents import AgentProfile, agent_profiles
 from clarion.config.cluster import redirect_to_owner
 from clarion.config.email import EmailSettings, email_settings
-from clarion.config.files import http_url, positive
+from clarion.config.files import flag, http_url, positive
 from clarion.config.links import AnswerLinkSettings, answer_links
 from clarion.config.load import read_document
 from clarion.config.ops import OperationsConfig
@@ -127,7 +127,7 @@ class Settings:
             port_value = _port(port, "--port")
         else:
             port_value = _port(env.get("CLARION_PORT") or "8787", "CLARION_PORT")
-        auth_env = _flag(env.get("CLARION_AUTH", ""), "CLARION_AUTH")
+        auth_env = flag(env.get("CLARION_AUTH", ""), "CLARION_AUTH")
         database_url = database_url or env.get("CLARION_DATABASE_URL") or default_database_url(env)
         home = clarion_home(env)
         hidden = hidden_paths(home, database_url, config_file, document.worktrees_dir)
@@ -150,7 +150,7 @@ class Settings:
             slack=slack_settings(document, where, env),
             cluster=cluster
             if cluster is not None
-            else _flag(env.get("CLARION_CLUSTER", ""), "CLARION_CLUSTER"),
+            else flag(env.get("CLARION_CLUSTER", ""), "CLARION_CLUSTER"),
             advertise_url=_advertise_url(advertise_url or env.get("CLARION_ADVERTISE_URL")),
             replica_timeout=positive(env, "CLARION_REPLICA_TIMEOUT_S", 10.0),
             redirect_to_owner=redirect_to_owner(document, env),
@@ -167,19 +167,6 @@ class Settings:
         if settings.cluster:
             _check_cluster(settings)
         return settings
-
-
-_TRUE = frozenset({"1", "true", "yes", "on"})
-_FALSE = frozenset({"", "0", "false", "no", "off"})
-
-
-def _flag(raw: str, name: str) -> bool:
-    value = raw.strip().lower()
-    if value in _TRUE:
-        return True
-    if value in _FALSE:
-        return False
-    raise ValueError(f"{name} must be one of 1, true, yes, on, 0, false, no, off; got {raw!r}")
 
 
 def _port(raw: int | str, name: str) -> int:
