@@ -75,36 +75,56 @@ def goal_rows(
             )
         )
     for db in rates:
-        for n in (10, 100):
-            if n not in rates[db] or n not in restate.windows:
-                continue
-            ratio = rates[db][n] / restate.rate(n)
-            rows.append(
-                Row(
-                    db,
-                    f"ratio: cycles/s, {n} sessions / restate's, {n} workflows",
-                    f"{ratio:.2f}x",
-                    ">= 1.0x",
-                    ratio >= 1.0,
-                    f"{rates[db][n]:.1f} vs {restate.rate(n):.1f} cycles/s",
-                )
-            )
+        rows += _per_session_ratios(
+            db,
+            rates[db],
+            restate,
+            restate.rate,
+            "cycles/s, {n} sessions / restate's, {n} workflows",
+            at_least=True,
+            note=lambda mine, theirs: f"{mine:.1f} vs {theirs:.1f} cycles/s",
+        )
     for db in cpu:
-        for n in (10, 100):
-            if n not in cpu[db] or n not in restate.windows:
-                continue
-            ratio = cpu[db][n] / restate.cpu(n)
-            rows.append(
-                Row(
-                    db,
-                    f"ratio: server CPU per cycle, {n} sessions / restate's whole server side",
-                    f"{ratio:.2f}x",
-                    "<= 1.0x",
-                    ratio <= 1.0,
-                    f"{ms(cpu[db][n]):.2f} vs {ms(restate.cpu(n)):.2f} ms",
-                )
-            )
+        rows += _per_session_ratios(
+            db,
+            cpu[db],
+            restate,
+            restate.cpu,
+            "server CPU per cycle, {n} sessions / restate's whole server side",
+            at_least=False,
+            note=lambda mine, theirs: f"{ms(mine):.2f} vs {ms(theirs):.2f} ms",
+        )
     return rows
+
+
+def _per_session_ratios(
+    db: str,
+    mine: dict[int, float],
+    restate: PeerFigures,
+    theirs: Callable[[int], float],
+    measure: str,
+    *,
+    at_least: bool,
+    note: Callable[[float, float], str],
+) -> list[Row]:
+    """`ratio: MEASURE` at 10 and 100 where both sides have a figure; the goal is 1.0x, met
+    at or above it (`at_least`) or at or below it."""
+    out: list[Row] = []
+    for n in (10, 100):
+        if n not in mine or n not in restate.windows:
+            continue
+        ratio = mine[n] / theirs(n)
+        out.append(
+            Row(
+                db,
+                f"ratio: {measure.format(n=n)}",
+                f"{ratio:.2f}x",
+                ">= 1.0x" if at_least else "<= 1.0x",
+                ratio >= 1.0 if at_least else ratio <= 1.0,
+                note(mine[n], theirs(n)),
+            )
+        )
+    return out
 
 
 Factory = Callable[[Path], ServicePeer]
