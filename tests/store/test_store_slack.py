@@ -170,3 +170,34 @@ async def test_in_a_cluster_a_replica_sees_the_interactions_and_messages_of_its_
         )
     assert await slack.release_slack_claims("r1", now) == 1
     assert [i.id for i in await slack.due_slack_interactions(None, now, 10)] == ["k-r1"]
+
+
+async def test_releasing_the_claims_of_adopted_sessions_frees_theirs_and_keeps_the_others(
+    world: World,
+) -> None:
+    slack = world.store.slack_records()
+    sessions: list[str] = []
+    for key in ("adopted", "adopted-too", "kept"):
+        session = await world.session()
+        await world.turn(session)
+        [row] = await world.bundle(session)
+        sessions.append(session.id)
+        await slack.queue_slack_interaction(_interaction(key, str(row.metadata["pending_id"])))
+    now = world.clock.now()
+    lease = now + timedelta(seconds=300)
+    for key in ("adopted", "kept"):  # claimed by a replica that then died
+        assert await slack.claim_slack_interaction(
+            key, attempts_before=0, now=now, lease_until=lease
+        )
+    assert await slack.release_slack_claims_of_sessions(sessions[:2], now) == 1
+    due = await slack.due_slack_interactions(None, now, 10)
+    assert sorted(i.id for i in due) == ["adopted", "adopted-too"]
+    # A release of no session touches nothing; a finished click is never released.
+    assert await slack.release_slack_claims_of_sessions([], now) == 0
+    assert await slack.claim_slack_interaction(
+        "adopted", attempts_before=1, now=now, lease_until=lease
+    )
+    assert await slack.finish_slack_interaction("adopted", outcome="answered")
+    assert await slack.release_slack_claims_of_sessions(sessions, now) == 1  # only "kept"
+    due = await slack.due_slack_interactions(None, now, 10)
+    assert sorted(i.id for i in due) == ["adopted-too", "kept"]

@@ -3,6 +3,7 @@ see them (SlackStore). Implemented by `clarion.store.slack.SqlSlack`."""
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from datetime import datetime
 from typing import Protocol
 
@@ -72,6 +73,14 @@ class SlackStore(Protocol):
         """At start: every interaction not done is due at `now`, so a claim held by a process
         that died is taken up again (the respond path's own claim keeps its answer from
         applying twice); how many."""
+        ...
+
+    async def release_slack_claims_of_sessions(
+        self, session_ids: Collection[str], now: datetime
+    ) -> int:
+        """Cluster mode, on adoption: every interaction not done of the questions of
+        `session_ids` is due at `now`, so a claim the dead replica held is taken up again
+        without waiting out its lease; how many claims were released (0 for no sessions)."""
         ...
 
     async def retry_slack_interaction(

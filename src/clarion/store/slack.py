@@ -4,6 +4,7 @@ question's message is, and the durable queue of clicks and modal submissions."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Collection
 from datetime import datetime
 from typing import Any
 
@@ -25,6 +26,8 @@ from clarion.store.db.schema import (
 )
 
 log = logging.getLogger(__name__)
+
+_SESSIONS_PER_STATEMENT = 500
 
 
 def _message(row: Any) -> SlackMessage:
@@ -70,6 +73,16 @@ def _owned(owner: str | None, pending_id: Any) -> Any:
         .where(
             task_session_messages.c.pending_id == pending_id,
             task_sessions.c.owner_replica_id == owner,
+        )
+    )
+
+
+def _of_sessions(session_ids: Collection[str], pending_id: Any) -> Any:
+    """Rows of questions asked in one of `session_ids`."""
+    return exists(
+        select(task_session_messages.c.id).where(
+            task_session_messages.c.pending_id == pending_id,
+            task_session_messages.c.task_session_id.in_(session_ids),
         )
     )
 
@@ -254,6 +267,29 @@ class SqlSlack:
         released = int(result.rowcount or 0)
         if released:
             log.info("slack interactions released at start", extra={"released": released})
+        return released
+
+    async def release_slack_claims_of_sessions(
+        self, session_ids: Collection[str], now: datetime
+    ) -> int:
+        ids = sorted(set(session_ids))
+        if not ids:
+            return 0
+        c = slack_interactions.c
+        released = 0
+        async with self._db.write() as conn:
+            # In slices: a replica may adopt more sessions than a statement takes parameters.
+            for start in range(0, len(ids), _SESSIONS_PER_STATEMENT):
+                statement = (
+                    update(slack_interactions)
+                    .where(
+                        c.done_at.is_(None),
+                        c.next_attempt_at > now,
+                        _of_sessions(ids[start : start + _SESSIONS_PER_STATEMENT], c.pending_id),
+                    )
+                    .values(next_attempt_at=now)
+                )
+                released += int((await conn.execute(statement)).rowcount or 0)
         return released
 
     async def retry_slack_interaction(
