@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Mapping
+from datetime import timedelta
 from typing import cast
 
 from clarion.domain.slack import SlackInteraction
@@ -53,7 +54,7 @@ def _click(key: str, pending_id: str) -> SlackInteraction:
     )
 
 
-def _answerer(world: World, respond: FlakyRespond) -> SlackAnswerer:
+def _answerer(world: World, respond: FlakyRespond, owner: str | None = None) -> SlackAnswerer:
     records = world.store.slack_records()
     apis = cast(Mapping[str, SlackApi], {})
     closer = SlackCloser(records, world.store, apis, world.clock, sweep_s=NEVER_S)
@@ -62,7 +63,9 @@ def _answerer(world: World, respond: FlakyRespond) -> SlackAnswerer:
         return None
 
     # Real time for the answerer: its backoff is waited out on the event loop.
-    answerer = SlackAnswerer(records, respond, closer, no_api, SystemClock(), poll_s=NEVER_S)
+    answerer = SlackAnswerer(
+        records, respond, closer, no_api, SystemClock(), poll_s=NEVER_S, owner=lambda: owner
+    )
     answer_due = answerer.answer_due
 
     async def noted() -> int:
@@ -128,3 +131,33 @@ async def test_a_wake_answers_a_click_queued_after_the_answerer_went_to_sleep(
     assert respond.calls == [pending_id] and respond.passes == [0, 1]
     [done] = await world.store.slack_records().slack_interactions_of(pending_id)
     assert done.outcome == "answered"
+
+
+async def test_a_click_a_dead_replica_claimed_is_answered_once_its_session_is_taken_up(
+    world: World,
+) -> None:
+    session = await world.session()
+    await world.turn(session)
+    [row] = await world.bundle(session)
+    pending_id = str(row.metadata["pending_id"])
+    records = world.store.slack_records()
+    await world.own(session.id, "dead")
+    await records.queue_slack_interaction(_click("k1", pending_id))
+    now = SystemClock().now()
+    assert await records.claim_slack_interaction(  # the dead replica's, for five minutes
+        "k1", attempts_before=0, now=now, lease_until=now + timedelta(seconds=300)
+    )
+    respond = FlakyRespond(failures=0)
+    answerer = _answerer(world, respond, owner="me")
+    runner = asyncio.create_task(answerer.run())
+    try:
+        await _until(respond, answered=False)  # not its session yet; now it sleeps
+        await world.own(session.id, "me")  # the adoption
+        assert await answerer.take_up([session.id]) == 1
+        await _until(respond, answered=True)
+    finally:
+        runner.cancel()
+        await asyncio.gather(runner, return_exceptions=True)
+    assert respond.calls == [pending_id] and respond.passes == [0, 1]
+    [done] = await records.slack_interactions_of(pending_id)
+    assert done.outcome == "answered" and done.attempts == 2

@@ -19,7 +19,7 @@ import asyncio
 import contextlib
 import json
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Collection, Mapping
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
@@ -44,7 +44,7 @@ BATCH = 20
 LEASE_S = 300.0  # longer than any answer waits for an agent's acceptance
 # The fallback look for queued clicks nobody told this answerer of: a click queued here wakes
 # it directly, one queued on another replica through the bus (wakeups.py), and a retry it
-# scheduled when that falls due; this catches a lost word and an adopted session's clicks.
+# scheduled when that falls due, an adoption through `take_up`; this catches a lost word.
 POLL_S = 10.0
 BACKOFF_S = 1.0
 
@@ -100,6 +100,20 @@ class SlackAnswerer:
 
     def wake(self) -> None:
         self._wake.set()
+
+    async def take_up(self, session_ids: Collection[str]) -> int:
+        """Cluster mode: sessions this replica adopted from a dead one are its to answer now.
+        The claims the dead replica held are released (it will never finish them, and their
+        lease would keep them for minutes), then this answerer is woken: nothing else tells it
+        of clicks queued for those sessions before its fallback look. The release is committed
+        first; the wake is a hint, given even when the release failed, for the unclaimed ones.
+        Returns how many claims were released."""
+        try:
+            return await self._store.release_slack_claims_of_sessions(
+                session_ids, self._clock.now()
+            )
+        finally:
+            self.wake()
 
     async def run(self) -> None:
         """Answer until cancelled; first take up what a previous process left claimed."""
