@@ -52,6 +52,7 @@ def _joined(
         metrics=SimpleNamespace(adopted=lambda n: None),
         recovery=SimpleNamespace(run=run),
         deadlines=SimpleNamespace(wake=lambda: None),
+        slack_answerer=None,
     )
 
     def owner_gone(replica_id: str) -> None:

@@ -18,6 +18,7 @@ from clarion.orchestrator.watchdog import Watchdogs
 from clarion.ports import AgentRuntime, Bus, Store
 from clarion.ports.tracing import Tracer
 from clarion.runtime.supervisor import Supervisor
+from clarion.slack.answerer import SlackAnswerer
 from clarion.store import SqlStore
 
 
@@ -40,6 +41,9 @@ class App:
     tracer: Tracer
     # `[retention]`: the background prune, started after recovery (None: not configured).
     retention: Callable[[], Coroutine[Any, Any, None]] | None = None
+    # `[notifications.slack]`: the answerer of queued clicks, which an adopting replica tells
+    # of the sessions it adopted (None: Slack not configured).
+    slack_answerer: SlackAnswerer | None = None
 
     def start_deadlines(self, owner: str | None) -> None:
         """Fire waiting-policy deadlines from now on (after startup recovery): every

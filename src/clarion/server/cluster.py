@@ -127,9 +127,10 @@ class Joined:
 
     async def take_over(self, dead: str) -> None:
         """Adopt replica `dead`'s sessions (if this replica is the one that deletes its row)
-        and reconcile them as startup does, while requests for them wait. A recovery that
-        fails stops this replica: its sessions, the adopted ones included, then go to
-        another survivor, whose recovery finds done what this one did."""
+        and reconcile them as startup does, while requests for them wait; then answer their
+        queued Slack clicks at once. A recovery that fails stops this replica: its sessions,
+        the adopted ones included, then go to another survivor, whose recovery finds done
+        what this one did."""
         me = self.replica.replica_id
         async with self.gate.adopting():
             adopted = await self.app.sql.adopt_replica(me, dead)
@@ -140,12 +141,14 @@ class Joined:
             return
         if self.announce is not None:
             await self.announce(dead)
+        recovered = False
         try:
             report = await self.app.recovery.run(SessionScope.only(adopted))
             log.info(
                 "adopted sessions recovered",
                 extra={"replica": me, "dead_replica": dead, "sessions": adopted, **asdict(report)},
             )
+            recovered = True
         except Exception as exc:
             log.exception(
                 "recovery of adopted sessions failed", extra={"replica": me, "dead_replica": dead}
@@ -155,6 +158,29 @@ class Joined:
             await self.gate.recovered(adopted)
         # The adopted sessions' deadlines are this replica's to fire now.
         self.app.deadlines.wake()
+        if recovered:  # else this replica stops, and the next adopter takes them up
+            await self._take_up_slack_clicks(dead, adopted)
+
+    async def _take_up_slack_clicks(self, dead: str, adopted: list[str]) -> None:
+        """The adopted sessions' queued Slack clicks are this replica's to answer now, at once:
+        the dead replica's claims on them are released (a committed update) and the answerer
+        woken. A failed release leaves those claims to lapse at their lease."""
+        answerer = self.app.slack_answerer
+        if answerer is None:
+            return
+        me = self.replica.replica_id
+        try:
+            released = await answerer.take_up(adopted)
+        except Exception:
+            log.exception(
+                "slack claims of adopted sessions not released; they lapse at their lease",
+                extra={"replica": me, "dead_replica": dead, "sessions": adopted},
+            )
+            return
+        log.info(
+            "slack clicks of adopted sessions taken up",
+            extra={"replica": me, "dead_replica": dead, "sessions": adopted, "released": released},
+        )
 
 
 @dataclass(eq=False)

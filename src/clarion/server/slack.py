@@ -69,7 +69,16 @@ async def slack_outgoing(
     yield SlackParts(settings, records, apis, closer, poster, store)
 
 
-def slack_inbox(
+@dataclass(frozen=True, slots=True)
+class SlackInteractions:
+    """What Slack sends back, received (`inbox`, the HTTP edge's and Socket Mode's) and
+    answered (`answerer`, which a replica also tells of the sessions it adopts)."""
+
+    inbox: SlackInbox
+    answerer: SlackAnswerer
+
+
+def slack_interactions(
     parts: SlackParts,
     respond: Respond,
     access: AccessControl,
@@ -78,7 +87,7 @@ def slack_inbox(
     ready: asyncio.Event,
     owner: Callable[[], str | None],
     bus: Bus,
-) -> SlackInbox:
+) -> SlackInteractions:
     """The inbox the HTTP edge hands Slack's interactions to; its answerer and the sweep
     start once the server is ready (startup recovery done). `owner`: this replica's id in a
     cluster (None on a single server): a replica answers the clicks, and closes the messages,
@@ -118,7 +127,7 @@ def slack_inbox(
         supervisor.spawn(
             _socket_mode(channel, inbox, ready), name=f"slack-socket-mode:{channel.key}"
         )
-    return inbox
+    return SlackInteractions(inbox, answerer)
 
 
 async def _socket_mode(channel: SlackChannel, inbox: SlackInbox, ready: asyncio.Event) -> None:

@@ -67,7 +67,8 @@ from clarion.server.configured import (
 from clarion.server.late_sink import LateSink
 from clarion.server.outgoing import answer_links, outgoing_deliveries
 from clarion.server.repositories import task_worktrees
-from clarion.server.slack import slack_inbox, slack_outgoing
+from clarion.server.slack import slack_interactions, slack_outgoing
+from clarion.slack.answerer import SlackAnswerer
 from clarion.store import open_store
 
 log = logging.getLogger(__name__)
@@ -297,8 +298,9 @@ async def build(
             max_patch_bytes=settings.repositories.max_patch_bytes,
         )
         services.reads.use_answer_links(links.url_for, links.decision_url_for)
+        answerer: SlackAnswerer | None = None
         if slack is not None:
-            services.slack = slack_inbox(
+            interactions = slack_interactions(
                 slack,
                 resolver.respond,
                 services.access,
@@ -308,6 +310,7 @@ async def build(
                 owner=lambda: None if services.cluster is None else services.cluster.replica_id,
                 bus=bus,
             )
+            services.slack, answerer = interactions.inbox, interactions.answerer
         try:
             yield App(
                 services=services,
@@ -324,6 +327,7 @@ async def build(
                 metrics=metrics,
                 tracer=tracer,
                 retention=retention_job(settings, sql_store, clock),
+                slack_answerer=answerer,
             )
         finally:
             watchdogs.cancel_all()
