@@ -65,7 +65,7 @@ NATS_URL = os.environ.get("CLARION_BENCH_NATS_URL", "nats://127.0.0.1:4222")
 NATS_MONITOR = os.environ.get("CLARION_BENCH_NATS_MONITOR", "")
 # The connection names a replica gives NATS: its bus, and its request-reply connection.
 _BUS_CONNECTION = "clarion"
-_REQUESTS_CONNECTION = "clarion-forwarding"
+_REQUESTS_CONNECTION = "clarion-carrying"
 
 
 async def nats_deliveries() -> tuple[float, ...]:

@@ -11,17 +11,17 @@ from starlette.responses import JSONResponse
 from starlette.types import Receive, Scope, Send
 from tests.app_routes import app_routes
 
-from clarion.api.forwarding import FORWARDED_BY, Carrier, forwarded_by, read_body
+from clarion.api.carrying import CARRIED_BY, RequestCarrier, carried_by, read_body
 from clarion.api.mcp_proxy import McpToOwner
 from clarion.api.route_targets import RouteTable
 from clarion.api.routing import ClusterRouting
 from clarion.api.session_gate import SessionGate
 from clarion.ports.cluster import (
     CarriedHandler,
+    CarriedReply,
+    CarriedRequest,
+    CarryTransport,
     Directory,
-    ForwardedReply,
-    ForwardedRequest,
-    Forwarder,
     SessionRoute,
 )
 
@@ -53,10 +53,10 @@ class Owners:
         return SessionRoute("s1", "other")
 
 
-class NoForwarding:
-    async def forward(
-        self, replica_id: str, request: ForwardedRequest, timeout_s: float
-    ) -> ForwardedReply:
+class NoCarrying:
+    async def carry(
+        self, replica_id: str, request: CarriedRequest, timeout_s: float
+    ) -> CarriedReply:
         raise AssertionError(f"a carried request was carried again, to {replica_id}")
 
 
@@ -65,7 +65,7 @@ async def test_a_carried_request_is_replayed_by_the_routing_that_listens_and_ser
 
     async def app(scope: Scope, receive: Receive, send: Send) -> None:
         body = await read_body(receive)
-        served.append((scope["path"], body, forwarded_by(scope)))
+        served.append((scope["path"], body, carried_by(scope)))
         await JSONResponse({"served_by": "me"}, status_code=201)(scope, receive, send)
 
     routing = ClusterRouting(
@@ -73,7 +73,7 @@ async def test_a_carried_request_is_replayed_by_the_routing_that_listens_and_ser
         routes=RouteTable.of(app_routes()),
         replica_id="me",
         directory=cast(Directory, Owners()),
-        carrier=Carrier(cast(Forwarder, NoForwarding()), cast(Directory, Owners()), 5.0),
+        carrier=RequestCarrier(cast(CarryTransport, NoCarrying()), cast(Directory, Owners()), 5.0),
         mcp=cast(McpToOwner, None),
         gate=SessionGate(),
         adoption_wait_s=1.0,
@@ -82,12 +82,12 @@ async def test_a_carried_request_is_replayed_by_the_routing_that_listens_and_ser
     await routing.listen(bus)
     assert list(bus.handlers) == ["me"]
 
-    request = ForwardedRequest(
+    request = CarriedRequest(
         method="POST",
         path="/api/v1/clarification/p1/respond",
         raw_path="/api/v1/clarification/p1/respond",
         query="",
-        headers=(("content-type", "application/json"), (FORWARDED_BY, "other")),
+        headers=(("content-type", "application/json"), (CARRIED_BY, "other")),
         body=b'{"answers": []}',
     )
     reply = await bus.handlers["me"](request)

@@ -13,7 +13,7 @@ from typing import Any
 
 import httpx
 
-from clarion.api.forwarding import FORWARDED_BY
+from clarion.api.carrying import CARRIED_BY
 from clarion.api.mcp_proxy import McpToOwner
 from clarion.ports.cluster import ReplicaInfo
 
@@ -108,7 +108,7 @@ async def test_a_proxied_request_reaches_the_owner_marked_and_its_stream_comes_b
     assert str(request.url) == "http://a.internal:8787/mcp/sessions/s1?x=1"
     assert request.content == b'{"jsonrpc":"2.0"}'
     assert request.headers["x-clarion-token"] == "secret"  # the owner authenticates the agent
-    assert request.headers[FORWARDED_BY] == "me"  # served there, never proxied a second time
+    assert request.headers[CARRIED_BY] == "me"  # served there, never proxied a second time
     assert request.headers["host"] == "a.internal:8787"
     start = agent.sent[0]
     assert (start["type"], start["status"]) == ("http.response.start", 200)

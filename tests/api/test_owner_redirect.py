@@ -10,7 +10,7 @@ import httpx
 import pytest
 from tests.api.test_routing import ME, PROMPT, Cluster
 
-from clarion.api.forwarding import FORWARDED_BY
+from clarion.api.carrying import CARRIED_BY
 from clarion.api.owner_redirect import reachable
 
 
@@ -36,7 +36,7 @@ async def test_a_request_for_another_replicas_session_is_redirected_to_its_owner
     assert response.status_code == 307
     assert response.headers["location"] == f"http://b:8787{PROMPT}?x=1&y=%20"
     assert response.content == b""
-    assert cluster.served_anywhere() == {} and cluster.forwarder.sent == []
+    assert cluster.served_anywhere() == {} and cluster.transport.sent == []
 
 
 async def test_a_following_client_reaches_the_owner_with_the_method_and_body_kept() -> None:
@@ -46,7 +46,7 @@ async def test_a_following_client_reaches_the_owner_with_the_method_and_body_kep
     assert response.status_code == 200
     # Served by the owner itself, not carried to it.
     assert response.json() == {"served_by": "b", "body": '{"text":"hi"}', "by": None}
-    assert cluster.forwarder.sent == []
+    assert cluster.transport.sent == []
     assert [r.status_code for r in response.history] == [307]
 
 
@@ -55,7 +55,7 @@ async def test_with_redirects_off_the_request_is_carried() -> None:
     async with cluster.client() as client:
         response = await client.post(PROMPT, content=b"{}")
     assert response.json() == {"served_by": "b", "body": "{}", "by": ME}
-    assert cluster.forwarder.sent == ["b"] and cluster.directory.replicas_read == []
+    assert cluster.transport.sent == ["b"] and cluster.directory.replicas_read == []
 
 
 async def test_a_request_for_a_session_owned_here_is_served_here() -> None:
@@ -73,12 +73,12 @@ async def test_a_carried_request_is_never_redirected() -> None:
     def moved(_replica_id: str) -> None:
         cluster.directory.owners["s1"] = "c"
 
-    cluster.forwarder.before = moved
+    cluster.transport.before = moved
     async with cluster.client() as client:
         response = await client.post(PROMPT, content=b"{}", headers={"origin": "http://me"})
     assert response.status_code == 200 and response.json()["served_by"] == "b"
     async with cluster.client("b") as client:
-        marked = await client.post(PROMPT, content=b"{}", headers={FORWARDED_BY: ME})
+        marked = await client.post(PROMPT, content=b"{}", headers={CARRIED_BY: ME})
     assert marked.status_code == 200 and marked.json()["served_by"] == "b"
 
 
@@ -87,7 +87,7 @@ async def test_a_web_pages_request_is_carried_not_redirected(header: str) -> Non
     cluster = _cluster("b")
     async with cluster.client() as client:
         response = await client.post(PROMPT, content=b"{}", headers={header: "x"})
-    assert response.json()["served_by"] == "b" and cluster.forwarder.sent == ["b"]
+    assert response.json()["served_by"] == "b" and cluster.transport.sent == ["b"]
 
 
 @pytest.mark.parametrize("url", ["http://0.0.0.0:8787", "http://[::]:8787"])
@@ -98,7 +98,7 @@ async def test_an_owner_without_a_reachable_advertise_url_gets_the_carry(url: st
         first = await client.post(PROMPT, content=b"1")
         second = await client.post(PROMPT, content=b"2")
     assert [first.status_code, second.status_code] == [200, 200]
-    assert cluster.forwarder.sent == ["b", "b"]
+    assert cluster.transport.sent == ["b", "b"]
     assert cluster.directory.replicas_read == ["b"]  # its URL read once
 
 
@@ -107,7 +107,7 @@ async def test_an_owner_that_is_not_live_falls_back_to_the_carry() -> None:
     cluster.directory.live.discard("b")
     async with cluster.client() as client:
         response = await client.post(PROMPT, content=b"{}")
-    assert response.json()["served_by"] == "b" and cluster.forwarder.sent == ["b"]
+    assert response.json()["served_by"] == "b" and cluster.transport.sent == ["b"]
 
 
 async def test_an_owners_url_is_read_once_and_again_once_it_is_gone() -> None:

@@ -1,6 +1,6 @@
 """Cluster routing (api/routing.py), in process: several replicas, each its own application
 behind its own ClusterRouting, a directory that says which replica owns each session, and a
-forwarder that carries a request to a replica by running it through that replica's routing
+transport that carries a request to a replica by running it through that replica's routing
 (as NATS request-reply does). Which replica serves each request, what the caller gets when
 the owner cannot be reached, and how requests wait for sessions being adopted."""
 
@@ -20,15 +20,15 @@ from starlette.types import Receive, Scope, Send
 from tests.app_routes import app_routes
 
 from clarion.api import routing
-from clarion.api.forwarding import FORWARDED_BY, Carrier, forwarded_by, read_body, replay
+from clarion.api.carrying import CARRIED_BY, RequestCarrier, carried_by, read_body, replay
 from clarion.api.mcp_proxy import McpToOwner
 from clarion.api.route_targets import RouteTable, Target
 from clarion.api.routing import ClusterRouting
 from clarion.api.session_gate import SessionGate
 from clarion.ports.cluster import (
-    ForwardedReply,
-    ForwardedRequest,
-    ForwardFailed,
+    CarriedReply,
+    CarriedRequest,
+    CarryFailed,
     ReplicaInfo,
     SessionRoute,
 )
@@ -169,19 +169,19 @@ class Directory:
             await self._read.wait()
 
 
-class Forwarder:
+class Transport:
     """Request-reply between the in-process replicas: runs a request through the routing of
     the replica it is sent to, unless told that replica fails."""
 
     def __init__(self) -> None:
         self.replicas: dict[str, Replica] = {}
-        self.failures: dict[str, ForwardFailed] = {}
+        self.failures: dict[str, CarryFailed] = {}
         self.before: Callable[[str], None] | None = None
         self.sent: list[str] = []
 
-    async def forward(
-        self, replica_id: str, request: ForwardedRequest, timeout_s: float
-    ) -> ForwardedReply:
+    async def carry(
+        self, replica_id: str, request: CarriedRequest, timeout_s: float
+    ) -> CarriedReply:
         self.sent.append(replica_id)
         if self.before is not None:
             self.before(replica_id)
@@ -206,7 +206,7 @@ class Served:
     method: str
     path: str
     body: bytes
-    by: str | None  # the forwarded-by mark
+    by: str | None  # the carried-by mark
 
 
 class WatchedGate(SessionGate):
@@ -236,7 +236,7 @@ class Replica:
             routes=TABLE,
             replica_id=replica_id,
             directory=cluster.directory,
-            carrier=Carrier(cluster.forwarder, cluster.directory, 3600.0),
+            carrier=RequestCarrier(cluster.transport, cluster.directory, 3600.0),
             mcp=cast(McpToOwner, self.mcp),
             gate=self.gate,
             adoption_wait_s=cluster.adoption_wait_s,
@@ -250,9 +250,9 @@ class Replica:
             self.served.append(Served(scope["type"], scope["path"], b"", None))
             return
         body = await read_body(receive)
-        self.served.append(Served(scope["method"], scope["path"], body, forwarded_by(scope)))
+        self.served.append(Served(scope["method"], scope["path"], body, carried_by(scope)))
         response = self.answer or JSONResponse(
-            {"served_by": self.id, "body": body.decode(), "by": forwarded_by(scope)}
+            {"served_by": self.id, "body": body.decode(), "by": carried_by(scope)}
         )
         await response(scope, receive, send)
 
@@ -262,11 +262,11 @@ class Cluster:
         self, *others: str, adoption_wait_s: float = 3600.0, redirect_to_owner: bool = False
     ) -> None:
         self.directory = Directory(live={ME, *others})
-        self.forwarder = Forwarder()
+        self.transport = Transport()
         self.adoption_wait_s = adoption_wait_s
         self.redirect_to_owner = redirect_to_owner
         self.replicas = {rid: Replica(rid, self) for rid in (ME, *others)}
-        self.forwarder.replicas = self.replicas
+        self.transport.replicas = self.replicas
 
     def __getitem__(self, replica_id: str) -> Replica:
         return self.replicas[replica_id]
@@ -307,7 +307,7 @@ async def test_a_request_for_a_session_this_replica_owns_or_nobody_owns_is_serve
     async with cluster.client() as client:
         response = await client.post(PROMPT, content=b"hi")
     assert response.json() == {"served_by": ME, "body": "hi", "by": None}
-    assert cluster.forwarder.sent == []
+    assert cluster.transport.sent == []
 
 
 async def test_a_request_for_an_unknown_session_is_served_here_to_say_so() -> None:
@@ -316,7 +316,7 @@ async def test_a_request_for_an_unknown_session_is_served_here_to_say_so() -> No
         response = await client.post("/api/v1/clarification/nope/respond", content=b"{}")
     assert response.json()["served_by"] == ME
     assert cluster.directory.asked == [("bundle", "nope")]
-    assert cluster.forwarder.sent == []
+    assert cluster.transport.sent == []
 
 
 @pytest.mark.parametrize(
@@ -331,7 +331,7 @@ async def test_a_read_is_served_here_without_asking_who_owns_anything(
     async with cluster.client() as client:
         response = await client.request(method, path)
     assert response.json()["served_by"] == ME
-    assert cluster.directory.asked == [] and cluster.forwarder.sent == []
+    assert cluster.directory.asked == [] and cluster.transport.sent == []
 
 
 async def test_a_websocket_is_served_here_whatever_its_path() -> None:
@@ -374,7 +374,7 @@ async def test_a_request_for_another_replicas_session_is_carried_there_marked(
         )
     assert response.json() == {"served_by": "b", "body": '{"answers":[]}', "by": ME}
     assert cluster.served_anywhere() == {"b": [Served("POST", path, b'{"answers":[]}', ME)]}
-    assert cluster.forwarder.sent == ["b"]
+    assert cluster.transport.sent == ["b"]
 
 
 async def test_the_owners_reply_is_relayed_unchanged() -> None:
@@ -399,20 +399,20 @@ async def test_a_carried_request_is_served_where_it_arrives_never_carried_again(
     def moved(replica_id: str) -> None:
         cluster.directory.owners["s1"] = "c"  # b's own lookup would now name c
 
-    cluster.forwarder.before = moved
+    cluster.transport.before = moved
     async with cluster.client() as client:
         response = await client.post(PROMPT, content=b"once")
     assert response.json()["served_by"] == "b"
-    assert cluster.forwarder.sent == ["b"]
+    assert cluster.transport.sent == ["b"]
 
 
 async def test_a_request_marked_as_carried_is_served_here_whoever_owns_the_session() -> None:
     cluster = Cluster("b")
     cluster.directory.owners["s1"] = "b"
     async with cluster.client() as client:
-        response = await client.post(PROMPT, content=b"{}", headers={FORWARDED_BY: "b"})
+        response = await client.post(PROMPT, content=b"{}", headers={CARRIED_BY: "b"})
     assert response.json()["served_by"] == ME
-    assert cluster.forwarder.sent == []
+    assert cluster.transport.sent == []
 
 
 # --- the owner cannot be reached ----------------------------------------------------------
@@ -422,7 +422,7 @@ async def test_a_request_nobody_received_waits_for_the_adoption_and_goes_to_the_
     cluster = Cluster("a", "c")
     cluster.directory.owners["s1"] = "a"
     cluster.directory.gone.add("a")
-    cluster.forwarder.failures["a"] = ForwardFailed("no responders", delivered=False)
+    cluster.transport.failures["a"] = CarryFailed("no responders", may_have_applied=False)
     async with cluster.client() as client:
         posting = asyncio.ensure_future(client.post(PROMPT, content=b"hello"))
         # The first lookup, then two more while it waits for a survivor to adopt s1.
@@ -431,21 +431,21 @@ async def test_a_request_nobody_received_waits_for_the_adoption_and_goes_to_the_
         cluster.directory.owners["s1"] = "c"
         response = await asyncio.wait_for(posting, CEILING_S)
     assert response.json() == {"served_by": "c", "body": "hello", "by": ME}
-    assert cluster.forwarder.sent == ["a", "c"]
+    assert cluster.transport.sent == ["a", "c"]
 
 
 async def test_a_request_for_a_session_this_replica_adopted_is_served_here_with_its_body() -> None:
     cluster = Cluster("a")
     cluster.directory.owners["s1"] = "a"
     cluster.directory.gone.add("a")
-    cluster.forwarder.failures["a"] = ForwardFailed("no responders", delivered=False)
+    cluster.transport.failures["a"] = CarryFailed("no responders", may_have_applied=False)
     async with cluster.client() as client:
         posting = asyncio.ensure_future(client.post(PROMPT, content=b"hello"))
         await asyncio.wait_for(cluster.directory.until_routes_read(2), CEILING_S)
         cluster.directory.owners["s1"] = ME
         response = await asyncio.wait_for(posting, CEILING_S)
     assert response.json() == {"served_by": ME, "body": "hello", "by": None}
-    assert cluster.forwarder.sent == ["a"]
+    assert cluster.transport.sent == ["a"]
 
 
 async def test_a_gone_owners_session_not_adopted_in_time_is_a_retryable_503() -> None:
@@ -453,7 +453,7 @@ async def test_a_gone_owners_session_not_adopted_in_time_is_a_retryable_503() ->
     cluster.directory.owners["s1"] = "a"
     cluster.directory.gone.add("a")
     cluster.directory.live.discard("a")
-    cluster.forwarder.failures["a"] = ForwardFailed("no responders", delivered=False)
+    cluster.transport.failures["a"] = CarryFailed("no responders", may_have_applied=False)
     async with cluster.client() as client:
         response = await asyncio.wait_for(client.post(PROMPT, content=b"{}"), CEILING_S)
     error = _error(response)
@@ -466,7 +466,7 @@ async def test_a_gone_owners_session_not_adopted_in_time_is_a_retryable_503() ->
 async def test_a_request_nobody_received_for_a_live_owner_is_a_retryable_503_naming_it() -> None:
     cluster = Cluster("a")
     cluster.directory.owners["s1"] = "a"  # "a" holds its liveness lock: nobody will adopt s1
-    cluster.forwarder.failures["a"] = ForwardFailed("NATS is down", delivered=False)
+    cluster.transport.failures["a"] = CarryFailed("NATS is down", may_have_applied=False)
     async with cluster.client() as client:
         response = await client.post(PROMPT, content=b"{}")
     error = _error(response)
@@ -474,7 +474,7 @@ async def test_a_request_nobody_received_for_a_live_owner_is_a_retryable_503_nam
     assert (error["code"], error["retryable"]) == ("replica_unavailable", True)
     assert error["replica"] == {"id": "a", "advertise_url": "http://a:8787"}
     assert "NATS is down" in error["message"] and "nothing was applied" in error["message"]
-    assert cluster.forwarder.sent == ["a"]  # not sent twice
+    assert cluster.transport.sent == ["a"]  # not sent twice
     assert cluster.directory.asked == [("session", "s1")]  # and no waiting for an adoption
     assert cluster.served_anywhere() == {}
 
@@ -485,14 +485,14 @@ async def test_a_request_that_went_out_without_a_reply_is_a_503_that_may_have_be
     cluster = Cluster("a")
     cluster.directory.owners["s1"] = "a"
     cluster.directory.gone.add("a")  # even though "a" is gone: it may have applied it
-    cluster.forwarder.failures["a"] = ForwardFailed("no reply within 30 s", delivered=True)
+    cluster.transport.failures["a"] = CarryFailed("no reply within 30 s", may_have_applied=True)
     async with cluster.client() as client:
         response = await client.post(PROMPT, content=b"{}")
     error = _error(response)
     assert response.status_code == 503
     assert (error["code"], error["retryable"]) == ("replica_unreachable", True)
     assert "(a)" in error["message"] and "may have been applied" in error["message"]
-    assert cluster.forwarder.sent == ["a"]
+    assert cluster.transport.sent == ["a"]
     assert cluster.served_anywhere() == {}
 
 
@@ -516,23 +516,23 @@ async def test_a_new_session_is_created_here_when_this_replica_has_the_fewest() 
     async with cluster.client() as client:
         response = await client.post(CREATE, content=b'{"agent":"x"}')
     assert response.json() == {"served_by": ME, "body": '{"agent":"x"}', "by": None}
-    assert cluster.forwarder.sent == []
+    assert cluster.transport.sent == []
 
 
 async def test_a_new_session_the_chosen_replica_never_received_is_created_here() -> None:
     cluster = Cluster("b")
     cluster.directory.order = ["b", ME]
-    cluster.forwarder.failures["b"] = ForwardFailed("no responders", delivered=False)
+    cluster.transport.failures["b"] = CarryFailed("no responders", may_have_applied=False)
     async with cluster.client() as client:
         response = await client.post(CREATE, content=b'{"agent":"x"}')
     assert response.json() == {"served_by": ME, "body": '{"agent":"x"}', "by": None}
-    assert cluster.forwarder.sent == ["b"]
+    assert cluster.transport.sent == ["b"]
 
 
 async def test_a_new_session_the_chosen_replica_may_have_created_is_not_created_again() -> None:
     cluster = Cluster("b")
     cluster.directory.order = ["b", ME]
-    cluster.forwarder.failures["b"] = ForwardFailed("no reply", delivered=True)
+    cluster.transport.failures["b"] = CarryFailed("no reply", may_have_applied=True)
     async with cluster.client() as client:
         response = await client.post(CREATE, content=b"{}")
     assert response.status_code == 503
@@ -548,16 +548,16 @@ async def test_a_new_session_is_created_here_without_a_placement(trouble: str) -
     async with cluster.client() as client:
         response = await client.post(CREATE, content=b"{}")
     assert response.json()["served_by"] == ME
-    assert cluster.forwarder.sent == []
+    assert cluster.transport.sent == []
 
 
 async def test_a_carried_session_creation_is_served_where_it_arrives() -> None:
     cluster = Cluster("b")
     cluster.directory.order = ["b", ME]
     async with cluster.client() as client:
-        response = await client.post(CREATE, content=b"{}", headers={FORWARDED_BY: "b"})
+        response = await client.post(CREATE, content=b"{}", headers={CARRIED_BY: "b"})
     assert response.json()["served_by"] == ME
-    assert cluster.forwarder.sent == []
+    assert cluster.transport.sent == []
 
 
 # --- an agent's MCP request ---------------------------------------------------------------
@@ -571,7 +571,7 @@ async def test_an_mcp_request_for_another_replicas_session_is_proxied_to_its_add
     assert (response.status_code, response.text) == (202, "proxied to b")
     ((path, owner),) = cluster[ME].mcp.proxied
     assert (path, owner.id, owner.advertise_url) == ("/mcp/sessions/s1", "b", "http://b:8787")
-    assert cluster.forwarder.sent == []  # not over NATS: a tool call may wait for hours
+    assert cluster.transport.sent == []  # not over NATS: a tool call may wait for hours
     assert cluster.served_anywhere() == {}
 
 
@@ -592,7 +592,7 @@ async def test_an_mcp_request_for_a_session_whose_owner_has_no_live_row_is_refus
 async def test_an_mcp_request_is_served_here_when_here_is_where_it_belongs(carried: bool) -> None:
     cluster = Cluster("b")
     cluster.directory.owners["s1"] = "b" if carried else ME
-    headers = {FORWARDED_BY: "b"} if carried else {}
+    headers = {CARRIED_BY: "b"} if carried else {}
     async with cluster.client() as client:
         response = await client.post("/mcp/sessions/s1", content=b"{}", headers=headers)
     assert response.json()["served_by"] == ME
@@ -687,13 +687,13 @@ async def test_a_remembered_route_nobody_answers_for_is_read_again_and_reaches_t
         assert (await client.post(PROMPT, content=b"known")).json()["served_by"] == "a"
         # "a" dies before this replica hears of it; "c" adopts its session.
         cluster.directory.gone.add("a")
-        cluster.forwarder.failures["a"] = ForwardFailed("no responders", delivered=False)
+        cluster.transport.failures["a"] = CarryFailed("no responders", may_have_applied=False)
         cluster.directory.owners["s1"] = "c"
         response = await asyncio.wait_for(client.post(PROMPT, content=b"hello"), CEILING_S)
         again = await client.post(PROMPT, content=b"again")
     assert response.json() == {"served_by": "c", "body": "hello", "by": ME}
     assert again.json()["served_by"] == "c"
-    assert cluster.forwarder.sent == ["a", "a", "c", "c"]
+    assert cluster.transport.sent == ["a", "a", "c", "c"]
     # Here: the first read, then one afresh once "a" did not answer (c's route is remembered
     # in its turn); "a" and "c" each read their own session once.
     assert cluster.directory.asked.count(("session", "s1")) == 2 + 1 + 1
@@ -704,10 +704,10 @@ async def test_a_remembered_route_whose_owner_did_not_reply_is_read_afresh_next_
     cluster.directory.owners["s1"] = "a"
     async with cluster.client() as client:
         assert (await client.post(PROMPT, content=b"{}")).status_code == 200
-        cluster.forwarder.failures["a"] = ForwardFailed("no reply within 30 s", delivered=True)
+        cluster.transport.failures["a"] = CarryFailed("no reply within 30 s", may_have_applied=True)
         lost = await client.post(PROMPT, content=b"{}")
         assert _error(lost)["code"] == "replica_unreachable"
-        del cluster.forwarder.failures["a"]
+        del cluster.transport.failures["a"]
         assert (await client.post(PROMPT, content=b"{}")).status_code == 200
     here = [a for a in cluster.directory.asked if a == ("session", "s1")]
     assert len(here) == 2 + 1  # the first and the one after the lost reply; a's own once
@@ -765,7 +765,7 @@ async def test_a_bad_link_token_is_served_here_without_asking_who_owns_anything(
         response = await client.post("/api/v1/a/forged/respond", content=b"{}")
     assert response.json()["served_by"] == ME
     assert cluster.directory.asked == []
-    assert cluster.forwarder.sent == []
+    assert cluster.transport.sent == []
 
 
 async def test_a_decision_through_a_link_is_carried_to_the_owner_of_the_request_it_names() -> None:

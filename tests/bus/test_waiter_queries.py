@@ -14,7 +14,7 @@ from nats.errors import NoRespondersError
 from nats.errors import TimeoutError as NatsTimeout
 
 from clarion.bus.waiter_queries import WAITERS_SUBJECT, ask_waiters, serve_waiters
-from clarion.ports.cluster import ForwardFailed
+from clarion.ports.cluster import CarryFailed
 
 pytestmark = pytest.mark.nats
 
@@ -92,13 +92,13 @@ async def test_a_question_sent_the_moment_serving_starts_is_answered_every_time(
         assert await ask_waiters(client, replica, ["p"], 5) == {"p"}
 
 
-async def test_a_replica_nobody_serves_fails_at_once_as_not_delivered(connect: Connect) -> None:
+async def test_a_replica_nobody_serves_fails_at_once_as_never_applied(connect: Connect) -> None:
     client = await connect()
     started = time.monotonic()
-    with pytest.raises(ForwardFailed) as failed:
+    with pytest.raises(CarryFailed) as failed:
         await ask_waiters(client, str(uuid.uuid4()), ["p1"], 30)
     assert time.monotonic() - started < 5
-    assert failed.value.delivered is False
+    assert failed.value.may_have_applied is False
 
 
 async def test_a_replica_that_does_not_answer_in_time_fails(connect: Connect) -> None:
@@ -109,9 +109,9 @@ async def test_a_replica_that_does_not_answer_in_time_fails(connect: Connect) ->
         return None
 
     await _impostor(silent, client, replica, never_answers)
-    with pytest.raises(ForwardFailed) as failed:
+    with pytest.raises(CarryFailed) as failed:
         await ask_waiters(client, replica, ["p1"], 0.3)
-    assert failed.value.delivered is True
+    assert failed.value.may_have_applied is True
 
 
 async def test_an_answer_never_names_ids_that_were_not_asked_about(connect: Connect) -> None:
@@ -133,7 +133,7 @@ async def test_a_malformed_answer_fails_the_question(connect: Connect) -> None:
         await msg.respond(b'{"p1": true}')
 
     await _impostor(broken, client, replica, garbles)
-    with pytest.raises(ForwardFailed):
+    with pytest.raises(CarryFailed):
         await ask_waiters(client, replica, ["p1"], 5)
 
 
@@ -168,9 +168,9 @@ async def test_a_question_without_a_reply_subject_is_dropped_and_the_replica_kee
     assert "dropped a live-waiter question without a reply subject" in caplog.text
 
 
-async def test_asking_over_a_closed_connection_fails_as_not_delivered(connect: Connect) -> None:
+async def test_asking_over_a_closed_connection_fails_as_never_applied(connect: Connect) -> None:
     client = await connect()
     await client.close()
-    with pytest.raises(ForwardFailed) as failed:
+    with pytest.raises(CarryFailed) as failed:
         await ask_waiters(client, str(uuid.uuid4()), ["p1"], 5)
-    assert failed.value.delivered is False
+    assert failed.value.may_have_applied is False

@@ -24,8 +24,8 @@ import logging
 import httpx
 from starlette.types import Receive, Scope, Send
 
+from clarion.api.carrying import CARRIED_BY, HOP_BY_HOP, read_body
 from clarion.api.errors import error_response
-from clarion.api.forwarding import FORWARDED_BY, HOP_BY_HOP, read_body
 from clarion.domain.errors import ReplicaUnavailable
 from clarion.ports.cluster import ReplicaInfo
 
@@ -58,7 +58,7 @@ class McpToOwner:
             for k, v in scope.get("headers", ())
             if k.decode("latin-1").lower() not in _NOT_RELAYED
         ]
-        headers.append((FORWARDED_BY, self._replica_id))
+        headers.append((CARRIED_BY, self._replica_id))
         body = await read_body(receive)
         request = self._client.build_request(scope["method"], url, headers=headers, content=body)
         try:

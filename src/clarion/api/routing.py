@@ -4,7 +4,7 @@ Any replica accepts every route. Reads are served where they arrive (they read t
 database; a bundle's live state is asked of its owner, projection/waiter_lookup.py). A request that
 acts on a session, an answer, a permission decision, a prompt, a cancel, is served by the
 session's owner, the replica that runs its agent and holds its live waiters: it is carried
-there (api/forwarding.py) and the owner's reply relayed unchanged, or, with
+there (api/carrying.py) and the owner's reply relayed unchanged, or, with
 `cluster.redirect_to_owner` on, sent there by a 307 the client follows
 (api/owner_redirect.py). A new session goes to the replica with the fewest sessions (this one
 among equals). An agent's MCP request is proxied to its session's owner over HTTP
@@ -32,15 +32,15 @@ from collections.abc import Callable, Sequence
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from clarion.api.errors import error_response
-from clarion.api.forwarding import (
-    Carrier,
+from clarion.api.carrying import (
+    RequestCarrier,
+    carried_by,
     carried_request,
-    forwarded_by,
     read_body,
     replay,
     send_reply,
 )
+from clarion.api.errors import error_response
 from clarion.api.mcp_proxy import McpToOwner
 from clarion.api.owner_redirect import OwnerRedirect, send_redirect
 from clarion.api.route_memory import RouteMemory
@@ -48,11 +48,11 @@ from clarion.api.route_targets import RouteTable, Target
 from clarion.api.session_gate import SessionGate
 from clarion.domain.errors import ReplicaUnavailable, ReplicaUnreachable
 from clarion.ports.cluster import (
+    CarriedReply,
+    CarriedRequest,
     CarriedRequests,
+    CarryFailed,
     Directory,
-    ForwardedReply,
-    ForwardedRequest,
-    ForwardFailed,
     SessionRoute,
 )
 from clarion.ports.tracing import NO_TRACER, Tracer
@@ -86,7 +86,7 @@ class ClusterRouting:
         routes: RouteTable,
         replica_id: str,
         directory: Directory,
-        carrier: Carrier,
+        carrier: RequestCarrier,
         mcp: McpToOwner,
         gate: SessionGate,
         adoption_wait_s: float,
@@ -117,7 +117,7 @@ class ClusterRouting:
         answers carried requests itself; nothing outside it sits on their path."""
         await carried.serve(self._id, self._replay)
 
-    async def _replay(self, request: ForwardedRequest) -> ForwardedReply:
+    async def _replay(self, request: CarriedRequest) -> CarriedReply:
         # The carrying replica's trace goes on here: one trace across both replicas.
         with self._tracer.span("request.carried", parent=request.trace) as span:
             span.set("replica", self._id)
@@ -132,7 +132,7 @@ class ClusterRouting:
         if target is None:
             await self._app(scope, receive, send)
             return
-        carried = forwarded_by(scope) is not None
+        carried = carried_by(scope) is not None
         if target.kind == "placement":
             if carried:
                 await self._app(scope, receive, send)
@@ -221,17 +221,17 @@ class ClusterRouting:
         await self._serve_here(route, scope, _buffered(body, receive), send)
 
     async def _carried(
-        self, to: str, request: ForwardedRequest, scope: Scope, receive: Receive, send: Send
-    ) -> ForwardFailed | None:
+        self, to: str, request: CarriedRequest, scope: Scope, receive: Receive, send: Send
+    ) -> CarryFailed | None:
         """Carry `request` to replica `to` and answer the caller with its reply (or with
         `replica_unreachable` when it may have been applied there); the failure, with the
         caller not answered yet, when nobody received it."""
         try:
             await send_reply(await self._carrier.carry(to, request), send)
             return None
-        except ForwardFailed as exc:
+        except CarryFailed as exc:
             self._log_failure(to, request, exc)
-            if not exc.delivered:
+            if not exc.may_have_applied:
                 return exc
             self._routes.forget(to)  # it died holding the request, or is stuck
             self._forget_url(to)
@@ -292,20 +292,20 @@ class ClusterRouting:
             replica_url=None if info is None else info.advertise_url,
         )
 
-    def _log_failure(self, owner: str, request: ForwardedRequest, exc: ForwardFailed) -> None:
+    def _log_failure(self, owner: str, request: CarriedRequest, exc: CarryFailed) -> None:
         log.warning(
             "carrying a request failed",
             extra={
                 "replica": self._id,
                 "owner": owner,
                 "path": request.path,
-                "delivered": exc.delivered,
+                "may_have_applied": exc.may_have_applied,
                 "reason": str(exc),
             },
         )
 
 
-def _unreachable(owner: str, exc: ForwardFailed) -> ReplicaUnreachable:
+def _unreachable(owner: str, exc: CarryFailed) -> ReplicaUnreachable:
     return ReplicaUnreachable(
         f"the replica that runs this session ({owner}) did not answer ({exc}); the request "
         "may have been applied. Sending it again is safe for an answer or a decision: one "

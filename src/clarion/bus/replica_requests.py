@@ -8,7 +8,7 @@ than refused. NATS tells a sender at once when nobody listens on a subject (a "n
 status), which is how a request to a replica that is gone fails without waiting out its
 deadline, and known not to have been received.
 
-Imported by the composition root only; the HTTP edge sees `ports.cluster.Forwarder`.
+Imported by the composition root only; the HTTP edge sees `ports.cluster.CarryTransport`.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from nats.errors import Error as NatsError
 from nats.errors import NoRespondersError
 
 from clarion.bus.unavailable import NatsUnavailable
-from clarion.ports.cluster import ForwardedReply, ForwardedRequest, ForwardFailed
+from clarion.ports.cluster import CarriedReply, CarriedRequest, CarryFailed
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +42,7 @@ _SUBSCRIBE_CEILING_S = 30.0
 # Room left in each reply message for the NATS headers (status, response headers).
 _HEADER_ROOM = 16 * 1024
 
-Handler = Callable[[ForwardedRequest], Awaitable[ForwardedReply]]
+Handler = Callable[[CarriedRequest], Awaitable[CarriedReply]]
 
 
 def is_probe(msg: Msg) -> bool:
@@ -102,8 +102,8 @@ class _Replies:
             del self._waiting[subject]
 
 
-class NatsForwarding:
-    """A NATS connection of its own: serves this replica's subject, forwards to others'."""
+class NatsCarryTransport:
+    """A NATS connection of its own: serves this replica's subject, carries to others'."""
 
     def __init__(self, nc: Client, url: str) -> None:
         self._nc = nc
@@ -127,7 +127,7 @@ class NatsForwarding:
             if is_probe(msg):
                 await msg.respond(b"")
                 return
-            task = asyncio.create_task(self._answer(msg, handler), name="forwarded-request")
+            task = asyncio.create_task(self._answer(msg, handler), name="carried-request")
             self._running.add(task)
             task.add_done_callback(self._running.discard)
 
@@ -135,9 +135,9 @@ class NatsForwarding:
         await self._nc.subscribe(subject, cb=on_request)
         await until_served(self._nc, subject)
 
-    async def forward(
-        self, replica_id: str, request: ForwardedRequest, timeout_s: float
-    ) -> ForwardedReply:
+    async def carry(
+        self, replica_id: str, request: CarriedRequest, timeout_s: float
+    ) -> CarriedReply:
         nc = self._nc
         with self._replies.expect() as (inbox, replies):
             try:
@@ -150,9 +150,9 @@ class NatsForwarding:
                     headers={**request.trace, _REQUEST: _request_header(request)},
                 )
             except (NatsError, OSError) as exc:
-                raise ForwardFailed(
+                raise CarryFailed(
                     f"could not send the request to replica {replica_id}: {exc!r}",
-                    delivered=False,
+                    may_have_applied=False,
                 ) from exc
             return await _collect(replies, replica_id, timeout_s)
 
@@ -160,7 +160,7 @@ class NatsForwarding:
         try:
             request = _parse_request(msg)
         except (ValueError, KeyError, TypeError) as exc:
-            log.warning("dropped a malformed forwarded request", extra={"reason": repr(exc)})
+            log.warning("dropped a malformed carried request", extra={"reason": repr(exc)})
             return
         reply = await handler(request)
         limit = max(1024, self._nc.max_payload - _HEADER_ROOM)
@@ -178,7 +178,7 @@ class NatsForwarding:
         except (NatsError, OSError) as exc:
             # The sender times out and says the request may have been applied, which it was.
             log.warning(
-                "could not reply to a forwarded request",
+                "could not reply to a carried request",
                 extra={"path": request.path, "reason": repr(exc)},
             )
 
@@ -189,9 +189,7 @@ class NatsForwarding:
         await self._nc.close()
 
 
-async def _collect(
-    replies: asyncio.Queue[Msg], replica_id: str, timeout_s: float
-) -> ForwardedReply:
+async def _collect(replies: asyncio.Queue[Msg], replica_id: str, timeout_s: float) -> CarriedReply:
     deadline = asyncio.get_running_loop().time() + timeout_s
     head: dict[str, Any] | None = None
     parts: list[bytes] = []
@@ -200,25 +198,25 @@ async def _collect(
             async with asyncio.timeout_at(deadline):
                 msg = await replies.get()
         except TimeoutError as exc:
-            raise ForwardFailed(
+            raise CarryFailed(
                 f"replica {replica_id} did not answer within {timeout_s:g} s",
-                delivered=True,
+                may_have_applied=True,
             ) from exc
         headers = msg.headers or {}
         if headers.get("Status") == "503":  # NATS: no subscriber on the subject
-            raise ForwardFailed(f"replica {replica_id} is not listening", delivered=False)
+            raise CarryFailed(f"replica {replica_id} is not listening", may_have_applied=False)
         if head is None:
             head = json.loads(headers[_REPLY])
         parts.append(msg.data)
         if headers.get(_MORE) != "1":
-            return ForwardedReply(
+            return CarriedReply(
                 status=int(head["status"]),
                 headers=tuple((str(k), str(v)) for k, v in head["headers"]),
                 body=b"".join(parts),
             )
 
 
-def _request_header(request: ForwardedRequest) -> str:
+def _request_header(request: CarriedRequest) -> str:
     # ensure_ascii: a NATS header value is one line of ASCII.
     return json.dumps(
         {
@@ -232,12 +230,12 @@ def _request_header(request: ForwardedRequest) -> str:
     )
 
 
-def _parse_request(msg: Msg) -> ForwardedRequest:
+def _parse_request(msg: Msg) -> CarriedRequest:
     headers = msg.headers or {}
     meta = json.loads(headers[_REQUEST])
     if not msg.reply:
-        raise ValueError("a forwarded request without a reply subject")
-    return ForwardedRequest(
+        raise ValueError("a carried request without a reply subject")
+    return CarriedRequest(
         method=str(meta["method"]),
         path=str(meta["path"]),
         raw_path=str(meta["raw_path"]),
@@ -249,9 +247,9 @@ def _parse_request(msg: Msg) -> ForwardedRequest:
 
 
 @contextlib.asynccontextmanager
-async def nats_forwarding(
+async def nats_carry_transport(
     url: str, *, connect_timeout: float = 2.0
-) -> AsyncIterator[NatsForwarding]:
+) -> AsyncIterator[NatsCarryTransport]:
     """Connect (failing fast when NATS is down, as the bus does), then stay connected."""
     nc = Client()
     # The first connect's errors: the client reports one per attempt; the same one is
@@ -264,12 +262,12 @@ async def nats_forwarding(
             connecting.append(exc)
             if any(repr(seen) == repr(exc) for seen in connecting[:-1]):
                 return
-        log.warning("NATS client error (forwarding)", extra={"bus_url": url, "reason": repr(exc)})
+        log.warning("NATS client error (carrying)", extra={"bus_url": url, "reason": repr(exc)})
 
     try:
         await nc.connect(
             url,
-            name="clarion-forwarding",
+            name="clarion-carrying",
             error_cb=on_error,
             connect_timeout=max(1, round(connect_timeout)),
             max_reconnect_attempts=1,
@@ -282,9 +280,9 @@ async def nats_forwarding(
     connecting = None
     nc.options["max_reconnect_attempts"] = -1
     nc.options["reconnect_time_wait"] = 2
-    forwarding = NatsForwarding(nc, url)
+    transport = NatsCarryTransport(nc, url)
     try:
-        await forwarding.start()
-        yield forwarding
+        await transport.start()
+        yield transport
     finally:
-        await forwarding.close()
+        await transport.close()

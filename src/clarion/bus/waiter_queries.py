@@ -24,7 +24,7 @@ from nats.errors import NoRespondersError
 from nats.errors import TimeoutError as NatsTimeout
 
 from clarion.bus.replica_requests import is_probe, until_served
-from clarion.ports.cluster import ForwardFailed
+from clarion.ports.cluster import CarryFailed
 
 log = logging.getLogger(__name__)
 
@@ -70,26 +70,26 @@ async def serve_waiters(nc: Client, replica_id: str, live: Live) -> None:
 async def ask_waiters(
     nc: Client, replica_id: str, pending_ids: Sequence[str], timeout_s: float
 ) -> set[str]:
-    """Which of `pending_ids` replica `replica_id`'s waiters hold. Raises ForwardFailed when it
+    """Which of `pending_ids` replica `replica_id`'s waiters hold. Raises CarryFailed when it
     does not answer: nobody serves it (at once), or no reply within `timeout_s`."""
     subject = WAITERS_SUBJECT.format(replica=replica_id)
     try:
         msg = await nc.request(subject, json.dumps(list(pending_ids)).encode(), timeout=timeout_s)
     except NoRespondersError as exc:
-        raise ForwardFailed(f"replica {replica_id} is not listening", delivered=False) from exc
+        raise CarryFailed(f"replica {replica_id} is not listening", may_have_applied=False) from exc
     except NatsTimeout as exc:
-        raise ForwardFailed(
-            f"replica {replica_id} did not answer within {timeout_s:g} s", delivered=True
+        raise CarryFailed(
+            f"replica {replica_id} did not answer within {timeout_s:g} s", may_have_applied=True
         ) from exc
     except (NatsError, OSError) as exc:
-        raise ForwardFailed(
-            f"could not ask replica {replica_id}: {exc!r}", delivered=False
+        raise CarryFailed(
+            f"could not ask replica {replica_id}: {exc!r}", may_have_applied=False
         ) from exc
     try:
         held = _pending_ids(msg.data)
     except ValueError as exc:
-        raise ForwardFailed(
-            f"replica {replica_id} answered with a malformed reply: {exc!r}", delivered=True
+        raise CarryFailed(
+            f"replica {replica_id} answered with a malformed reply: {exc!r}", may_have_applied=True
         ) from exc
     # A replica vouches only for what it was asked about.
     return set(held).intersection(pending_ids)

@@ -88,7 +88,7 @@ class Directory(Protocol):
 
 
 @dataclass(frozen=True, slots=True)
-class ForwardedRequest:
+class CarriedRequest:
     """An HTTP request carried from one replica to another, as the ASGI scope had it."""
 
     method: str
@@ -102,23 +102,23 @@ class ForwardedRequest:
 
 
 @dataclass(frozen=True, slots=True)
-class ForwardedReply:
+class CarriedReply:
     status: int
     headers: tuple[tuple[str, str], ...]
     body: bytes
 
 
-class ForwardFailed(Exception):
-    """A forwarded request got no reply. `delivered` is False when no replica received it (so
-    nothing was applied) and True when it went out but no reply came before the deadline (it
-    may have been applied)."""
+class CarryFailed(Exception):
+    """A carried request got no reply. `may_have_applied` is False when no replica received
+    it (so nothing was applied) and True when it went out but no reply came before the
+    deadline (it may have been applied)."""
 
-    def __init__(self, message: str, *, delivered: bool) -> None:
+    def __init__(self, message: str, *, may_have_applied: bool) -> None:
         super().__init__(message)
-        self.delivered = delivered
+        self.may_have_applied = may_have_applied
 
 
-CarriedHandler = Callable[[ForwardedRequest], Awaitable[ForwardedReply]]
+CarriedHandler = Callable[[CarriedRequest], Awaitable[CarriedReply]]
 """Serves one request carried to this replica and returns its reply."""
 
 
@@ -130,11 +130,11 @@ class CarriedRequests(Protocol):
         ...
 
 
-class Forwarder(Protocol):
+class CarryTransport(Protocol):
     """Request-reply between replicas. Implemented over NATS (`clarion.bus.replica_requests`)."""
 
-    async def forward(
-        self, replica_id: str, request: ForwardedRequest, timeout_s: float
-    ) -> ForwardedReply:
-        """The reply of replica `replica_id`; raises ForwardFailed without one."""
+    async def carry(
+        self, replica_id: str, request: CarriedRequest, timeout_s: float
+    ) -> CarriedReply:
+        """The reply of replica `replica_id`; raises CarryFailed without one."""
         ...

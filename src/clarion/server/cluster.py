@@ -19,13 +19,13 @@ from dataclasses import asdict, dataclass, field
 from starlette.applications import Starlette
 from starlette.types import ASGIApp
 
-from clarion.api.forwarding import Carrier
+from clarion.api.carrying import RequestCarrier
 from clarion.api.mcp_proxy import McpToOwner
 from clarion.api.route_targets import RouteTable
 from clarion.api.routing import ClusterRouting, placement_order
 from clarion.api.session_gate import SessionGate
 from clarion.bus.adoptions import announce_adoption, hear_adoptions
-from clarion.bus.replica_requests import NatsForwarding, nats_forwarding
+from clarion.bus.replica_requests import NatsCarryTransport, nats_carry_transport
 from clarion.bus.waiter_queries import ask_waiters, serve_waiters
 from clarion.config import Settings
 from clarion.domain.scope import SessionScope
@@ -186,7 +186,7 @@ class Joined:
 @dataclass(eq=False)
 class ClusterMode:
     member: Membership
-    forwarding: NatsForwarding
+    transport: NatsCarryTransport
     mcp: McpToOwner | None = None
 
     async def attach(
@@ -196,7 +196,7 @@ class ClusterMode:
         `api`'s routes declare), and start answering requests and questions carried here.
         Returns the routed application."""
         replica = Replica(self.member, sessions)
-        nc = self.forwarding.client
+        nc = self.transport.client
         joined = Joined(app, replica, SessionGate(), announce=lambda d: announce_adoption(nc, d))
         app.services.cluster = replica
         directory = ReplicaDirectory(app, replica)
@@ -206,8 +206,8 @@ class ClusterMode:
             routes=RouteTable.of(api.routes),
             replica_id=replica.replica_id,
             directory=directory,
-            carrier=Carrier(
-                self.forwarding, directory, forward_deadline(settings), app.metrics, app.tracer
+            carrier=RequestCarrier(
+                self.transport, directory, carry_deadline(settings), app.metrics, app.tracer
             ),
             mcp=self.mcp,
             gate=joined.gate,
@@ -246,11 +246,11 @@ class ClusterMode:
         await serve_waiters(
             nc, replica.replica_id, lambda ids: {i for i in ids if app.waiters.has(i)}
         )
-        await routed.listen(self.forwarding)
+        await routed.listen(self.transport)
         return joined, routed
 
 
-def forward_deadline(settings: Settings) -> float:
+def carry_deadline(settings: Settings) -> float:
     """How long a replica waits for the owner's reply: the longest a request can take there
     (an answer's live confirmation, or a detached answer's resume: the agent's acceptance and
     the successor's publication), with a margin for the hops."""
@@ -264,9 +264,9 @@ async def cluster_mode(settings: Settings) -> AsyncIterator[ClusterMode]:
     the database), then connect for request-reply."""
     async with (
         membership(settings.database_url, settings.replica_timeout) as member,
-        nats_forwarding(settings.bus_url) as forwarding,
+        nats_carry_transport(settings.bus_url) as transport,
     ):
-        mode = ClusterMode(member, forwarding)
+        mode = ClusterMode(member, transport)
         log_fields.stamp(replica=member.replica_id)
         try:
             yield mode

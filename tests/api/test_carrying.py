@@ -1,5 +1,5 @@
-"""Carrying a request between replicas (api/forwarding.py), in process: the request as the
-owner's application sees it, its reply relayed unchanged, and the Carrier that waits for that
+"""Carrying a request between replicas (api/carrying.py), in process: the request as the
+owner's application sees it, its reply relayed unchanged, and the RequestCarrier that waits for that
 reply no longer than the owner lives."""
 
 from __future__ import annotations
@@ -14,15 +14,15 @@ from fastapi import FastAPI, Request
 from fastapi.responses import PlainTextResponse
 from starlette.types import Receive, Scope, Send
 
-from clarion.api import forwarding
-from clarion.api.forwarding import (
-    FORWARDED_BY,
-    Carrier,
+from clarion.api import carrying
+from clarion.api.carrying import (
+    CARRIED_BY,
+    RequestCarrier,
     carried_request,
     replay,
     send_reply,
 )
-from clarion.ports.cluster import Directory, ForwardedReply, ForwardedRequest, ForwardFailed
+from clarion.ports.cluster import CarriedReply, CarriedRequest, CarryFailed, Directory
 
 CEILING_S = 30  # a hang guard, far above what any of these takes
 
@@ -37,7 +37,7 @@ def _owner_app() -> FastAPI:
             "query": request.url.query,
             "raw_path": request.scope["raw_path"].decode(),
             "auth": request.headers.get("authorization"),
-            "by": request.headers.getlist(FORWARDED_BY),
+            "by": request.headers.getlist(CARRIED_BY),
         }
 
     @app.get("/api/v1/conflict")
@@ -92,9 +92,9 @@ async def test_a_carried_request_runs_through_the_owners_app_as_the_caller_sent_
 
 
 async def test_a_request_keeps_only_the_mark_of_the_replica_that_carries_it() -> None:
-    scope = _scope("POST", "/api/v1/echo", headers={FORWARDED_BY: "someone-else"})
+    scope = _scope("POST", "/api/v1/echo", headers={CARRIED_BY: "someone-else"})
     request = carried_request(scope, b"", "me")
-    assert [v for k, v in request.headers if k == FORWARDED_BY] == ["me"]
+    assert [v for k, v in request.headers if k == CARRIED_BY] == ["me"]
 
 
 async def test_the_owners_reply_is_relayed_unchanged_status_headers_and_body() -> None:
@@ -120,7 +120,7 @@ async def test_a_reply_that_repeats_a_header_is_relayed_with_every_copy() -> Non
 
 
 async def test_hop_by_hop_headers_of_a_reply_are_not_relayed_and_the_length_is_set_again() -> None:
-    reply = ForwardedReply(
+    reply = CarriedReply(
         status=200,
         headers=(("Connection", "keep-alive"), ("Content-Length", "999"), ("x-kept", "1")),
         body=b"abc",
@@ -140,7 +140,7 @@ async def test_an_owner_app_that_fails_before_replying_gives_a_500() -> None:
 
 
 class Liveness:
-    """The one part of a Directory a Carrier reads: whether a replica is gone."""
+    """The one part of a Directory a RequestCarrier reads: whether a replica is gone."""
 
     def __init__(self) -> None:
         self.gone: set[str] = set()
@@ -162,16 +162,16 @@ class Liveness:
 
 
 class Held:
-    """A forwarder whose request went out and waits for a reply that comes when told."""
+    """A transport whose request went out and waits for a reply that comes when told."""
 
     def __init__(self) -> None:
-        self.reply: asyncio.Future[ForwardedReply] = asyncio.get_running_loop().create_future()
+        self.reply: asyncio.Future[CarriedReply] = asyncio.get_running_loop().create_future()
         self.deadlines: list[float] = []
         self.cancelled = asyncio.Event()
 
-    async def forward(
-        self, replica_id: str, request: ForwardedRequest, timeout_s: float
-    ) -> ForwardedReply:
+    async def carry(
+        self, replica_id: str, request: CarriedRequest, timeout_s: float
+    ) -> CarriedReply:
         self.deadlines.append(timeout_s)
         try:
             return await self.reply
@@ -180,41 +180,41 @@ class Held:
             raise
 
 
-REQUEST = ForwardedRequest("POST", "/api/v1/x", "/api/v1/x", "", (), b"{}")
-REPLY = ForwardedReply(200, (("content-type", "text/plain"),), b"done")
+REQUEST = CarriedRequest("POST", "/api/v1/x", "/api/v1/x", "", (), b"{}")
+REPLY = CarriedReply(200, (("content-type", "text/plain"),), b"done")
 
 
 @pytest.fixture(autouse=True)
 def _quick_liveness_checks(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(forwarding, "_ALIVE_CHECK_S", 0.01)
+    monkeypatch.setattr(carrying, "_ALIVE_CHECK_S", 0.01)
 
 
-def _carrier(forwarder: Any, liveness: Liveness, deadline_s: float = 3600.0) -> Carrier:
-    return Carrier(forwarder, cast(Directory, liveness), deadline_s)
+def _carrier(transport: Any, liveness: Liveness, deadline_s: float = 3600.0) -> RequestCarrier:
+    return RequestCarrier(transport, cast(Directory, liveness), deadline_s)
 
 
 async def test_a_carrier_returns_the_replicas_reply() -> None:
-    forwarder, liveness = Held(), Liveness()
-    forwarder.reply.set_result(REPLY)
-    assert await _carrier(forwarder, liveness, 12.5).carry("a", REQUEST) == REPLY
-    assert forwarder.deadlines == [12.5]
+    transport, liveness = Held(), Liveness()
+    transport.reply.set_result(REPLY)
+    assert await _carrier(transport, liveness, 12.5).carry("a", REQUEST) == REPLY
+    assert transport.deadlines == [12.5]
 
 
-async def test_a_request_nobody_received_fails_as_not_delivered() -> None:
+async def test_a_request_nobody_received_fails_as_never_applied() -> None:
     class Nobody:
-        async def forward(
-            self, replica_id: str, request: ForwardedRequest, timeout_s: float
-        ) -> ForwardedReply:
-            raise ForwardFailed("no responders", delivered=False)
+        async def carry(
+            self, replica_id: str, request: CarriedRequest, timeout_s: float
+        ) -> CarriedReply:
+            raise CarryFailed("no responders", may_have_applied=False)
 
-    with pytest.raises(ForwardFailed) as failed:
+    with pytest.raises(CarryFailed) as failed:
         await _carrier(Nobody(), Liveness()).carry("a", REQUEST)
-    assert failed.value.delivered is False
+    assert failed.value.may_have_applied is False
 
 
 async def test_the_carrier_gives_up_as_soon_as_the_replica_holding_the_request_is_gone() -> None:
-    forwarder, liveness = Held(), Liveness()
-    carrying = asyncio.ensure_future(_carrier(forwarder, liveness).carry("a", REQUEST))
+    transport, liveness = Held(), Liveness()
+    carrying = asyncio.ensure_future(_carrier(transport, liveness).carry("a", REQUEST))
     await asyncio.wait_for(liveness.until_checked(1), CEILING_S)
     assert not carrying.done()  # alive: still waiting for the reply
     liveness.gone.add("a")
@@ -222,18 +222,18 @@ async def test_the_carrier_gives_up_as_soon_as_the_replica_holding_the_request_i
     # (asyncio.wait, unlike wait_for, does not cancel it at the ceiling: that would end it too.)
     done, _ = await asyncio.wait({carrying}, timeout=CEILING_S)
     assert carrying in done
-    with pytest.raises(ForwardFailed) as failed:
+    with pytest.raises(CarryFailed) as failed:
         await carrying
-    assert failed.value.delivered is True  # it went out: it may have been applied
+    assert failed.value.may_have_applied is True  # it went out: it may have been applied
     assert "a stopped before it replied" in str(failed.value)
-    assert forwarder.cancelled.is_set()  # the request in flight is given up, not leaked
+    assert transport.cancelled.is_set()  # the request in flight is given up, not leaked
 
 
 async def test_a_store_error_while_checking_liveness_keeps_the_carrier_waiting() -> None:
-    forwarder, liveness = Held(), Liveness()
+    transport, liveness = Held(), Liveness()
     liveness.failing = OSError("database unreachable")
-    carrying = asyncio.ensure_future(_carrier(forwarder, liveness).carry("a", REQUEST))
+    carrying = asyncio.ensure_future(_carrier(transport, liveness).carry("a", REQUEST))
     await asyncio.wait_for(liveness.until_checked(2), CEILING_S)
     assert not carrying.done()  # the store failing is not the replica dying
-    forwarder.reply.set_result(REPLY)
+    transport.reply.set_result(REPLY)
     assert await asyncio.wait_for(carrying, CEILING_S) == REPLY

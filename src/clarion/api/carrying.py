@@ -4,7 +4,7 @@ one carried here.
 A request that acts on a session (an answer, a decision, a prompt) must run on the replica
 that runs the session's agent and holds its live waiters (api/routing.py decides which). The
 request (method, path, query, headers, body) travels to that replica over request-reply
-(`ports.cluster.Forwarder`), which runs it through its own application, authentication
+(`ports.cluster.CarryTransport`), which runs it through its own application, authentication
 included, and the reply is relayed unchanged: the caller gets exactly the answer it would
 have had from the owner, 200, 409 naming the winner, or a 500 that says whether a retry is
 safe. A carried request is marked and never carried again.
@@ -21,19 +21,21 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from clarion.api.errors import error_response
 from clarion.ports.cluster import (
+    CarriedReply,
+    CarriedRequest,
+    CarryFailed,
+    CarryTransport,
     Directory,
-    ForwardedReply,
-    ForwardedRequest,
-    Forwarder,
-    ForwardFailed,
 )
 from clarion.ports.metrics import NO_METRICS, Metrics
 from clarion.ports.tracing import NO_TRACER, Tracer
 
 log = logging.getLogger(__name__)
 
-# Marks a request that one replica carried to another; it is never carried again.
-FORWARDED_BY = "clarion-forwarded-by"
+# Marks a request that one replica carried to another; it is never carried again. The
+# header keeps its first name, so that replicas of two versions (a rolling restart) still
+# recognise each other's carried requests.
+CARRIED_BY = "clarion-forwarded-by"
 # How often a carrier checks that the replica holding its request still lives.
 _ALIVE_CHECK_S = 1.0
 # Hop-by-hop headers (and the length, which the relayed body sets again) are not relayed.
@@ -42,31 +44,31 @@ HOP_BY_HOP = frozenset(
 )
 
 
-def forwarded_by(scope: Scope) -> str | None:
+def carried_by(scope: Scope) -> str | None:
     for name, value in scope.get("headers", ()):
-        if name == FORWARDED_BY.encode():
+        if name == CARRIED_BY.encode():
             return str(value.decode("latin-1"))
     return None
 
 
-def carried_request(scope: Scope, body: bytes, replica_id: str) -> ForwardedRequest:
+def carried_request(scope: Scope, body: bytes, replica_id: str) -> CarriedRequest:
     """The request in `scope`, marked as carried by `replica_id`."""
     headers = tuple(
         (k.decode("latin-1"), v.decode("latin-1"))
         for k, v in scope.get("headers", ())
-        if k.decode("latin-1") != FORWARDED_BY
+        if k.decode("latin-1") != CARRIED_BY
     )
-    return ForwardedRequest(
+    return CarriedRequest(
         method=scope["method"],
         path=scope["path"],
         raw_path=(scope.get("raw_path") or scope["path"].encode()).decode("latin-1"),
         query=scope.get("query_string", b"").decode("latin-1"),
-        headers=(*headers, (FORWARDED_BY, replica_id)),
+        headers=(*headers, (CARRIED_BY, replica_id)),
         body=body,
     )
 
 
-async def send_reply(reply: ForwardedReply, send: Send) -> None:
+async def send_reply(reply: CarriedReply, send: Send) -> None:
     # Sent as a list, not a mapping: a reply may repeat a header (several Set-Cookie).
     headers = [
         (k.encode("latin-1"), v.encode("latin-1"))
@@ -78,14 +80,14 @@ async def send_reply(reply: ForwardedReply, send: Send) -> None:
     await send({"type": "http.response.body", "body": reply.body})
 
 
-class Carrier:
+class RequestCarrier:
     """Carries a request to one replica and waits for its reply, but no longer than that
     replica lives: one that died with the request in hand never replies, and its caller
     should not wait out the whole deadline to learn it."""
 
     def __init__(
         self,
-        forwarder: Forwarder,
+        transport: CarryTransport,
         directory: Directory,
         deadline_s: float,
         metrics: Metrics = NO_METRICS,
@@ -93,13 +95,13 @@ class Carrier:
     ) -> None:
         self._metrics = metrics
         self._tracer = tracer
-        self._forwarder = forwarder
+        self._transport = transport
         self._directory = directory
         self._deadline_s = deadline_s
 
-    async def carry(self, replica_id: str, request: ForwardedRequest) -> ForwardedReply:
-        """The reply; ForwardFailed(delivered=False) if nobody received it, (delivered=True)
-        if it went out and the replica died or the deadline passed before it replied."""
+    async def carry(self, replica_id: str, request: CarriedRequest) -> CarriedReply:
+        """The reply; CarryFailed(may_have_applied=False) if nobody received it, (True) if it
+        went out and the replica died or the deadline passed before it replied."""
         self._metrics.carried_request()
         with self._tracer.span("request.carry") as span:
             span.set("replica", replica_id)
@@ -111,24 +113,24 @@ class Carrier:
             span.set("outcome", reply.status)
             return reply
 
-    async def _carry(self, replica_id: str, request: ForwardedRequest) -> ForwardedReply:
-        forwarding = asyncio.ensure_future(
-            self._forwarder.forward(replica_id, request, self._deadline_s)
+    async def _carry(self, replica_id: str, request: CarriedRequest) -> CarriedReply:
+        in_flight = asyncio.ensure_future(
+            self._transport.carry(replica_id, request, self._deadline_s)
         )
         try:
             while True:
-                done, _ = await asyncio.wait({forwarding}, timeout=_ALIVE_CHECK_S)
+                done, _ = await asyncio.wait({in_flight}, timeout=_ALIVE_CHECK_S)
                 if done:
-                    return forwarding.result()
+                    return in_flight.result()
                 if await self._gone(replica_id):
-                    raise ForwardFailed(
-                        f"replica {replica_id} stopped before it replied", delivered=True
+                    raise CarryFailed(
+                        f"replica {replica_id} stopped before it replied", may_have_applied=True
                     )
         finally:
-            if not forwarding.done():
-                forwarding.cancel()
-                with contextlib.suppress(asyncio.CancelledError, ForwardFailed):
-                    await forwarding
+            if not in_flight.done():
+                in_flight.cancel()
+                with contextlib.suppress(asyncio.CancelledError, CarryFailed):
+                    await in_flight
 
     async def _gone(self, replica_id: str) -> bool:
         try:
@@ -138,9 +140,9 @@ class Carrier:
             return False
 
 
-def error_reply(error: Exception) -> ForwardedReply:
+def error_reply(error: Exception) -> CarriedReply:
     response = error_response(error)
-    return ForwardedReply(
+    return CarriedReply(
         status=response.status_code,
         headers=(("content-type", "application/json"),),
         body=bytes(response.body),
@@ -159,7 +161,7 @@ async def read_body(receive: Receive) -> bytes:
     return b"".join(chunks)
 
 
-async def replay(app: ASGIApp, request: ForwardedRequest) -> ForwardedReply:
+async def replay(app: ASGIApp, request: CarriedRequest) -> CarriedReply:
     """The serving side: run a carried request through this replica's own application."""
     scope: Scope = {
         "type": "http",
@@ -207,8 +209,8 @@ async def replay(app: ASGIApp, request: ForwardedRequest) -> ForwardedReply:
     except Exception:
         # Starlette re-raises after it has sent its 500; without a response, send one.
         if not done.is_set():
-            log.exception("a forwarded request failed", extra={"path": request.path})
+            log.exception("a carried request failed", extra={"path": request.path})
             return error_reply(RuntimeError("internal"))
     finally:
         done.set()
-    return ForwardedReply(status=status, headers=tuple(headers), body=b"".join(parts))
+    return CarriedReply(status=status, headers=tuple(headers), body=b"".join(parts))
