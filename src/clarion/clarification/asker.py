@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from clarion.clarification.canceller import ClarificationCanceller
 from clarion.clarification.live_confirmation import LiveConfirmation
 from clarion.clarification.policies import WaitingPolicies
-from clarion.clarification.waiters import Cancelled, Delivery, LiveWaiters, Waiter
+from clarion.clarification.waiters import AnswerOffer, Cancelled, LiveWaiters, Waiter
 from clarion.domain.answers import tool_result_text
 from clarion.domain.bundles import questions_of_rows
 from clarion.domain.errors import NotFound, QuestionDetached
@@ -244,13 +244,13 @@ class Asker:
         self._waiters.remove(waiter)
         while not waiter.inbox.empty():
             item = waiter.inbox.get_nowait()
-            if isinstance(item, Delivery):
+            if isinstance(item, AnswerOffer):
                 item.abandon()
 
 
 async def _next(
     clock: Clock, waiter: Waiter, dropped: asyncio.Event, within: float
-) -> Delivery | Cancelled | None:
+) -> AnswerOffer | Cancelled | None:
     """The next inbox item; None once `dropped` is set (an item taken meanwhile goes back so
     the detach withdraws it); TimeoutError after `within` seconds on `clock`."""
     get = asyncio.ensure_future(waiter.inbox.get())

@@ -1,10 +1,10 @@
 """The waiter's half of a live answer: make the claimed response durable, then arm the watchdog.
 
-The Asker's waiter runs this when it takes a delivery from its inbox, before it returns the
+The Asker's waiter runs this when it takes an offer from its inbox, before it returns the
 answer to the agent: one guarded write settles the claim (DELIVER, and the session moves to
 running in the same commit), the new session state is announced, and, inside that same
-boundary, the primary-answer watchdog is armed. The responder that offered the delivery only
-waits for its outcome (`Delivery.settled`): nothing here calls back into the resolver, so the
+boundary, the primary-answer watchdog is armed. The responder that made the offer only
+waits for its outcome (`AnswerOffer.settled`): nothing here calls back into the resolver, so the
 answer path runs one way, resolver -> waiter -> this -> store and hand-offs.
 
 The confirmation runs as a supervised task: a cancelled tool call cannot cut it in half.
@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 
 from clarion.clarification.handoffs import AnswerHandoffs
-from clarion.clarification.waiters import Delivery
+from clarion.clarification.waiters import AnswerOffer
 from clarion.domain.lifecycle import DELIVER
 from clarion.domain.models import SessionState
 from clarion.ports import AnswerStore, Written
@@ -45,26 +45,26 @@ class LiveConfirmation:
         self._handoffs = handoffs
         self._persist_s = persist_s
 
-    async def confirm(self, delivery: Delivery) -> Written | None:
+    async def confirm(self, offer: AnswerOffer) -> Written | None:
         """What the confirmation wrote, or None when the claim was no longer there to settle."""
-        return await self._supervisor.run_shielded(self._confirm(delivery))
+        return await self._supervisor.run_shielded(self._confirm(offer))
 
-    async def _confirm(self, delivery: Delivery) -> Written | None:
-        claim, response = delivery.claim, delivery.response
+    async def _confirm(self, offer: AnswerOffer) -> Written | None:
+        claim, response = offer.claim, offer.response
         with self._tracer.span(
             "confirm",
-            parent=delivery.trace,
+            parent=offer.trace,
             session_id=claim.bundle.session.id,
             turn_id=claim.bundle.current_turn_id,
             pending_id=response.pending_id,
         ) as span:
-            written = await self._settle(delivery)
+            written = await self._settle(offer)
             span.set("outcome", "confirmed" if written is not None else "lost")
             return written
 
-    async def _settle(self, delivery: Delivery) -> Written | None:
+    async def _settle(self, offer: AnswerOffer) -> Written | None:
         await failpoints.hit("live.before_confirm")
-        claim, response = delivery.claim, delivery.response
+        claim, response = offer.claim, offer.response
         ids = [row.id for row in claim.claimed]
         written = await bounded(
             self._store.confirm_delivery(

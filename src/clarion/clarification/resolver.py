@@ -15,7 +15,7 @@ from dataclasses import replace
 from clarion.clarification.handoffs import AnswerHandoffs
 from clarion.clarification.respond_result import RespondResult, as_recorded, outcome_of
 from clarion.clarification.restorer import ClaimRestorer
-from clarion.clarification.waiters import Delivery, DeliveryState, LiveWaiters
+from clarion.clarification.waiters import AnswerOffer, LiveWaiters, OfferState
 from clarion.domain.answers import validate_response
 from clarion.domain.bundles import (
     bundle_state,
@@ -243,11 +243,11 @@ class Resolver:
         pending_id = response.pending_id
         with self._tracer.span("deliver", pending_id=pending_id) as span:
             # The waiter's confirmation (another task) continues this span's trace.
-            delivery = Delivery(response=response, claim=claim, trace=self._tracer.carrier())
-            await self._offer_and_wait(delivery)
-            span.set("outcome", str(delivery.state))
-        if delivery.state is DeliveryState.CONFIRMED:
-            written = delivery.written
+            offer = AnswerOffer(response=response, claim=claim, trace=self._tracer.carrier())
+            await self._offer_and_wait(offer)
+            span.set("outcome", str(offer.state))
+        if offer.state is OfferState.CONFIRMED:
+            written = offer.written
             self._publish_in_background(claim, written.rows if written is not None else None)
             return RespondResult(
                 response=response, resumed=False, successor_turn_id=None, live=True
@@ -256,18 +256,18 @@ class Resolver:
             claim, code="delivery_failed", message="failed to deliver clarification response"
         )
 
-    async def _offer_and_wait(self, delivery: Delivery) -> None:
-        pending_id = delivery.response.pending_id
-        if not self._waiters.offer(pending_id, delivery):
-            delivery.abandon()
+    async def _offer_and_wait(self, offer: AnswerOffer) -> None:
+        pending_id = offer.response.pending_id
+        if not self._waiters.offer(pending_id, offer):
+            offer.abandon()
             return
         try:
-            await bounded(delivery.settled.wait(), self._live_confirm_s)
+            await bounded(offer.settled.wait(), self._live_confirm_s)
         except TimeoutError:
-            if not delivery.abandon():
+            if not offer.abandon():
                 # The waiter started confirming: that confirmation owns the outcome.
                 try:
-                    await bounded(delivery.settled.wait(), self._persist_s)
+                    await bounded(offer.settled.wait(), self._persist_s)
                 except TimeoutError:
                     raise AcceptedButUnfinalized(
                         "clarification response was accepted, but delivery state could "

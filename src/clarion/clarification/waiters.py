@@ -1,10 +1,10 @@
 """Live waiters: the in-memory side of an `ask_user_question` call that is still waiting.
 
-A waiter exists only while the agent's tool call is open in this process. A responder hands it
-a `Delivery` (the claimed response); the waiter confirms it durably (live_confirmation.py)
-*before* it returns the answer to the agent, so the agent never sees an answer that is not
-durable, and the responder only waits for the outcome. Whoever moves a delivery
-out of `OFFERED` first owns it: the waiter by starting the confirmation, the responder by
+A waiter exists only while the agent's tool call is open in this process. A responder offers
+it an `AnswerOffer` (the claimed response); the waiter confirms it durably
+(live_confirmation.py) *before* it returns the answer to the agent, so the agent never sees an
+answer that is not durable, and the responder only waits for the outcome. Whoever moves an
+offer out of `OFFERED` first owns it: the waiter by starting the confirmation, the responder by
 abandoning it after its bounded wait. That is the in-process half of the serialization; the
 guarded UPDATEs in the store are the durable half.
 
@@ -26,7 +26,7 @@ from clarion.ports.tracing import Carrier, no_context
 log = logging.getLogger(__name__)
 
 
-class DeliveryState(StrEnum):
+class OfferState(StrEnum):
     OFFERED = "offered"
     CONFIRMING = "confirming"
     CONFIRMED = "confirmed"
@@ -35,14 +35,14 @@ class DeliveryState(StrEnum):
 
 
 @dataclass(eq=False)
-class Delivery:
+class AnswerOffer:
     """One claimed response offered to one waiter. The waiter makes it durable; the
     responder that offered it only waits for `settled` and reads the outcome (`state`, and
     `written`, what the confirmation wrote): it is never called back."""
 
     response: ClarificationResponse
     claim: ClaimResult
-    state: DeliveryState = DeliveryState.OFFERED
+    state: OfferState = OfferState.OFFERED
     settled: asyncio.Event = field(default_factory=asyncio.Event)
     written: Written | None = None
     # The responder's trace context: the confirmation, in the waiter's task, continues it.
@@ -50,8 +50,8 @@ class Delivery:
 
     def abandon(self) -> bool:
         """Responder side: withdraw an offer nobody started confirming. True if withdrawn."""
-        if self.state is DeliveryState.OFFERED:
-            self.state = DeliveryState.ABANDONED
+        if self.state is OfferState.OFFERED:
+            self.state = OfferState.ABANDONED
             self.settled.set()
             return True
         return False
@@ -59,23 +59,23 @@ class Delivery:
     async def run_confirmation(self, confirm: Confirm) -> bool:
         """Waiter side: confirm durably with the waiter's own `confirm`, unless the responder
         withdrew the offer first."""
-        if self.state is not DeliveryState.OFFERED:
+        if self.state is not OfferState.OFFERED:
             return False
-        self.state = DeliveryState.CONFIRMING
+        self.state = OfferState.CONFIRMING
         try:
             self.written = await confirm(self)
         except BaseException:
-            self.state = DeliveryState.FAILED
+            self.state = OfferState.FAILED
             self.settled.set()
             raise
         ok = self.written is not None
-        self.state = DeliveryState.CONFIRMED if ok else DeliveryState.FAILED
+        self.state = OfferState.CONFIRMED if ok else OfferState.FAILED
         self.settled.set()
         return ok
 
 
-Confirm = Callable[[Delivery], Awaitable[Written | None]]
-"""The waiter's durable confirmation of a delivery (clarification/live_confirmation.py)."""
+Confirm = Callable[[AnswerOffer], Awaitable[Written | None]]
+"""The waiter's durable confirmation of an offer (clarification/live_confirmation.py)."""
 
 
 class Cancelled:
@@ -87,7 +87,7 @@ class Waiter:
     pending_id: str
     session_id: str
     turn_id: str
-    inbox: asyncio.Queue[Delivery | Cancelled] = field(default_factory=asyncio.Queue)
+    inbox: asyncio.Queue[AnswerOffer | Cancelled] = field(default_factory=asyncio.Queue)
     closed: bool = False
     # The questions its rows carry, once they are written: a respond validates an answer
     # against them without reading the bundle (the claim decides whether it is still active).
@@ -125,11 +125,11 @@ class LiveWaiters:
     def for_session(self, session_id: str) -> list[Waiter]:
         return [w for w in self._by_pending.values() if w.session_id == session_id]
 
-    def offer(self, pending_id: str, delivery: Delivery) -> bool:
+    def offer(self, pending_id: str, offer: AnswerOffer) -> bool:
         waiter = self.find(pending_id)
         if waiter is None:
             return False
-        waiter.inbox.put_nowait(delivery)
+        waiter.inbox.put_nowait(offer)
         return True
 
     def cancel(self, pending_id: str) -> bool:
