@@ -35,12 +35,12 @@ from clarion.domain.models import (
     BundleState,
     ClarificationResponse,
     ClarificationStatus,
-    Delivery,
     Message,
     MessageType,
     MetaKey,
     Question,
     QuestionOption,
+    Receipt,
 )
 from clarion.domain.waiting import ANSWERED_BY_PERSON, ANSWERED_BY_POLICY
 
@@ -106,14 +106,14 @@ def bundle_state(bundle: Bundle, *, has_live_waiter: bool) -> BundleState:
     return BundleState.TERMINAL
 
 
-def delivery_of(bundle: Bundle) -> Delivery | None:
+def receipt_of(bundle: Bundle) -> Receipt | None:
     """How the bundle's response reached the agent, as its rows record it. Ambiguous wins
     until a resend settles it: one ambiguous row means the answer may be missing."""
     recorded = {row.metadata.get(MetaKey.DELIVERY) for row in bundle.rows}
-    if Delivery.AMBIGUOUS.value in recorded:
-        return Delivery.AMBIGUOUS
-    if Delivery.DELIVERED.value in recorded:
-        return Delivery.DELIVERED
+    if Receipt.AMBIGUOUS.value in recorded:
+        return Receipt.AMBIGUOUS
+    if Receipt.DELIVERED.value in recorded:
+        return Receipt.DELIVERED
     return None
 
 

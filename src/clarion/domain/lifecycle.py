@@ -32,9 +32,9 @@ from clarion.domain.models import (
     BundleState,
     ClarificationResponse,
     ClarificationStatus,
-    Delivery,
     Message,
     MetaKey,
+    Receipt,
 )
 from clarion.domain.waiting import ANSWERED_BY_POLICY
 
@@ -192,7 +192,7 @@ DELIVER = Transition(
     sources=frozenset({CLAIMED}),
     targets=frozenset({TERMINAL}),
     drops=(MetaKey.RESPONSE_DELIVERY_PENDING,),
-    sets={MetaKey.DELIVERY: Delivery.DELIVERED.value},
+    sets={MetaKey.DELIVERY: Receipt.DELIVERED.value},
 )
 RETIRE_INTENT = Transition(
     "retire_intent",
@@ -205,7 +205,7 @@ DISPATCH_UNKNOWN = Transition(
     sources=frozenset({CLAIMED}),
     targets=frozenset({TERMINAL}),
     drops=(MetaKey.RESPONSE_DELIVERY_PENDING,),
-    sets={MetaKey.DELIVERY: Delivery.AMBIGUOUS.value},
+    sets={MetaKey.DELIVERY: Receipt.AMBIGUOUS.value},
 )
 CANCEL = Transition(
     "cancel",
@@ -232,8 +232,8 @@ MARK_UNREAD = Transition(
     "mark_unread",
     sources=frozenset({TERMINAL}),
     targets=frozenset({TERMINAL}),
-    sets={MetaKey.DELIVERY: Delivery.AMBIGUOUS.value},
-    when={MetaKey.DELIVERY: Delivery.DELIVERED.value},
+    sets={MetaKey.DELIVERY: Receipt.AMBIGUOUS.value},
+    when={MetaKey.DELIVERY: Receipt.DELIVERED.value},
     unless=(MetaKey.RESENT_TURN_ID,),
 )
 # An ambiguous answer, while its session lives and no resend of it is in flight.
@@ -242,7 +242,7 @@ CLAIM_RESEND = Transition(
     sources=frozenset({TERMINAL}),
     targets=frozenset({TERMINAL}),
     sets={MetaKey.RESEND_PENDING: True},
-    when={MetaKey.DELIVERY: Delivery.AMBIGUOUS.value},
+    when={MetaKey.DELIVERY: Receipt.AMBIGUOUS.value},
     unless=(MetaKey.RESEND_PENDING,),
     live_session=True,
 )
@@ -258,7 +258,7 @@ FINISH_RESEND = Transition(
     sources=frozenset({TERMINAL}),
     targets=frozenset({TERMINAL}),
     drops=(MetaKey.RESEND_PENDING,),
-    sets={MetaKey.DELIVERY: Delivery.DELIVERED.value},
+    sets={MetaKey.DELIVERY: Receipt.DELIVERED.value},
     fills=(MetaKey.RESENT_TURN_ID,),
     when={MetaKey.RESEND_PENDING: True},
 )

@@ -95,8 +95,9 @@ class BundleState(StrEnum):
     SUPERSEDED_HISTORY = "superseded_history"
 
 
-class Delivery(StrEnum):
-    """Whether a bundle's winning response reached the agent (`GET /clarification` `delivery`).
+class Receipt(StrEnum):
+    """Whether the agent received a bundle's winning response. The wire and the rows spell
+    it `delivery` (`GET /clarification`, MetaKey.DELIVERY), as the contract names the field.
 
     No value (null) while nothing was delivered: the bundle is open, was rejected without a
     resume, or ended without a response."""
@@ -129,7 +130,7 @@ class MetaKey:
     RESPONSE_DELIVERY_PENDING = "response_delivery_pending"
     PARENT_QUESTION = "parent_question"
     # How the winning response reached the agent (Clarion's own key): "delivered", or
-    # "ambiguous" when a restart left its dispatch unknown (see Delivery).
+    # "ambiguous" when a restart left its dispatch unknown (see Receipt).
     DELIVERY = "delivery"
     # Clarion's own keys for a waiting policy: set on a bundle asked under one that can fire
     # (its deadlines are in `clarification_deadlines`), and on rows its expiry answered.

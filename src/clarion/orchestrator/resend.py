@@ -16,8 +16,8 @@ import logging
 
 from clarion.domain.bundles import (
     bundle_state,
-    delivery_of,
     questions_of,
+    receipt_of,
     stored_response,
     winning_response,
 )
@@ -29,7 +29,7 @@ from clarion.domain.lifecycle import (
     RELEASE_RESEND,
     resent_by,
 )
-from clarion.domain.models import Bundle, Delivery
+from clarion.domain.models import Bundle, Receipt
 from clarion.domain.prompts import resume_prompt
 from clarion.orchestrator.admission import TurnAdmission
 from clarion.orchestrator.lanes import Lanes
@@ -65,7 +65,7 @@ class AnswerResender:
         if bundle is None:
             raise NotFound("clarification request not found", pending_id=pending_id)
         response = stored_response(bundle)
-        if delivery_of(bundle) is not Delivery.AMBIGUOUS or response is None:
+        if receipt_of(bundle) is not Receipt.AMBIGUOUS or response is None:
             raise _not_resendable(bundle)
         session = bundle.session
         extra = {"pending_id": pending_id, "session_id": session.id, "task_id": session.task_id}
@@ -134,11 +134,11 @@ class AnswerResender:
 
 
 def _not_resendable(bundle: Bundle) -> NotActive:
-    delivery = delivery_of(bundle)
+    receipt = receipt_of(bundle)
     return NotActive(
         "only an answer whose delivery is ambiguous can be sent again",
         state=str(bundle_state(bundle, has_live_waiter=False)),
         response=winning_response(bundle),
-        delivery=None if delivery is None else delivery.value,
+        delivery=None if receipt is None else receipt.value,
         pending_id=bundle.pending_id,
     )

@@ -19,8 +19,8 @@ from typing import Any
 from clarion.domain.bundles import (
     bundle_state,
     context_on,
-    delivery_of,
     questions_of,
+    receipt_of,
     winning_response,
 )
 from clarion.domain.errors import NotFound, ProjectionUnavailable
@@ -322,7 +322,7 @@ class Reads:
 
 def _bundle_wire(bundle: Bundle, state: BundleState) -> dict[str, Any]:
     first = bundle.rows[0]
-    delivery = delivery_of(bundle)
+    receipt = receipt_of(bundle)
     return {
         "pending_id": bundle.pending_id,
         "session_id": bundle.session.id,
@@ -331,6 +331,6 @@ def _bundle_wire(bundle: Bundle, state: BundleState) -> dict[str, Any]:
         "state": str(state),
         "questions": [question_wire(q) for q in questions_of(bundle)],
         "context": context_on(first),
-        "delivery": None if delivery is None else delivery.value,
+        "delivery": None if receipt is None else receipt.value,
         "rows": [message_wire(m) for m in bundle.rows],
     }

@@ -1,5 +1,6 @@
-"""Store contract: how an answer reached the agent (`delivery`), the person's resend of an
-ambiguous one, and each session's remembered ACP session. Runs on SQLite and PostgreSQL."""
+"""Store contract: whether the agent received an answer (its receipt, `delivery` on the
+wire), the person's resend of an ambiguous one, and each session's remembered ACP session.
+Runs on SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
@@ -7,9 +8,9 @@ import asyncio
 from typing import Any
 
 from clarion.domain import lifecycle
-from clarion.domain.bundles import delivery_of
+from clarion.domain.bundles import receipt_of
 from clarion.domain.lifecycle import DELIVER, RETIRE_INTENT
-from clarion.domain.models import Delivery, Session, SessionState
+from clarion.domain.models import Receipt, Session, SessionState
 
 from .conftest import World
 
@@ -34,16 +35,16 @@ async def _metas(world: World, ids: list[str]) -> list[dict[str, Any]]:
     return [dict((await world.store.get_message(i)).metadata) for i in ids]
 
 
-async def _delivery(world: World, pending_id: str) -> Delivery | None:
+async def _receipt(world: World, pending_id: str) -> Receipt | None:
     bundle = await world.store.find_bundle(pending_id)
     assert bundle is not None
-    return delivery_of(bundle)
+    return receipt_of(bundle)
 
 
 async def test_kept_reservation_without_output_marks_its_answer_ambiguous(world: World) -> None:
     _, ids = await _ambiguous(world)
     assert all(m["delivery"] == "ambiguous" for m in await _metas(world, ids))
-    assert await _delivery(world, "p") is Delivery.AMBIGUOUS
+    assert await _receipt(world, "p") is Receipt.AMBIGUOUS
 
 
 async def test_kept_reservation_with_output_marks_its_answer_delivered(world: World) -> None:
@@ -58,7 +59,7 @@ async def test_kept_reservation_with_output_marks_its_answer_delivered(world: Wo
     await world.say(session, "the agent has it", turn_id=turn.id)
     (decision,) = await world.store.reconcile_reservations()
     assert decision.kept and not decision.ambiguous
-    assert await _delivery(world, "p") is Delivery.DELIVERED
+    assert await _receipt(world, "p") is Receipt.DELIVERED
 
 
 async def test_published_successor_and_confirmed_delivery_record_delivered(world: World) -> None:
@@ -72,12 +73,12 @@ async def test_published_successor_and_confirmed_delivery_record_delivered(world
     assert await world.store.publish_successor(
         turn.id, DELIVER, pending_id="resumed", message_ids=ids
     )
-    assert await _delivery(world, "resumed") is Delivery.DELIVERED
+    assert await _receipt(world, "resumed") is Receipt.DELIVERED
 
     await world.bundle(session, ("a",), pending_id="skipped", turn_id=turn.id)
     skipped = [m.id for m in (await world.reject("skipped")).claimed]
     assert await world.store.confirm_delivery("skipped", skipped, RETIRE_INTENT)
-    assert await _delivery(world, "skipped") is None, "a detached Skip reaches no agent"
+    assert await _receipt(world, "skipped") is None, "a detached Skip reaches no agent"
 
 
 async def test_resend_claims_once_and_settles_as_delivered(world: World) -> None:
@@ -113,7 +114,7 @@ async def test_released_resend_reads_ambiguous_and_can_be_claimed_again(world: W
     _, ids = await _ambiguous(world)
     await world.store.transition_bundle("p", lifecycle.CLAIM_RESEND)
     assert len(await world.store.transition_bundle("p", lifecycle.RELEASE_RESEND)) == len(ids)
-    assert await _delivery(world, "p") is Delivery.AMBIGUOUS
+    assert await _receipt(world, "p") is Receipt.AMBIGUOUS
     assert await world.store.transition_bundle("p", lifecycle.CLAIM_RESEND)
 
 
@@ -179,8 +180,8 @@ async def test_live_answer_the_agent_never_spoke_after_reads_ambiguous_at_startu
     marked = await world.store.transition_all_bundles(lifecycle.MARK_UNREAD)
     assert [b.pending_id for b in marked] == ["unread"]
 
-    assert await _delivery(world, "unread") is Delivery.AMBIGUOUS
-    assert await _delivery(world, "read") is Delivery.DELIVERED
+    assert await _receipt(world, "unread") is Receipt.AMBIGUOUS
+    assert await _receipt(world, "read") is Receipt.DELIVERED
     assert await world.store.transition_all_bundles(lifecycle.MARK_UNREAD) == ()
     assert await world.store.transition_bundle("unread", lifecycle.CLAIM_RESEND)
 
@@ -190,7 +191,7 @@ async def test_a_completed_turn_proves_the_agent_had_its_live_answer(world: Worl
     turn = await world.store.find_current_turn(session.id)
     assert turn is not None and await world.store.complete_turn(turn.id)
     assert await world.store.transition_all_bundles(lifecycle.MARK_UNREAD) == ()
-    assert await _delivery(world, "done") is Delivery.DELIVERED
+    assert await _receipt(world, "done") is Receipt.DELIVERED
 
 
 async def test_a_live_answer_the_agent_reported_unread_is_marked_once_and_resent_once(
@@ -202,8 +203,8 @@ async def test_a_live_answer_the_agent_reported_unread_is_marked_once_and_resent
     marked = await world.store.transition_bundle("failed-call", lifecycle.MARK_UNREAD)
 
     assert sorted(m.id for m in marked) == sorted(ids)
-    assert await _delivery(world, "failed-call") is Delivery.AMBIGUOUS
-    assert await _delivery(world, "other") is Delivery.DELIVERED, "only the bundle named"
+    assert await _receipt(world, "failed-call") is Receipt.AMBIGUOUS
+    assert await _receipt(world, "other") is Receipt.DELIVERED, "only the bundle named"
     assert await world.store.transition_bundle("failed-call", lifecycle.MARK_UNREAD) == (), (
         "already ambiguous: nothing to mark"
     )
@@ -217,4 +218,4 @@ async def test_a_live_answer_the_agent_reported_unread_is_marked_once_and_resent
     assert await world.store.transition_bundle("failed-call", lifecycle.MARK_UNREAD) == (), (
         "an answer already sent again is not marked unread again"
     )
-    assert await _delivery(world, "failed-call") is Delivery.DELIVERED
+    assert await _receipt(world, "failed-call") is Receipt.DELIVERED

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from clarion.domain.bundles import delivery_of, resend_in_flight
-from clarion.domain.models import AuthorType, Delivery, MessageType
+from clarion.domain.bundles import receipt_of, resend_in_flight
+from clarion.domain.models import AuthorType, MessageType, Receipt
 from clarion.domain.prompts import (
     RECAP_FOOTER,
     RECAP_HEADER,
@@ -77,14 +77,14 @@ def test_long_entries_are_cut_and_an_empty_transcript_makes_no_recap() -> None:
 
 
 def test_delivery_reads_ambiguous_until_a_resend_settles_it() -> None:
-    assert delivery_of(bundle(row("a", status="pending"))) is None
+    assert receipt_of(bundle(row("a", status="pending"))) is None
     delivered = bundle(row("a", status="answered", delivery="delivered"))
-    assert delivery_of(delivered) is Delivery.DELIVERED
+    assert receipt_of(delivered) is Receipt.DELIVERED
     mixed = bundle(
         row("a", status="answered", delivery="delivered"),
         row("b", index=1, status="answered", delivery="ambiguous"),
     )
-    assert delivery_of(mixed) is Delivery.AMBIGUOUS
+    assert receipt_of(mixed) is Receipt.AMBIGUOUS
     assert not resend_in_flight(mixed)
     assert resend_in_flight(bundle(row("a", delivery="ambiguous", resend_pending=True)))
 
