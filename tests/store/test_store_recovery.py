@@ -1,5 +1,5 @@
-"""Store contract: startup reconciliation of reservations, delivery intents, the start-event
-outbox and detachable bundles."""
+"""Store contract: startup reconciliation of reservations, delivery intents, the start markers
+of kept turns and detachable bundles."""
 
 from __future__ import annotations
 
@@ -74,14 +74,14 @@ async def test_referenced_reservation_is_kept_without_an_attempt_marker(world: W
     assert all(m["status"] == "answered" for m in await _metas(world, ids))
 
 
-async def test_outbox_lists_kept_successors_until_cleared(world: World) -> None:
+async def test_start_markers_list_kept_successors_until_cleared(world: World) -> None:
     _, _, turn, _ = await _reserved(world)
     await world.store.mark_attempted(turn.id)
     await world.store.reconcile_reservations()
-    assert [t.id for t in await world.store.list_outbox_turns()] == [turn.id]
-    assert await world.store.clear_outbox(turn.id)
-    assert not await world.store.clear_outbox(turn.id)
-    assert await world.store.list_outbox_turns() == []
+    assert [t.id for t in await world.store.list_start_marked_turns()] == [turn.id]
+    assert await world.store.clear_start_marker(turn.id)
+    assert not await world.store.clear_start_marker(turn.id)
+    assert await world.store.list_start_marked_turns() == []
     assert (
         "prompt_dispatch_start_event_pending" not in (await world.store.get_turn(turn.id)).metadata
     )

@@ -31,7 +31,7 @@ class Leftovers:
     """One of everything a stopped process leaves for recovery, each in its own session."""
 
     rolled_back: Session  # a reservation nothing was sent for
-    kept: Session  # a reservation the agent may have had: kept, its start event in the outbox
+    kept: Session  # a reservation the agent may have had: kept, its start event still marked
     intent: Session  # a claim no reservation owns
     orphan: Session  # a live question without its waiter, in an open turn
     permission: Session  # a pending permission request in an open turn
@@ -124,8 +124,8 @@ async def _recover(world: World, scope: SessionScope) -> dict[str, set[str]]:
     reservations = await store.reconcile_reservations(scope=scope)
     intents = await store.reconcile_intents(scope=scope)
     resends = await store.transition_all_bundles(lifecycle.RELEASE_RESEND, scope=scope)
-    outbox = await store.list_outbox_turns(scope=scope)
-    await store.clear_outboxes([t.id for t in outbox])
+    marked = await store.list_start_marked_turns(scope=scope)
+    await store.clear_start_markers([t.id for t in marked])
     detached = await store.transition_all_bundles(lifecycle.DETACH, scope=scope)
     expired = await store.expire_stale_permissions(reason="server restarted", scope=scope)
     unread = await store.transition_all_bundles(lifecycle.MARK_UNREAD, scope=scope)
@@ -134,7 +134,7 @@ async def _recover(world: World, scope: SessionScope) -> dict[str, set[str]]:
         "reservations": {r.session_id for r in reservations},
         "intents": {i.session_id for i in intents},
         "resends": {b.pending_id.split("-")[0] for b in resends},
-        "outbox": {t.session_id for t in outbox},
+        "start markers": {t.session_id for t in marked},
         "detached": {b.session_id for b in detached},
         "expired": {m.session_id for m in expired},
         "unread": {b.pending_id.split("-")[0] for b in unread},
@@ -147,7 +147,7 @@ def _expected(side: Leftovers, tag: str) -> dict[str, set[str]]:
         "reservations": {side.rolled_back.id},
         "intents": {side.intent.id},
         "resends": {tag},
-        "outbox": {side.kept.id},
+        "start markers": {side.kept.id},
         # A rolled-back reservation's question, and a restored intent's, are pending again in
         # their open turns, so they are detached too.
         "detached": {side.orphan.id, side.rolled_back.id, side.intent.id},

@@ -117,18 +117,18 @@ async def test_migration_three_adds_the_open_turn_index_to_a_version_two_databas
         await engine.dispose()
 
 
-async def test_clear_outboxes_clears_only_turns_carrying_the_marker(world: World) -> None:
+async def test_clearing_start_markers_clears_only_turns_that_carry_one(world: World) -> None:
     session = await world.session()
     marked = await world.turn(session)
     plain = await world.turn(session)
     key = MetaKey.PROMPT_DISPATCH_START_EVENT_PENDING
     await world.raw_turn_metadata(marked.id, {key: True, "kept": 1})
 
-    assert await world.store.clear_outboxes([marked.id, plain.id, "missing"]) == [marked.id]
+    assert await world.store.clear_start_markers([marked.id, plain.id, "missing"]) == [marked.id]
 
     assert (await world.store.get_turn(marked.id)).metadata == {"kept": 1}
-    assert await world.store.list_outbox_turns() == []
-    assert await world.store.clear_outboxes([marked.id]) == []
+    assert await world.store.list_start_marked_turns() == []
+    assert await world.store.clear_start_markers([marked.id]) == []
 
 
 async def test_the_permission_lookup_uses_the_turn_index_not_the_session_history(

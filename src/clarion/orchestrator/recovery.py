@@ -1,11 +1,11 @@
 """Startup reconciliation, run before any event processing or prompt admission.
 
 In order: a new projection epoch; unpublished successor reservations; response-delivery
-intents no reservation owns; the start-event outbox; bundles that lost their live waiter;
-permission requests the previous process left pending (expired, never re-sent: the agent call
-that made them is gone); turns the previous process left open; last, task worktrees (`git
-worktree prune`, and every worktree row a kill left `creating` or whose worktree is gone is
-repaired: orchestrator/worktrees.py). Every step is a query that is
+intents no reservation owns; the start events of kept turns still marked; bundles that lost
+their live waiter; permission requests the previous process left pending (expired, never
+re-sent: the agent call that made them is gone); turns the previous process left open; last,
+task worktrees (`git worktree prune`, and every worktree row a kill left `creating` or whose
+worktree is gone is repaired: orchestrator/worktrees.py). Every step is a query that is
 harmless to run twice, and any failure aborts startup: nothing may supersede an unrecovered
 claim.
 
@@ -42,7 +42,7 @@ class RecoveryReport:
     reservations_rolled_back: int
     intents_restored: int
     intents_retired: int
-    outbox_replayed: int
+    starts_replayed: int
     bundles_detached: int
     turns_interrupted: int
     permissions_expired: int = 0
@@ -108,18 +108,18 @@ class StartupRecovery:
                 extra={"session_id": resend.session_id, "pending_id": resend.pending_id},
             )
 
-        outbox = await self._store.list_outbox_turns(scope=scope)
-        for turn in outbox:
+        marked = await self._store.list_start_marked_turns(scope=scope)
+        for turn in marked:
             await self._publisher.turn("started", turn)
             if turn.completed_at is not None:
                 await self._publisher.turn("completed", turn)
             log.info(
-                "startup: turn start replayed from the outbox",
+                "startup: turn start replayed from its start marker",
                 extra={"session_id": turn.session_id, "turn_id": turn.id},
             )
         # Cleared only after every event went out (one transaction): a failed publication
         # leaves the markers, and the next start replays them (at least once, as before).
-        await self._store.clear_outboxes([turn.id for turn in outbox])
+        await self._store.clear_start_markers([turn.id for turn in marked])
 
         # Set-based: one transaction for every orphaned bundle, one summary refresh per task.
         bundles = await self._store.transition_all_bundles(DETACH, scope=scope)
@@ -178,7 +178,7 @@ class StartupRecovery:
             reservations_rolled_back=sum(not r.kept for r in reservations),
             intents_restored=sum(i.restored for i in intents),
             intents_retired=sum(not i.restored for i in intents),
-            outbox_replayed=len(outbox),
+            starts_replayed=len(marked),
             bundles_detached=detached,
             turns_interrupted=len(open_turns),
             permissions_expired=len(expired),

@@ -53,7 +53,7 @@ class RowProbes:
         async with self._db.read() as conn:
             return await live_reservation(conn, session_id)
 
-    async def clear_outbox(self, turn_id: str) -> bool:
+    async def clear_start_marker(self, turn_id: str) -> bool:
         async with self._db.write() as conn:
             turn = await read_locked_turn(self._db, conn, turn_id)
             if turn is None or START_EVENT not in turn.metadata:

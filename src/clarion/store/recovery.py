@@ -131,11 +131,11 @@ class SqlRecovery:
             await self._db.lock_sessions(conn, [r.session_id for r in pending])
             return await settle_requests(conn, pending, PermissionStatus.EXPIRED, reason, now)
 
-    async def list_outbox_turns(self, *, scope: SessionScope = EVERY_SESSION) -> list[Turn]:
-        return await start_events.list_outbox_turns(self._db, scope=scope)
+    async def list_start_marked_turns(self, *, scope: SessionScope = EVERY_SESSION) -> list[Turn]:
+        return await start_events.list_start_marked_turns(self._db, scope=scope)
 
-    async def clear_outboxes(self, turn_ids: Sequence[str]) -> list[str]:
-        return await start_events.clear_outboxes(self._db, self._clock, turn_ids)
+    async def clear_start_markers(self, turn_ids: Sequence[str]) -> list[str]:
+        return await start_events.clear_start_markers(self._db, self._clock, turn_ids)
 
     async def _detach_all(self, scope: SessionScope) -> tuple[ChangedBundle, ...]:
         return await orphans.detach_all_bundles(self._db, self._clock, self._outbox, scope=scope)

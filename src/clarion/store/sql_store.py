@@ -54,7 +54,7 @@ class SqlStore:
 
     Implements `clarion.ports.Store`, the union of the consumers' narrow protocols, and the
     cluster, metrics and retention reads. A method two ports share (`find_deadlines`) has one
-    implementation. `RowProbes` (`list_open_turns`, `find_live_reservation`, `clear_outbox`,
+    implementation. `RowProbes` (`list_open_turns`, `find_live_reservation`, `clear_start_marker`,
     `list_detachable_bundles`) belong to no port: the store's contract tests look at rows
     directly with them; no service may call them (mypy checks services against the ports)."""
 
@@ -104,8 +104,8 @@ class SqlStore:
         self.reconcile_reservations = shield(recovery.reconcile_reservations)
         self.reconcile_intents = shield(recovery.reconcile_intents)
         self.expire_stale_permissions = shield(recovery.expire_stale_permissions)
-        self.list_outbox_turns = shield(recovery.list_outbox_turns)
-        self.clear_outboxes = shield(recovery.clear_outboxes)
+        self.list_start_marked_turns = shield(recovery.list_start_marked_turns)
+        self.clear_start_markers = shield(recovery.clear_start_markers)
         self.transition_all_bundles = shield(recovery.transition_all_bundles)
         self.complete_open_turns = shield(recovery.complete_open_turns)
         self.list_sessions_in_states = shield(recovery.list_sessions_in_states)
@@ -176,7 +176,7 @@ class SqlStore:
         probes = RowProbes(db, clock)
         self.list_open_turns = shield(probes.list_open_turns)
         self.find_live_reservation = shield(probes.find_live_reservation)
-        self.clear_outbox = shield(probes.clear_outbox)
+        self.clear_start_marker = shield(probes.clear_start_marker)
         self.list_detachable_bundles = shield(probes.list_detachable_bundles)
         self._parts = (
             lookups,

@@ -38,7 +38,7 @@ class RecoveryStore(Lookups, Protocol):
         self, *, scope: SessionScope = ...
     ) -> list[ReservationRecovery]:
         """Startup, one transaction: every unpublished reservation is kept (attempted or
-        referenced: rows finalized, `delivery` recorded, outbox marker set) or deleted with exactly
+        referenced: rows finalized, `delivery` recorded, start marker set) or deleted with exactly
         its claimed rows restored while current. Raises CorruptReservationError, changing nothing,
         when any reservation's recovery metadata is malformed.
         """
@@ -56,12 +56,12 @@ class RecoveryStore(Lookups, Protocol):
         """Startup: every request the previous process left pending -> expired; changed rows."""
         ...
 
-    async def list_outbox_turns(self, *, scope: SessionScope = ...) -> list[Turn]:
-        """Kept successors whose `session.turn.started` is still to be published (outbox marker)."""
+    async def list_start_marked_turns(self, *, scope: SessionScope = ...) -> list[Turn]:
+        """Kept successors whose `session.turn.started` is still to be published (start marker)."""
         ...
 
-    async def clear_outboxes(self, turn_ids: Sequence[str]) -> list[str]:
-        """Drop the outbox marker of these turns, in one transaction; the ids it cleared."""
+    async def clear_start_markers(self, turn_ids: Sequence[str]) -> list[str]:
+        """Drop the start marker of these turns, in one transaction; the ids it cleared."""
         ...
 
     async def transition_all_bundles(

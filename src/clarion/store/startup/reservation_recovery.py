@@ -2,13 +2,13 @@
 
 A reservation whose agent may have had the prompt (the attempt marker is set, or the agent's
 output already references the turn) is kept: the successor stays authoritative, the answer
-terminal (`delivery` delivered or ambiguous) and its start event goes to the outbox. Any other
-reservation is deleted and its claim restored, or retired when the question is no longer
-current. Which reservation is kept and which transition settles its claim are the domain's
-decisions (domain/unsettled_claims.py); this module finds the facts and applies the named
-transitions. Reservation metadata is validated for every reservation (`plan`) before the first
-write: a malformed one raises CorruptReservationError and leaves everything (that row included)
-as it was.
+terminal (`delivery` delivered or ambiguous) and its turn gets a start marker, so startup
+replays its start event. Any other reservation is deleted and its claim restored, or retired
+when the question is no longer current. Which reservation is kept and which transition
+settles its claim are the domain's decisions (domain/unsettled_claims.py); this module finds
+the facts and applies the named transitions. Reservation metadata is validated for every
+reservation (`plan`) before the first write: a malformed one raises CorruptReservationError and
+leaves everything (that row included) as it was.
 """
 
 from __future__ import annotations
@@ -153,7 +153,7 @@ async def reconcile_plans(conn: Tx, plans: list[Plan], now: datetime) -> list[Re
         settled[outcome].extend(rows)
         if kept:
             # Dispatch may have happened: the successor stays authoritative, the answer
-            # stays terminal, and the start event is replayed from the outbox marker.
+            # stays terminal, and the start event is replayed from the start marker.
             meta = public_metadata(plan.turn.metadata)
             meta[MetaKey.PROMPT_DISPATCH_START_EVENT_PENDING] = True
             keep_turns.append(

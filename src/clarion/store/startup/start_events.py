@@ -1,5 +1,6 @@
-"""The start-event outbox: a kept reservation's turn carries a marker until its start event
-has been published, so a crash between the two replays the event instead of losing it."""
+"""Start markers: a kept reservation's turn carries a marker until its start event has been
+published, so a crash between the two replays the event instead of losing it. (The contract
+calls these turns the start-event outbox; "outbox" in the code is the notification outbox.)"""
 
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ def without_marker(metadata: Mapping[str, Any]) -> dict[str, Any]:
 _TURNS_AMONG = select(turns).where(turns.c.id.in_(bindparam("ids", expanding=True)))
 
 
-async def list_outbox_turns(db: Db, *, scope: SessionScope = EVERY_SESSION) -> list[Turn]:
+async def list_start_marked_turns(db: Db, *, scope: SessionScope = EVERY_SESSION) -> list[Turn]:
     query = (
         select(turns)
         .where(flag(turns.c.metadata, START_EVENT))
@@ -39,7 +40,7 @@ async def list_outbox_turns(db: Db, *, scope: SessionScope = EVERY_SESSION) -> l
     return scope.pick(turns_found, lambda t: t.session_id)
 
 
-async def clear_outboxes(db: Db, clock: Clock, turn_ids: Sequence[str]) -> list[str]:
+async def clear_start_markers(db: Db, clock: Clock, turn_ids: Sequence[str]) -> list[str]:
     wanted = sorted(set(turn_ids))
     cleared: list[dict[str, Any]] = []
     now = clock.now()
