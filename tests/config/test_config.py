@@ -279,8 +279,8 @@ def test_webhooks_are_read_with_all_events_by_default(tmp_path: Path) -> None:
     first, second = settings.webhooks
     assert first.url == "https://hooks.example/a" and len(first.events) == 9
     assert second.events == frozenset({"permission.requested"})
-    assert settings.webhook_delivery.attempts >= 10
-    assert settings.webhook_delivery.timeout_s == 5.0
+    assert settings.delivery_policy.attempts >= 10
+    assert settings.delivery_policy.timeout_s == 5.0
 
 
 @pytest.mark.parametrize(

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from clarion.config.email import EmailChannel, EmailSettings
-from clarion.config.webhooks import WebhookDelivery
+from clarion.config.webhooks import DeliveryPolicy
 from clarion.runtime.clock import SystemClock
 from tests.e2e.harness import wait_until
 from tests.email.smtp import Mailbox, hanging_server
@@ -24,7 +24,7 @@ from tests.lifecycle.harness import answer_db
 from tests.links.conftest import Linked, linked_app, settings_on
 from tests.ports import free_port
 
-FAST = WebhookDelivery(backoff_s=0.1, max_delay_s=0.3, attempts=1000, timeout_s=5.0)
+FAST = DeliveryPolicy(backoff_s=0.1, max_delay_s=0.3, attempts=1000, timeout_s=5.0)
 
 
 def _channel(port: int, **changes: Any) -> EmailChannel:
@@ -48,7 +48,7 @@ async def mailing(store_url: str, channel: EmailChannel) -> AsyncIterator[Linked
         store_url,
         public_url="https://clarion.example",
         email=EmailSettings(default=channel),
-        webhook_delivery=FAST,
+        delivery_policy=FAST,
     )
     async with linked_app(settings, SystemClock()) as rig:  # type: ignore[arg-type]
         yield rig

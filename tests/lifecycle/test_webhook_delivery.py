@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from clarion.config.webhooks import Webhook, WebhookDelivery
+from clarion.config.webhooks import DeliveryPolicy, Webhook
 from clarion.store import SqlStore
 from tests.lifecycle.harness import Lifecycle, answer_db, fast_settings, lifecycle_on
 
@@ -78,14 +78,14 @@ async def receiving(receiver: Receiver) -> AsyncIterator[Receiver]:
 async def hooked(
     store_url: str, receiver: Receiver, *, attempts: int = 10, timeout_s: float = 5.0
 ) -> AsyncIterator[Lifecycle]:
-    policy = WebhookDelivery(
+    policy = DeliveryPolicy(
         backoff_s=0.02, max_delay_s=0.05, attempts=attempts, timeout_s=timeout_s
     )
     async with receiving(receiver):
         settings = dataclasses.replace(
             fast_settings(store_url),
             webhooks=(Webhook(receiver.url, SECRET),),
-            webhook_delivery=policy,
+            delivery_policy=policy,
         )
         async with lifecycle_on(settings) as life:
             yield life

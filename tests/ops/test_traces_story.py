@@ -13,7 +13,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from clarion.config.telemetry import TelemetrySettings
-from clarion.config.webhooks import Webhook, WebhookDelivery
+from clarion.config.webhooks import DeliveryPolicy, Webhook
 from clarion.server.tracing import otel_tracer
 from tests.lifecycle.harness import (
     SKIP,
@@ -33,7 +33,7 @@ async def traced(tmp_path: Path) -> AsyncIterator[tuple[Lifecycle, InMemorySpanE
     settings = dataclasses.replace(
         fast_settings(f"sqlite:///{tmp_path / 'c.db'}"),
         webhooks=(Webhook(url=f"http://127.0.0.1:{free_port()}/hook", secret="s" * 20),),
-        webhook_delivery=WebhookDelivery(backoff_s=60.0, timeout_s=5.0),
+        delivery_policy=DeliveryPolicy(backoff_s=60.0, timeout_s=5.0),
     )
     exporter = InMemorySpanExporter()
     async with (

@@ -20,7 +20,7 @@ from clarion.config.repositories import RepositorySettings, repository_settings
 from clarion.config.sandbox import hidden_paths
 from clarion.config.slack import SlackSettings, slack_settings
 from clarion.config.telemetry import TelemetrySettings
-from clarion.config.webhooks import Webhook, WebhookDelivery, checked_public_url
+from clarion.config.webhooks import DeliveryPolicy, Webhook, checked_public_url
 from clarion.domain.waiting import WaitingPolicy
 
 
@@ -75,7 +75,7 @@ class Settings:
     agents: Mapping[str, AgentProfile] = field(default_factory=dict)
     failpoints: str = ""
     webhooks: tuple[Webhook, ...] = ()
-    webhook_delivery: WebhookDelivery = field(default_factory=WebhookDelivery)
+    delivery_policy: DeliveryPolicy = field(default_factory=DeliveryPolicy)
     # The web UI's address as people reach it (webhook links); default: the server's own.
     public_url: str | None = None
     # Answer links (docs/notifications.md): how long one stays valid, and an optional key.
@@ -143,7 +143,7 @@ class Settings:
             agents=agent_profiles(document, home=home, hidden=hidden),
             failpoints=env.get("CLARION_FAILPOINTS", ""),
             webhooks=tuple(hook.webhook() for hook in document.webhooks),
-            webhook_delivery=WebhookDelivery.from_env(env),
+            delivery_policy=DeliveryPolicy.from_env(env),
             public_url=checked_public_url(env.get("CLARION_PUBLIC_URL") or document.public_url),
             answer_links=answer_links(document, env),
             email=email_settings(document, where, env),

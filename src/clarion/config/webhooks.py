@@ -23,9 +23,11 @@ class Webhook:
 
 
 @dataclass(frozen=True, slots=True)
-class WebhookDelivery:
-    """How deliveries are retried: the first retry waits `backoff_s`, each next one twice as
-    long (at most `max_delay_s`), and a delivery is given up after `attempts` tries."""
+class DeliveryPolicy:
+    """How the notification outbox's deliveries (webhook, email, Slack) are retried, from
+    the `CLARION_WEBHOOK_*` variables, whose names predate email: the first retry waits
+    `backoff_s`, each next one twice as long (at most `max_delay_s`), and a delivery is given
+    up after `attempts` tries."""
 
     backoff_s: float = 2.0
     max_delay_s: float = 600.0
@@ -33,7 +35,7 @@ class WebhookDelivery:
     timeout_s: float = 5.0
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str]) -> WebhookDelivery:
+    def from_env(cls, env: Mapping[str, str]) -> DeliveryPolicy:
         defaults = cls()
         backoff = positive(env, "CLARION_WEBHOOK_BACKOFF_S", defaults.backoff_s)
         attempts_raw = env.get("CLARION_WEBHOOK_ATTEMPTS") or str(defaults.attempts)

@@ -21,7 +21,7 @@ from datetime import timedelta
 from typing import Protocol
 
 from clarion.config.email import EmailChannel
-from clarion.config.webhooks import Webhook, WebhookDelivery
+from clarion.config.webhooks import DeliveryPolicy, Webhook
 from clarion.domain.webhooks import (
     DELIVERY_HEADER,
     EVENT_HEADER,
@@ -61,7 +61,7 @@ class WebhookDeliverer:
         store: WebhookStore,
         clock: Clock,
         hooks: tuple[Webhook, ...],
-        policy: WebhookDelivery,
+        policy: DeliveryPolicy,
         send: Send,
         metrics: Metrics = NO_METRICS,
         mail: tuple[EmailChannel, ...] = (),

@@ -56,7 +56,7 @@ async def outgoing_deliveries(
     if not settings.webhooks and not channels and slack is None:
         yield
         return
-    policy = settings.webhook_delivery
+    policy = settings.delivery_policy
     async with http_sender(policy.timeout_s) as send:
         deliverer = WebhookDeliverer(
             store,
