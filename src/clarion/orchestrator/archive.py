@@ -13,22 +13,17 @@ still being admitted here, before its turn row exists.
 from __future__ import annotations
 
 import logging
-from typing import Protocol
 
 from clarion.domain.errors import Conflict, SessionBusy
 from clarion.domain.models import Task, WorkflowStep, WorktreeState
 from clarion.orchestrator.lanes import Lanes
 from clarion.orchestrator.worktrees import TaskWorktrees
-from clarion.ports import AgentRuntime, TurnStore
-from clarion.ports.store.worktrees import WorktreeStore
+from clarion.ports import AgentRuntime
+from clarion.ports.store.archive import ArchiveStore
 
 log = logging.getLogger(__name__)
 
 REMOVED = WorktreeState.REMOVED
-
-
-class ArchiveStore(TurnStore, WorktreeStore, Protocol):
-    """What archiving reads and writes."""
 
 
 class TaskArchive:

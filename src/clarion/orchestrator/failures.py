@@ -12,7 +12,7 @@ import logging
 from typing import Any
 
 from clarion.domain.models import AuthorType, MessageType, Session, SessionState
-from clarion.ports import NewMessage, Store
+from clarion.ports import NewMessage, PermissionStore
 from clarion.ports.metrics import NO_METRICS, Metrics
 from clarion.projection.events import EventPublisher
 
@@ -37,7 +37,7 @@ def error_content(reason: str, stderr: str) -> str:
 
 class AgentFailures:
     def __init__(
-        self, *, store: Store, publisher: EventPublisher, metrics: Metrics = NO_METRICS
+        self, *, store: PermissionStore, publisher: EventPublisher, metrics: Metrics = NO_METRICS
     ) -> None:
         self._store = store
         self._publisher = publisher

@@ -32,7 +32,7 @@ from clarion.domain.permissions import (
     status_of_option,
 )
 from clarion.orchestrator.lanes import Lanes
-from clarion.ports import NewMessage, PermissionAsk, Store
+from clarion.ports import NewMessage, PermissionAsk, PermissionStore
 from clarion.projection.events import EventPublisher
 
 log = logging.getLogger(__name__)
@@ -49,7 +49,7 @@ class PermissionService:
     def __init__(
         self,
         *,
-        store: Store,
+        store: PermissionStore,
         publisher: EventPublisher,
         lanes: Lanes,
         rules: Mapping[str, PermissionRules],

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from typing import Protocol
 
 from clarion.domain.errors import (
     AcceptedButUnfinalized,
@@ -37,7 +36,7 @@ from clarion.domain.reviews import (
 )
 from clarion.orchestrator.lanes import Lanes
 from clarion.orchestrator.resume import DetachedResume, Dispatch
-from clarion.ports import NewMessage, TurnStore
+from clarion.ports import NewMessage
 from clarion.ports.store.reviews import ReviewStore
 from clarion.projection.events import EventPublisher
 from clarion.runtime.supervisor import bounded
@@ -45,15 +44,11 @@ from clarion.runtime.supervisor import bounded
 log = logging.getLogger(__name__)
 
 
-class ReviewSessionStore(TurnStore, ReviewStore, Protocol):
-    """What a review reads and writes."""
-
-
 class ReviewService:
     def __init__(
         self,
         *,
-        store: ReviewSessionStore,
+        store: ReviewStore,
         resume: DetachedResume,
         publisher: EventPublisher,
         lanes: Lanes,

@@ -2,9 +2,9 @@
 it writes times with.
 
 One module per consumer's protocol (answers, turns, recovery, reads, access, permissions,
-webhooks), each method saying what it guarantees and what None/False/() means; the records
-they exchange in records.py; `Store`, their union, here. Only the composition root and the
-store's own tests see the whole.
+webhooks, deadlines, worktrees, archive, reviews), each method saying what it guarantees and
+what None/False/() means; the records they exchange in records.py; `Store`, their union, here.
+The store hands each port's object out alone; only the store's own tests see the union.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from typing import Protocol
 
 from clarion.ports.store.access import AccessStore
 from clarion.ports.store.answers import AnswerStore
+from clarion.ports.store.archive import ArchiveStore
 from clarion.ports.store.deadlines import DeadlineStore
 from clarion.ports.store.lookups import Lookups
 from clarion.ports.store.permissions import PermissionStore
@@ -41,6 +42,7 @@ from clarion.ports.store.worktrees import WorktreeStore
 __all__ = [
     "AccessStore",
     "AnswerStore",
+    "ArchiveStore",
     "ChangedBundle",
     "ClaimResult",
     "Clock",
@@ -94,9 +96,10 @@ class Store(
     WebhookStore,
     DeadlineStore,
     WorktreeStore,
+    ArchiveStore,
     ReviewStore,
     Protocol,
 ):
-    """Everything durable. Only the composition root and the store's own tests see the whole;
-    each service is given the narrow protocol of its consumer above. Every method is one
-    transaction; writes are guarded updates."""
+    """Everything durable, as the store's contract tests see it; each service is given the
+    object of the narrow protocol of its consumer above, and nothing implements the union.
+    Every method is one transaction; writes are guarded updates."""

@@ -20,7 +20,17 @@ from clarion.ports.store.records import (
 
 
 class PermissionStore(Lookups, Protocol):
-    """Permission requests (asked, decided once, settled) and agent failures in the transcript."""
+    """Permission requests (asked, decided once, settled) and agent failures in the transcript.
+    `add_message` and `get_message` are TurnStore's, declared again for the notes a request
+    leaves in the transcript and the row a decision reads."""
+
+    async def add_message(self, new: NewMessage) -> Message:
+        """Insert one message (in `new.turn_id`, default the current turn) and return it."""
+        ...
+
+    async def get_message(self, message_id: str) -> Message:
+        """One transcript row; NotFound if missing."""
+        ...
 
     async def add_permission_request(
         self, new: NewMessage, *, session_state: SessionState | None = None

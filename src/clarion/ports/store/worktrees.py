@@ -29,13 +29,6 @@ class WorktreeStore(Lookups, Protocol):
         keeps its worktree); the task, or None (nothing written)."""
         ...
 
-    async def claim_archive(self, task_id: str) -> Task:
-        """Archive's guard, by the rows, in one transaction: `PendingInput` while a question
-        or permission request of the task waits, `SessionBusy` while one of its sessions has
-        an open turn (nothing written either way); else its worktree, if any, moves to
-        `removed`. The task as stored after."""
-        ...
-
     async def worktree_tasks(
         self,
         states: Sequence[WorktreeState],

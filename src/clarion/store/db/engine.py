@@ -33,7 +33,12 @@ from clarion.store.db.kept_connections import (
     REPEATABLE_READ,
     KeptConnections,
 )
-from clarion.store.db.owner_fence import READ_OWN_ROW, OwnerFence
+from clarion.store.db.owner_fence import (
+    READ_OWN_ROW,
+    OwnerFence,
+    check_owner,
+    check_registered,
+)
 from clarion.store.db.transactions import AsyncTx, Tx
 
 log = logging.getLogger(__name__)
@@ -279,14 +284,14 @@ class Db:
         create a session nobody would adopt."""
         if self.fence is not None:
             row = (await conn.execute(READ_OWN_ROW, {"replica_id": self.fence.replica_id})).first()
-            self.fence.check_registered(row)
+            check_registered(self.fence, row)
 
     def _check_fence(self, rows: Sequence[Any]) -> None:
         """Cluster mode: each locked session must still be this replica's (db/owner_fence.py)."""
         if self.fence is None:
             return
         for row in rows:
-            self.fence.check_owner(row.id, row.owner)
+            check_owner(self.fence, row.id, row.owner)
 
 
 def _session_key(session_id: str) -> str:

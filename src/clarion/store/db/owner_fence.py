@@ -21,17 +21,21 @@ So a replica that comes back late (frozen past its fencing window, then resumed)
 the sessions it lost, even before its heartbeat watchdog stops it. A refusal calls the fence's
 `on_lost` first (the replica stops itself at once) and then raises FencedOut.
 
-SQLite has no cluster mode and no fence. Imported by the rest of `clarion.store`.
+The fence itself (`OwnerFence`: the replica's id and what stops it) is the ports' data; the
+checks are here. SQLite has no cluster mode and no fence. Imported by the rest of
+`clarion.store`.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
-from dataclasses import dataclass
 from typing import NoReturn
 
 from sqlalchemy import text
+
+from clarion.ports.ownership import OwnerFence
+
+__all__ = ["READ_OWN_ROW", "FencedOut", "OwnerFence", "check_owner", "check_registered"]
 
 log = logging.getLogger(__name__)
 
@@ -43,33 +47,32 @@ class FencedOut(RuntimeError):
     """Another replica adopted this replica's sessions: nothing more may be written."""
 
 
-@dataclass(frozen=True, slots=True)
-class OwnerFence:
-    replica_id: str
-    on_lost: Callable[[str], None]
+def check_owner(fence: OwnerFence, session_id: str, owner: object) -> None:
+    """A session changes owner only when another replica adopted it, which it does only once
+    this replica was taken for gone: so this replica must stop."""
+    if owner == fence.replica_id:
+        return
+    _refuse(
+        fence,
+        f"session {session_id} belongs to replica {owner}, not to this replica "
+        f"({fence.replica_id}): another replica has adopted it",
+    )
 
-    def check_owner(self, session_id: str, owner: object) -> None:
-        """A session changes owner only when another replica adopted it, which it does only
-        once this replica was taken for gone: so this replica must stop."""
-        if owner == self.replica_id:
-            return
-        self._refuse(
-            f"session {session_id} belongs to replica {owner}, not to this replica "
-            f"({self.replica_id}): another replica has adopted it"
-        )
 
-    def check_registered(self, row: object) -> None:
-        if row is not None:
-            return
-        self._refuse(
-            f"replica {self.replica_id} is no longer registered: another replica has taken it "
-            "for gone and adopted its sessions"
-        )
+def check_registered(fence: OwnerFence, row: object) -> None:
+    if row is not None:
+        return
+    _refuse(
+        fence,
+        f"replica {fence.replica_id} is no longer registered: another replica has taken it "
+        "for gone and adopted its sessions",
+    )
 
-    def _refuse(self, reason: str) -> NoReturn:
-        log.critical(
-            "write refused by the ownership fence",
-            extra={"replica": self.replica_id, "reason": reason},
-        )
-        self.on_lost(reason)
-        raise FencedOut(reason)
+
+def _refuse(fence: OwnerFence, reason: str) -> NoReturn:
+    log.critical(
+        "write refused by the ownership fence",
+        extra={"replica": fence.replica_id, "reason": reason},
+    )
+    fence.on_lost(reason)
+    raise FencedOut(reason)
