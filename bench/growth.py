@@ -31,7 +31,8 @@ TURN_SIZE = 100
 
 async def _history_turn(url: str, session_id: str, size: int) -> str:
     """Write one completed turn of `size` alternating user/agent messages via the store API."""
-    async with open_store(url, SystemClock()) as store:
+    async with open_store(url, SystemClock()) as opened:
+        store = opened.stores.turns
         turn = await store.create_turn(session_id)
         for i in range(size):
             author = "user" if i % 2 == 0 else "agent"
@@ -49,8 +50,8 @@ async def _history_turn(url: str, session_id: str, size: int) -> str:
 
 
 async def _count(url: str, session_id: str) -> int:
-    async with open_store(url, SystemClock()) as store:
-        return (await store.list_messages(session_id, limit=1)).total
+    async with open_store(url, SystemClock()) as opened:
+        return (await opened.stores.reads.list_messages(session_id, limit=1)).total
 
 
 async def _grow_to(url: str, session_id: str, target: int) -> int:

@@ -22,7 +22,7 @@ from clarion.domain.ids import new_id
 from clarion.domain.lifecycle import CLAIM, DETACH
 from clarion.domain.models import Answer, ClarificationResponse, SessionState
 from clarion.domain.questions import bundle_row_metadata, parse_ask
-from clarion.ports import NewMessage, Store
+from clarion.ports import AnswerStore, NewMessage, TurnStore
 from clarion.runtime.clock import SystemClock
 from clarion.store import open_store
 
@@ -49,23 +49,25 @@ def _bundle_rows(session_id: str, turn_id: str) -> tuple[str, list[NewMessage]]:
     return pending_id, rows
 
 
-async def _pending_template(store: Store, task_id: str) -> str:
-    session = await store.create_session(task_id=task_id, agent="builtin", is_primary=False)
-    await store.transition_session(session.id, SessionState.WAITING_FOR_INPUT)
-    turn = await store.create_turn(session.id)
+async def _pending_template(turns: TurnStore, store: AnswerStore, task_id: str) -> str:
+    session = await turns.create_session(task_id=task_id, agent="builtin", is_primary=False)
+    await turns.transition_session(session.id, SessionState.WAITING_FOR_INPUT)
+    turn = await turns.create_turn(session.id)
     for _ in range(BUNDLES_PER_SESSION):
         _, rows = _bundle_rows(session.id, turn.id)
         await store.create_bundle(session.id, rows, turn_id=turn.id)
     return session.id
 
 
-async def _reservation_template(store: Store, task_id: str, *, attempted: bool) -> str:
-    session = await store.create_session(task_id=task_id, agent="builtin", is_primary=False)
-    await store.transition_session(session.id, SessionState.IDLE)
-    turn = await store.create_turn(session.id)
+async def _reservation_template(
+    turns: TurnStore, store: AnswerStore, task_id: str, *, attempted: bool
+) -> str:
+    session = await turns.create_session(task_id=task_id, agent="builtin", is_primary=False)
+    await turns.transition_session(session.id, SessionState.IDLE)
+    turn = await turns.create_turn(session.id)
     pending_id, rows = _bundle_rows(session.id, turn.id)
     await store.create_bundle(session.id, rows, turn_id=turn.id)
-    await store.complete_turn(turn.id)
+    await turns.complete_turn(turn.id)
     await store.transition_session_bundles(session.id, DETACH, pending_id=pending_id)
     now = SystemClock().now() + timedelta(milliseconds=5)
     claim = await store.claim_response(
@@ -91,15 +93,16 @@ async def _reservation_template(store: Store, task_id: str, *, attempted: bool) 
 
 
 async def seed(url: str, bundles: int, reservations: int) -> None:
-    async with open_store(url, SystemClock()) as store:
-        ws = await store.ensure_workspace("default")
+    async with open_store(url, SystemClock()) as opened:
+        turns, answers = opened.stores.turns, opened.stores.answers
+        ws = await turns.ensure_workspace("default")
         tasks = [
-            (await store.create_task(title=f"recovery {i}", description="", workspace_id=ws.id)).id
+            (await turns.create_task(title=f"recovery {i}", description="", workspace_id=ws.id)).id
             for i in range(TASKS)
         ]
-        pending = await _pending_template(store, tasks[0])
-        plain = await _reservation_template(store, tasks[0], attempted=False)
-        tried = await _reservation_template(store, tasks[0], attempted=True)
+        pending = await _pending_template(turns, answers, tasks[0])
+        plain = await _reservation_template(turns, answers, tasks[0], attempted=False)
+        tried = await _reservation_template(turns, answers, tasks[0], attempted=True)
     pending_copies = max(0, bundles // BUNDLES_PER_SESSION - 1)
     await clone_sessions(url, [pending], pending_copies, tasks)
     await clone_sessions(url, [plain, tried], max(0, reservations // 2 - 1), tasks)

@@ -1,10 +1,10 @@
 """Profiling aid: `clarion serve` with the store, projection and resolver methods timed.
 
 Usage: `TRACE_OUT=/tmp/trace.txt python -m bench.trace serve --port P --database URL`.
-Every async method of SqlStore's parts (one per port), EventPublisher, SummaryService,
-PendingProjector, Resolver and ClaimRestorer writes `<ms> > Class.method` on entry and
-`<ms> < Class.method <elapsed ms>` on exit to TRACE_OUT, so one request's timeline can be
-read off directly. It patches classes at run time; nothing in `src/` changes.
+Every async method of the store's parts (one per area, store/stores.py), EventPublisher,
+SummaryService, PendingProjector, Resolver and ClaimRestorer writes `<ms> > Class.method` on
+entry and `<ms> < Class.method <elapsed ms>` on exit to TRACE_OUT, so one request's timeline
+can be read off directly. It patches classes at run time; nothing in `src/` changes.
 """
 
 from __future__ import annotations
@@ -46,12 +46,12 @@ def main() -> None:
     from clarion.projection.events import EventPublisher
     from clarion.projection.pending import PendingProjector
     from clarion.projection.summaries import SummaryService
-    from clarion.store import sql_store
+    from clarion.store import stores
 
     out = open(os.environ["TRACE_OUT"], "a", buffering=1)  # noqa: SIM115 - lives as long as the process
-    # SqlStore binds its parts' methods when it is built, so patching the parts' classes
-    # first times every store call.
-    for value in vars(sql_store).values():
+    # Each port's object binds its parts' methods when the store is built, so patching the
+    # parts' classes first times every store call.
+    for value in vars(stores).values():
         if isinstance(value, type) and value.__module__.startswith("clarion.store."):
             _wrap(value, out)
     for cls in (EventPublisher, SummaryService, PendingProjector, Resolver, ClaimRestorer):

@@ -11,9 +11,9 @@ import asyncpg
 import pytest
 
 from clarion.runtime.clock import SystemClock
-from clarion.store import open_store
 from clarion.store.db.migrations import LATEST_VERSION
 from tests.conftest import _pg_connect_kwargs, fresh_database_url
+from tests.whole_store import open_whole_store
 
 pytestmark = pytest.mark.postgres
 
@@ -32,7 +32,7 @@ def _tables(url: str) -> set[str]:
 
 def _migrate_and_write(url: str) -> None:
     async def run() -> None:
-        async with open_store(url, SystemClock()) as store:
+        async with open_whole_store(url, SystemClock()) as store:
             await store.ensure_workspace("recycled")
 
     asyncio.run(run())

@@ -10,7 +10,7 @@ import pytest
 from clarion.domain.errors import NotFound, Unauthenticated
 from clarion.domain.models import Session, SessionState, Task, WorkflowStep, Workspace
 from clarion.orchestrator.access import EVERYONE, AccessControl, Caller, hash_token
-from clarion.ports import Store, TokenOwner
+from clarion.ports import AccessStore, TokenOwner
 
 NOW = datetime(2026, 3, 1, tzinfo=UTC)
 ALPHA, BETA = Workspace("w-alpha", "alpha"), Workspace("w-beta", "beta")
@@ -47,12 +47,12 @@ class FakeStore:
         return self.sessions[session_id]
 
     def __getattr__(self, name: str) -> Any:
-        raise AssertionError(f"AccessControl must not call Store.{name}")
+        raise AssertionError(f"AccessControl must not call AccessStore.{name}")
 
 
 def access(store: FakeStore, *, enabled: bool = True) -> AccessControl:
     fake: Any = store
-    typed: Store = fake
+    typed: AccessStore = fake
     return AccessControl(typed, enabled=enabled)
 
 

@@ -106,7 +106,7 @@ async def rig(tmp_path: Path) -> AsyncIterator[Rig]:
         )
 
         async def messages(session_id: str) -> list[str]:
-            page = await app.store.list_messages(session_id, limit=1000)
+            page = await app.stores.reads.list_messages(session_id, limit=1000)
             return [m.id for m in page.messages]
 
         transport = httpx.ASGITransport(app=create_app(app.services, app.mcp))

@@ -9,11 +9,12 @@ from pathlib import Path
 from sqlalchemy import Connection, insert, inspect, select
 
 from clarion.runtime.clock import ManualClock
-from clarion.store import migrate, open_engine, open_store
+from clarion.store import migrate, open_engine
 from clarion.store.db.migrations import MIGRATIONS, schema_version
 from clarion.store.db.schema import api_tokens, workspaces
 from tests import forkserver
 from tests.auth.conftest import create_token
+from tests.whole_store import open_whole_store
 
 
 def clock() -> ManualClock:
@@ -22,7 +23,7 @@ def clock() -> ManualClock:
 
 async def test_issuing_tokens_creates_user_workspace_and_one_membership(store_url: str) -> None:
     manual = clock()
-    async with open_store(store_url, manual) as store:
+    async with open_whole_store(store_url, manual) as store:
         existing = await store.ensure_workspace("beta")
         first = await store.issue_api_token(user="alice", workspace="alpha", token_hash="a" * 64)
         manual.advance(1)
@@ -42,7 +43,7 @@ async def test_issuing_tokens_creates_user_workspace_and_one_membership(store_ur
 
 
 async def test_users_do_not_share_memberships(store_url: str) -> None:
-    async with open_store(store_url, clock()) as store:
+    async with open_whole_store(store_url, clock()) as store:
         await store.issue_api_token(user="alice", workspace="alpha", token_hash="a" * 64)
         bob = await store.issue_api_token(user="bob", workspace="beta", token_hash="b" * 64)
         assert [w.name for w in bob.workspaces] == ["beta"]

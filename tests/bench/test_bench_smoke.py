@@ -16,9 +16,9 @@ from bench.stats import render
 
 from bench import cluster, commits, growth, idle_agents, peer, recovery, statements
 from clarion.runtime.clock import SystemClock
-from clarion.store import open_store
 from tests.bench.load import host_load, smoke_ceiling, smoke_sizes
 from tests.conftest import services_required
+from tests.whole_store import open_whole_store
 
 pytestmark = pytest.mark.e2e
 
@@ -155,13 +155,13 @@ async def test_idle_agents_set_up_no_wave_after_the_budget_and_say_how_many_they
 
 async def test_seeding_builds_history_bundles_and_reservations(tmp_path: Path) -> None:
     async with fresh_database("sqlite", tmp_path) as url:
-        async with open_store(url, SystemClock()) as store:
+        async with open_whole_store(url, SystemClock()) as store:
             ws = await store.ensure_workspace("default")
             task = await store.create_task(title="t", description="", workspace_id=ws.id)
             session = await store.create_session(task_id=task.id, agent="builtin", is_primary=True)
         assert await growth._grow_to(url, session.id, 250) == 250
         await recovery.seed(url, bundles=20, reservations=4)
-        async with open_store(url, SystemClock()) as store:
+        async with open_whole_store(url, SystemClock()) as store:
             assert len(await store.list_detachable_bundles()) == 20
             assert len(await store.reconcile_reservations()) == 4
 

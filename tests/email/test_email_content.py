@@ -124,7 +124,7 @@ async def test_a_restart_detaching_every_question_sends_no_email(store_url: str)
                 call, _ = await rig.life.ask(session_id)
                 calls.append(call)
             await _wait(mailbox, 3)
-            detached = await rig.life.app.sql.transition_all_bundles(lifecycle.DETACH)
+            detached = await rig.life.app.stores.recovery.transition_all_bundles(lifecycle.DETACH)
             assert len(detached) == 3
             # The detachments are queued for webhooks only; a later event's email arrives
             # alone, so none was sent for them.

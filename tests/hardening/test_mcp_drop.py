@@ -57,7 +57,7 @@ def crashes(caplog: pytest.LogCaptureFixture) -> list[str]:
 
 
 async def pending_id(rig: McpRig) -> str | None:
-    page = await rig.app.store.list_messages(rig.session_id, limit=100)
+    page = await rig.app.stores.reads.list_messages(rig.session_id, limit=100)
     ids = [m.metadata.get("pending_id") for m in page.messages if m.type == "clarification_request"]
     return str(ids[0]) if ids else None
 

@@ -87,5 +87,5 @@ async def test_a_bad_call_gets_one_clean_error_naming_the_field(
         assert "pydantic" not in text and "http" not in text and "\n" not in text
         assert "validation error" not in text
         # Nothing was asked: no question reached the transcript.
-        page = await rig.app.store.list_messages(rig.session_id, limit=100)
+        page = await rig.app.stores.reads.list_messages(rig.session_id, limit=100)
         assert not [m for m in page.messages if m.type.value == "clarification_request"]

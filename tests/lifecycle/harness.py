@@ -10,7 +10,7 @@ import dataclasses
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, cast
+from typing import Any
 
 from clarion.config import AgentProfile, Settings, Timeouts, builtin_profile
 from clarion.domain.models import Bundle, Turn
@@ -22,12 +22,12 @@ from clarion.ports import (
     Clock,
     Event,
     PromptFinished,
-    Store,
 )
 from clarion.ports.tracing import Tracer
 from clarion.runtime.clock import ManualClock
 from clarion.server.wiring import App, build
-from clarion.store import SqlStore
+from clarion.store import Stores
+from tests.whole_store import WholeStore, per_port, whole_of
 
 ASK_DB = {
     "questions": [
@@ -164,13 +164,13 @@ class Lifecycle:
     keepalives: list[str] = field(default_factory=list)  # progress sent on asked tool calls
 
     @property
-    def store(self) -> Store:
-        return self.app.store
+    def store(self) -> WholeStore:
+        """Every port's calls, as the services were handed them (wrapped, if the test did)."""
+        return whole_of(self.app.stores)
 
     async def live_reservation(self, session_id: str) -> Turn | None:
         """A store probe no port declares (services may not look): the live reservation."""
-        probe = cast(SqlStore, self.app.store)  # a FailingStore forwards it too
-        return await probe.find_live_reservation(session_id)
+        return await self.app.stores.probes.find_live_reservation(session_id)
 
     async def start_session(self, prompt: str = "work on it") -> tuple[str, str]:
         svc = self.app.services
@@ -263,7 +263,7 @@ def fast_settings(database_url: str, **timeouts: float) -> Settings:
 async def running_lifecycle(
     database_url: str,
     *,
-    store_wrapper: Callable[[Store], Store] | None = None,
+    store_wrapper: Callable[[Stores], Stores] | None = None,
     clock: Clock | None = None,
     **timeouts: float,
 ) -> AsyncIterator[Lifecycle]:
@@ -276,7 +276,7 @@ async def running_lifecycle(
 async def lifecycle_on(
     settings: Settings,
     *,
-    store_wrapper: Callable[[Store], Store] | None = None,
+    store_wrapper: Callable[[Stores], Stores] | None = None,
     clock: Clock | None = None,
     tracer: Tracer | None = None,
 ) -> AsyncIterator[Lifecycle]:
@@ -330,16 +330,28 @@ async def detached_question(life: Lifecycle, session_id: str) -> str:
 
 
 class FailingStore:
-    """Wraps a Store; the named methods raise (or run a hook) instead of running."""
+    """Wraps a store's port (or all of them, `wrapping`); the named methods raise (or run a
+    hook) instead of running."""
 
-    def __init__(self, inner: Store, fail: dict[str, Exception] | None = None) -> None:
+    def __init__(self, inner: Any, fail: dict[str, Exception] | None = None) -> None:
         self._inner = inner
         self.fail: dict[str, Exception] = dict(fail or {})
         # name -> coroutine function run right after the named method returned
         self.after: dict[str, Callable[[], Any]] = {}
         # name -> coroutine function awaited before the named method runs (to hold it back).
-        # A held call finishes despite a caller that gave up, as every SqlStore method does.
+        # A held call finishes despite a caller that gave up, as every store call does.
         self.before: dict[str, Callable[[], Any]] = {}
+
+    def wrapping(self, stores: Stores) -> Stores:
+        """`stores` with each port's object seen through a FailingStore steered by this one:
+        a method named here fails or waits on whichever port's object the service calls it."""
+
+        def over(port: Any) -> FailingStore:
+            view = FailingStore(port)
+            view.fail, view.after, view.before = self.fail, self.after, self.before
+            return view
+
+        return per_port(stores, over)
 
     def __getattr__(self, name: str) -> Any:
         attr = getattr(self._inner, name)
@@ -388,9 +400,9 @@ async def lifecycle_with_failing_store(
     """A lifecycle whose services see the store through a FailingStore the test steers."""
     holder: dict[str, FailingStore] = {}
 
-    def wrap(store: Store) -> Store:
-        holder["store"] = FailingStore(store)
-        return holder["store"]
+    def wrap(stores: Stores) -> Stores:
+        holder["store"] = failing = FailingStore(whole_of(stores))
+        return failing.wrapping(stores)
 
     async with running_lifecycle(database_url, store_wrapper=wrap, clock=clock, **timeouts) as life:
         yield life, holder["store"]

@@ -14,8 +14,8 @@ import pytest
 from clarion.config import builtin_profile
 from clarion.domain.agent_process import AGENT_STOPPED, IDLE_NOTE
 from clarion.domain.models import MessageType, SessionState
-from clarion.ports import Store
 from clarion.runtime.clock import ManualClock
+from clarion.store import Stores
 from tests.lifecycle.harness import (
     FailingStore,
     Lifecycle,
@@ -24,6 +24,7 @@ from tests.lifecycle.harness import (
     fast_settings,
     lifecycle_on,
 )
+from tests.whole_store import whole_of
 
 STOP_AFTER = 60.0
 RESUME = "You previously asked the user:"
@@ -66,7 +67,7 @@ async def _pass(clock: ManualClock, life: Lifecycle, seconds: float) -> None:
     clock.advance(seconds)
     for _ in range(3):
         await life.settle()
-        await life.app.store.list_tasks()  # a store round trip for the woken work to use
+        await life.app.stores.reads.list_tasks()  # a store round trip for the woken work to use
     await life.settle()
 
 
@@ -208,9 +209,9 @@ async def _life_with_store(
 ) -> AsyncIterator[tuple[Lifecycle, FailingStore]]:
     holder: dict[str, FailingStore] = {}
 
-    def wrap(store: Store) -> Store:
-        holder["store"] = FailingStore(store)
-        return holder["store"]
+    def wrap(stores: Stores) -> Stores:
+        holder["store"] = failing = FailingStore(whole_of(stores))
+        return failing.wrapping(stores)
 
     settings = _settings(store_url, STOP_AFTER)
     async with lifecycle_on(settings, store_wrapper=wrap, clock=clock) as life:  # type: ignore[arg-type]

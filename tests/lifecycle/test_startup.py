@@ -134,7 +134,7 @@ async def test_malformed_reservation_fails_startup_and_changes_nothing(store_url
             message_ids=[bundle.rows[0].id],
         )
         corrupt = {**reservation.metadata, MetaKey.PROMPT_DISPATCH_MESSAGE_IDS: ["", 7]}
-        async with life.app.store.engine.begin() as conn:  # type: ignore[attr-defined]
+        async with life.app.stores.probes.engine.begin() as conn:
             await conn.execute(
                 update(task_session_turns)
                 .where(task_session_turns.c.id == reservation.id)
@@ -152,6 +152,6 @@ async def test_malformed_reservation_fails_startup_and_changes_nothing(store_url
 
 def _raw_store(url: str):  # type: ignore[no-untyped-def]
     from clarion.runtime.clock import SystemClock
-    from clarion.store import open_store
+    from tests.whole_store import open_whole_store
 
-    return open_store(url, SystemClock())
+    return open_whole_store(url, SystemClock())

@@ -191,7 +191,7 @@ async def test_row_without_a_durable_turn_stays_inert_and_drains_its_waiter(
 
     from clarion.store.db.schema import task_session_messages
 
-    async with life.app.store.engine.begin() as conn:  # type: ignore[attr-defined]
+    async with life.app.stores.probes.engine.begin() as conn:
         await conn.execute(
             update(task_session_messages)
             .where(task_session_messages.c.id == row.id)

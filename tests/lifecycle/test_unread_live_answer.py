@@ -132,7 +132,7 @@ async def test_a_failed_call_of_another_tool_is_ordinary_activity(life: Lifecycl
     await call_failed(life, session_id, "call-edit-1")
     await life.runtime.end_turn(session_id)
     await life.settle()
-    await life.app.store.list_tasks()
+    await life.app.stores.reads.list_tasks()
     await life.settle()
 
     assert life.app.watchdogs.armed(session_id) == [], "activity cancelled the watch"
@@ -151,7 +151,7 @@ async def test_a_completed_ask_call_is_the_agent_reading_the_answer(life: Lifecy
     await call_failed(life, session_id)  # a late, contradictory report changes nothing
     await life.runtime.end_turn(session_id)
     await life.settle()
-    await life.app.store.list_tasks()
+    await life.app.stores.reads.list_tasks()
     await life.settle()
 
     assert await delivery(life, pending_id) == {"delivered"}

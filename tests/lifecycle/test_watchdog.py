@@ -46,7 +46,7 @@ async def fire(timers: ManualTimers, life: Lifecycle) -> None:
     """Move time past the watchdog limit and let whatever it woke run to rest."""
     timers.advance(WATCHDOG_S + 1)
     await life.settle()
-    await life.app.store.list_tasks()  # one round trip to the store for woken work to use
+    await life.app.stores.reads.list_tasks()  # one round trip to the store for woken work to use
     await life.settle()
 
 

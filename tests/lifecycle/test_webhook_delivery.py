@@ -12,10 +12,9 @@ import json
 from collections import deque
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any
 
 from clarion.config.webhooks import DeliveryPolicy, Webhook
-from clarion.store import SqlStore
 from tests.lifecycle.harness import Lifecycle, answer_db, fast_settings, lifecycle_on
 
 SECRET = "k"
@@ -92,7 +91,7 @@ async def hooked(
 
 
 async def _deliveries(life: Lifecycle) -> list[Any]:
-    return await cast(SqlStore, life.app.store).list_webhook_deliveries()
+    return await life.app.stores.probes.list_webhook_deliveries()
 
 
 async def _until(life: Lifecycle, check: Any) -> list[Any]:

@@ -21,6 +21,7 @@ from clarion.store.db.schema import task_session_messages, task_sessions, tasks,
 from clarion.store.retention import Pruned
 from tests import forkserver
 from tests.conftest import _run
+from tests.whole_store import WholeStore, whole
 
 PREVIOUS = LATEST_VERSION - 1
 
@@ -37,7 +38,7 @@ async def _previous_release(url: str) -> str:
     engine = open_engine(url)
     try:
         await migrate(engine, upto=PREVIOUS)
-        store = SqlStore(engine, ManualClock(datetime(2026, 1, 1, tzinfo=UTC)))
+        store = whole(SqlStore(engine, ManualClock(datetime(2026, 1, 1, tzinfo=UTC))))
         try:
             workspace = await store.ensure_workspace("default")
             task = await store.create_task(title="kept", description="", workspace_id=workspace.id)
@@ -115,7 +116,7 @@ async def _world(url: str) -> dict[str, str]:
     engine = open_engine(url)
     await migrate(engine)
     clock = ManualClock(OLD)
-    store = SqlStore(engine, clock)
+    store = whole(SqlStore(engine, clock))
     ids: dict[str, str] = {}
     try:
         workspace = await store.ensure_workspace("default")
@@ -155,7 +156,7 @@ async def _world(url: str) -> dict[str, str]:
     return ids
 
 
-async def _say(store: SqlStore, session_id: str, n: int) -> None:
+async def _say(store: WholeStore, session_id: str, n: int) -> None:
     from clarion.ports import NewMessage
 
     for i in range(n):
@@ -205,7 +206,7 @@ def test_prune_refuses_a_bad_duration_and_touches_nothing(db_url: str, bad: str)
 async def _revived_between_listing_and_delete(url: str) -> tuple[list[str], Pruned, set[str]]:
     engine = open_engine(url)
     await migrate(engine)
-    store = SqlStore(engine, ManualClock(OLD))
+    store = whole(SqlStore(engine, ManualClock(OLD)))
     try:
         workspace = await store.ensure_workspace("default")
         task = await store.create_task(title="t", description="", workspace_id=workspace.id)
@@ -258,7 +259,7 @@ async def _task_with_a_worktree(url: str, repository: Path, worktrees: Path) -> 
 
     engine = open_engine(url)
     await migrate(engine)
-    store = SqlStore(engine, ManualClock(OLD))
+    store = whole(SqlStore(engine, ManualClock(OLD)))
     try:
         workspace = await store.ensure_workspace("default")
         task = await store.create_task(

@@ -23,13 +23,15 @@ from clarion.domain.models import (
     Turn,
 )
 from clarion.orchestrator.workflow import WorkflowGuard
-from clarion.ports import Event, NewMessage, Store
+from clarion.ports import Event, NewMessage
 from clarion.projection.events import EventPublisher
 from clarion.projection.pending import PendingProjector
 from clarion.projection.reads import Reads, RunningLook
 from clarion.projection.summaries import SummaryService
 from clarion.projection.waiter_lookup import LiveWaitersOf, local_only
 from clarion.runtime.clock import ManualClock
+from clarion.store import Stores
+from tests.whole_store import WholeStore, per_port
 
 
 class TapBus(MemoryBus):
@@ -61,7 +63,7 @@ class TapBus(MemoryBus):
 class Projections:
     """The read side wired as wiring.build wires it."""
 
-    store: Store
+    store: WholeStore
     bus: TapBus
     projector: PendingProjector
     summaries: SummaryService
@@ -71,7 +73,7 @@ class Projections:
 
 
 async def projections(
-    store: Store,
+    store: WholeStore,
     *,
     live_waiters: LiveWaitersOf | None = None,
     agent_running: RunningLook | None = None,
@@ -95,7 +97,7 @@ async def projections(
 class World:
     """Tasks, sessions, turns, bundles and permission requests in a few calls."""
 
-    def __init__(self, store: Store, clock: ManualClock) -> None:
+    def __init__(self, store: WholeStore, clock: ManualClock) -> None:
         self.store = store
         self.clock = clock
 
@@ -191,15 +193,15 @@ class World:
 
 
 class GatedStore:
-    """Wraps a Store; a projection read (`pending_actions`, or `summary_inputs`, which a message
-    event reads its projection from) can be held before or after its database read.
+    """Wraps the whole store; a projection read (`pending_actions`, or `summary_inputs`, which
+    a message event reads its projection from) can be held before or after its database read.
 
     `hold_before()` makes the next call wait before it reads; `hold_after()` makes it read at
     once and wait before returning. `release()` lets the held call go on. Everything else is
     the wrapped store's.
     """
 
-    def __init__(self, inner: Store) -> None:
+    def __init__(self, inner: WholeStore) -> None:
         self._inner = inner
         self._mode: str | None = None
         self._gate = asyncio.Event()
@@ -242,14 +244,26 @@ class GatedStore:
 
 
 class FailingStore:
-    """Wraps a Store; each method named in `fail` raises the given error instead of running;
+    """Wraps a store (a port's object, or all of them: `wrapping`); each method named in
+    `fail` raises the given error instead of running;
     `hooks` run before the wrapped method (to simulate a concurrent writer)."""
 
-    def __init__(self, inner: Store) -> None:
+    def __init__(self, inner: Any) -> None:
         self._inner = inner
         self.fail: dict[str, Exception] = {}
         self.hooks: dict[str, Callable[[], Any]] = {}
         self.calls: dict[str, int] = {}
+
+    def wrapping(self, stores: Stores) -> Stores:
+        """`stores` with each port's object seen through a FailingStore steered (and counted)
+        by this one."""
+
+        def over(port: Any) -> FailingStore:
+            view = FailingStore(port)
+            view.fail, view.hooks, view.calls = self.fail, self.hooks, self.calls
+            return view
+
+        return per_port(stores, over)
 
     def __getattr__(self, name: str) -> Any:
         attr = getattr(self._inner, name)

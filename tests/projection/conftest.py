@@ -11,8 +11,8 @@ import pytest
 
 from clarion.runtime import failpoints
 from clarion.runtime.clock import ManualClock
-from clarion.store import SqlStore, open_store
 from tests.projection.builders import World
+from tests.whole_store import WholeStore, open_whole_store
 
 
 @pytest.fixture(autouse=True)
@@ -28,19 +28,19 @@ def clock() -> ManualClock:
 
 
 @pytest.fixture
-async def store(tmp_path: Path, clock: ManualClock) -> AsyncIterator[SqlStore]:
+async def store(tmp_path: Path, clock: ManualClock) -> AsyncIterator[WholeStore]:
     """A SQLite store: for rules that do not depend on the backend."""
-    async with open_store(f"sqlite:///{tmp_path / 'projection.db'}", clock) as opened:
+    async with open_whole_store(f"sqlite:///{tmp_path / 'projection.db'}", clock) as opened:
         yield opened
 
 
 @pytest.fixture
-async def any_store(db_url: str, clock: ManualClock) -> AsyncIterator[SqlStore]:
+async def any_store(db_url: str, clock: ManualClock) -> AsyncIterator[WholeStore]:
     """A store on each backend: for behaviour where the database matters."""
-    async with open_store(db_url, clock) as opened:
+    async with open_whole_store(db_url, clock) as opened:
         yield opened
 
 
 @pytest.fixture
-def world(store: SqlStore, clock: ManualClock) -> World:
+def world(store: WholeStore, clock: ManualClock) -> World:
     return World(store, clock)

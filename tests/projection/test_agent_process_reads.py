@@ -12,15 +12,15 @@ from clarion.domain.agent_process import IDLE_NOTE
 from clarion.domain.models import Session, SessionState
 from clarion.projection.reads import AgentRunningHere, running_among
 from clarion.runtime.clock import ManualClock
-from clarion.store import SqlStore
 from tests.projection.builders import World, projections
+from tests.whole_store import WholeStore
 
 
 class StopAfterRowRead:
     """The read store, except that an idle stop (the recorded reason, then the process's end)
     happens right after the first read of the session's row: the worst moment for a reader."""
 
-    def __init__(self, store: SqlStore, running: set[str]) -> None:
+    def __init__(self, store: WholeStore, running: set[str]) -> None:
         self._store = store
         self._running = running
         self.stopped = False
@@ -38,7 +38,7 @@ class StopAfterRowRead:
 
 
 async def test_an_idle_stop_during_a_session_read_never_reads_as_an_unexplained_stop(
-    any_store: SqlStore, clock: ManualClock
+    any_store: WholeStore, clock: ManualClock
 ) -> None:
     session = await World(any_store, clock).session(state=SessionState.IDLE, turn=False)
     running = {session.id}

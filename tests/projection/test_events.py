@@ -11,9 +11,9 @@ from clarion.bus.fanout import Subscription
 from clarion.domain import lifecycle
 from clarion.domain.models import SessionState
 from clarion.runtime import failpoints
-from clarion.store import SqlStore
 from tests.lifecycle.harness import running_lifecycle
 from tests.projection.builders import ClientModel, GatedStore, World, projections
+from tests.whole_store import WholeStore
 
 CEILING_S = 60.0  # a ceiling for waits, never a delay
 
@@ -23,7 +23,7 @@ def _key(wire: dict[str, Any]) -> tuple[int, int]:
 
 
 async def test_an_event_of_a_clean_session_carries_explicit_null(
-    store: SqlStore, world: World
+    store: WholeStore, world: World
 ) -> None:
     p = await projections(store)
     session = await world.session()
@@ -35,7 +35,7 @@ async def test_an_event_of_a_clean_session_carries_explicit_null(
 
 
 async def test_an_event_carries_no_pending_action_when_the_projection_fails(
-    store: SqlStore, world: World
+    store: WholeStore, world: World
 ) -> None:
     p = await projections(store)
     session = await world.session()
@@ -54,7 +54,7 @@ async def test_an_event_carries_no_pending_action_when_the_projection_fails(
 
 
 async def test_a_content_only_update_carries_no_pending_action(
-    store: SqlStore, world: World
+    store: WholeStore, world: World
 ) -> None:
     p = await projections(store)
     session = await world.session()
@@ -67,7 +67,7 @@ async def test_a_content_only_update_carries_no_pending_action(
 
 
 async def test_a_deleted_question_event_carries_the_projection_after_deletion(
-    store: SqlStore, world: World
+    store: WholeStore, world: World
 ) -> None:
     p = await projections(store)
     session = await world.session()
@@ -80,7 +80,7 @@ async def test_a_deleted_question_event_carries_the_projection_after_deletion(
     assert event.payload["pending_action"] is None
 
 
-async def test_a_message_event_refreshes_the_task_summary(store: SqlStore, world: World) -> None:
+async def test_a_message_event_refreshes_the_task_summary(store: WholeStore, world: World) -> None:
     p = await projections(store)
     session = await world.session()
     rows = await world.ask(session.id)
@@ -127,7 +127,7 @@ async def test_a_cached_clean_projection_is_advanced_by_the_new_questions_own_ev
 
 
 async def test_a_list_in_flight_older_than_a_question_event_never_wins(
-    store: SqlStore, world: World
+    store: WholeStore, world: World
 ) -> None:
     """The list read the clean state and is still in flight when the question's event (newer)
     is delivered. In both delivery orders the client ends on `clarification`."""
@@ -151,7 +151,7 @@ async def test_a_list_in_flight_older_than_a_question_event_never_wins(
 
 
 async def test_a_question_event_in_flight_older_than_a_list_never_wins(
-    store: SqlStore, world: World
+    store: WholeStore, world: World
 ) -> None:
     """The question's event read `clarification` and is still in flight when the question is
     answered and a list read (newer) returns clean. In both orders the client ends clean."""
@@ -177,7 +177,7 @@ async def test_a_question_event_in_flight_older_than_a_list_never_wins(
 
 
 async def _race(
-    store: SqlStore,
+    store: WholeStore,
     held: Any,
     other: Any,
 ) -> tuple[ClientModel, ClientModel, Any]:
@@ -201,7 +201,7 @@ async def _race(
 
 
 async def test_a_terminal_event_and_a_new_question_close_together_converge_on_pending(
-    store: SqlStore, world: World
+    store: WholeStore, world: World
 ) -> None:
     """Request one answers bundle A (its event read clean, then stalls); request two asks bundle
     B and publishes at once. The stale clean event arrives last and is rejected."""
@@ -224,7 +224,7 @@ async def test_a_terminal_event_and_a_new_question_close_together_converge_on_pe
 
 
 async def test_a_new_question_and_a_terminal_session_close_together_converge_on_clean(
-    store: SqlStore, world: World
+    store: WholeStore, world: World
 ) -> None:
     """Request one asks (its event read `clarification`, then stalls); request two ends the
     session, expiring the bundle, and publishes at once. The stale pending event is rejected."""
@@ -251,7 +251,7 @@ async def test_a_new_question_and_a_terminal_session_close_together_converge_on_
 class _CountingStore:
     """Wraps a Store and counts its projection and summary reads."""
 
-    def __init__(self, inner: SqlStore) -> None:
+    def __init__(self, inner: WholeStore) -> None:
         self._inner = inner
         self.reads: list[str] = []
 
@@ -262,7 +262,7 @@ class _CountingStore:
 
 
 async def test_a_message_event_projects_and_refreshes_the_summary_from_one_read(
-    store: SqlStore, world: World
+    store: WholeStore, world: World
 ) -> None:
     counting = _CountingStore(store)
     p = await projections(counting)
@@ -277,7 +277,7 @@ async def test_a_message_event_projects_and_refreshes_the_summary_from_one_read(
 
 
 async def test_an_events_read_is_not_reused_once_another_refresh_finished_after_it(
-    store: SqlStore, world: World
+    store: WholeStore, world: World
 ) -> None:
     """The event read `clarification` and stalls; the question is answered and a refresh of
     the task (which finds the summary already clean: nothing to write) finishes meanwhile. The

@@ -15,11 +15,12 @@ import httpx
 import pytest
 from websockets.asyncio.client import connect
 
-from clarion.ports import Store
 from clarion.runtime import failpoints
+from clarion.store import Stores
 from tests.lifecycle.harness import Lifecycle, running_lifecycle
 from tests.projection.builders import FailingStore
 from tests.projection.served import receive_until, serving
+from tests.whole_store import whole_of
 
 
 @dataclass
@@ -34,9 +35,9 @@ class Served:
 async def served(tmp_path: Path) -> AsyncIterator[Served]:
     holder: dict[str, FailingStore] = {}
 
-    def wrap(inner: Store) -> Store:
-        holder["store"] = FailingStore(inner)
-        return holder["store"]
+    def wrap(stores: Stores) -> Stores:
+        holder["store"] = failing = FailingStore(whole_of(stores))
+        return failing.wrapping(stores)
 
     async with (
         running_lifecycle(f"sqlite:///{tmp_path / 'http.db'}", store_wrapper=wrap) as life,

@@ -13,9 +13,9 @@ import pytest
 
 from clarion.domain.models import StatusSummary
 from clarion.runtime.clock import SystemClock
-from clarion.store import open_store
 from tests.e2e.conftest import make_server  # noqa: F401  (the fixture)
 from tests.e2e.harness import ServerProcess, answer
+from tests.whole_store import open_whole_store
 
 pytestmark = pytest.mark.e2e
 
@@ -26,7 +26,7 @@ def _write_summary(url: str, task_id: str, data: dict[str, Any]) -> StatusSummar
     """Leave a stale summary in the server's database, as an older process might have."""
 
     async def write() -> StatusSummary:
-        async with open_store(url, SystemClock()) as store:
+        async with open_whole_store(url, SystemClock()) as store:
             current = await store.find_summary(task_id)
             written = await store.cas_summary(
                 task_id,

@@ -11,15 +11,15 @@ from typing import Any
 
 from clarion.domain.models import Bundle, Session
 from clarion.runtime.clock import ManualClock
-from clarion.store import SqlStore
 from tests.projection.builders import World, projections
+from tests.whole_store import WholeStore
 
 
 class OwnedBy:
     """The store, with every session read owned by `owners[session id]` (as a cluster
     replica's store reads them)."""
 
-    def __init__(self, store: SqlStore, owners: dict[str, str]) -> None:
+    def __init__(self, store: WholeStore, owners: dict[str, str]) -> None:
         self._store = store
         self._owners = owners
 
@@ -55,7 +55,7 @@ class Urls:
 
 
 async def test_reads_name_the_owner_and_its_advertise_url(
-    any_store: SqlStore, clock: ManualClock
+    any_store: WholeStore, clock: ManualClock
 ) -> None:
     world = World(any_store, clock)
     task = await world.task()
@@ -80,7 +80,7 @@ async def test_reads_name_the_owner_and_its_advertise_url(
 
 
 async def test_a_single_servers_reads_name_no_replica(
-    any_store: SqlStore, clock: ManualClock
+    any_store: WholeStore, clock: ManualClock
 ) -> None:
     world = World(any_store, clock)
     session = await world.session()

@@ -7,12 +7,12 @@ import dataclasses
 
 from clarion.domain.models import PendingAction, SessionState
 from clarion.projection.summaries import task_level_action, task_pending
-from clarion.store import SqlStore
 from tests.projection.builders import World, projections
+from tests.whole_store import WholeStore
 
 
 async def test_a_pending_bundle_in_the_current_turn_projects_clarification(
-    store: SqlStore, world: World
+    store: WholeStore, world: World
 ) -> None:
     p = await projections(store)
     session = await world.session()
@@ -21,7 +21,7 @@ async def test_a_pending_bundle_in_the_current_turn_projects_clarification(
 
 
 async def test_a_newer_conversational_turn_supersedes_the_bundle(
-    store: SqlStore, world: World
+    store: WholeStore, world: World
 ) -> None:
     p = await projections(store)
     session = await world.session()
@@ -31,7 +31,7 @@ async def test_a_newer_conversational_turn_supersedes_the_bundle(
 
 
 async def test_a_newer_lifecycle_turn_is_never_current_turn_authority(
-    store: SqlStore, world: World
+    store: WholeStore, world: World
 ) -> None:
     p = await projections(store)
     session = await world.session()
@@ -43,7 +43,7 @@ async def test_a_newer_lifecycle_turn_is_never_current_turn_authority(
 
 
 async def test_a_terminal_session_projects_none_even_with_pending_rows(
-    store: SqlStore, world: World
+    store: WholeStore, world: World
 ) -> None:
     p = await projections(store)
     session = await world.session()
@@ -54,7 +54,7 @@ async def test_a_terminal_session_projects_none_even_with_pending_rows(
 
 
 async def test_clarification_beats_permission_inside_a_session(
-    store: SqlStore, world: World
+    store: WholeStore, world: World
 ) -> None:
     p = await projections(store)
     session = await world.session()
@@ -66,7 +66,7 @@ async def test_clarification_beats_permission_inside_a_session(
 
 
 async def test_a_pending_permission_alone_projects_permission(
-    store: SqlStore, world: World
+    store: WholeStore, world: World
 ) -> None:
     p = await projections(store)
     session = await world.session()
@@ -74,14 +74,16 @@ async def test_a_pending_permission_alone_projects_permission(
     assert (await p.projector.project_one(session.id)).pending_action is PendingAction.PERMISSION
 
 
-async def test_an_answered_bundle_projects_clean(store: SqlStore, world: World) -> None:
+async def test_an_answered_bundle_projects_clean(store: WholeStore, world: World) -> None:
     p = await projections(store)
     session = await world.session()
     await world.answer(await world.ask(session.id))
     assert (await p.projector.project_one(session.id)).pending_action is None
 
 
-async def test_permission_beats_clarification_at_task_level(store: SqlStore, world: World) -> None:
+async def test_permission_beats_clarification_at_task_level(
+    store: WholeStore, world: World
+) -> None:
     task = await world.task()
     asking = await world.session(task.id)
     permitting = await world.session(task.id, primary=False)
@@ -95,7 +97,7 @@ async def test_permission_beats_clarification_at_task_level(store: SqlStore, wor
     assert task_level_action({"a": None}) is None
 
 
-async def test_event_payload_never_decides_the_projection(store: SqlStore, world: World) -> None:
+async def test_event_payload_never_decides_the_projection(store: WholeStore, world: World) -> None:
     """An event about a row whose payload says `pending` carries the repository's answer."""
     p = await projections(store)
     session = await world.session()
@@ -109,7 +111,7 @@ async def test_event_payload_never_decides_the_projection(store: SqlStore, world
 
 
 async def test_the_session_list_projects_each_session_with_one_revision(
-    store: SqlStore, world: World
+    store: WholeStore, world: World
 ) -> None:
     p = await projections(store)
     task = await world.task()
@@ -127,7 +129,7 @@ async def test_the_session_list_projects_each_session_with_one_revision(
 
 
 async def test_primary_session_pending_action_only_while_primary_waits_for_input(
-    store: SqlStore, world: World
+    store: WholeStore, world: World
 ) -> None:
     p = await projections(store)
     task = await world.task()
@@ -144,7 +146,7 @@ async def test_primary_session_pending_action_only_while_primary_waits_for_input
 
 
 async def test_task_pending_action_counts_only_running_or_waiting_sessions(
-    store: SqlStore, world: World
+    store: WholeStore, world: World
 ) -> None:
     p = await projections(store)
     task = await world.task()
@@ -164,7 +166,9 @@ async def test_task_pending_action_counts_only_running_or_waiting_sessions(
     assert view["status_summary"]["pending_action"] == "permission"
 
 
-async def test_legacy_fields_are_present_and_null_when_clean(store: SqlStore, world: World) -> None:
+async def test_legacy_fields_are_present_and_null_when_clean(
+    store: WholeStore, world: World
+) -> None:
     p = await projections(store)
     task = await world.task()
     await world.session(task.id)

@@ -13,10 +13,10 @@ import pytest
 from clarion.domain.models import Revision
 from clarion.projection.pending import PendingProjector
 from clarion.runtime.clock import ManualClock
-from clarion.store import SqlStore, open_store
 from tests.conftest import fresh_database_url
 from tests.lifecycle.harness import running_lifecycle
 from tests.projection.builders import ClientModel, GatedStore, World, projections
+from tests.whole_store import WholeStore, open_whole_store
 
 
 def _key(wire: dict[str, object]) -> tuple[int, int]:
@@ -54,14 +54,14 @@ async def test_epochs_allocated_by_separate_openings_only_grow(
 ) -> None:
     epochs = []
     for _ in range(3):
-        async with open_store(db_url, clock) as store:
+        async with open_whole_store(db_url, clock) as store:
             p = await projections(store)
             epochs.append(p.projector.epoch)
     assert epochs == sorted(set(epochs)) and len(epochs) == 3
 
 
 async def test_sequence_grows_with_every_read_inside_one_epoch(
-    store: SqlStore, world: World
+    store: WholeStore, world: World
 ) -> None:
     p = await projections(store)
     session = await world.session()
@@ -71,7 +71,7 @@ async def test_sequence_grows_with_every_read_inside_one_epoch(
 
 
 async def test_a_read_that_started_later_carries_a_larger_revision_even_if_it_finishes_first(
-    store: SqlStore, world: World
+    store: WholeStore, world: World
 ) -> None:
     gated = GatedStore(store)
     p = await projections(gated)
@@ -89,7 +89,7 @@ async def test_a_read_that_started_later_carries_a_larger_revision_even_if_it_fi
 
 
 async def test_an_older_read_held_in_flight_loses_to_a_newer_one(
-    store: SqlStore, world: World
+    store: WholeStore, world: World
 ) -> None:
     """The stale read saw the bundle; a newer read after the answer is clean. Whatever order the
     results arrive in, a client keeping the larger revision ends on the repository state."""
@@ -114,14 +114,16 @@ async def test_an_older_read_held_in_flight_loses_to_a_newer_one(
 
 
 @pytest.fixture
-async def replicas(tmp_path: Path, clock: ManualClock) -> AsyncIterator[tuple[SqlStore, SqlStore]]:
+async def replicas(
+    tmp_path: Path, clock: ManualClock
+) -> AsyncIterator[tuple[WholeStore, WholeStore]]:
     """Two stores on one PostgreSQL database, as two cluster replicas' processes hold it."""
     with fresh_database_url("postgres", tmp_path) as url:
-        async with open_store(url, clock) as first, open_store(url, clock) as second:
+        async with open_whole_store(url, clock) as first, open_whole_store(url, clock) as second:
             yield first, second
 
 
-async def _shared(store: SqlStore) -> PendingProjector:
+async def _shared(store: WholeStore) -> PendingProjector:
     """A replica's projector at its start: a new epoch, revisions from the database."""
     projector = PendingProjector(store, shared=True)
     await projector.allocate_epoch()
@@ -130,7 +132,7 @@ async def _shared(store: SqlStore) -> PendingProjector:
 
 @pytest.mark.postgres
 async def test_a_shared_projector_takes_its_revisions_from_the_store(
-    replicas: tuple[SqlStore, SqlStore], clock: ManualClock
+    replicas: tuple[WholeStore, WholeStore], clock: ManualClock
 ) -> None:
     store, _ = replicas
     projector = await _shared(store)
@@ -143,7 +145,7 @@ async def test_a_shared_projector_takes_its_revisions_from_the_store(
 
 @pytest.mark.postgres
 async def test_shared_reads_on_two_replicas_grow_in_the_order_they_ran(
-    replicas: tuple[SqlStore, SqlStore], clock: ManualClock
+    replicas: tuple[WholeStore, WholeStore], clock: ManualClock
 ) -> None:
     first, second = replicas
     a, b = await _shared(first), await _shared(second)
@@ -155,7 +157,7 @@ async def test_shared_reads_on_two_replicas_grow_in_the_order_they_ran(
 
 @pytest.mark.postgres
 async def test_a_replica_publishes_under_the_epoch_of_a_replica_that_started_after_it(
-    replicas: tuple[SqlStore, SqlStore], clock: ManualClock
+    replicas: tuple[WholeStore, WholeStore], clock: ManualClock
 ) -> None:
     first, second = replicas
     early = await _shared(first)
@@ -172,7 +174,7 @@ async def test_a_replica_publishes_under_the_epoch_of_a_replica_that_started_aft
 
 @pytest.mark.postgres
 async def test_a_later_read_on_another_replica_wins_even_if_it_finishes_first(
-    replicas: tuple[SqlStore, SqlStore], clock: ManualClock
+    replicas: tuple[WholeStore, WholeStore], clock: ManualClock
 ) -> None:
     first, second = replicas
     gated = GatedStore(first)
@@ -193,7 +195,7 @@ async def test_a_later_read_on_another_replica_wins_even_if_it_finishes_first(
 
 
 async def test_the_in_process_projector_never_asks_the_store_for_a_revision(
-    store: SqlStore, world: World
+    store: WholeStore, world: World
 ) -> None:
     """Without `shared` (one process, SQLite included) revisions come from the process's own
     epoch and counter, as before: SQLite, which cannot reserve shared revisions, still works."""

@@ -13,13 +13,13 @@ from clarion.domain.models import SessionState, StatusSummary
 from clarion.projection.summaries import CAS_ATTEMPTS
 from clarion.runtime import failpoints
 from clarion.runtime.clock import ManualClock
-from clarion.store import SqlStore
 from tests.projection.builders import FailingStore, World, projections
+from tests.whole_store import WholeStore
 
 UNRELATED = {"foreground_activity": "idle", "zz_unknown": {"nested": [1, "two"]}, "git": None}
 
 
-async def _seed(store: SqlStore, task_id: str, data: dict[str, Any]) -> StatusSummary:
+async def _seed(store: WholeStore, task_id: str, data: dict[str, Any]) -> StatusSummary:
     """Persist a summary as another writer (or an older process) left it."""
     current = await store.find_summary(task_id)
     written = await store.cas_summary(
@@ -30,7 +30,7 @@ async def _seed(store: SqlStore, task_id: str, data: dict[str, Any]) -> StatusSu
 
 
 async def test_source_events_update_the_summary_only_on_a_semantic_change(
-    store: SqlStore, world: World
+    store: WholeStore, world: World
 ) -> None:
     p = await projections(store)
     session = await world.session()
@@ -54,7 +54,7 @@ async def test_source_events_update_the_summary_only_on_a_semantic_change(
 
 
 async def test_a_clean_task_without_a_summary_gets_none_written(
-    store: SqlStore, world: World
+    store: WholeStore, world: World
 ) -> None:
     p = await projections(store)
     session = await world.session()
@@ -63,7 +63,7 @@ async def test_a_clean_task_without_a_summary_gets_none_written(
 
 
 async def test_a_lost_compare_and_set_reloads_reapplies_and_keeps_the_winners_fields(
-    any_store: SqlStore, clock: ManualClock
+    any_store: WholeStore, clock: ManualClock
 ) -> None:
     world = World(any_store, clock)
     wrapped = FailingStore(any_store)
@@ -91,7 +91,7 @@ async def test_a_lost_compare_and_set_reloads_reapplies_and_keeps_the_winners_fi
 
 
 async def test_a_retry_reapplies_fresh_repository_state_not_the_first_read(
-    any_store: SqlStore, clock: ManualClock
+    any_store: WholeStore, clock: ManualClock
 ) -> None:
     """The writer that saw the question loses its compare-and-set to one that saw the answer;
     its retry must read the repository again instead of writing its stale `clarification`."""
@@ -116,7 +116,7 @@ async def test_a_retry_reapplies_fresh_repository_state_not_the_first_read(
 
 
 async def test_a_refresh_that_finds_nothing_to_change_cannot_be_overtaken_by_a_stale_one(
-    any_store: SqlStore, clock: ManualClock
+    any_store: WholeStore, clock: ManualClock
 ) -> None:
     """Refresh A read "question pending" (no summary stored yet). Before its write, the
     question is answered and refresh B reads "clean": nothing to write, the stored row (none)
@@ -147,7 +147,7 @@ async def test_a_refresh_that_finds_nothing_to_change_cannot_be_overtaken_by_a_s
 
 
 async def test_compare_and_set_exhaustion_is_an_error(
-    any_store: SqlStore, clock: ManualClock
+    any_store: WholeStore, clock: ManualClock
 ) -> None:
     world = World(any_store, clock)
     wrapped = FailingStore(any_store)
@@ -168,7 +168,7 @@ async def test_compare_and_set_exhaustion_is_an_error(
 
 
 async def test_read_repair_clears_a_stale_pending_action_and_keeps_unrelated_fields(
-    any_store: SqlStore, clock: ManualClock
+    any_store: WholeStore, clock: ManualClock
 ) -> None:
     world = World(any_store, clock)
     p = await projections(any_store)
@@ -190,7 +190,7 @@ async def test_read_repair_clears_a_stale_pending_action_and_keeps_unrelated_fie
     assert len(p.bus.of("task.status_summary.updated")) == 1
 
 
-async def test_read_repair_adds_a_missing_pending_action(store: SqlStore, world: World) -> None:
+async def test_read_repair_adds_a_missing_pending_action(store: WholeStore, world: World) -> None:
     p = await projections(store)
     session = await world.session()
     await world.ask(session.id)
@@ -202,7 +202,7 @@ async def test_read_repair_adds_a_missing_pending_action(store: SqlStore, world:
 
 
 async def test_repair_failure_invalidates_only_that_tasks_summary(
-    store: SqlStore, world: World
+    store: WholeStore, world: World
 ) -> None:
     p = await projections(store)
     stale_session = await world.session(state=SessionState.WAITING_FOR_INPUT)
@@ -226,7 +226,7 @@ async def test_repair_failure_invalidates_only_that_tasks_summary(
 
 
 async def test_a_repaired_summary_whose_publication_fails_is_still_returned(
-    store: SqlStore, world: World
+    store: WholeStore, world: World
 ) -> None:
     p = await projections(store)
     session = await world.session()
@@ -243,7 +243,7 @@ async def test_a_repaired_summary_whose_publication_fails_is_still_returned(
 
 
 async def test_an_unreadable_repository_keeps_the_last_known_summary(
-    store: SqlStore, world: World
+    store: WholeStore, world: World
 ) -> None:
     wrapped = FailingStore(store)
     p = await projections(wrapped)

@@ -12,8 +12,8 @@ import pytest
 
 from clarion.domain.models import Message
 from clarion.projection.waiter_lookup import LiveWaiterLookup, local_only
-from clarion.store import SqlStore
 from tests.projection.builders import World, projections
+from tests.whole_store import WholeStore
 
 ME = "replica-me"
 
@@ -145,7 +145,9 @@ def _pending_id(rows: Sequence[Message]) -> str:
     return str(rows[0].metadata["pending_id"])
 
 
-async def test_the_inbox_asks_once_for_every_bundle_it_lists(store: SqlStore, world: World) -> None:
+async def test_the_inbox_asks_once_for_every_bundle_it_lists(
+    store: WholeStore, world: World
+) -> None:
     task = await world.task()
     first = await world.session(task.id)
     second = await world.session(task.id, primary=False)
@@ -168,7 +170,7 @@ async def test_the_inbox_asks_once_for_every_bundle_it_lists(store: SqlStore, wo
     ]
 
 
-async def test_an_inbox_without_questions_asks_nobody(store: SqlStore, world: World) -> None:
+async def test_an_inbox_without_questions_asks_nobody(store: WholeStore, world: World) -> None:
     session = await world.session()
     await world.permission(session.id)
     recorder = Recorder()
@@ -178,7 +180,7 @@ async def test_an_inbox_without_questions_asks_nobody(store: SqlStore, world: Wo
 
 
 async def test_a_bundle_reads_active_live_only_when_a_live_waiter_holds_it(
-    store: SqlStore, world: World
+    store: WholeStore, world: World
 ) -> None:
     session = await world.session()
     pending_id = _pending_id(await world.ask(session.id))
@@ -191,7 +193,7 @@ async def test_a_bundle_reads_active_live_only_when_a_live_waiter_holds_it(
 
 
 async def test_an_answered_bundle_is_read_without_asking_about_waiters(
-    store: SqlStore, world: World
+    store: WholeStore, world: World
 ) -> None:
     session = await world.session()
     rows = await world.ask(session.id)
@@ -203,7 +205,7 @@ async def test_an_answered_bundle_is_read_without_asking_about_waiters(
 
 
 async def test_an_unreachable_owner_leaves_its_questions_in_the_inbox_as_detached(
-    store: SqlStore, world: World
+    store: WholeStore, world: World
 ) -> None:
     session = await world.session()
     pending_id = _pending_id(await world.ask(session.id))

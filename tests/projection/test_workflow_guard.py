@@ -8,12 +8,12 @@ import pytest
 from clarion.domain import lifecycle
 from clarion.domain.errors import PendingInput
 from clarion.domain.models import SessionState, WorkflowStep
-from clarion.store import SqlStore
 from tests.projection.builders import FailingStore, World, projections
+from tests.whole_store import WholeStore
 
 
 async def test_a_live_clarification_in_any_session_refuses_the_move(
-    store: SqlStore, world: World
+    store: WholeStore, world: World
 ) -> None:
     p = await projections(store)
     task = await world.task()
@@ -26,7 +26,7 @@ async def test_a_live_clarification_in_any_session_refuses_the_move(
     assert (await store.get_task(task.id)).workflow_step is WorkflowStep.BACKLOG
 
 
-async def test_a_detached_clarification_refuses_the_move(store: SqlStore, world: World) -> None:
+async def test_a_detached_clarification_refuses_the_move(store: WholeStore, world: World) -> None:
     p = await projections(store)
     session = await world.session(state=SessionState.IDLE)
     await world.ask(session.id)
@@ -36,7 +36,7 @@ async def test_a_detached_clarification_refuses_the_move(store: SqlStore, world:
 
 
 async def test_superseded_terminal_and_answered_bundles_do_not_block(
-    store: SqlStore, world: World
+    store: WholeStore, world: World
 ) -> None:
     p = await projections(store)
     task = await world.task()
@@ -53,7 +53,7 @@ async def test_superseded_terminal_and_answered_bundles_do_not_block(
     assert moved.workflow_step is WorkflowStep.IN_PROGRESS
 
 
-async def test_a_lifecycle_turn_does_not_unblock_the_move(store: SqlStore, world: World) -> None:
+async def test_a_lifecycle_turn_does_not_unblock_the_move(store: WholeStore, world: World) -> None:
     p = await projections(store)
     session = await world.session()
     await world.ask(session.id)
@@ -62,7 +62,7 @@ async def test_a_lifecycle_turn_does_not_unblock_the_move(store: SqlStore, world
         await p.guard.move(session.task_id, WorkflowStep.REVIEW)
 
 
-async def test_a_failing_repository_read_refuses_the_move(store: SqlStore, world: World) -> None:
+async def test_a_failing_repository_read_refuses_the_move(store: WholeStore, world: World) -> None:
     wrapped = FailingStore(store)
     p = await projections(wrapped)
     session = await world.session()

@@ -52,7 +52,7 @@ def _joined(said: list[str], answerer: _Answerer | None, recovery_fails: bool = 
         return RecoveryReport(2, 0, 0, 0, 0, 0, 0, 0)
 
     app: Any = SimpleNamespace(
-        sql=SimpleNamespace(adopt_replica=adopt_replica),
+        ownership=SimpleNamespace(adopt_replica=adopt_replica),
         metrics=SimpleNamespace(adopted=lambda n: None),
         recovery=SimpleNamespace(run=run),
         deadlines=SimpleNamespace(wake=lambda: None),

@@ -48,7 +48,7 @@ def _joined(
         said.append(f"announced {dead}")
 
     app: Any = SimpleNamespace(
-        sql=SimpleNamespace(adopt_replica=adopt_replica, dead_peers=dead_peers),
+        ownership=SimpleNamespace(adopt_replica=adopt_replica, dead_peers=dead_peers),
         metrics=SimpleNamespace(adopted=lambda n: None),
         recovery=SimpleNamespace(run=run),
         deadlines=SimpleNamespace(wake=lambda: None),

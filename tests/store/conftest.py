@@ -31,11 +31,11 @@ from clarion.domain.models import (
 )
 from clarion.ports import NewMessage, Written
 from clarion.runtime.clock import ManualClock
-from clarion.store import SqlStore, open_store
 from clarion.store.db.fastpath import SqlitePlan
 from clarion.store.db.fastpath_asyncpg import AsyncpgPlan
 from clarion.store.db.fastpath_rows import FastResult
 from clarion.store.db.schema import task_session_messages, task_session_turns, task_sessions
+from tests.whole_store import WholeStore, open_whole_store
 
 
 @pytest.fixture
@@ -44,15 +44,15 @@ def clock() -> ManualClock:
 
 
 @pytest.fixture
-async def store(store_url: str, clock: ManualClock) -> AsyncIterator[SqlStore]:
-    async with open_store(store_url, clock) as opened:
+async def store(store_url: str, clock: ManualClock) -> AsyncIterator[WholeStore]:
+    async with open_whole_store(store_url, clock) as opened:
         yield opened
 
 
 class World:
     """Builds tasks, sessions, turns and bundles with a few calls; raw writes for odd data."""
 
-    def __init__(self, store: SqlStore, clock: ManualClock) -> None:
+    def __init__(self, store: WholeStore, clock: ManualClock) -> None:
         self.store = store
         self.clock = clock
 
@@ -166,12 +166,12 @@ class World:
 
 
 @pytest.fixture
-def world(store: SqlStore, clock: ManualClock) -> World:
+def world(store: WholeStore, clock: ManualClock) -> World:
     return World(store, clock)
 
 
 async def until_a_backend_waits_on_a_lock(
-    store: SqlStore, ceiling_s: float = 60.0, *, count: int = 1
+    store: WholeStore, ceiling_s: float = 60.0, *, count: int = 1
 ) -> None:
     """PostgreSQL: until `count` transactions of the test's database wait on a lock (a
     ceiling, never a delay)."""
@@ -188,7 +188,7 @@ async def until_a_backend_waits_on_a_lock(
 
 
 @contextlib.contextmanager
-def statements_run(store: SqlStore) -> Iterator[list[str]]:
+def statements_run(store: WholeStore) -> Iterator[list[str]]:
     """The SQL of every statement sent to the database while the block runs, whitespace
     folded: SQLAlchemy's, and the hot statements the fast path ran below it."""
     seen: list[str] = []
@@ -208,7 +208,7 @@ def statements_run(store: SqlStore) -> Iterator[list[str]]:
 
 
 @contextlib.contextmanager
-def transaction_control_sent(store: SqlStore) -> Iterator[list[str]]:
+def transaction_control_sent(store: WholeStore) -> Iterator[list[str]]:
     """PostgreSQL: the BEGIN and COMMIT (or ROLLBACK) statements the driver sent while the
     block ran, each one round trip, which `statements_run` does not see. asyncpg sends them
     with `Connection.execute` and no arguments, on whichever connection (kept or pooled)."""

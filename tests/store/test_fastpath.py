@@ -26,8 +26,9 @@ from clarion.domain.ids import new_id
 from clarion.domain.models import AuthorType, MessageType, Session, SessionState
 from clarion.domain.permissions import PermissionOption, ToolCallInfo, request_metadata
 from clarion.ports import NewMessage
+from clarion.store import answer_statements as clarifications
+from clarion.store import bundle_rows as bundles
 from clarion.store import (
-    SqlStore,
     bundle_transitions,
     claim_reads,
     messages,
@@ -36,14 +37,13 @@ from clarion.store import (
     summary_inputs,
     tasks,
 )
-from clarion.store import answer_statements as clarifications
-from clarion.store import bundle_rows as bundles
 from clarion.store import pending_actions as projections
 from clarion.store import turn_rows as turns
 from clarion.store.db import engine
 from clarion.store.db.fastpath import hot_statements
 from clarion.store.db.fastpath_rows import FastResult
 from clarion.store.db.transactions import Result, Tx
+from tests.whole_store import WholeStore
 
 from .conftest import World
 
@@ -83,7 +83,7 @@ class _Rollback(Exception):
     pass
 
 
-async def _rolled_back(store: SqlStore, fn: Callable[[Tx], Awaitable[Snapshot]]) -> Snapshot:
+async def _rolled_back(store: WholeStore, fn: Callable[[Tx], Awaitable[Snapshot]]) -> Snapshot:
     snapshot: Snapshot | None = None
     try:
         async with store._db.write() as tx:
@@ -96,7 +96,7 @@ async def _rolled_back(store: SqlStore, fn: Callable[[Tx], Awaitable[Snapshot]])
 
 
 async def _both(
-    store: SqlStore,
+    store: WholeStore,
     statement: Executable,
     params: dict[str, Any],
     rows: bool,

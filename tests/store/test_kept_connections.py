@@ -11,8 +11,9 @@ import pytest
 from sqlalchemy import Connection, event, text
 from sqlalchemy.exc import DBAPIError
 
-from clarion.store import SqlStore, summaries
+from clarion.store import summaries
 from clarion.store.db.engine import KEPT_CONNECTIONS, POOL_SIZE, Db
+from tests.whole_store import WholeStore
 
 from .conftest import World, fast_path_statements, transaction_control_sent
 
@@ -32,11 +33,11 @@ def _in_transaction(conn: Connection) -> bool:
     return bool(conn.connection.driver_connection.is_in_transaction())  # type: ignore[union-attr]
 
 
-def _db(store: SqlStore) -> Db:
+def _db(store: WholeStore) -> Db:
     return store._db
 
 
-async def _keeping_one(store: SqlStore, sql: str = "SELECT 1") -> Db:
+async def _keeping_one(store: WholeStore, sql: str = "SELECT 1") -> Db:
     """The store's transactions, after one write (`sql`) left one connection kept."""
     db = store._db
     async with db.write() as conn:
@@ -46,7 +47,7 @@ async def _keeping_one(store: SqlStore, sql: str = "SELECT 1") -> Db:
 
 
 async def test_every_kind_runs_at_its_isolation_on_one_kept_connection_with_no_checkout(
-    store: SqlStore,
+    store: WholeStore,
 ) -> None:
     db = await _keeping_one(store)  # the one connection: checked out once, then kept
     checkouts: list[object] = []
@@ -74,7 +75,7 @@ async def test_every_kind_runs_at_its_isolation_on_one_kept_connection_with_no_c
 
 
 async def test_a_failed_transaction_rolls_back_and_its_connection_is_not_kept(
-    store: SqlStore,
+    store: WholeStore,
 ) -> None:
     db = await _keeping_one(store, "CREATE TABLE kept_probe (n int)")
 
@@ -90,7 +91,7 @@ async def test_a_failed_transaction_rolls_back_and_its_connection_is_not_kept(
         assert (await conn.execute(text("SELECT count(*) FROM kept_probe"))).scalar() == 0
 
 
-async def test_a_burst_keeps_at_most_its_share_of_the_pool(store: SqlStore) -> None:
+async def test_a_burst_keeps_at_most_its_share_of_the_pool(store: WholeStore) -> None:
     db = _db(store)
     all_in = asyncio.Barrier(POOL_SIZE + 1)
     release = asyncio.Event()
@@ -112,7 +113,7 @@ async def test_a_burst_keeps_at_most_its_share_of_the_pool(store: SqlStore) -> N
 
 
 async def test_a_dropped_connection_fails_one_transaction_and_releases_the_idle_ones(
-    store: SqlStore,
+    store: WholeStore,
 ) -> None:
     db = _db(store)
     all_in = asyncio.Barrier(3 + 1)
@@ -146,7 +147,7 @@ async def test_a_dropped_connection_fails_one_transaction_and_releases_the_idle_
 
 
 async def test_closing_the_store_gives_every_kept_connection_back_to_the_pool(
-    store: SqlStore,
+    store: WholeStore,
 ) -> None:
     db = await _keeping_one(store)
     pool = store.engine.sync_engine.pool

@@ -10,8 +10,8 @@ import json
 from clarion.domain import lifecycle
 from clarion.domain.webhooks import EVENTS
 from clarion.runtime.clock import ManualClock
-from clarion.store import SqlStore, open_store
 from clarion.store.outbox import Outbox
+from tests.whole_store import WholeStore, open_whole_store
 
 from .conftest import World
 
@@ -19,25 +19,25 @@ from .conftest import World
 async def test_the_answer_link_key_is_made_once_and_survives_a_reopen(
     store_url: str, clock: ManualClock
 ) -> None:
-    async with open_store(store_url, clock) as first:
+    async with open_whole_store(store_url, clock) as first:
         key = await first.answer_link_secret()
         assert len(key) >= 32
         assert await first.answer_link_secret() == key
-    async with open_store(store_url, clock) as again:
+    async with open_whole_store(store_url, clock) as again:
         assert await again.answer_link_secret() == key
 
 
 async def test_callers_racing_on_a_new_database_all_get_the_same_key(
     store_url: str, clock: ManualClock
 ) -> None:
-    async with open_store(store_url, clock) as one, open_store(store_url, clock) as two:
+    async with open_whole_store(store_url, clock) as one, open_whole_store(store_url, clock) as two:
         keys = await asyncio.gather(
             *(s.answer_link_secret() for s in (one, two, one, two, one, two))
         )
     assert len(set(keys)) == 1
 
 
-def _listen(store: SqlStore) -> None:
+def _listen(store: WholeStore) -> None:
     store.configure_webhooks(
         Outbox(
             hooks=(("http://127.0.0.1:9/hook", frozenset(EVENTS)),),

@@ -13,9 +13,10 @@ from sqlalchemy.engine import Connection
 from clarion.domain.errors import NotFound
 from clarion.domain.models import SessionState, WorkflowStep
 from clarion.runtime.clock import ManualClock
-from clarion.store import SqlStore, migrate, open_engine, open_store
+from clarion.store import migrate, open_engine
 from clarion.store.db.engine import async_url
 from clarion.store.db.migrations import LATEST_VERSION, schema_version
+from tests.whole_store import WholeStore, open_whole_store
 
 from .conftest import World
 
@@ -59,9 +60,9 @@ async def test_migrating_twice_and_concurrently_applies_each_version_once(db_url
 
 
 async def test_store_survives_reopening_the_same_database(db_url: str, clock: ManualClock) -> None:
-    async with open_store(db_url, clock) as store:
+    async with open_whole_store(db_url, clock) as store:
         workspace = await store.ensure_workspace("default")
-    async with open_store(db_url, clock) as store:
+    async with open_whole_store(db_url, clock) as store:
         assert (await store.ensure_workspace("default")).id == workspace.id
 
 
@@ -74,7 +75,7 @@ async def test_timestamps_come_back_aware_utc_with_microseconds(world: World) ->
     assert stored.created_at.microsecond == world.clock.now().microsecond
 
 
-async def test_ensure_workspace_is_idempotent_by_name(store: SqlStore) -> None:
+async def test_ensure_workspace_is_idempotent_by_name(store: WholeStore) -> None:
     first = await store.ensure_workspace("team")
     assert (await store.ensure_workspace("team")).id == first.id
     assert (await store.ensure_workspace("other")).id != first.id
@@ -194,7 +195,7 @@ async def test_active_state_and_ownership_survive_a_restart(
     current = await world.turn(session)
     await world.bundle(session, pending_id="live")
     await world.turn(session, lifecycle_only=True)  # the agent-boot record of a restart
-    async with open_store(store_url, clock) as reopened:
+    async with open_whole_store(store_url, clock) as reopened:
         found = await reopened.find_current_turn(session.id)
         assert found is not None
         assert found.id == current.id
@@ -203,7 +204,7 @@ async def test_active_state_and_ownership_survive_a_restart(
 
 
 async def test_a_one_statement_read_runs_outside_a_transaction_on_postgres(
-    store: SqlStore,
+    store: WholeStore,
 ) -> None:
     """`read_one` spends no BEGIN/COMMIT on PostgreSQL: its statement runs with no transaction
     open on the driver's connection, while `read()` opens one first. SQLite reads as before."""
@@ -223,7 +224,7 @@ async def test_a_one_statement_read_runs_outside_a_transaction_on_postgres(
 
 
 async def test_a_one_change_write_runs_outside_a_transaction_on_postgres_and_locked_on_sqlite(
-    store: SqlStore,
+    store: WholeStore,
 ) -> None:
     """`write_one` spends no BEGIN/COMMIT on PostgreSQL; each statement commits alone there
     (so it is for blocks with one change and no lock). On SQLite it is `write()`: the block

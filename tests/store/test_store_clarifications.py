@@ -12,7 +12,7 @@ from clarion.domain.errors import Conflict, InvalidInput, NotFound
 from clarion.domain.lifecycle import CLAIM, RESTORE_CLAIM, RETIRE_INTENT
 from clarion.domain.models import ClarificationResponse, Message, MessageType, SessionState
 from clarion.ports import NewMessage
-from clarion.store import SqlStore
+from tests.whole_store import WholeStore
 
 from .conftest import World
 
@@ -281,7 +281,7 @@ async def test_claim_refuses_a_malformed_bundle_mixing_types(world: World) -> No
     }
 
 
-async def test_claim_of_an_unknown_bundle_raises_not_found(store: SqlStore) -> None:
+async def test_claim_of_an_unknown_bundle_raises_not_found(store: WholeStore) -> None:
     response = ClarificationResponse(pending_id="nope", answers=(), rejected=True)
     with pytest.raises(NotFound):
         await store.claim_response(response, CLAIM, now=datetime.now(UTC))

@@ -13,10 +13,11 @@ import pytest
 from sqlalchemy import text
 
 from clarion.runtime.clock import ManualClock
-from clarion.store import SqlStore, migrate, open_engine, open_store
+from clarion.store import migrate, open_engine
 from clarion.store.db.membership import membership
 from clarion.store.db.single_server import AnotherServer, single_server
 from tests.conftest import fresh_database_url
+from tests.whole_store import WholeStore, open_whole_store
 
 pytestmark = pytest.mark.postgres
 TIMEOUT_S = 5.0
@@ -38,13 +39,13 @@ async def _migrated(url: str) -> None:
 
 
 @pytest.fixture
-async def observer(pg_url: str) -> AsyncIterator[SqlStore]:
+async def observer(pg_url: str) -> AsyncIterator[WholeStore]:
     """Another replica's store on the same database (it migrates the database)."""
-    async with open_store(pg_url, ManualClock()) as opened:
+    async with open_whole_store(pg_url, ManualClock()) as opened:
         yield opened
 
 
-async def _row(store: SqlStore, replica_id: str) -> tuple[str, float] | None:
+async def _row(store: WholeStore, replica_id: str) -> tuple[str, float] | None:
     """A replica's role and how long ago it was last seen (the database's clock)."""
     async with store.engine.connect() as conn:
         row = (
@@ -88,7 +89,7 @@ async def test_a_replica_registers_as_starting_and_heartbeats_its_role_and_sessi
 
 
 async def test_leaving_keeps_the_row_as_stopped_long_ago_and_the_lock_goes_with_the_connection(
-    pg_url: str, observer: SqlStore
+    pg_url: str, observer: WholeStore
 ) -> None:
     async with membership(pg_url, TIMEOUT_S) as staying:
         await staying.register("http://staying")
@@ -113,7 +114,7 @@ async def test_leaving_keeps_the_row_as_stopped_long_ago_and_the_lock_goes_with_
 
 
 async def test_a_heartbeat_after_the_row_was_deleted_raises_lookup_error(
-    pg_url: str, observer: SqlStore
+    pg_url: str, observer: WholeStore
 ) -> None:
     """A survivor deleted the row: it took this replica for gone and adopted its sessions."""
     async with membership(pg_url, TIMEOUT_S) as replica:

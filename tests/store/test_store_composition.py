@@ -1,17 +1,22 @@
-"""How SqlStore is built: one implementation per port, every public call of every part exposed
-by the store and finished despite a cancelled caller."""
+"""How the store is built: one implementation per call, one object per port with that port's
+calls alone, every call finished despite a cancelled caller."""
 
 from __future__ import annotations
 
 import asyncio
 import inspect
+import typing
 
 from clarion.domain.models import MetaKey
-from clarion.ports import Store
-from clarion.store import SqlStore
-from clarion.store.db.owner_fence import OwnerFence
+from clarion.ports.ownership import OwnerFence
+from clarion.store import Stores
+from tests.whole_store import WholeStore
 
 from .conftest import World
+
+# The objects no protocol declares: the answer links' secret (the composition root's own
+# read) and the contract tests' probes.
+UNDECLARED = {"link_secret", "probes"}
 
 
 def _public_coroutines(part: object) -> dict[str, object]:
@@ -22,34 +27,48 @@ def _public_coroutines(part: object) -> dict[str, object]:
     }
 
 
-async def test_every_public_call_of_every_part_is_the_stores_own_and_shielded(
-    store: SqlStore,
-) -> None:
-    exposed = 0
-    for part in store._parts:
-        for name, method in _public_coroutines(part).items():
-            bound = getattr(store, name)
-            assert getattr(bound, "finishes_despite_cancellation", False), name
-            assert bound.__wrapped__ == method, name
-            exposed += 1
-    public = _public_coroutines(store)
-    assert exposed == len(public)
-    assert all(getattr(call, "finishes_despite_cancellation", False) for call in public.values())
+def _public(port: object) -> set[str]:
+    return {name for name in dir(port) if not name.startswith("_")}
 
 
-async def test_the_store_has_every_call_of_the_store_port(store: SqlStore) -> None:
-    wanted = {
+def _declared(protocol: type) -> set[str]:
+    return {
         name
-        for name, member in inspect.getmembers(Store, inspect.isfunction)
-        if not name.startswith("_")
+        for name, member in inspect.getmembers(protocol)
+        if not name.startswith("_") and callable(member)
     }
-    assert wanted <= set(_public_coroutines(store))
 
 
-async def test_no_part_inherits_from_another(store: SqlStore) -> None:
-    for part in store._parts:
+async def test_every_public_call_of_every_part_is_bound_shielded_by_some_port(
+    store: WholeStore,
+) -> None:
+    bound: dict[object, list[str]] = {}
+    for name, port in store.stores.all().items():
+        if name == "slack":
+            continue
+        for attr, call in vars(port).items():
+            if attr == "own_sessions" or attr.startswith("_") or not callable(call):
+                continue
+            assert getattr(call, "finishes_despite_cancellation", False), (name, attr)
+            bound.setdefault(call.__wrapped__, []).append(name)
+    for part in store._parts.all():
+        for attr, method in _public_coroutines(part).items():
+            assert method in bound, f"{type(part).__name__}.{attr} is bound by no port"
+
+
+async def test_each_ports_object_has_its_ports_calls_and_no_other(store: WholeStore) -> None:
+    hints = typing.get_type_hints(Stores)
+    for name, port in store.stores.all().items():
+        if name in UNDECLARED:
+            continue
+        assert _public(port) == _declared(hints[name]), name
+
+
+async def test_no_part_inherits_from_another(store: WholeStore) -> None:
+    parts = store._parts.all()
+    for part in parts:
         assert type(part).__bases__ == (object,), type(part).__name__
-    assert len({type(part) for part in store._parts}) == len(store._parts)
+    assert len({type(part) for part in parts}) == len(parts)
 
 
 async def test_a_call_whose_caller_was_cancelled_still_commits(world: World) -> None:
@@ -63,8 +82,8 @@ async def test_a_call_whose_caller_was_cancelled_still_commits(world: World) -> 
 
 
 async def test_the_fence_a_replica_sets_is_the_one_every_part_writes_through(
-    store: SqlStore,
+    store: WholeStore,
 ) -> None:
     fence = OwnerFence("replica-1", on_lost=lambda _reason: None)
-    store.own_sessions(fence)
+    store.stores.ownership.own_sessions(fence)
     assert store._db.fence is fence

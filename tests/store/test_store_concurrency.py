@@ -8,7 +8,7 @@ from clarion.domain import lifecycle
 from clarion.domain.lifecycle import CLAIM, RESTORE_CLAIM, RETIRE_INTENT
 from clarion.domain.models import Answer, ClarificationResponse
 from clarion.runtime.clock import ManualClock
-from clarion.store import open_store
+from tests.whole_store import open_whole_store
 
 from .conftest import World
 
@@ -20,7 +20,7 @@ async def test_exactly_one_of_two_concurrent_claims_wins(
 ) -> None:
     session = await world.session()
     await world.turn(session)
-    async with open_store(store_url, clock) as a, open_store(store_url, clock) as b:
+    async with open_whole_store(store_url, clock) as a, open_whole_store(store_url, clock) as b:
         for round_no in range(ROUNDS):
             pid = f"race-{round_no}"
             await world.bundle(session, ("q1", "q2"), pending_id=pid)
@@ -46,7 +46,7 @@ async def test_concurrent_confirm_and_restore_apply_exactly_one(
 ) -> None:
     session = await world.session()
     await world.turn(session)
-    async with open_store(store_url, clock) as a, open_store(store_url, clock) as b:
+    async with open_whole_store(store_url, clock) as a, open_whole_store(store_url, clock) as b:
         for round_no in range(ROUNDS):
             pid = f"race-{round_no}"
             await world.bundle(session, ("q1",), pending_id=pid)

@@ -20,9 +20,9 @@ from clarion.domain.models import Session
 from clarion.domain.scope import SessionScope
 from clarion.domain.turn_outcomes import TurnOutcome
 from clarion.runtime.clock import ManualClock
-from clarion.store import SqlStore, open_store
 from clarion.store.db.owner_fence import FencedOut, OwnerFence
 from tests.store.conftest import World, until_a_backend_waits_on_a_lock
+from tests.whole_store import WholeStore, open_whole_store
 
 pytestmark = pytest.mark.postgres
 CEILING_S = 60.0  # a ceiling for waits, never a delay
@@ -34,9 +34,9 @@ def db_kind() -> str:
 
 
 @pytest.fixture
-async def other(store_url: str, clock: ManualClock) -> AsyncIterator[SqlStore]:
+async def other(store_url: str, clock: ManualClock) -> AsyncIterator[WholeStore]:
     """A second replica's store on the same database (the adopter)."""
-    async with open_store(store_url, clock) as opened:
+    async with open_whole_store(store_url, clock) as opened:
         yield opened
 
 
@@ -50,7 +50,7 @@ class Lost:
         self.events.append(("stopped", reason))
 
 
-async def _register(store: SqlStore, replica_id: str) -> None:
+async def _register(store: WholeStore, replica_id: str) -> None:
     """A row for `replica_id` in clarion_replicas, as `Membership.register` writes it. Nobody
     holds the replica's liveness lock, so any survivor may adopt it."""
     async with store.engine.begin() as conn:
@@ -99,12 +99,12 @@ def _pause_after(
     return reached, release
 
 
-async def _contents(store: SqlStore, session_id: str) -> list[str]:
+async def _contents(store: WholeStore, session_id: str) -> list[str]:
     return [m.content for m in (await store.list_messages(session_id)).messages]
 
 
 async def test_a_write_to_a_session_another_replica_adopted_is_refused_after_stopping_the_replica(
-    world: World, other: SqlStore
+    world: World, other: WholeStore
 ) -> None:
     events = await _replica_a(world)
     session = await world.session()
@@ -119,7 +119,7 @@ async def test_a_write_to_a_session_another_replica_adopted_is_refused_after_sto
 
 
 async def test_a_multi_session_write_to_adopted_sessions_is_refused_and_writes_nothing(
-    world: World, other: SqlStore
+    world: World, other: WholeStore
 ) -> None:
     events = await _replica_a(world)
     first, second = await world.session(), await world.session()
@@ -160,7 +160,7 @@ async def test_a_multi_session_write_is_refused_if_any_one_session_is_not_the_re
 
 
 async def test_an_adoption_waits_for_the_owners_write_in_flight_and_then_its_next_write_is_refused(
-    world: World, other: SqlStore, monkeypatch: pytest.MonkeyPatch
+    world: World, other: WholeStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     events = await _replica_a(world)
     session = await world.session()
@@ -181,7 +181,7 @@ async def test_an_adoption_waits_for_the_owners_write_in_flight_and_then_its_nex
 
 
 async def test_a_session_creation_after_the_replicas_row_was_deleted_is_refused_and_stops_it(
-    world: World, other: SqlStore
+    world: World, other: WholeStore
 ) -> None:
     """Else the replica, taken for gone, would own a session nobody would ever adopt."""
     events = await _replica_a(world)
@@ -195,7 +195,7 @@ async def test_a_session_creation_after_the_replicas_row_was_deleted_is_refused_
 
 
 async def test_a_creation_in_flight_holds_off_the_adoption_which_then_adopts_the_new_session(
-    world: World, other: SqlStore, monkeypatch: pytest.MonkeyPatch
+    world: World, other: WholeStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     events = await _replica_a(world)
     existing = await world.session()
@@ -219,7 +219,7 @@ async def test_a_creation_in_flight_holds_off_the_adoption_which_then_adopts_the
 
 
 async def test_a_store_that_never_called_own_sessions_is_never_fenced(
-    world: World, other: SqlStore
+    world: World, other: WholeStore
 ) -> None:
     """Single mode: no replica row, and its writes ignore who owns the session."""
     session = await world.session()

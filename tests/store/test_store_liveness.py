@@ -11,10 +11,10 @@ import pytest
 from sqlalchemy import text
 
 from clarion.runtime.clock import ManualClock
-from clarion.store import SqlStore, open_store
 from clarion.store.db import membership as cluster
 from clarion.store.db.liveness import LIVENESS_NAMESPACE, liveness_key, owner_not_running
 from clarion.store.db.membership import membership
+from tests.whole_store import WholeStore, open_whole_store
 
 from .conftest import World, until_a_backend_waits_on_a_lock
 
@@ -28,7 +28,7 @@ def db_kind() -> str:
     return "postgres"
 
 
-async def _row(store: SqlStore, replica_id: str, *, silent_s: float = 0.0) -> None:
+async def _row(store: WholeStore, replica_id: str, *, silent_s: float = 0.0) -> None:
     """A row for `replica_id` in clarion_replicas, last seen `silent_s` ago by the database's
     clock, as a replica that crashed leaves it (nobody holds its liveness lock)."""
     async with store.engine.begin() as conn:
@@ -43,7 +43,7 @@ async def _row(store: SqlStore, replica_id: str, *, silent_s: float = 0.0) -> No
         )
 
 
-async def _rows(store: SqlStore) -> set[str]:
+async def _rows(store: WholeStore) -> set[str]:
     async with store.engine.connect() as conn:
         return {str(i) for i in await conn.scalars(text("SELECT id FROM clarion_replicas"))}
 
@@ -86,7 +86,7 @@ async def test_a_replica_whose_id_has_a_running_replicas_key_takes_another_id(
         assert await world.store.is_running("replica-other")
 
 
-async def _liveness_keys_held(store: SqlStore) -> set[int]:
+async def _liveness_keys_held(store: WholeStore) -> set[int]:
     async with store.engine.connect() as conn:
         keys = await conn.scalars(
             text(
@@ -138,7 +138,7 @@ async def test_adopting_a_running_replica_changes_nothing(world: World, store_ur
 async def test_two_survivors_adopting_one_dead_replica_at_once_adopt_it_exactly_once(
     db_url: str, clock: ManualClock
 ) -> None:
-    async with open_store(db_url, clock) as a, open_store(db_url, clock) as b:
+    async with open_whole_store(db_url, clock) as a, open_whole_store(db_url, clock) as b:
         world = World(a, clock)
         sessions = [await world.session() for _ in range(30)]
         for session in sessions:
@@ -176,7 +176,7 @@ async def test_two_survivors_adopting_one_dead_replica_at_once_adopt_it_exactly_
             }
 
 
-async def _count_owner_changes(store: SqlStore) -> None:
+async def _count_owner_changes(store: WholeStore) -> None:
     """Log every change of a session's owner to `owner_changes` (a fresh database's)."""
     async with store.engine.begin() as conn:
         await conn.execute(text("CREATE TABLE owner_changes (session_id text NOT NULL)"))

@@ -10,9 +10,10 @@ from sqlalchemy import Connection, delete, inspect, text
 
 from clarion.domain.models import SessionState
 from clarion.ports.cluster import SessionRoute
-from clarion.store import SqlStore, migrate, open_engine
+from clarion.store import migrate, open_engine
 from clarion.store.db.migrations import LATEST_VERSION, schema_version
 from clarion.store.db.owner_fence import OwnerFence
+from tests.whole_store import WholeStore
 
 from .conftest import World
 
@@ -23,7 +24,7 @@ TIMEOUT_S = 10.0
 
 
 async def _row(
-    store: SqlStore,
+    store: WholeStore,
     replica_id: str,
     *,
     role: str = "active",

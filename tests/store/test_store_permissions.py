@@ -15,7 +15,7 @@ from clarion.domain.permissions import (
 )
 from clarion.ports import NewMessage
 from clarion.runtime.clock import ManualClock
-from clarion.store import open_store
+from tests.whole_store import open_whole_store
 
 from .conftest import World
 
@@ -57,7 +57,7 @@ async def test_exactly_one_of_two_concurrent_decisions_applies(
 ) -> None:
     session = await world.session()
     await world.turn(session)
-    async with open_store(store_url, clock) as a, open_store(store_url, clock) as b:
+    async with open_whole_store(store_url, clock) as a, open_whole_store(store_url, clock) as b:
         for round_no in range(ROUNDS):
             written = await world.store.add_permission_request(
                 _request(session, call=f"c{round_no}"),

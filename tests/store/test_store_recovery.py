@@ -119,7 +119,7 @@ async def test_reservation_missing_its_recovery_keys_raises(world: World) -> Non
     await world.raw_turn_metadata(turn.id, {"prompt_dispatch_pending": True})
     with pytest.raises(CorruptReservationError):
         await world.store.reconcile_reservations()
-    assert (await world.store.find_live_reservation(session.id)).id == turn.id  # type: ignore[union-attr]
+    assert (await world.store.find_live_reservation(session.id)).id == turn.id
 
 
 async def _claim(world: World) -> tuple[Session, list[Message]]:

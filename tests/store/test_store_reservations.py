@@ -39,7 +39,7 @@ async def test_reserve_records_kandevs_dispatch_keys(world: World) -> None:
         "prompt_dispatch_clarification_pending_id": "p",
         "prompt_dispatch_clarification_message_ids": ids,
     }
-    assert (await world.store.find_live_reservation(session.id)).id == turn.id  # type: ignore[union-attr]
+    assert (await world.store.find_live_reservation(session.id)).id == turn.id
 
 
 @pytest.mark.parametrize("bad", [[], [""], ["ok", ""]])

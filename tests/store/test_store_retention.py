@@ -26,7 +26,9 @@ async def test_a_prune_racing_an_answer_leaves_the_answered_task_whole(world: Wo
     world.clock.advance(timedelta(days=100).total_seconds())
     cutoff = world.clock.now() - timedelta(days=90)
 
-    pruned, claim = await asyncio.gather(prune(world.store, cutoff), world.answer(pending_id, "db"))
+    pruned, claim = await asyncio.gather(
+        prune(world.store.stores.retention, cutoff), world.answer(pending_id, "db")
+    )
 
     assert [row.id for row in claim.claimed] == [rows[0].id]
     assert pruned.sessions == 1
@@ -36,10 +38,10 @@ async def test_a_prune_racing_an_answer_leaves_the_answered_task_whole(world: Wo
     # Once nothing of T is alive its old session goes; the one that just ended waits for
     # the cutoff to pass it.
     assert await world.store.transition_session(live.id, SessionState.COMPLETED) is not None
-    assert (await prune(world.store, cutoff)).sessions == 1
+    assert (await prune(world.store.stores.retention, cutoff)).sessions == 1
     assert [s.id for s in await world.store.list_sessions(old.task_id)] == [live.id]
     world.clock.advance(timedelta(days=91).total_seconds())
-    later = await prune(world.store, world.clock.now() - timedelta(days=90))
+    later = await prune(world.store.stores.retention, world.clock.now() - timedelta(days=90))
     assert (later.sessions, later.turns, later.messages) == (1, 1, 1)
 
 
@@ -52,10 +54,13 @@ async def test_prune_deletes_in_batches_and_reports_progress(world: World) -> No
     world.clock.advance(10.0)
     seen: list[tuple[int, int]] = []
 
-    dry = await prune(world.store, world.clock.now(), dry_run=True, batch=2)
+    dry = await prune(world.store.stores.retention, world.clock.now(), dry_run=True, batch=2)
     assert (dry.sessions, dry.messages) == (5, 5)
     done = await prune(
-        world.store, world.clock.now(), batch=2, progress=lambda d, t: seen.append((d, t))
+        world.store.stores.retention,
+        world.clock.now(),
+        batch=2,
+        progress=lambda d, t: seen.append((d, t)),
     )
 
     assert (done.sessions, done.messages) == (5, 5)

@@ -12,10 +12,11 @@ from sqlalchemy import delete, text
 
 from clarion.domain.models import Revision
 from clarion.runtime.clock import ManualClock
-from clarion.store import SqlStore, migrate, open_engine, open_store
+from clarion.store import migrate, open_engine
 from clarion.store.db.migrations import LATEST_VERSION, schema_version
 from clarion.store.revisions import SharedRevisionsNeedPostgres
 from tests.conftest import fresh_database_url
+from tests.whole_store import WholeStore, open_whole_store
 
 from .conftest import statements_run
 
@@ -31,9 +32,9 @@ def pg_url(tmp_path: Path) -> Iterator[str]:
 
 
 @pytest.fixture
-async def replicas(pg_url: str, clock: ManualClock) -> AsyncIterator[tuple[SqlStore, SqlStore]]:
+async def replicas(pg_url: str, clock: ManualClock) -> AsyncIterator[tuple[WholeStore, WholeStore]]:
     """Two stores on one PostgreSQL database, as two replicas' processes hold it."""
-    async with open_store(pg_url, clock) as first, open_store(pg_url, clock) as second:
+    async with open_whole_store(pg_url, clock) as first, open_whole_store(pg_url, clock) as second:
         yield first, second
 
 
@@ -65,7 +66,7 @@ async def test_migration_eight_creates_the_revision_sequence_on_postgres_and_not
 
 @pytest.mark.postgres
 async def test_interleaved_reservations_of_two_replicas_only_grow(
-    replicas: tuple[SqlStore, SqlStore],
+    replicas: tuple[WholeStore, WholeStore],
 ) -> None:
     first, second = replicas
     await first.next_epoch()
@@ -76,7 +77,7 @@ async def test_interleaved_reservations_of_two_replicas_only_grow(
 
 @pytest.mark.postgres
 async def test_a_reservation_after_concurrent_ones_finished_is_larger_than_all_of_them(
-    replicas: tuple[SqlStore, SqlStore],
+    replicas: tuple[WholeStore, WholeStore],
 ) -> None:
     first, second = replicas
     await second.next_epoch()
@@ -90,7 +91,7 @@ async def test_a_reservation_after_concurrent_ones_finished_is_larger_than_all_o
 
 @pytest.mark.postgres
 async def test_after_one_replica_allocates_an_epoch_the_other_reserves_under_it(
-    replicas: tuple[SqlStore, SqlStore],
+    replicas: tuple[WholeStore, WholeStore],
 ) -> None:
     first, second = replicas
     assert await first.next_epoch() == 1
@@ -103,7 +104,7 @@ async def test_after_one_replica_allocates_an_epoch_the_other_reserves_under_it(
 
 
 @pytest.mark.postgres
-async def test_a_reservation_is_one_statement(replicas: tuple[SqlStore, SqlStore]) -> None:
+async def test_a_reservation_is_one_statement(replicas: tuple[WholeStore, WholeStore]) -> None:
     first, _ = replicas
     await first.next_epoch()
     with statements_run(first) as seen:
@@ -113,7 +114,7 @@ async def test_a_reservation_is_one_statement(replicas: tuple[SqlStore, SqlStore
 
 @pytest.mark.postgres
 async def test_reserving_before_any_epoch_was_allocated_raises(
-    replicas: tuple[SqlStore, SqlStore],
+    replicas: tuple[WholeStore, WholeStore],
 ) -> None:
     first, _ = replicas
     with pytest.raises(LookupError, match="next_epoch"):
@@ -123,7 +124,7 @@ async def test_reserving_before_any_epoch_was_allocated_raises(
 async def test_reserving_a_shared_revision_on_sqlite_raises_a_clear_error(
     tmp_path: Path, clock: ManualClock
 ) -> None:
-    async with open_store(f"sqlite:///{tmp_path / 'single.db'}", clock) as store:
+    async with open_whole_store(f"sqlite:///{tmp_path / 'single.db'}", clock) as store:
         await store.next_epoch()
         with pytest.raises(SharedRevisionsNeedPostgres, match="PostgreSQL"):
             await store.reserve_revision()

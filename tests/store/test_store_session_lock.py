@@ -13,10 +13,10 @@ import pytest
 from sqlalchemy import text
 
 from clarion.domain.models import Session
-from clarion.store import SqlStore
 from clarion.store.db.owner_fence import OwnerFence
 from clarion.store.db.transactions import Tx
 from tests.store.conftest import World, statements_run, until_a_backend_waits_on_a_lock
+from tests.whole_store import WholeStore
 
 pytestmark = pytest.mark.postgres
 CEILING_S = 60.0  # a ceiling for waits, never a delay
@@ -27,7 +27,7 @@ def db_kind() -> str:
     return "postgres"
 
 
-async def _row_is_free(store: SqlStore, session_id: str) -> bool:
+async def _row_is_free(store: WholeStore, session_id: str) -> bool:
     """Whether another transaction could lock the session row right now."""
     async with store.engine.connect() as conn, conn.begin():
         found = await conn.execute(
@@ -156,7 +156,7 @@ async def test_the_session_of_an_unknown_bundle_or_turn_is_none_and_nothing_is_l
         assert await _no_advisory_lock_held(world.store)
 
 
-async def _no_advisory_lock_held(store: SqlStore) -> bool:
+async def _no_advisory_lock_held(store: WholeStore) -> bool:
     async with store.engine.connect() as conn:
         held = await conn.scalar(
             text(

@@ -12,13 +12,13 @@ from datetime import timedelta
 
 from clarion.domain.slack import SlackInteraction, SlackMessage, SlackTarget
 from clarion.domain.webhooks import CLARIFICATION_REQUESTED, EVENTS
-from clarion.store import SqlStore
 from clarion.store.outbox import Outbox
+from tests.whole_store import WholeStore
 
 from .conftest import World
 
 
-def _slack(store: SqlStore, events: frozenset[str] = frozenset(EVENTS)) -> None:
+def _slack(store: WholeStore, events: frozenset[str] = frozenset(EVENTS)) -> None:
     store.configure_webhooks(
         Outbox(
             base_url=lambda: "http://clarion.test",
@@ -67,7 +67,7 @@ async def test_a_workspace_without_slack_queues_nothing(world: World) -> None:
 
 
 async def test_a_message_is_recorded_once_and_closed_once(world: World) -> None:
-    slack = world.store.slack_records()
+    slack = world.store.stores.slack
     first = SlackMessage("p1", "slack:default", "C1", "1.1", "t", "s", world.clock.now(), "{}")
     assert await slack.record_slack_message(first)
     assert not await slack.record_slack_message(dataclasses.replace(first, ts="2.2"))
@@ -80,7 +80,7 @@ async def test_a_message_is_recorded_once_and_closed_once(world: World) -> None:
 
 
 async def test_racing_retries_of_one_interaction_queue_exactly_one_row(world: World) -> None:
-    slack = world.store.slack_records()
+    slack = world.store.stores.slack
     results = await asyncio.gather(
         *(slack.queue_slack_interaction(_interaction("k1")) for _ in range(12))
     )
@@ -89,7 +89,7 @@ async def test_racing_retries_of_one_interaction_queue_exactly_one_row(world: Wo
 
 
 async def test_an_interaction_is_claimed_by_one_worker_and_finished_once(world: World) -> None:
-    slack = world.store.slack_records()
+    slack = world.store.stores.slack
     await slack.queue_slack_interaction(_interaction("k1"))
     now = world.clock.now()
     [due] = await slack.due_slack_interactions(None, now, 10)
@@ -115,7 +115,7 @@ async def test_an_interaction_is_claimed_by_one_worker_and_finished_once(world: 
 
 
 async def test_a_failed_answer_goes_back_in_the_queue_for_later(world: World) -> None:
-    slack = world.store.slack_records()
+    slack = world.store.stores.slack
     await slack.queue_slack_interaction(_interaction("k1"))
     now = world.clock.now()
     later = now + timedelta(seconds=5)
@@ -125,7 +125,7 @@ async def test_a_failed_answer_goes_back_in_the_queue_for_later(world: World) ->
 
 
 async def test_a_users_workspaces_are_read_and_an_unknown_user_is_none(world: World) -> None:
-    slack = world.store.slack_records()
+    slack = world.store.stores.slack
     await world.store.issue_api_token(user="alice", workspace="ops", token_hash="a" * 64)
     workspaces = await slack.user_workspaces("alice")
     assert workspaces is not None and [w.name for w in workspaces] == ["ops"]
@@ -135,7 +135,7 @@ async def test_a_users_workspaces_are_read_and_an_unknown_user_is_none(world: Wo
 async def test_in_a_cluster_a_replica_sees_the_interactions_and_messages_of_its_own_sessions(
     world: World,
 ) -> None:
-    slack = world.store.slack_records()
+    slack = world.store.stores.slack
     pending: dict[str, str] = {}
     for replica in ("r1", "r2"):
         session = await world.session()
@@ -175,7 +175,7 @@ async def test_in_a_cluster_a_replica_sees_the_interactions_and_messages_of_its_
 async def test_releasing_the_claims_of_adopted_sessions_frees_theirs_and_keeps_the_others(
     world: World,
 ) -> None:
-    slack = world.store.slack_records()
+    slack = world.store.stores.slack
     sessions: list[str] = []
     for key in ("adopted", "adopted-too", "kept"):
         session = await world.session()

@@ -55,7 +55,7 @@ def _click(key: str, pending_id: str) -> SlackInteraction:
 
 
 def _answerer(world: World, respond: FlakyRespond, owner: str | None = None) -> SlackAnswerer:
-    records = world.store.slack_records()
+    records = world.store.stores.slack
     apis = cast(Mapping[str, SlackApi], {})
     closer = SlackCloser(records, world.store, apis, world.clock, sweep_s=NEVER_S)
 
@@ -100,7 +100,7 @@ async def test_a_failed_answer_is_tried_again_when_its_backoff_is_due(
     world: World, clock: ManualClock
 ) -> None:
     pending_id = await _session_bundle(world)
-    await world.store.slack_records().queue_slack_interaction(_click("k1", pending_id))
+    await world.store.stores.slack.queue_slack_interaction(_click("k1", pending_id))
     respond = FlakyRespond(failures=1)
     runner = asyncio.create_task(_answerer(world, respond).run())
     try:
@@ -109,7 +109,7 @@ async def test_a_failed_answer_is_tried_again_when_its_backoff_is_due(
         runner.cancel()
         await asyncio.gather(runner, return_exceptions=True)
     assert respond.calls == [pending_id, pending_id]
-    [done] = await world.store.slack_records().slack_interactions_of(pending_id)
+    [done] = await world.store.stores.slack.slack_interactions_of(pending_id)
     assert done.outcome == "answered" and done.attempts == 2
 
 
@@ -122,14 +122,14 @@ async def test_a_wake_answers_a_click_queued_after_the_answerer_went_to_sleep(
     runner = asyncio.create_task(answerer.run())
     try:
         await _until(respond, answered=False)  # found nothing; now it sleeps
-        await world.store.slack_records().queue_slack_interaction(_click("k1", pending_id))
+        await world.store.stores.slack.queue_slack_interaction(_click("k1", pending_id))
         answerer.wake()
         await _until(respond, answered=True)
     finally:
         runner.cancel()
         await asyncio.gather(runner, return_exceptions=True)
     assert respond.calls == [pending_id] and respond.passes == [0, 1]
-    [done] = await world.store.slack_records().slack_interactions_of(pending_id)
+    [done] = await world.store.stores.slack.slack_interactions_of(pending_id)
     assert done.outcome == "answered"
 
 
@@ -140,7 +140,7 @@ async def test_a_click_a_dead_replica_claimed_is_answered_once_its_session_is_ta
     await world.turn(session)
     [row] = await world.bundle(session)
     pending_id = str(row.metadata["pending_id"])
-    records = world.store.slack_records()
+    records = world.store.stores.slack
     await world.own(session.id, "dead")
     await records.queue_slack_interaction(_click("k1", pending_id))
     now = SystemClock().now()

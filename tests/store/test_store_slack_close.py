@@ -19,8 +19,9 @@ from clarion.domain.slack import SlackMessage
 from clarion.runtime.clock import ManualClock
 from clarion.slack.client import SlackApi
 from clarion.slack.closer import CLOSE_LEASE_S, SlackCloser
-from clarion.store import SqlStore, open_engine, open_store
+from clarion.store import open_engine
 from clarion.store.db.migrations import MIGRATIONS, _v13_slack_close_lease, migrate
+from tests.whole_store import WholeStore, open_whole_store
 
 from .conftest import World
 
@@ -49,9 +50,9 @@ class RecordingSlack:
             raise RuntimeError("Slack is away")
 
 
-def _closer(store: SqlStore, slack: RecordingSlack, clock: ManualClock) -> SlackCloser:
+def _closer(store: WholeStore, slack: RecordingSlack, clock: ManualClock) -> SlackCloser:
     apis = cast(Mapping[str, SlackApi], {KEY: slack})
-    return SlackCloser(store.slack_records(), store, apis, clock, sweep_s=60.0)
+    return SlackCloser(store.stores.slack, store, apis, clock, sweep_s=60.0)
 
 
 async def _settled_message(world: World, pending_id: str) -> None:
@@ -60,7 +61,7 @@ async def _settled_message(world: World, pending_id: str) -> None:
     await world.turn(session)
     await world.bundle(session, pending_id=pending_id)
     await world.store.transition_bundle(pending_id, lifecycle.CANCEL)
-    await world.store.slack_records().record_slack_message(
+    await world.store.stores.slack.record_slack_message(
         SlackMessage(
             pending_id, KEY, "C1", f"ts-{pending_id}", session.task_id, session.id,
             world.clock.now(), "{}",
@@ -72,7 +73,7 @@ async def test_of_two_replicas_racing_to_close_a_message_exactly_one_sends_the_u
     world: World, store_url: str, clock: ManualClock
 ) -> None:
     slack = RecordingSlack()
-    async with open_store(store_url, clock) as a, open_store(store_url, clock) as b:
+    async with open_whole_store(store_url, clock) as a, open_whole_store(store_url, clock) as b:
         one, other = _closer(a, slack, clock), _closer(b, slack, clock)
         for round_no in range(ROUNDS):
             pid = f"race-{round_no}"
@@ -80,7 +81,7 @@ async def test_of_two_replicas_racing_to_close_a_message_exactly_one_sends_the_u
             results = await asyncio.gather(one.close(pid), other.close(pid))
             assert results.count(True) == 1, round_no
             assert slack.updates.count(f"ts-{pid}") == 1, round_no
-    found = await world.store.slack_records().open_slack_messages(None, 100)
+    found = await world.store.stores.slack.open_slack_messages(None, 100)
     assert found == []
 
 
@@ -90,7 +91,7 @@ async def test_a_claim_held_through_a_slow_update_keeps_the_other_replica_from_s
     slack = RecordingSlack()
     slack.gate = asyncio.Event()
     await _settled_message(world, "p1")
-    async with open_store(store_url, clock) as a, open_store(store_url, clock) as b:
+    async with open_whole_store(store_url, clock) as a, open_whole_store(store_url, clock) as b:
         first = asyncio.create_task(_closer(a, slack, clock).close("p1"))
         await asyncio.wait_for(slack.entered.wait(), 30)  # its update is in flight
         assert not await _closer(b, slack, clock).close("p1")
@@ -106,7 +107,7 @@ async def test_a_failed_update_gives_its_claim_back_so_the_next_look_sends_it(
     slack = RecordingSlack()
     slack.fail = True
     await _settled_message(world, "p1")
-    async with open_store(store_url, clock) as a, open_store(store_url, clock) as b:
+    async with open_whole_store(store_url, clock) as a, open_whole_store(store_url, clock) as b:
         with pytest.raises(RuntimeError):
             await _closer(a, slack, clock).close("p1")
         slack.fail = False
@@ -117,7 +118,7 @@ async def test_a_failed_update_gives_its_claim_back_so_the_next_look_sends_it(
 async def test_a_claim_whose_holder_died_lapses_at_its_lease_and_closed_is_final(
     world: World,
 ) -> None:
-    records = world.store.slack_records()
+    records = world.store.stores.slack
     await _settled_message(world, "p1")
     now = world.clock.now()
     lease = now + timedelta(seconds=CLOSE_LEASE_S)
@@ -151,7 +152,7 @@ async def test_the_lease_migration_adds_the_column_a_database_of_the_version_bef
         assert "close_lease_until" in names
     finally:
         await engine.dispose()
-    async with open_store(db_url, clock) as store:
+    async with open_whole_store(db_url, clock) as store:
         world = World(store, clock)
         await _settled_message(world, "p1")
         slack = RecordingSlack()

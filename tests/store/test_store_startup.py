@@ -10,10 +10,11 @@ from sqlalchemy import Connection, insert, inspect
 from clarion.domain import lifecycle
 from clarion.domain.models import MetaKey, SessionState
 from clarion.domain.turn_outcomes import TurnOutcome
-from clarion.store import SqlStore, migrate, open_engine
+from clarion.store import migrate, open_engine
 from clarion.store.db.migrations import LATEST_VERSION, MIGRATIONS, schema_version
 from clarion.store.pending_actions import PERMISSIONS_IN_TURNS
 from clarion.store.summary_inputs import SUMMARY_INPUTS
+from tests.whole_store import WholeStore
 
 from .conftest import World
 
@@ -132,7 +133,7 @@ async def test_clearing_start_markers_clears_only_turns_that_carry_one(world: Wo
 
 
 async def test_the_permission_lookup_uses_the_turn_index_not_the_session_history(
-    store: SqlStore,
+    store: WholeStore,
 ) -> None:
     """Without migration 4, SQLite answered "newest permission request in this turn" by
     walking the session's whole history backwards (250 ms at 100,000 messages); the batched

@@ -9,7 +9,7 @@ import pytest
 from clarion.domain import lifecycle
 from clarion.domain.lifecycle import RESTORE_CLAIM
 from clarion.domain.models import Message
-from clarion.store import SqlStore
+from tests.whole_store import WholeStore
 
 from .conftest import World
 
@@ -63,7 +63,7 @@ async def test_settling_a_claim_refuses_a_transition_that_does_not_settle_one(
 
 
 async def test_detach_cancel_and_restore_write_their_transitions_change(
-    world: World, store: SqlStore
+    world: World, store: WholeStore
 ) -> None:
     session = await world.session()
     await world.turn(session)

@@ -26,10 +26,10 @@ from clarion.domain.permissions import (
 from clarion.domain.webhooks import EVENTS
 from clarion.ports import NewMessage
 from clarion.runtime.clock import ManualClock
-from clarion.store import SqlStore, open_store
 from clarion.store.db.engine import open_engine
 from clarion.store.db.migrations import LATEST_VERSION, MIGRATIONS, migrate, schema_version
 from clarion.store.outbox import Outbox
+from tests.whole_store import WholeStore, open_whole_store
 
 from .conftest import World
 
@@ -37,7 +37,7 @@ ALL = frozenset(EVENTS)
 HOOK = "http://127.0.0.1:9/hook"
 
 
-def _listen(store: SqlStore, events: frozenset[str] = ALL) -> list[int]:
+def _listen(store: WholeStore, events: frozenset[str] = ALL) -> list[int]:
     woken: list[int] = []
     store.configure_webhooks(
         Outbox(
@@ -49,7 +49,7 @@ def _listen(store: SqlStore, events: frozenset[str] = ALL) -> list[int]:
     return woken
 
 
-async def _bodies(store: SqlStore) -> list[dict[str, Any]]:
+async def _bodies(store: WholeStore) -> list[dict[str, Any]]:
     return [json.loads(d.body) for d in await store.list_webhook_deliveries()]
 
 
@@ -270,7 +270,7 @@ async def test_migration_five_adds_the_outbox_to_a_version_four_database_with_ro
     finally:
         await engine.dispose()
     # An existing database with work in it, opened by this version: migrated, then queueing.
-    async with open_store(db_url, clock) as store:
+    async with open_whole_store(db_url, clock) as store:
         world = World(store, clock)
         _listen(store)
         session = await world.session()

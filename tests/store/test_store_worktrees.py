@@ -8,8 +8,9 @@ from sqlalchemy import inspect, text
 
 from clarion.domain.models import Worktree, WorktreeState
 from clarion.runtime.clock import ManualClock
-from clarion.store import SqlStore, migrate, open_engine, open_store
+from clarion.store import migrate, open_engine
 from clarion.store.db.migrations import MIGRATIONS, _v11_task_worktrees
+from tests.whole_store import WholeStore, open_whole_store
 
 from .conftest import World
 
@@ -22,7 +23,7 @@ def _worktree(task_id: str, state: WorktreeState = WorktreeState.CREATING) -> Wo
     )
 
 
-async def _task(store: SqlStore, repository: str | None = "app") -> str:
+async def _task(store: WholeStore, repository: str | None = "app") -> str:
     workspace = await store.ensure_workspace("default")
     task = await store.create_task(
         title="t", description="", workspace_id=workspace.id, repository=repository
@@ -30,14 +31,14 @@ async def _task(store: SqlStore, repository: str | None = "app") -> str:
     return task.id
 
 
-async def test_a_task_keeps_its_repository_and_starts_without_a_worktree(store: SqlStore) -> None:
+async def test_a_task_keeps_its_repository_and_starts_without_a_worktree(store: WholeStore) -> None:
     task_id = await _task(store)
     task = await store.get_task(task_id)
     assert (task.repository, task.worktree) == ("app", None)
     assert (await store.get_task(await _task(store, None))).repository is None
 
 
-async def test_two_racing_claims_of_one_task_write_one_worktree(store: SqlStore) -> None:
+async def test_two_racing_claims_of_one_task_write_one_worktree(store: WholeStore) -> None:
     task_id = await _task(store)
     claims = await asyncio.gather(
         *(store.claim_worktree(task_id, _worktree(task_id)) for _ in range(4))
@@ -48,7 +49,7 @@ async def test_two_racing_claims_of_one_task_write_one_worktree(store: SqlStore)
     assert (await store.get_task(task_id)).worktree == _worktree(task_id)
 
 
-async def test_worktree_state_moves_only_from_the_allowed_states(store: SqlStore) -> None:
+async def test_worktree_state_moves_only_from_the_allowed_states(store: WholeStore) -> None:
     task_id = await _task(store)
     assert (
         await store.set_worktree_state(
@@ -133,6 +134,6 @@ async def test_the_worktree_migration_adds_the_columns_an_older_database_lacks(
         assert set(COLUMNS) <= names
     finally:
         await engine.dispose()
-    async with open_store(db_url, clock) as store:
+    async with open_whole_store(db_url, clock) as store:
         task_id = await _task(store)
         assert (await store.get_task(task_id)).repository == "app"

@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import Any, cast
+from typing import Any
 
 from clarion.config.webhooks import Webhook
 from clarion.domain.waiting import OnExpiry
 from clarion.domain.webhooks import SIGNATURE_HEADER, signature
-from clarion.store import SqlStore
 from tests.lifecycle.harness import Lifecycle, answer_db
 from tests.lifecycle.test_webhook_delivery import Receiver, receiving
 from tests.waiting.rig import (
@@ -28,7 +27,7 @@ WAITING_EVENTS = ("clarification.reminder", "clarification.escalated", "clarific
 
 
 async def _events(life: Lifecycle, pending_id: str) -> list[str]:
-    rows = await cast(SqlStore, life.app.store).list_webhook_deliveries()
+    rows = await life.app.stores.probes.list_webhook_deliveries()
     bodies = [json.loads(row.body) for row in rows]
     return [b["event"] for b in bodies if b.get("pending_id") == pending_id]
 

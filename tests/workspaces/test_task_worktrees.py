@@ -17,9 +17,9 @@ from clarion.orchestrator.worktrees import TaskWorktrees, WorktreeUnavailable
 from clarion.ports.workspaces import RepositoryRef
 from clarion.runtime import failpoints
 from clarion.runtime.clock import ManualClock
-from clarion.store import SqlStore, open_store
 from clarion.workspaces.pruning import count_worktrees_pruned_by, remove_orphaned_worktrees
 from clarion.workspaces.worktrees import GitWorktrees
+from tests.whole_store import WholeStore, open_whole_store
 
 from .gitrepo import commit_all, git, make_repository
 
@@ -35,8 +35,8 @@ def worktree_dirs(repository: Path) -> list[str]:
 
 
 @pytest.fixture
-async def store(store_url: str) -> AsyncIterator[SqlStore]:
-    async with open_store(store_url, ManualClock(datetime(2026, 3, 1, tzinfo=UTC))) as opened:
+async def store(store_url: str) -> AsyncIterator[WholeStore]:
+    async with open_whole_store(store_url, ManualClock(datetime(2026, 3, 1, tzinfo=UTC))) as opened:
         yield opened
 
 
@@ -46,7 +46,7 @@ def repository(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def service(store: SqlStore, repository: Path, tmp_path: Path) -> TaskWorktrees:
+def service(store: WholeStore, repository: Path, tmp_path: Path) -> TaskWorktrees:
     return TaskWorktrees(
         store=store,
         git=GitWorktrees(),
@@ -55,7 +55,7 @@ def service(store: SqlStore, repository: Path, tmp_path: Path) -> TaskWorktrees:
     )
 
 
-async def _session(store: SqlStore, repository: str | None = "app") -> Session:
+async def _session(store: WholeStore, repository: str | None = "app") -> Session:
     workspace = await store.ensure_workspace("default")
     task = await store.create_task(
         title="t", description="", workspace_id=workspace.id, repository=repository
@@ -63,7 +63,7 @@ async def _session(store: SqlStore, repository: str | None = "app") -> Session:
     return await store.create_session(task_id=task.id, agent="builtin", is_primary=True)
 
 
-async def _claim_creating(store: SqlStore, service: TaskWorktrees, session: Session) -> Path:
+async def _claim_creating(store: WholeStore, service: TaskWorktrees, session: Session) -> Path:
     """The row a kill right after the `creating` commit leaves."""
     path = service_dir(service) / session.task_id
     await store.claim_worktree(
@@ -78,7 +78,7 @@ def service_dir(service: TaskWorktrees) -> Path:
 
 
 async def test_the_first_start_makes_a_worktree_on_a_new_branch_from_base(
-    store: SqlStore, service: TaskWorktrees, repository: Path
+    store: WholeStore, service: TaskWorktrees, repository: Path
 ) -> None:
     session = await _session(store)
     cwd = await service.working_directory(session)
@@ -93,7 +93,7 @@ async def test_the_first_start_makes_a_worktree_on_a_new_branch_from_base(
 
 
 async def test_a_task_without_a_repository_keeps_the_profile_cwd(
-    store: SqlStore, service: TaskWorktrees
+    store: WholeStore, service: TaskWorktrees
 ) -> None:
     session = await _session(store, repository=None)
     assert await service.working_directory(session) is None
@@ -101,7 +101,7 @@ async def test_a_task_without_a_repository_keeps_the_profile_cwd(
 
 
 async def test_two_tasks_get_two_worktrees_and_a_write_in_one_shows_nowhere_else(
-    store: SqlStore, service: TaskWorktrees, repository: Path
+    store: WholeStore, service: TaskWorktrees, repository: Path
 ) -> None:
     first, second = await _session(store), await _session(store)
     one = Path(await service.working_directory(first) or "")
@@ -115,7 +115,7 @@ async def test_two_tasks_get_two_worktrees_and_a_write_in_one_shows_nowhere_else
 
 
 async def test_a_creating_row_whose_worktree_was_complete_is_marked_ready_at_startup(
-    store: SqlStore, service: TaskWorktrees, repository: Path
+    store: WholeStore, service: TaskWorktrees, repository: Path
 ) -> None:
     # Killed after `git worktree add`, before the row moved to ready.
     session = await _session(store)
@@ -129,7 +129,7 @@ async def test_a_creating_row_whose_worktree_was_complete_is_marked_ready_at_sta
 
 
 async def test_a_branch_without_its_worktree_is_reused_and_keeps_its_commits(
-    store: SqlStore, service: TaskWorktrees, repository: Path, tmp_path: Path
+    store: WholeStore, service: TaskWorktrees, repository: Path, tmp_path: Path
 ) -> None:
     session = await _session(store)
     path = await _claim_creating(store, service, session)
@@ -150,7 +150,7 @@ async def test_a_branch_without_its_worktree_is_reused_and_keeps_its_commits(
 
 
 async def test_a_worktree_git_left_initializing_is_made_again(
-    store: SqlStore, service: TaskWorktrees, repository: Path
+    store: WholeStore, service: TaskWorktrees, repository: Path
 ) -> None:
     # A kill inside `git worktree add`: git's `initializing` lock stays, the checkout is partial.
     session = await _session(store)
@@ -167,7 +167,7 @@ async def test_a_worktree_git_left_initializing_is_made_again(
 
 
 async def test_a_ready_worktree_whose_directory_vanished_is_made_again_from_its_branch(
-    store: SqlStore, service: TaskWorktrees, repository: Path
+    store: WholeStore, service: TaskWorktrees, repository: Path
 ) -> None:
     session = await _session(store)
     cwd = Path(await service.working_directory(session) or "")
@@ -180,7 +180,7 @@ async def test_a_ready_worktree_whose_directory_vanished_is_made_again_from_its_
 
 
 async def test_a_vanished_repository_fails_the_start_with_the_reason(
-    store: SqlStore, service: TaskWorktrees, repository: Path
+    store: WholeStore, service: TaskWorktrees, repository: Path
 ) -> None:
     session = await _session(store)
     os.rename(repository, repository.with_name("moved"))
@@ -191,7 +191,7 @@ async def test_a_vanished_repository_fails_the_start_with_the_reason(
 
 
 async def test_remove_deletes_the_worktree_and_keeps_the_branch(
-    store: SqlStore, service: TaskWorktrees, repository: Path
+    store: WholeStore, service: TaskWorktrees, repository: Path
 ) -> None:
     session = await _session(store)
     cwd = Path(await service.working_directory(session) or "")
@@ -210,7 +210,7 @@ def on_disk(path: Path) -> bool:
     return path.exists()
 
 
-async def _pruned_away(store: SqlStore, service: TaskWorktrees, session: Session) -> Path:
+async def _pruned_away(store: WholeStore, service: TaskWorktrees, session: Session) -> Path:
     """A task with a worktree whose only session a prune deleted."""
     cwd = Path(await service.working_directory(session) or "")
     await store.transition_session(session.id, SessionState.COMPLETED)
@@ -219,7 +219,7 @@ async def _pruned_away(store: SqlStore, service: TaskWorktrees, session: Session
 
 
 async def test_startup_removes_the_worktree_of_a_task_a_prune_left_without_sessions(
-    store: SqlStore, service: TaskWorktrees, repository: Path
+    store: WholeStore, service: TaskWorktrees, repository: Path
 ) -> None:
     # A prune killed after deleting the sessions, before the worktree: never made again.
     session = await _session(store)
@@ -234,7 +234,7 @@ async def test_startup_removes_the_worktree_of_a_task_a_prune_left_without_sessi
 
 
 async def test_a_removal_killed_before_git_is_finished_at_startup_and_keeps_the_branch(
-    store: SqlStore, service: TaskWorktrees, repository: Path
+    store: WholeStore, service: TaskWorktrees, repository: Path
 ) -> None:
     session = await _session(store)
     cwd = Path(await service.working_directory(session) or "")
@@ -255,7 +255,7 @@ async def test_a_removal_killed_before_git_is_finished_at_startup_and_keeps_the_
 
 
 async def test_a_pruned_tasks_vanished_worktree_is_not_made_again_at_startup(
-    store: SqlStore, service: TaskWorktrees, repository: Path
+    store: WholeStore, service: TaskWorktrees, repository: Path
 ) -> None:
     session = await _session(store)
     cwd = await _pruned_away(store, service, session)
@@ -266,14 +266,14 @@ async def test_a_pruned_tasks_vanished_worktree_is_not_made_again_at_startup(
 
 
 async def test_the_prune_removes_worktrees_of_tasks_without_sessions_once_and_counts_by_cutoff(
-    store: SqlStore, service: TaskWorktrees, repository: Path
+    store: WholeStore, service: TaskWorktrees, repository: Path
 ) -> None:
     old, recent, alive = await _session(store), await _session(store), await _session(store)
     old_dir = Path(await service.working_directory(old) or "")
     await service.working_directory(recent)
     await service.working_directory(alive)
     await store.transition_session(old.id, SessionState.COMPLETED)
-    store._clock.advance(2 * 86400)  # type: ignore[attr-defined]  # the fixture's ManualClock
+    store._clock.advance(2 * 86400)  # the fixture's ManualClock
     await store.transition_session(recent.id, SessionState.COMPLETED)
     cutoff = datetime(2026, 3, 2, tzinfo=UTC)  # after `old` ended, before `recent` did
     assert await count_worktrees_pruned_by(store, cutoff) == [old.task_id]
@@ -286,7 +286,7 @@ async def test_the_prune_removes_worktrees_of_tasks_without_sessions_once_and_co
 
 
 async def test_an_adopting_replica_finishes_the_removals_of_its_adopted_tasks_only(
-    store: SqlStore, service: TaskWorktrees, repository: Path
+    store: WholeStore, service: TaskWorktrees, repository: Path
 ) -> None:
     adopted, other = await _session(store), await _session(store)
     dirs = {}
@@ -303,7 +303,7 @@ async def test_an_adopting_replica_finishes_the_removals_of_its_adopted_tasks_on
 
 
 async def test_the_next_prune_pass_finishes_a_removal_a_kill_cut_short(
-    store: SqlStore, service: TaskWorktrees, repository: Path
+    store: WholeStore, service: TaskWorktrees, repository: Path
 ) -> None:
     session = await _session(store)
     cwd = await _pruned_away(store, service, session)

@@ -222,15 +222,16 @@ def prune_command(
                     f"{found.latest}: run `clarion db upgrade` first"
                 )
             store = SqlStore(engine, SystemClock())
+            rows, tasks = store.stores.retention, store.stores.worktrees
             try:
                 # A dry run counts before anything changes: the tasks the prune would
                 # leave without sessions (and those without already).
-                worktrees = await count_worktrees_pruned_by(store, cutoff) if dry_run else []
-                pruned = await prune(store, cutoff, dry_run=dry_run, progress=report)
+                worktrees = await count_worktrees_pruned_by(tasks, cutoff) if dry_run else []
+                pruned = await prune(rows, cutoff, dry_run=dry_run, progress=report)
                 if not dry_run:
                     # The worktrees of the tasks whose sessions are all gone now (their
                     # branches stay).
-                    worktrees = await remove_orphaned_worktrees(store)
+                    worktrees = await remove_orphaned_worktrees(tasks)
             finally:
                 store.close()
             return cutoff.isoformat(timespec="seconds"), pruned, len(worktrees)

@@ -45,7 +45,9 @@ async def _issue(url: str, user: str, workspace: str, token_hash: str) -> None:
     from clarion.store import open_store
 
     async with open_store(url, SystemClock()) as store:
-        await store.issue_api_token(user=user, workspace=workspace, token_hash=token_hash)
+        await store.stores.access.issue_api_token(
+            user=user, workspace=workspace, token_hash=token_hash
+        )
 
 
 @token_app.command("create")

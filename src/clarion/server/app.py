@@ -15,11 +15,12 @@ from clarion.mcp.tools import McpEndpoint
 from clarion.metrics import PrometheusMetrics
 from clarion.orchestrator.recovery import StartupRecovery
 from clarion.orchestrator.watchdog import Watchdogs
-from clarion.ports import AgentRuntime, Bus, Store
+from clarion.ports import AgentRuntime, Bus
+from clarion.ports.ownership import Ownership
 from clarion.ports.tracing import Tracer
 from clarion.runtime.supervisor import Supervisor
 from clarion.slack.answerer import SlackAnswerer
-from clarion.store import SqlStore
+from clarion.store import Stores
 
 
 @dataclass(eq=False)
@@ -28,12 +29,14 @@ class App:
     mcp: McpEndpoint
     recovery: StartupRecovery
     watchdogs: Watchdogs
-    store: Store
+    # Each port's object, as the services were handed them one by one: for the server's
+    # tests, which look at rows through them. No service holds this.
+    stores: Stores
     runtime: AgentRuntime
     bus: Bus
     waiters: LiveWaiters
-    # Cluster mode: ownership, adoption and routing queries (store/ownership.py).
-    sql: SqlStore
+    # Cluster mode: ownership, adoption and routing queries (ports/ownership.py).
+    ownership: Ownership
     deadlines: DeadlineScheduler
     metrics: PrometheusMetrics
     supervisor: Supervisor

@@ -30,13 +30,13 @@ from clarion.bus.waiter_queries import ask_waiters, serve_waiters
 from clarion.config import Settings
 from clarion.domain.scope import SessionScope
 from clarion.ports.cluster import DeadPeer, ReplicaInfo, SessionRoute
+from clarion.ports.ownership import OwnerFence
 from clarion.projection.reads import AgentRunningHere
 from clarion.projection.waiter_lookup import LiveWaiterLookup
 from clarion.runtime import log_fields
 from clarion.server.replica import Replica
 from clarion.server.wiring import App
-from clarion.store.db.membership import Membership, membership
-from clarion.store.db.owner_fence import OwnerFence
+from clarion.store import Membership, membership
 
 log = logging.getLogger(__name__)
 
@@ -52,26 +52,26 @@ class ReplicaDirectory:
     this: Replica
 
     async def route_of_session(self, session_id: str) -> SessionRoute | None:
-        return await self.app.sql.route_of_session(session_id)
+        return await self.app.ownership.route_of_session(session_id)
 
     async def route_of_bundle(self, pending_id: str) -> SessionRoute | None:
-        return await self.app.sql.route_of_bundle(pending_id)
+        return await self.app.ownership.route_of_bundle(pending_id)
 
     async def route_of_message(self, message_id: str) -> SessionRoute | None:
-        return await self.app.sql.route_of_message(message_id)
+        return await self.app.ownership.route_of_message(message_id)
 
     async def route_of_task(self, task_id: str) -> SessionRoute | None:
-        return await self.app.sql.route_of_task(task_id)
+        return await self.app.ownership.route_of_task(task_id)
 
     async def placement(self) -> list[str]:
-        counts = await self.app.sql.placement(self.this.timeout_s)
+        counts = await self.app.ownership.placement(self.this.timeout_s)
         return placement_order(counts, self.this.replica_id)
 
     async def replica(self, replica_id: str) -> ReplicaInfo | None:
         return next((r for r in await self.this.replicas() if r.id == replica_id), None)
 
     async def is_gone(self, replica_id: str) -> bool:
-        return not await self.app.sql.is_running(replica_id)
+        return not await self.app.ownership.is_running(replica_id)
 
 
 @dataclass(eq=False)
@@ -108,17 +108,19 @@ class Joined:
     def own_sessions(self) -> None:
         """Sessions created from now on are this replica's, and every session write checks
         that the session still is."""
-        self.app.sql.own_sessions(OwnerFence(self.replica.replica_id, self.replica.stop_fenced))
+        self.app.ownership.own_sessions(
+            OwnerFence(self.replica.replica_id, self.replica.stop_fenced)
+        )
 
     async def adopt_orphans(self) -> SessionScope:
         """At start: the sessions nobody runs that no other replica will adopt."""
-        return SessionScope.only(await self.app.sql.adopt_orphans(self.replica.replica_id))
+        return SessionScope.only(await self.app.ownership.adopt_orphans(self.replica.replica_id))
 
     async def watch_peers(self) -> None:
-        sql, me = self.app.sql, self.replica.replica_id
+        ownership, me = self.app.ownership, self.replica.replica_id
 
         async def dead_peers() -> list[DeadPeer]:
-            peers = await sql.dead_peers(me)
+            peers = await ownership.dead_peers(me)
             for peer in peers:
                 self.owner_gone(peer.replica_id)
             return peers
@@ -133,7 +135,7 @@ class Joined:
         what this one did."""
         me = self.replica.replica_id
         async with self.gate.adopting():
-            adopted = await self.app.sql.adopt_replica(me, dead)
+            adopted = await self.app.ownership.adopt_replica(me, dead)
             self.app.metrics.adopted(len(adopted or ()))
             if adopted:
                 await self.gate.recovering(adopted)
@@ -229,7 +231,7 @@ class ClusterMode:
             LiveWaiterLookup(
                 replica_id=replica.replica_id,
                 local=app.waiters.has,
-                owners=app.sql.bundle_owners,
+                owners=app.ownership.bundle_owners,
                 ask=lambda owner, ids: ask_waiters(nc, owner, ids, _WAITERS_ASK_S),
             )
         )

@@ -9,21 +9,21 @@ import contextlib
 from collections.abc import Callable, Coroutine
 from typing import Any
 
-from clarion.clarification.policies import WaitingPolicies
+from clarion.clarification.policies import WaitingPolicies, WorkspaceLookup
 from clarion.config import Settings
 from clarion.domain.permissions import PermissionRules
-from clarion.ports import Clock, Store
+from clarion.ports import Clock
 from clarion.ports.tracing import NO_TRACER, Tracer
 from clarion.server.retention import retention_loop
-from clarion.store import SqlStore
+from clarion.store import Stores
 from clarion.workspaces.pruning import remove_orphaned_worktrees
 
 
-def waiting_policies(settings: Settings, store: Store) -> WaitingPolicies:
+def waiting_policies(settings: Settings, lookup: WorkspaceLookup) -> WaitingPolicies:
     """`[agents.NAME.waiting]` by profile, `[workspaces.NAME.waiting]` and `.roles` by
     workspace."""
     return WaitingPolicies(
-        lookup=store,
+        lookup=lookup,
         profiles={
             name: profile.waiting
             for name, profile in settings.agents.items()
@@ -35,18 +35,18 @@ def waiting_policies(settings: Settings, store: Store) -> WaitingPolicies:
 
 
 def retention_job(
-    settings: Settings, store: SqlStore, clock: Clock
+    settings: Settings, stores: Stores, clock: Clock
 ) -> Callable[[], Coroutine[Any, Any, None]] | None:
     """`[retention]`'s background prune (None: not configured)."""
     ops = settings.operations
     if ops.retention_older_than_s <= 0:
         return None
     return lambda: retention_loop(
-        store,
+        stores.retention,
         clock,
         older_than_s=ops.retention_older_than_s,
         every_s=ops.retention_every_s,
-        worktrees=lambda: remove_orphaned_worktrees(store),
+        worktrees=lambda: remove_orphaned_worktrees(stores.worktrees),
     )
 
 

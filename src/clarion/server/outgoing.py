@@ -17,17 +17,17 @@ from clarion.metrics import PrometheusMetrics
 from clarion.notifications.deliverer import WebhookDeliverer
 from clarion.notifications.mailer import send_mail
 from clarion.notifications.sender import http_sender
-from clarion.ports import Clock
+from clarion.ports import Clock, WebhookStore
 from clarion.ports.tracing import Tracer
 from clarion.runtime.supervisor import Supervisor
 from clarion.server.slack import SlackParts
-from clarion.store import SqlStore
 from clarion.store.outbox import Outbox
+from clarion.store.server_calls import LinkSecretCalls
 
 
 @contextlib.asynccontextmanager
 async def answer_links(
-    settings: Settings, store: SqlStore, clock: Clock, base_url: Callable[[], str]
+    settings: Settings, store: LinkSecretCalls, clock: Clock, base_url: Callable[[], str]
 ) -> AsyncIterator[AnswerLinks]:
     """Answer links signed with the configured key, or the database's (made once, shared by
     every replica), pointing at the public address or this server's own."""
@@ -40,7 +40,8 @@ async def answer_links(
 @contextlib.asynccontextmanager
 async def outgoing_deliveries(
     settings: Settings,
-    store: SqlStore,
+    store: WebhookStore,
+    configure: Callable[[Outbox], None],
     clock: Clock,
     base_url: Callable[[], str],
     supervisor: Supervisor,
@@ -70,7 +71,7 @@ async def outgoing_deliveries(
             tracer=tracer,
             other=None if slack is None else slack.poster,
         )
-        store.configure_webhooks(
+        configure(
             Outbox(
                 hooks=tuple((h.url, h.events) for h in settings.webhooks),
                 base_url=lambda: settings.public_url or base_url(),

@@ -18,6 +18,8 @@ from clarion.domain.models import Bundle
 from clarion.domain.slack import SlackInteraction, SlackTarget
 from clarion.orchestrator.access import AccessControl
 from clarion.ports import Bus, Clock
+from clarion.ports.slack import SlackStore
+from clarion.ports.store import Lookups
 from clarion.runtime.supervisor import Supervisor
 from clarion.slack.answerer import Respond, SlackAnswerer
 from clarion.slack.client import SlackApi
@@ -26,18 +28,16 @@ from clarion.slack.inbox import SlackInbox
 from clarion.slack.poster import SlackPoster
 from clarion.slack.socket_mode import SocketModeReceiver
 from clarion.slack.wakeups import announce_queued, hear_queued
-from clarion.store import SqlStore
-from clarion.store.slack import SqlSlack
 
 
 @dataclass(frozen=True, slots=True)
 class SlackParts:
     settings: Settings
-    records: SqlSlack
+    records: SlackStore
     apis: Mapping[str, SlackApi]
     closer: SlackCloser
     poster: SlackPoster
-    bundles: SqlStore
+    bundles: Lookups
 
     def target_for(self, workspace: str) -> SlackTarget | None:
         channel = self.settings.slack.channel_for(workspace)
@@ -56,17 +56,16 @@ class SlackParts:
 
 @contextlib.asynccontextmanager
 async def slack_outgoing(
-    settings: Settings, store: SqlStore, clock: Clock, supervisor: Supervisor
+    settings: Settings, records: SlackStore, bundles: Lookups, clock: Clock, supervisor: Supervisor
 ) -> AsyncIterator[SlackParts | None]:
     channels = settings.slack.channels()
     if not channels:
         yield None
         return
-    records = store.slack_records()
     apis = {c.key: SlackApi(c) for c in channels}
-    closer = SlackCloser(records, store, apis, clock, sweep_s=settings.slack.sweep_s)
+    closer = SlackCloser(records, bundles, apis, clock, sweep_s=settings.slack.sweep_s)
     poster = SlackPoster(settings.slack, records, closer, apis, clock)
-    yield SlackParts(settings, records, apis, closer, poster, store)
+    yield SlackParts(settings, records, apis, closer, poster, bundles)
 
 
 @dataclass(frozen=True, slots=True)

@@ -42,12 +42,7 @@ from clarion.orchestrator.tasks import TaskService
 from clarion.orchestrator.watchdog import Watchdogs
 from clarion.orchestrator.workflow import WorkflowGuard
 from clarion.orchestrator.worktrees import TaskWorktrees
-from clarion.ports import (
-    AgentRuntime,
-    AgentSink,
-    Clock,
-    Store,
-)
+from clarion.ports import AgentRuntime, AgentSink, Clock
 from clarion.ports.tracing import Tracer
 from clarion.projection.events import EventPublisher
 from clarion.projection.pending import PendingProjector
@@ -69,7 +64,7 @@ from clarion.server.outgoing import answer_links, outgoing_deliveries
 from clarion.server.repositories import task_worktrees
 from clarion.server.slack import slack_interactions, slack_outgoing
 from clarion.slack.answerer import SlackAnswerer
-from clarion.store import open_store
+from clarion.store import Stores, open_store
 
 log = logging.getLogger(__name__)
 
@@ -88,14 +83,16 @@ async def build(
     base_url: Callable[[], str],
     *,
     runtime_factory: RuntimeFactory = AcpRuntime,
-    store_wrapper: Callable[[Store], Store] | None = None,
+    store_wrapper: Callable[[Stores], Stores] | None = None,
     clock: Clock | None = None,
     tracer: Tracer | None = None,
 ) -> AsyncIterator[App]:
     """Open every resource and wire the services; close them all on exit.
 
-    Tests may swap the agent runtime (the port agents sit behind), wrap the store to inject
-    failures, drive time with a manual clock and trace into memory; production uses the
+    Each service is handed the object of the one port it uses (`Stores`), never the whole.
+    Tests may swap the agent runtime (the port agents sit behind), wrap the store's objects to
+    inject failures (`store_wrapper` gets every port's object and returns them, each
+    wrapped), drive time with a manual clock and trace into memory; production uses the
     defaults."""
     failpoints.configure(settings.failpoints)
     clock = clock or SystemClock()
@@ -109,26 +106,40 @@ async def build(
         ) as sql_store,
         open_bus(settings.bus_url) as bus,
         Supervisor() as supervisor,
-        answer_links(settings, sql_store, clock, base_url) as links,
-        slack_outgoing(settings, sql_store, clock, supervisor) as slack,
+        answer_links(settings, sql_store.stores.link_secret, clock, base_url) as links,
+        slack_outgoing(
+            settings, sql_store.stores.slack, sql_store.stores.lookups, clock, supervisor
+        ) as slack,
         outgoing_deliveries(
-            settings, sql_store, clock, base_url, supervisor, metrics, links, tracer, slack
+            settings,
+            sql_store.stores.webhooks,
+            sql_store.configure_webhooks,
+            clock,
+            base_url,
+            supervisor,
+            metrics,
+            links,
+            tracer,
+            slack,
         ),
         runtime_factory(settings.agents, sink) as runtime,
     ):
-        store: Store = sql_store if store_wrapper is None else store_wrapper(sql_store)
-        projector = PendingProjector(store, shared=settings.cluster)
-        summaries = SummaryService(store, bus)
+        stores = sql_store.stores if store_wrapper is None else store_wrapper(sql_store.stores)
+        projector = PendingProjector(stores.reads, shared=settings.cluster)
+        summaries = SummaryService(stores.reads, bus)
         publisher = EventPublisher(bus, projector, summaries)
         lanes = Lanes()
         tokens = SessionTokens()
-        failures = AgentFailures(store=store, publisher=publisher, metrics=metrics)
+        failures = AgentFailures(store=stores.permissions, publisher=publisher, metrics=metrics)
         permissions = PermissionService(
-            store=store, publisher=publisher, lanes=lanes, rules=permission_rules(settings)
+            store=stores.permissions,
+            publisher=publisher,
+            lanes=lanes,
+            rules=permission_rules(settings),
         )
         waiters = LiveWaiters()
         idle = IdleStops(
-            store=store,
+            store=stores.turns,
             runtime=runtime,
             lanes=lanes,
             publisher=publisher,
@@ -149,13 +160,24 @@ async def build(
             base_url,
             prepare_tools=lambda profile: None if profile == BUILTIN_PROFILE else mcp.warm(),
         )
-        worktrees: TaskWorktrees = task_worktrees(settings, store)
+        worktrees: TaskWorktrees = task_worktrees(settings, stores.worktrees)
         admission = TurnAdmission(
-            store, runtime, publisher, lanes, launcher, failures, idle, metrics, tracer, worktrees
+            stores.turns,
+            runtime,
+            publisher,
+            lanes,
+            launcher,
+            failures,
+            idle,
+            metrics,
+            tracer,
+            worktrees,
         )
-        canceller = ClarificationCanceller(store, publisher, waiters, supervisor, t.persist)
+        canceller = ClarificationCanceller(
+            stores.answers, publisher, waiters, supervisor, t.persist
+        )
         resender = AnswerResender(
-            store=store,
+            store=stores.answers,
             admission=admission,
             publisher=publisher,
             lanes=lanes,
@@ -164,7 +186,7 @@ async def build(
         )
         watchdogs = Watchdogs(
             send_again=resender.send_unread_again,
-            store=store,
+            store=stores.turns,
             runtime=runtime,
             lanes=lanes,
             admission=admission,
@@ -174,7 +196,7 @@ async def build(
             clock=clock,
         )
         resume = DetachedResume(
-            store=store,
+            store=stores.answers,
             runtime=runtime,
             publisher=publisher,
             lanes=lanes,
@@ -186,7 +208,7 @@ async def build(
 
         handoffs = OrchestratorHandoffs(resume, watchdogs)
         resolver = Resolver(
-            store=store,
+            store=stores.answers,
             waiters=waiters,
             publisher=publisher,
             supervisor=supervisor,
@@ -198,34 +220,34 @@ async def build(
         )
 
         scheduler = DeadlineScheduler(
-            deadlines=store,
-            answers=store,
+            deadlines=stores.deadlines,
+            answers=stores.answers,
             resolver=resolver,
             waiters=waiters,
             clock=clock,
             publisher=publisher,
         )
         asker = Asker(
-            store,
+            stores.answers,
             waiters,
             publisher,
             canceller,
             AskLimits(wait_s=t.clarification_wait, keepalive_s=t.keepalive),
             clock,
             LiveConfirmation(
-                store=store,
+                store=stores.answers,
                 publisher=publisher,
                 supervisor=supervisor,
                 handoffs=handoffs,
                 persist_s=t.persist,
                 tracer=tracer,
             ),
-            policies=waiting_policies(settings, store),
+            policies=waiting_policies(settings, stores.reads),
             deadline_written=scheduler.asked,
             tracer=tracer,
         )
         sessions = SessionService(
-            store=store,
+            store=stores.turns,
             runtime=runtime,
             publisher=publisher,
             lanes=lanes,
@@ -237,7 +259,7 @@ async def build(
             permissions=permissions,
         )
         sink.target = AgentEvents(
-            store=store,
+            store=stores.turns,
             publisher=publisher,
             lanes=lanes,
             admission=admission,
@@ -249,7 +271,7 @@ async def build(
             failures=failures,
         )
         reads = Reads(
-            store,
+            stores.reads,
             projector,
             summaries,
             live_waiters=local_only(waiters.has),
@@ -258,7 +280,7 @@ async def build(
         )
         services = ApiServices(
             tasks=TaskService(
-                store,
+                stores.turns,
                 bus,
                 repositories=worktrees.repositories,
                 workspace_repositories=settings.repositories.workspace_defaults,
@@ -269,32 +291,34 @@ async def build(
             resolver=resolver,
             resender=resender,
             canceller=canceller,
-            workflow=WorkflowGuard(store),
+            workflow=WorkflowGuard(stores.turns),
             asker=asker,
             tokens=tokens,
             projector=projector,
             bus=bus,
-            access=AccessControl(store, enabled=settings.auth),
+            access=AccessControl(stores.access, enabled=settings.auth),
             permissions=permissions,
             metrics=metrics,
             # Reads answers "which are live" across the cluster once cluster mode is attached.
             exposition=MetricsExposition(
                 metrics,
-                sql_store,
+                sql_store.stores.figures,
                 reads.live_among,
                 ttl_s=settings.operations.metrics_cache_s,
             ),
             metrics_token=settings.operations.metrics_token,
             links=links,
             reviews=ReviewService(
-                store=store,
+                store=stores.reviews,
                 resume=resume,
                 publisher=publisher,
                 lanes=lanes,
                 permission_pending=permissions.has_pending,
                 persist_s=t.persist,
             ),
-            archive=TaskArchive(store=store, worktrees=worktrees, lanes=lanes, runtime=runtime),
+            archive=TaskArchive(
+                store=stores.archive, worktrees=worktrees, lanes=lanes, runtime=runtime
+            ),
             max_patch_bytes=settings.repositories.max_patch_bytes,
         )
         services.reads.use_answer_links(links.url_for, links.decision_url_for)
@@ -315,18 +339,18 @@ async def build(
             yield App(
                 services=services,
                 mcp=mcp,
-                recovery=StartupRecovery(store, projector, publisher, metrics, worktrees),
+                recovery=StartupRecovery(stores.recovery, projector, publisher, metrics, worktrees),
                 watchdogs=watchdogs,
-                store=store,
+                stores=stores,
                 runtime=runtime,
                 bus=bus,
                 waiters=waiters,
-                sql=sql_store,
+                ownership=stores.ownership,
                 deadlines=scheduler,
                 supervisor=supervisor,
                 metrics=metrics,
                 tracer=tracer,
-                retention=retention_job(settings, sql_store, clock),
+                retention=retention_job(settings, sql_store.stores, clock),
                 slack_answerer=answerer,
             )
         finally:

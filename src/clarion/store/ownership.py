@@ -19,7 +19,7 @@ so two adopters never both take one. Rows are locked in id order, the order ever
 multi-session write takes its session locks in, so adoption never deadlocks with a write in
 flight.
 
-Used by `SqlStore` only.
+Used by the store's cluster port (`port_calls.OwnershipCalls`) only.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from sqlalchemy import TextClause, text
 
 from clarion.domain.models import TERMINAL_SESSION_STATES
 from clarion.ports.cluster import DeadPeer, SessionRoute
+from clarion.ports.ownership import OwnerFence
 from clarion.store.db.engine import Db
 from clarion.store.db.liveness import owner_not_running
 
@@ -101,6 +102,11 @@ class SqlOwnership:
 
     def __init__(self, db: Db) -> None:
         self._db = db
+
+    def own_sessions(self, fence: OwnerFence) -> None:
+        """From now on sessions this store creates are `fence.replica_id`'s, and every
+        session write checks that the session still is (store/db/owner_fence.py)."""
+        self._db.fence = fence
 
     async def adopt_replica(self, replica_id: str, dead: str) -> list[str] | None:
         """Take over replica `dead`, which holds no liveness lock: delete its row and make its

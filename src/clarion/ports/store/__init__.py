@@ -1,10 +1,11 @@
-"""The storage seam: the Store protocol, split by consumer, its result types, and the Clock
-it writes times with.
+"""The storage seam: the store's protocols, one per consumer, their result types, and the
+Clock it writes times with.
 
 One module per consumer's protocol (answers, turns, recovery, reads, access, permissions,
 webhooks, deadlines, worktrees, archive, reviews), each method saying what it guarantees and
-what None/False/() means; the records they exchange in records.py; `Store`, their union, here.
-The store hands each port's object out alone; only the store's own tests see the union.
+what None/False/() means; the records they exchange in records.py. The store hands each
+port's object out alone (`clarion.store.Stores`); nothing in the package implements or
+names their union (the store's contract tests see it as `tests/whole_store.py`).
 """
 
 from __future__ import annotations
@@ -59,7 +60,6 @@ __all__ = [
     "RecoveryStore",
     "ReservationRecovery",
     "ReviewStore",
-    "Store",
     "SummaryInputs",
     "TokenOwner",
     "TurnStore",
@@ -84,22 +84,3 @@ class Clock(Protocol):
     async def sleep(self, seconds: float) -> None:
         """Return once `seconds` passed on this clock."""
         ...
-
-
-class Store(
-    AnswerStore,
-    TurnStore,
-    RecoveryStore,
-    ReadStore,
-    AccessStore,
-    PermissionStore,
-    WebhookStore,
-    DeadlineStore,
-    WorktreeStore,
-    ArchiveStore,
-    ReviewStore,
-    Protocol,
-):
-    """Everything durable, as the store's contract tests see it; each service is given the
-    object of the narrow protocol of its consumer above, and nothing implements the union.
-    Every method is one transaction; writes are guarded updates."""
