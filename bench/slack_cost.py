@@ -91,7 +91,7 @@ def rows(
     with_ms, without_ms = (
         statistics.median(ms(w.server_cpu_per_cycle) for w in side) for side in (slack, without)
     )
-    cycles = statistics.median(w.rate for w in slack)
+    rate_with, rate_without = (statistics.median(w.rate for w in side) for side in (slack, without))
     return [
         Row(
             db,
@@ -100,6 +100,7 @@ def rows(
             f"{cpu:.2f} ms; {rate:.0f}/s",
             note=f"median of the rounds' (with - without) per message "
             f"({', '.join(f'{ms(p):.2f}' for p in per_message)} ms); per cycle {with_ms:.2f} "
-            f"vs {without_ms:.2f} ms; {cycles:.0f} cycles/s with Slack; a stand-in on loopback",
+            f"vs {without_ms:.2f} ms and {rate_with:.0f} vs {rate_without:.0f} cycles/s with "
+            "Slack and without; a stand-in on loopback",
         )
     ]

@@ -79,14 +79,15 @@ def test_the_telemetry_row_is_the_median_of_the_rounds_ratios_judged_on_the_figu
 
 def test_the_slack_row_charges_each_rounds_extra_cpu_to_the_messages_it_delivered() -> None:
     slack = [_window(7.0, cycles=100), _window(9.0, cycles=50), _window(6.0, cycles=100)]
-    without = [_window(5.0), _window(6.0), _window(5.0)]
+    without = [_window(5.0, rate=60), _window(6.0, rate=60), _window(5.0, rate=60)]
     # Round 1: 2 ms more per cycle over 100 cycles, 200 messages: 1 ms each. Round 2: 3 ms
     # over 50 cycles, 100 messages: 1.5 ms. Round 3: 1 ms over 100 cycles, 200: 0.5 ms.
     delivered = [Delivered(200, 4.0), Delivered(100, 2.5), Delivered(200, 5.0)]
     [row] = slack_cost.rows("postgres", slack, without, delivered, 10)
     assert row.value == "1.00 ms; 40/s"
     assert row.met is None
-    assert "(1.00, 1.50, 0.50 ms)" in row.note and "per cycle 7.00 vs 5.00 ms" in row.note
+    assert "(1.00, 1.50, 0.50 ms)" in row.note
+    assert "per cycle 7.00 vs 5.00 ms and 50 vs 60 cycles/s with Slack and without" in row.note
 
 
 async def test_a_windows_drain_waits_for_a_post_and_an_update_of_every_question() -> None:
