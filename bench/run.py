@@ -20,10 +20,12 @@ from bench import (
     cluster,
     commits,
     cpu_rows,
+    feature_costs,
     footprint,
     growth,
     idle_agents,
     latency,
+    paired,
     peer,
     recovery,
     relay_hub,
@@ -85,6 +87,9 @@ class Sizes:
     workspaces: workspaces.WorkspaceSizes = field(default_factory=workspaces.WorkspaceSizes)
     # Live sessions holding their questions over MCP streams (bench.sessions1k).
     live_sessions: sessions1k.ManySizes = field(default_factory=sessions1k.ManySizes)
+    # What a feature adds to a cycle, a server with it beside one without (bench.paired):
+    # metrics and tracing (bench.telemetry_cost), Slack's outbox (bench.slack_cost).
+    paired: paired.PairSizes = field(default_factory=paired.PairSizes)
 
 
 QUICK = Sizes(
@@ -114,6 +119,7 @@ QUICK = Sizes(
     statement_cycles=1,
     workspaces=workspaces.QUICK,
     live_sessions=sessions1k.QUICK,
+    paired=paired.QUICK,
 )
 
 
@@ -420,6 +426,19 @@ async def _service_peers(workdir: Path, sizes: Sizes, out: Results) -> None:
         )
 
 
+async def _feature_costs(db: str, workdir: Path, sizes: Sizes, out: Results, only: str) -> None:
+    """Metrics and tracing on against off, and Slack's outbox, beside a server with neither."""
+    if db == "postgres" and not await postgres_reachable():
+        out.rows.append(
+            Row(db, f"feature costs ({only})", "skipped", note="PostgreSQL unreachable")
+        )
+        return
+    features = feature_costs.FEATURES if only == "all" else (only,)
+    out.rows += feature_costs.rows(
+        db, await feature_costs.measure(db, workdir, sizes.paired, features)
+    )
+
+
 def ms_to_s(value: str) -> float:
     """ "5.12 ms" -> 0.00512."""
     return float(value.split()[0]) / 1000
@@ -439,6 +458,10 @@ async def main_async(sizes: Sizes, dbs: list[str], workdir: Path, *, only: str =
     if only == "sessions1k":
         for db in dbs:
             await _live_sessions(db, workdir, sizes, out)
+        return out
+    if only in ("telemetry", "slack"):
+        for db in dbs:
+            await _feature_costs(db, workdir, sizes, out, only)
         return out
     if only == "peers":  # Clarion's online rows and the service peers, with the goals between
         for db in dbs:
@@ -482,6 +505,8 @@ async def main_async(sizes: Sizes, dbs: list[str], workdir: Path, *, only: str =
         progress(f"cluster: {sizes.cluster.replicas} replicas on PostgreSQL and NATS")
         out.rows += await cluster.rows(workdir, sizes.cluster)
     out.rows += await workspaces.rows(workdir, sizes.workspaces)
+    # On one database, as the workspaces rows: a feature's share of a cycle, not the store's.
+    await _feature_costs(dbs[0], workdir, sizes, out, "all")
     progress("langgraph peer")
     _peer(workdir, sizes, out)
     progress("service peers: Restate, LangGraph Server")
@@ -524,7 +549,17 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--only",
-        choices=["all", "idle-agents", "growth", "sandbox", "workspaces", "peers", "sessions1k"],
+        choices=[
+            "all",
+            "idle-agents",
+            "growth",
+            "sandbox",
+            "workspaces",
+            "peers",
+            "sessions1k",
+            "telemetry",
+            "slack",
+        ],
         default="all",
         help="run only these rows",
     )

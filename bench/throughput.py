@@ -90,6 +90,7 @@ async def mcp_cycles_per_second(
     pids: Sequence[int] = (),
     processes: int = agent_procs.PROCESSES,
     counters: Callable[[], Awaitable[tuple[float, ...]]] | None = None,
+    settle: Callable[[int], Awaitable[None]] | None = None,
 ) -> McpThroughput:
     """Cycles per second with `n` simulated MCP agents, and the CPU each cycle cost the server
     and the benchmark client (process CPU time from the start signal to the last cycle).
@@ -100,7 +101,11 @@ async def mcp_cycles_per_second(
     cluster's replicas in turn, `bench.cluster`); the agents' MCP calls go to the URL their
     session was given. `pids`: the server processes whose CPU is counted (default: the one
     `ctx.server`). The client figure is the workers' CPU together. `counters`: read at the
-    window's start and end like the CPU (NATS deliveries, say), reported per cycle."""
+    window's start and end like the CPU (NATS deliveries, say), reported per cycle. `settle`:
+    awaited before the window's CPU is first read and again before it is last read, with the
+    cycles completed so far (each agent's warm-up cycle included), to wait for work the cycles
+    left behind them (an outbox's messages): what the warm-ups queued stays out of the window,
+    and what the window's cycles queued is in it."""
     gate = asyncio.Semaphore(SPAWN_CONCURRENCY)
 
     async def relay(i: int) -> Agent:
@@ -133,11 +138,15 @@ async def mcp_cycles_per_second(
                 f"{ctx.db}: throughput (MCP), {n} sessions ready in "
                 f"{min(processes, n)} processes; measuring for {duration:g}s"
             )
+            if settle is not None:
+                await settle(n)
             counted0 = await counters() if counters is not None else ()
             server_cpu0 = server_cpu()
             began = time.monotonic()
             workers.go(duration)
             results = await workers.results()
+            if settle is not None:
+                await settle(n + sum(r.cycles for r in results))
             server_cpu1 = server_cpu()
             counted1 = await counters() if counters is not None else ()
     finally:
