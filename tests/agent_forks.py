@@ -41,16 +41,20 @@ BUILTIN_COMMAND = (sys.executable, "-m", MODULE)
 SHIM = Path(__file__).resolve().parent / "agent_shim.py"
 # In a forked server's environment: the zygote's agent socket, when its agents are forked.
 SOCKET_ENV = "CLARION_TEST_AGENT_ZYGOTE"
+# The shim's first argument after the socket when the agent runs untraced, as its server does.
+UNTRACED_FLAG = "--untraced"
 _PEER_CREDENTIALS = struct.Struct("3i")  # struct ucred: pid, uid, gid
 
 Report = Callable[[dict[str, Any]], None]
 StartChild = Callable[[dict[str, Any], list[int]], NoReturn]
 
 
-def shim_command(socket_path: str) -> tuple[str, ...]:
+def shim_command(socket_path: str, *, traced: bool = True) -> tuple[str, ...]:
     """What a forked server runs for the built-in agent. `-S` leaves out `site` (and with it
-    coverage's start-up hook): the shim costs about ten milliseconds."""
-    return (sys.executable, "-S", "-I", str(SHIM), socket_path, "-m", MODULE)
+    coverage's start-up hook): the shim costs about ten milliseconds. An untraced server's
+    agent is untraced too (tests/untraced.py)."""
+    flag = () if traced else (UNTRACED_FLAG,)
+    return (sys.executable, "-S", "-I", str(SHIM), socket_path, *flag, "-m", MODULE)
 
 
 def listen(socket_path: str) -> socket.socket:
@@ -62,7 +66,7 @@ def listen(socket_path: str) -> socket.socket:
     return listener
 
 
-def fork_builtin_agents(socket_path: str) -> None:
+def fork_builtin_agents(socket_path: str, *, traced: bool = True) -> None:
     """In a forked server, before it runs: start the built-in agent through the shim."""
     from clarion.agents import process, runtime
 
@@ -72,7 +76,7 @@ def fork_builtin_agents(socket_path: str) -> None:
     bound_there = names["spawn"] is launch
     if not bound_there:  # the runtime starts agents some other way now: say so
         raise RuntimeError("clarion.agents.runtime no longer starts agents through spawn()")
-    shim = shim_command(socket_path)
+    shim = shim_command(socket_path, traced=traced)
 
     async def spawn(
         command: Sequence[str],
@@ -126,6 +130,8 @@ class AgentForks:
     def _start(self, conn: socket.socket) -> None:
         data, fds, _, _ = socket.recv_fds(conn, 1 << 20, 3)
         request = json.loads(data) if data else None
+        if request is not None and request["argv"][:1] == [UNTRACED_FLAG]:
+            request["argv"], request["traced"] = request["argv"][1:], False
         if request is None or len(fds) != 3 or request["argv"][:2] != ["-m", MODULE]:
             for fd in fds:
                 os.close(fd)

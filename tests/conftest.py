@@ -33,6 +33,7 @@ import pytest
 from sqlalchemy.engine import make_url
 
 from tests import forkserver
+from tests.untraced import servers_traced
 
 pytest_plugins = ["tests.process_leaks", "tests.cpu_report", "tests.xdist_groups"]
 
@@ -382,6 +383,8 @@ _TEST_STARTED = pytest.StashKey[float]()
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
     item.stash[_TEST_STARTED] = time.time()
+    # Before the test's fixtures: a module's shared server starts in its first test's setup.
+    forkserver.trace_children(servers_traced(item.nodeid))
 
 
 @pytest.hookimpl(hookwrapper=True)

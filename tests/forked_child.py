@@ -64,6 +64,15 @@ def _become(request: dict[str, Any], fds: Sequence[int], new_session: bool) -> N
     sys.path[0] = os.getcwd()
 
 
+def stop_measuring(measurement: Any) -> None:
+    """Stop `measurement` (this process's coverage, or None) and save nothing of it: no tracer
+    slows the process down, and no data file is written at its exit or SIGTERM."""
+    if measurement is None:
+        return
+    measurement.stop()
+    measurement.save = lambda: None
+
+
 def run_module(
     module: str,
     request: dict[str, Any],
@@ -72,15 +81,19 @@ def run_module(
     *,
     new_session: bool,
     before: Callable[[], None] = lambda: None,
+    traced: bool = True,
 ) -> NoReturn:
     """Become `python -m MODULE ARGS` (`request`: "argv" the ARGS, "env", "cwd"; `fds` its
-    stdin, stdout and stderr), calling `before` just before the module runs; never returns."""
+    stdin, stdout and stderr), calling `before` just before the module runs; never returns.
+    Untraced (`traced` false), the child stops the measurement coverage restarted in it."""
     code, interrupted = 1, False
     if inherited_coverage is not None:
         # Coverage restarted itself in the fork (patch = "fork") and saves this process's data
         # at exit; its exit and SIGTERM hooks would also save the zygote's pre-fork data again,
         # a second data file per child. That data is the zygote's to save, once.
         inherited_coverage.save = lambda: None
+        if not traced:
+            stop_measuring(sys.modules["coverage"].Coverage.current())
     try:
         _become(request, fds, new_session)
         before()

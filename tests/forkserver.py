@@ -148,6 +148,7 @@ class ForkServer:
             env = {**env, agent_forks.SOCKET_ENV: self.agent_socket}
         request: dict[str, Any] = {"argv": list(args), "env": dict(env), "cwd": str(cwd)}
         request["new_session"] = start_new_session
+        request["traced"] = _children_traced[0]
         with self._request:
             self._pending.append(args)
             socket.send_fds(self._sock, [json.dumps(request).encode()], [stdin, stdout, stderr])
@@ -165,6 +166,15 @@ class ForkServer:
 
 
 _server: list[ForkServer] = []
+# Whether the servers forked from now on (and their built-in agents) run under coverage's
+# tracer, when the suite does: set for each test from tests/untraced.py.
+_children_traced = [True]
+
+
+def trace_children(traced: bool) -> None:
+    _children_traced[0] = traced
+
+
 _lock = threading.Lock()
 
 

@@ -100,13 +100,21 @@ def _zygote_coverage() -> Any:
 def _server_child(request: dict[str, Any], fds: list[int], inherited: Any) -> NoReturn:
     """Become `python -m clarion ARGS`, its built-in agents forked when the request says so."""
 
+    traced = bool(request.get("traced", True))
+
     def before() -> None:
         agent_socket = os.environ.get(agent_forks.SOCKET_ENV)
         if agent_socket:
-            agent_forks.fork_builtin_agents(agent_socket)
+            agent_forks.fork_builtin_agents(agent_socket, traced=traced)
 
     forked_child.run_module(
-        "clarion", request, fds, inherited, new_session=request["new_session"], before=before
+        "clarion",
+        request,
+        fds,
+        inherited,
+        new_session=request["new_session"],
+        before=before,
+        traced=traced,
     )
 
 
@@ -114,7 +122,14 @@ def _agent_child(request: dict[str, Any], fds: list[int], inherited: Any) -> NoR
     """Become `python -m clarion.agents.builtin`, in a session of its own as a started agent
     is in a process group of its own."""
     sys.modules.pop(agent_forks.MODULE, None)  # run afresh as __main__, as `-m` does
-    forked_child.run_module(agent_forks.MODULE, request, fds, inherited, new_session=True)
+    forked_child.run_module(
+        agent_forks.MODULE,
+        request,
+        fds,
+        inherited,
+        new_session=True,
+        traced=bool(request.get("traced", True)),
+    )
 
 
 def serve(sock: socket.socket, agents_listener: socket.socket) -> None:
