@@ -134,8 +134,8 @@ _recycled_databases: list[str] = []
 _made_databases: list[str] = []
 
 
-async def _empty_database(name: str) -> None:
-    """Leave database `name` as CREATE DATABASE would: nothing connected, no tables, no rows."""
+async def _sole_connection(name: str) -> Any:
+    """A connection to database `name` once every other connection to it has been ended."""
     await _pg_admin(
         "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
         f"WHERE datname = '{name}' AND pid <> pg_backend_pid()"
@@ -143,7 +143,12 @@ async def _empty_database(name: str) -> None:
     url = make_url(POSTGRES_URL).set(database=name).render_as_string(hide_password=False)
     import asyncpg
 
-    conn = await asyncpg.connect(**_pg_connect_kwargs(url))
+    return await asyncpg.connect(**_pg_connect_kwargs(url))
+
+
+async def _empty_database(name: str) -> None:
+    """Leave database `name` as CREATE DATABASE would: nothing connected, no tables, no rows."""
+    conn = await _sole_connection(name)
     try:
         await conn.execute("DROP SCHEMA public CASCADE; CREATE SCHEMA public")
     finally:
@@ -181,14 +186,7 @@ async def _empty_migrated_database(name: str) -> bool:
     its schema is anything else, for the caller to drop it instead."""
     from clarion.store.db.migrations import LATEST_VERSION
 
-    await _pg_admin(
-        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-        f"WHERE datname = '{name}' AND pid <> pg_backend_pid()"
-    )
-    url = make_url(POSTGRES_URL).set(database=name).render_as_string(hide_password=False)
-    import asyncpg
-
-    conn = await asyncpg.connect(**_pg_connect_kwargs(url))
+    conn = await _sole_connection(name)
     try:
         tables = {
             r["tablename"]
