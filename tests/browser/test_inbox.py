@@ -92,6 +92,62 @@ def test_inbox_lists_waiting_items_answers_them_in_place_and_counts_in_the_title
     expect(page).to_have_title("Clarion")
 
 
+def test_a_press_on_a_permission_survives_a_new_item_arriving_before_the_release(
+    inbox_server: ServerProcess, new_page: Callable[..., Page]
+) -> None:
+    """A live refresh that lands between the button going down on Allow and coming up used to
+    draw the panel's buttons anew (and re-insert every line): the release then fell on another
+    element, no click happened and the decision was never sent (seen as a flaky inbox test).
+    The refresh here is one another session's turn causes, which changes nothing on screen."""
+    perm_task = inbox_server.create_task("Pressed while another session works")
+    perm_session = start_session(inbox_server, perm_task, "/scenario permission")
+    page = new_page()
+    _open_inbox(page, inbox_server)
+    permission = page.locator("[data-kind=permission]")
+    allow = permission.get_by_test_id("permission-option-allow")
+    expect(allow).to_be_visible()  # the only item opens by itself
+    pressed = allow.element_handle()
+    inbox_list = page.get_by_test_id("inbox-list")
+    reads = inbox_list.get_attribute("data-reads")
+
+    allow.hover()
+    page.mouse.down()
+    other = start_session(
+        inbox_server, inbox_server.create_task("Busy elsewhere"), "/scenario echo hi"
+    )
+    inbox_server.wait_for_agent_text(other, "echo: hi")
+    expect(inbox_list).not_to_have_attribute("data-reads", reads or "")
+    assert pressed.evaluate("button => button.isConnected"), "the pressed button was replaced"
+    page.mouse.up()
+
+    expect(permission).to_have_count(0)
+    assert "allow" in inbox_server.wait_for_agent_text(perm_session, "Permission:")
+    expect(page.get_by_test_id("inbox-status")).to_have_text("Nothing is waiting for you.")
+
+
+def test_the_only_item_stays_open_when_another_arrives(
+    inbox_server: ServerProcess, new_page: Callable[..., Page]
+) -> None:
+    first = start_session(inbox_server, inbox_server.create_task("Read first"), "/scenario ask")
+    first_id = inbox_server.wait_for_bundle(first)
+    page = new_page()
+    _open_inbox(page, inbox_server)
+    first_item = page.get_by_test_id(f"inbox-item-{first_id}")
+    expect(first_item.get_by_test_id("inbox-row")).to_have_attribute("aria-expanded", "true")
+
+    second = start_session(inbox_server, inbox_server.create_task("Came later"), "/scenario ask")
+    second_id = inbox_server.wait_for_bundle(second)
+    second_item = page.get_by_test_id(f"inbox-item-{second_id}")
+    expect(second_item).to_be_visible()
+    expect(second_item.get_by_test_id("inbox-row")).to_have_attribute("aria-expanded", "false")
+    expect(first_item.get_by_test_id("inbox-row")).to_have_attribute("aria-expanded", "true")
+    for pending_id in (first_id, second_id):
+        inbox_server.respond(
+            pending_id, {"rejected": True, "reject_reason": "User skipped", "answers": []}
+        )
+    expect(page.get_by_test_id("inbox-status")).to_have_text("Nothing is waiting for you.")
+
+
 def test_opted_in_tab_is_notified_of_a_new_item_while_hidden(
     inbox_server: ServerProcess, new_page: Callable[..., Page]
 ) -> None:

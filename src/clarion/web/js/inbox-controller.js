@@ -38,6 +38,8 @@ export class InboxController {
     /** @type {ReturnType<typeof setTimeout> | null} */
     this.timer = null;
     this.reading = 0;
+    /** Reads that came back and were taken in (the view shows the count on its list). */
+    this.reads = 0;
   }
 
   /** Whether the person asked to be notified and the browser allows it. */
@@ -79,6 +81,7 @@ export class InboxController {
       this.items = items;
       this.known = new Set(items.map((i) => i.id));
       this.loaded = true;
+      this.reads += 1;
       this.error = "";
       if (fresh.length && document.hidden && this.notifying) for (const item of fresh) this.notify(item);
     } catch (err) {

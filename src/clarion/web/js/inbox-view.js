@@ -20,7 +20,8 @@ import { age, fullStamp } from "./time-words.js";
 
 /**
  * @typedef {{el: HTMLElement, row: HTMLButtonElement, body: HTMLElement, details: HTMLElement,
- *   widget: ClarificationOverlay | PermissionPanel}} Card
+ *   widget: ClarificationOverlay | PermissionPanel, rowKey?: string, itemKey?: string}} Card
+ * rowKey, itemKey: what the line and the body were last drawn from.
  */
 
 export class InboxView {
@@ -77,8 +78,11 @@ export class InboxView {
     for (const [id, card] of this.cards) {
       if (!ids.has(id) && !card.widget.submitting) this.cards.delete(id);
     }
-    // Cards are kept by id, so a half-typed answer survives a live refresh.
-    this.list.replaceChildren(...items.map((item) => this.card(item, items.length === 1).el));
+    // Cards are kept by id, so a half-typed answer survives a live refresh; and the lines
+    // already shown stay in the page (see keepInPlace), so a press survives it too.
+    keepInPlace(this.list, items.map((item) => this.card(item, items.length === 1).el));
+    // Which read the list shows: a refresh that changed nothing on screen is still visible.
+    this.list.dataset.reads = String(inbox.reads);
   }
 
   /**
@@ -98,7 +102,28 @@ export class InboxView {
   card(item, only) {
     let card = this.cards.get(item.id);
     if (!card) card = this.newCard(item);
-    const open = only || this.expanded.has(item.id);
+    // The only item opens by itself, and stays open when others arrive: the person may be
+    // reading it, or pressing one of its buttons.
+    if (only) this.expanded.add(item.id);
+    const open = this.expanded.has(item.id);
+    // A refresh redraws only what changed: a button drawn anew between the press and the
+    // release takes no click, and the decision or answer would silently not be sent.
+    const rowKey = JSON.stringify([open, age(item.created_at), deadlineWords(item, Date.now()), item]);
+    if (card.rowKey !== rowKey) this.drawRow(card, item, open);
+    card.rowKey = rowKey;
+    card.body.hidden = !open;
+    const itemKey = JSON.stringify(item);
+    if (card.itemKey !== itemKey) this.drawBody(card, item);
+    card.itemKey = itemKey;
+    return card;
+  }
+
+  /**
+   * @param {Card} card
+   * @param {InboxItem} item
+   * @param {boolean} open
+   */
+  drawRow(card, item, open) {
     card.row.setAttribute("aria-expanded", open ? "true" : "false");
     card.row.replaceChildren(
       h("span", { class: `badge inbox-kind kind-${item.kind}`, text: item.kind === "permission" ? "Permission" : "Question" }),
@@ -108,7 +133,13 @@ export class InboxView {
         text: age(item.created_at) }),
       ...waitingMarks(item),
       h("span", { class: `inbox-state state-${item.state}`, testid: "inbox-state", text: itemStateWords(item) }));
-    card.body.hidden = !open;
+  }
+
+  /**
+   * @param {Card} card
+   * @param {InboxItem} item
+   */
+  drawBody(card, item) {
     card.details.replaceChildren(...this.details(item));
     if (card.widget instanceof PermissionPanel) {
       card.widget.show({ id: item.id, session_id: item.session_id, content: String(item.tool_call?.title ?? ""),
@@ -117,7 +148,6 @@ export class InboxView {
       card.widget.show({ pending_id: item.id, state: item.state, questions: item.questions ?? [],
         context: item.context ?? null, session_id: item.session_id, task_id: item.task.id });
     }
-    return card;
   }
 
   /** @param {InboxItem} item */
@@ -163,6 +193,22 @@ export class InboxView {
           ...renderMarkdown(item.last_agent_message))) : null,
     ].filter((part) => part !== null);
   }
+}
+
+/**
+ * Makes `list`'s children exactly `wanted`, in order, without taking out and putting back the
+ * ones already in place: a line removed from the page even for a moment loses the press on
+ * its buttons (the browser then sends the click to no button at all).
+ * @param {HTMLElement} list
+ * @param {HTMLElement[]} wanted
+ */
+export function keepInPlace(list, wanted) {
+  const keep = new Set(wanted);
+  for (const child of [...list.children]) if (!keep.has(/** @type {HTMLElement} */ (child))) child.remove();
+  wanted.forEach((el, i) => {
+    const there = list.children[i];
+    if (there !== el) list.insertBefore(el, there ?? null);
+  });
 }
 
 /**

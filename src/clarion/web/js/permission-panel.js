@@ -98,6 +98,9 @@ export class PermissionPanel {
   /** @param {Message} request */
   show(request) {
     const same = this.request?.id === request.id;
+    // Drawn again only when it changed: buttons drawn anew between a press and its release
+    // take no click, and the decision would silently not be sent.
+    if (same && !this.root.hidden && JSON.stringify(this.request) === JSON.stringify(request)) return;
     this.request = request;
     if (!same) { this.error = ""; this.submitting = false; }
     const wasHidden = this.root.hidden;
