@@ -1,0 +1,53 @@
+"""A profile's samples summed by layer, by task and by Clarion function."""
+
+from __future__ import annotations
+
+from bench.profile_layers import tally
+
+LOOP = "serve (clarion/cli/app.py:187);Runner.run (asyncio/runners.py:118)"
+LINES = [
+    # A request: uvicorn's cycle into Clarion's route, which commits through SQLAlchemy.
+    f"{LOOP};RequestResponseCycle.run_asgi (uvicorn/protocols/http/httptools_impl.py:401);"
+    "Resolver.respond (clarion/clarification/resolver.py:89);"
+    "DefaultDialect.do_commit (sqlalchemy/engine/default.py:954) 6",
+    f"{LOOP};RequestResponseCycle.run_asgi (uvicorn/protocols/http/httptools_impl.py:401);"
+    "RequestResponseCycle.send (uvicorn/protocols/http/httptools_impl.py:500) 3",
+    # A background job of the supervisor, named by the job rather than the wrapper.
+    f"{LOOP};_run (clarion/runtime/supervisor.py:77);"
+    "Resolver._publish (clarion/clarification/resolver.py:217);dumps (json/__init__.py:231) 1",
+    "a truncated stack (nowhere/x.py:1) 2",
+]
+
+
+def test_samples_are_summed_by_innermost_layer_root_task_and_clarion_frame() -> None:
+    layers, roots, clarion = tally(LINES)
+
+    # SQLAlchemy's commit calls the driver: its own time is the SQL driver's.
+    assert layers == {"SQL driver": 6, "HTTP/ASGI server": 3, "JSON": 1, "other": 2}
+    assert roots == {
+        "RequestResponseCycle.run_asgi (uvicorn/protocols/http/httptools_impl.py)": 9,
+        "Resolver._publish (clarion/clarification/resolver.py)": 1,
+        "(stack cut short: not sampled to the loop)": 2,
+    }
+    assert clarion["Resolver.respond (clarion/clarification/resolver.py)"] == 6
+    assert clarion["serve (clarion/cli/app.py)"] == 3
+    assert clarion["Resolver._publish (clarion/clarification/resolver.py)"] == 1
+
+
+def test_a_process_cpu_is_read_per_thread_name_without_the_thread_number() -> None:
+    import os
+    import threading
+
+    from bench.profiled import thread_cpu
+
+    done = threading.Event()
+    worker = threading.Thread(target=done.wait, name="worker-7")
+    worker.start()
+    try:
+        by_name = thread_cpu(os.getpid())
+    finally:
+        done.set()
+        worker.join()
+
+    assert sum(by_name.values()) > 0  # this process has spent CPU on its imports at least
+    assert all(not name[-1:].isdigit() for name in by_name)
