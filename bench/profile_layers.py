@@ -33,7 +33,7 @@ LAYERS = {
     "SQL driver": ("sqlite3", "aiosqlite", "asyncpg"),
     "SQLAlchemy": ("sqlalchemy",),
     "Clarion": ("clarion",),
-    "event loop (asyncio)": ("asyncio", "uvloop", "selectors", "concurrent", "threading"),
+    "asyncio (Python)": ("asyncio", "uvloop", "selectors", "concurrent", "threading"),
     "NATS client": ("nats",),
     "HTTP client (outbound)": ("httpx", "httpcore", "h2", "ssl", "socket"),
     "logging": ("logging",),
@@ -53,6 +53,11 @@ DRIVER_CALLS = (
     "DefaultDialect.do_commit",
     "DefaultDialect.do_rollback",
 )
+# The loop's own C code (uvloop: polling, I/O callbacks) shows as its Python caller. On a
+# loaded host it also holds the time a woken loop waited for a core.
+C_LOOP = "Runner.run"
+# Blocking waits py-spy can catch in a thread that has just been woken: not CPU, dropped.
+WAITS = ("_worker (concurrent/futures/thread.py:81)", "SocketIO.readinto (socket.py")
 _FRAME = re.compile(r"^(?P<fn>.*) \((?P<file>[^():]*)(?::\d+)?\)$")
 TOP = 12
 
@@ -68,6 +73,8 @@ def layer_of(frame: str) -> str:
     fn, file = _parts(frame)
     if fn in DRIVER_CALLS:
         return "SQL driver"
+    if fn == C_LOOP:
+        return "event loop (uvloop's C loop)"
     package = file.split("/")[0].removesuffix(".py")
     return _BY_PACKAGE.get(package, "other")
 
@@ -75,7 +82,9 @@ def layer_of(frame: str) -> str:
 def _task_root(frames: list[str]) -> str:
     """The frame after the event loop's run: the task's own coroutine."""
     for i, frame in enumerate(frames):
-        if frame.startswith("Runner.run ") and i + 1 < len(frames):
+        if frame.startswith(f"{C_LOOP} ") and i + 1 == len(frames):
+            return "(the loop itself)"
+        if frame.startswith(f"{C_LOOP} "):
             root = frames[i + 1]
             # The supervisor's wrapper runs every background job: name the job instead.
             if root.startswith("_run (clarion/runtime/supervisor.py") and i + 2 < len(frames):
@@ -92,6 +101,7 @@ def _clarion_frame(frames: list[str]) -> str:
 
 
 def tally(lines: list[str]) -> tuple[Counter[str], Counter[str], Counter[str]]:
+    """Samples by layer, by task and by Clarion function; a blocking wait's are left out."""
     layers: Counter[str] = Counter()
     roots: Counter[str] = Counter()
     clarion: Counter[str] = Counter()
@@ -100,6 +110,8 @@ def tally(lines: list[str]) -> tuple[Counter[str], Counter[str], Counter[str]]:
         if not stack or not count.isdigit():
             continue
         frames = stack.split(";")
+        if frames[-1].startswith(WAITS):
+            continue
         layers[layer_of(frames[-1])] += int(count)
         roots[_task_root(frames)] += int(count)
         clarion[_clarion_frame(frames)] += int(count)
@@ -122,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
     lines = [line for path in paths for line in path.read_text().splitlines()]
     layers, roots, clarion = tally(lines)
     print(f"{sum(layers.values())} samples from {len(paths)} file(s)\n")
-    print(table("layer (innermost frame)", layers, top=len(LAYERS) + 1), end="\n\n")
+    print(table("layer (innermost frame)", layers, top=len(LAYERS) + 3), end="\n\n")
     print(table("task (root coroutine)", roots), end="\n\n")
     print(table("innermost Clarion frame", clarion))
     return 0

@@ -16,6 +16,9 @@ LINES = [
     f"{LOOP};_run (clarion/runtime/supervisor.py:77);"
     "Resolver._publish (clarion/clarification/resolver.py:217);dumps (json/__init__.py:231) 1",
     "a truncated stack (nowhere/x.py:1) 2",
+    # The loop polling, and a pool thread blocked on its queue (not CPU: left out).
+    f"{LOOP} 4",
+    "Thread._bootstrap (threading.py:995);_worker (concurrent/futures/thread.py:81) 5",
 ]
 
 
@@ -23,14 +26,21 @@ def test_samples_are_summed_by_innermost_layer_root_task_and_clarion_frame() -> 
     layers, roots, clarion = tally(LINES)
 
     # SQLAlchemy's commit calls the driver: its own time is the SQL driver's.
-    assert layers == {"SQL driver": 6, "HTTP/ASGI server": 3, "JSON": 1, "other": 2}
+    assert layers == {
+        "SQL driver": 6,
+        "event loop (uvloop's C loop)": 4,
+        "HTTP/ASGI server": 3,
+        "JSON": 1,
+        "other": 2,
+    }
     assert roots == {
         "RequestResponseCycle.run_asgi (uvicorn/protocols/http/httptools_impl.py)": 9,
         "Resolver._publish (clarion/clarification/resolver.py)": 1,
         "(stack cut short: not sampled to the loop)": 2,
+        "(the loop itself)": 4,
     }
     assert clarion["Resolver.respond (clarion/clarification/resolver.py)"] == 6
-    assert clarion["serve (clarion/cli/app.py)"] == 3
+    assert clarion["serve (clarion/cli/app.py)"] == 3 + 4  # no Clarion frame nearer the leaf
     assert clarion["Resolver._publish (clarion/clarification/resolver.py)"] == 1
 
 
