@@ -4,8 +4,9 @@ Reads py-spy's raw output (collapsed stacks, one `frame;frame;... count` a line,
 `bench.profiled` writes them) and prints three tables of shares, the files summed:
 
 - by layer, from each sample's innermost frame: the code that was running (a C call counts
-  in the Python frame that made it: `json.dumps`'s in JSON, a socket write in uvicorn's
-  `send`; the frames in `DRIVER_CALLS`, which call the database driver, in the SQL driver);
+  in the Python frame that made it: `json.dumps`'s in JSON; the frames in `DRIVER_CALLS`,
+  which call the database driver, in the SQL driver, those in `SOCKET_WRITES` in socket
+  writes);
 - by task: the coroutine at the root of the sample's asyncio task (a request, a background
   job), what the CPU was spent for;
 - by Clarion function: the innermost Clarion frame of the sample, with everything it called.
@@ -25,7 +26,17 @@ from pathlib import Path
 
 # Top-level package of the frame's file -> layer. Anything else: "other".
 LAYERS = {
-    "HTTP/ASGI server": ("uvicorn", "starlette", "fastapi", "h11", "httptools", "sse_starlette"),
+    "HTTP/ASGI server": (
+        "uvicorn",
+        "starlette",
+        "fastapi",
+        "h11",
+        "httptools",
+        "sse_starlette",
+        "hypercorn",  # Restate's Python service
+        "h2",
+    ),
+    "Restate SDK": ("restate",),
     "anyio (streams, task groups)": ("anyio",),
     "MCP SDK": ("mcp",),
     "pydantic": ("pydantic", "pydantic_core"),
@@ -35,7 +46,7 @@ LAYERS = {
     "Clarion": ("clarion",),
     "asyncio (Python)": ("asyncio", "uvloop", "selectors", "concurrent", "threading"),
     "NATS client": ("nats",),
-    "HTTP client (outbound)": ("httpx", "httpcore", "h2", "ssl", "socket"),
+    "HTTP client (outbound)": ("httpx", "httpcore", "ssl", "socket", "urllib", "slack_sdk"),
     "logging": ("logging",),
     "OpenTelemetry": ("opentelemetry",),
 }
@@ -52,6 +63,13 @@ DRIVER_CALLS = (
     "DefaultDialect.do_executemany",
     "DefaultDialect.do_commit",
     "DefaultDialect.do_rollback",
+)
+# Python frames whose own time is a socket write (`transport.write`, the send syscall below).
+SOCKET_WRITES = (
+    "RequestResponseCycle.send",
+    "WebSocketsSansIOProtocol.send",
+    "StreamWriter.write",
+    "TCPServer.protocol_send",
 )
 # The loop's own C code (uvloop: polling, I/O callbacks) shows as its Python caller. On a
 # loaded host it also holds the time a woken loop waited for a core.
@@ -75,6 +93,8 @@ def layer_of(frame: str) -> str:
         return "SQL driver"
     if fn == C_LOOP:
         return "event loop (uvloop's C loop)"
+    if fn in SOCKET_WRITES:
+        return "socket writes"
     package = file.split("/")[0].removesuffix(".py")
     return _BY_PACKAGE.get(package, "other")
 

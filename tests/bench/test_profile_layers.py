@@ -29,7 +29,7 @@ def test_samples_are_summed_by_innermost_layer_root_task_and_clarion_frame() -> 
     assert layers == {
         "SQL driver": 6,
         "event loop (uvloop's C loop)": 4,
-        "HTTP/ASGI server": 3,
+        "socket writes": 3,
         "JSON": 1,
         "other": 2,
     }
