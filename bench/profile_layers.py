@@ -38,7 +38,7 @@ LAYERS = {
     ),
     "Restate SDK": ("restate",),
     "anyio (streams, task groups)": ("anyio",),
-    "MCP SDK": ("mcp",),
+    "MCP SDK": ("mcp", "mcp_types"),
     "pydantic": ("pydantic", "pydantic_core"),
     "JSON": ("json", "orjson"),
     "SQL driver": ("sqlite3", "aiosqlite", "asyncpg"),
