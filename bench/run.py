@@ -172,8 +172,9 @@ async def _online(db: str, workdir: Path, sizes: Sizes, out: Results) -> None:
                 p99_target=None,
             )
             out.detached_p50[db] = percentile(det, 50)
-            live_c = await commits.live(ctx)
-            det_c = await commits.detached(ctx)
+            async with commits.counting(ctx, workdir) as counted:
+                live_c = await commits.live(counted)
+                det_c = await commits.detached(counted)
             progress(f"{db}: commits counted")
             how = "WAL commit frames" if db == "sqlite" else "xid delta"
             out.rows += [
