@@ -8,12 +8,17 @@ import asyncio
 import json
 import subprocess
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 
 import pytest
+from opentelemetry.context import Context
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from opentelemetry.trace import StatusCode
+from opentelemetry.sdk.trace.sampling import Decision, Sampler, SamplingResult
+from opentelemetry.trace import Link, SpanKind, StatusCode, TraceState
+from opentelemetry.util.types import Attributes
 
 from clarion.config import Settings
 from clarion.config.telemetry import TelemetrySettings
@@ -51,6 +56,58 @@ async def test_a_span_records_its_ids_and_outcome_under_the_clarion_prefix(
     assert claim.parent is not None and claim.parent.span_id == respond.context.span_id
     assert claim.context.trace_id == respond.context.trace_id
     assert respond.resource.attributes["service.name"] == "clarion-test"
+
+
+async def test_a_span_starts_when_its_block_is_entered_and_is_current_only_inside_it(
+    traced: tuple[OtelTracer, InMemorySpanExporter],
+) -> None:
+    tracer, exporter = traced
+    block = tracer.span("respond", pending_id="p1", turn_id="t1")
+    assert not exporter.get_finished_spans() and not tracer.carrier(), "nothing started yet"
+    with block as span:
+        inside = dict(tracer.carrier())
+        span.set("turn_id", "t2")  # an id learnt mid-way replaces the one given
+        span.set("rejected", False)
+    assert not tracer.carrier(), "the span is no longer current after the block"
+    (respond,) = exporter.get_finished_spans()
+    assert inside["traceparent"].split("-")[2] == f"{respond.context.span_id:016x}"
+    assert dict(respond.attributes or {}) == {
+        "clarion.pending_id": "p1",
+        "clarion.turn_id": "t2",
+        "clarion.rejected": False,
+    }
+    assert respond.start_time is not None and respond.end_time is not None
+
+
+def test_the_sampler_sees_the_ids_a_span_starts_with() -> None:
+    # A sampler configured through the SDK (OTEL_TRACES_SAMPLER) decides at the start, from
+    # what the span has then: the ids are given to it, the outcome is not known yet.
+    seen: list[dict[str, object]] = []
+
+    class Recording(Sampler):
+        def should_sample(
+            self,
+            parent_context: Context | None,
+            trace_id: int,
+            name: str,
+            kind: SpanKind | None = None,
+            attributes: Attributes = None,
+            links: Sequence[Link] | None = None,
+            trace_state: TraceState | None = None,
+        ) -> SamplingResult:
+            seen.append(dict(attributes or {}))
+            return SamplingResult(Decision.DROP)
+
+        def get_description(self) -> str:
+            return "Recording"
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider(sampler=Recording())
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    with OtelTracer(provider).span("ask", session_id="s1") as span:
+        span.set("outcome", "answered")
+    assert seen == [{"clarion.session_id": "s1"}]
+    assert not exporter.get_finished_spans(), "a dropped span is not exported"
 
 
 async def test_an_exception_marks_the_span_failed_and_names_the_outcome(

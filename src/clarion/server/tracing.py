@@ -16,8 +16,11 @@ import logging
 import sys
 import threading
 from collections.abc import AsyncIterator, Iterator
+from contextvars import Token
+from types import TracebackType
 
 from opentelemetry import context as otel_context
+from opentelemetry.context import Context
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import (
@@ -27,7 +30,7 @@ from opentelemetry.sdk.trace.export import (
     SpanExporter,
 )
 from opentelemetry.trace import Span as OtelSpan
-from opentelemetry.trace import Status, StatusCode
+from opentelemetry.trace import Status, StatusCode, Tracer, set_span_in_context
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 from clarion.config.telemetry import TelemetrySettings
@@ -43,23 +46,68 @@ _EXPORT_TIMEOUT_S = 5.0
 _SHUTDOWN_WAIT_S = 5.0
 
 _PROPAGATOR = TraceContextTextMapPropagator()
+_OUTCOME = PREFIX + "outcome"
+_TASK_ID = PREFIX + "task_id"
+_SESSION_ID = PREFIX + "session_id"
+_TURN_ID = PREFIX + "turn_id"
+_PENDING_ID = PREFIX + "pending_id"
 
 
 class _Span:
-    """`ports.tracing.Span` over an SDK span."""
+    """`ports.tracing.Span` over an SDK span, and the `with` block around it.
 
-    __slots__ = ("_span", "outcome_set")
+    A plain class, not a generator context manager over the SDK's `start_as_current_span`
+    (itself two generators deep): a cycle makes six or seven spans on the event loop's thread,
+    and each layer and each locked attribute write showed in its CPU. So the ids go in with the
+    span's start, the attributes set inside the block are kept in a dict and written once, as
+    the span ends, and the span is made current by hand."""
 
-    def __init__(self, span: OtelSpan) -> None:
-        self._span = span
-        self.outcome_set = False
+    __slots__ = ("_attributes", "_context", "_ids", "_name", "_span", "_token", "_tracer")
+    _span: OtelSpan
+    _token: Token[Context]
+
+    def __init__(
+        self, tracer: Tracer, name: str, context: Context | None, ids: dict[str, AttributeValue]
+    ) -> None:
+        self._tracer = tracer
+        self._name = name
+        self._context = context
+        self._ids = ids
+        self._attributes: dict[str, AttributeValue] = {}
 
     def set(self, key: str, value: AttributeValue | None) -> None:
-        if value is None:
-            return
-        if key == "outcome":
-            self.outcome_set = True
-        self._span.set_attribute(PREFIX + key, value)
+        if value is not None:
+            self._attributes[PREFIX + key] = value
+
+    def __enter__(self) -> _Span:
+        self._span = self._tracer.start_span(
+            self._name,
+            context=self._context,
+            attributes=self._ids or None,
+            record_exception=False,
+            set_status_on_exception=False,
+        )
+        self._token = otel_context.attach(set_span_in_context(self._span))
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        otel_context.detach(self._token)
+        span = self._span
+        if exc is not None:
+            # Recorded here, with the outcome; the SDK's own handling would record a
+            # cancellation (a BaseException) as nothing.
+            self._attributes.setdefault(_OUTCOME, type(exc).__name__)
+            if isinstance(exc, Exception):
+                span.record_exception(exc)
+            span.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {exc}"))
+        if self._attributes:
+            span.set_attributes(self._attributes)
+        span.end()
 
 
 class OtelTracer:
@@ -68,7 +116,6 @@ class OtelTracer:
     def __init__(self, provider: TracerProvider) -> None:
         self._tracer = provider.get_tracer("clarion")
 
-    @contextlib.contextmanager
     def span(
         self,
         name: str,
@@ -78,28 +125,19 @@ class OtelTracer:
         session_id: str | None = None,
         turn_id: str | None = None,
         pending_id: str | None = None,
-    ) -> Iterator[_Span]:
+    ) -> _Span:
         # An empty carrier (no trace where it came from) leaves the current span the parent.
         context = _PROPAGATOR.extract(parent) if parent else None
-        # Failures are recorded below, with the outcome; the SDK's own handling would record a
-        # cancellation (a BaseException) as nothing.
-        with self._tracer.start_as_current_span(
-            name, context=context, record_exception=False, set_status_on_exception=False
-        ) as otel_span:
-            span = _Span(otel_span)
-            span.set("task_id", task_id)
-            span.set("session_id", session_id)
-            span.set("turn_id", turn_id)
-            span.set("pending_id", pending_id)
-            try:
-                yield span
-            except BaseException as exc:
-                if not span.outcome_set:
-                    span.set("outcome", type(exc).__name__)
-                if isinstance(exc, Exception):
-                    otel_span.record_exception(exc)
-                otel_span.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {exc}"))
-                raise
+        ids: dict[str, AttributeValue] = {}
+        if task_id is not None:
+            ids[_TASK_ID] = task_id
+        if session_id is not None:
+            ids[_SESSION_ID] = session_id
+        if turn_id is not None:
+            ids[_TURN_ID] = turn_id
+        if pending_id is not None:
+            ids[_PENDING_ID] = pending_id
+        return _Span(self._tracer, name, context, ids)
 
     def carrier(self) -> Carrier:
         carrier: dict[str, str] = {}
