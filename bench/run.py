@@ -38,7 +38,7 @@ from bench import (
     workspaces,
 )
 from bench.cluster import ClusterSizes
-from bench.context import Ctx, progress
+from bench.context import Ctx, part, parts_summary, progress
 from bench.idle_agents import WAVE as IDLE_WAVE
 from bench.idle_rows import idle_agents_rows
 from bench.server import BenchServer, fresh_database, postgres_reachable
@@ -454,23 +454,26 @@ _PEER_RESUME = {
 async def main_async(sizes: Sizes, dbs: list[str], workdir: Path, *, only: str = "all") -> Results:
     out = Results()
     if only == "workspaces":
-        out.rows += await workspaces.rows(workdir, sizes.workspaces)
+        with part("workspaces"):
+            out.rows += await workspaces.rows(workdir, sizes.workspaces)
         return out
     if only == "sessions1k":
         for db in dbs:
-            await _live_sessions(db, workdir, sizes, out)
+            with part(f"{db}: {sizes.live_sessions.sessions} live sessions"):
+                await _live_sessions(db, workdir, sizes, out)
         return out
     if only in ("telemetry", "slack"):
         for db in dbs:
-            await _feature_costs(db, workdir, sizes, out, only)
+            with part(f"{db}: feature costs ({only})"):
+                await _feature_costs(db, workdir, sizes, out, only)
         return out
     if only == "peers":  # Clarion's online rows and the service peers, with the goals between
         for db in dbs:
             if db == "sqlite" or await postgres_reachable():
-                progress(f"{db}: latency, commits, throughput")
-                await _online(db, workdir, sizes, out)
-        progress("service peers: Restate, LangGraph Server")
-        await _service_peers(workdir, sizes, out)
+                with part(f"{db}: latency, commits, throughput"):
+                    await _online(db, workdir, sizes, out)
+        with part("service peers: Restate, LangGraph Server"):
+            await _service_peers(workdir, sizes, out)
         return out
     for db in dbs:
         if db == "postgres" and not await postgres_reachable():
@@ -480,38 +483,40 @@ async def main_async(sizes: Sizes, dbs: list[str], workdir: Path, *, only: str =
         if only == "sandbox":
             break
         if only == "growth":
-            progress(f"{db}: cost growth")
-            await _growth(db, workdir, sizes, out)
+            with part(f"{db}: cost growth"):
+                await _growth(db, workdir, sizes, out)
             continue
-        progress(f"{db}: {sizes.idle_agents} idle agents, before and after the idle stop")
-        await _idle_agents(db, workdir, sizes, out)
+        with part(f"{db}: {sizes.idle_agents} idle agents, before and after the idle stop"):
+            await _idle_agents(db, workdir, sizes, out)
         if only == "idle-agents":
             continue
-        progress(f"{db}: memory of idle sessions, fresh server")
-        await _memory(db, workdir, sizes, out)
-        progress(f"{db}: latency, commits, throughput")
-        await _online(db, workdir, sizes, out)
-        progress(f"{db}: statements per cycle")
-        out.rows += await statements.rows(db, workdir, sizes.statement_cycles)
-        progress(f"{db}: cost growth")
-        await _growth(db, workdir, sizes, out)
-        progress(f"{db}: startup recovery")
-        await _recovery(db, workdir, sizes, out)
+        with part(f"{db}: memory of idle sessions, fresh server"):
+            await _memory(db, workdir, sizes, out)
+        with part(f"{db}: latency, commits, throughput"):
+            await _online(db, workdir, sizes, out)
+        with part(f"{db}: statements per cycle"):
+            out.rows += await statements.rows(db, workdir, sizes.statement_cycles)
+        with part(f"{db}: cost growth"):
+            await _growth(db, workdir, sizes, out)
+        with part(f"{db}: startup recovery"):
+            await _recovery(db, workdir, sizes, out)
     if only in ("all", "sandbox"):
-        progress("agent starts with and without the sandbox")
-        out.rows += await sandbox_start.rows(workdir, sizes.sandbox_starts)
+        with part("agent starts with and without the sandbox"):
+            out.rows += await sandbox_start.rows(workdir, sizes.sandbox_starts)
     if only != "all":
         return out
     if "postgres" in dbs:
-        progress(f"cluster: {sizes.cluster.replicas} replicas on PostgreSQL and NATS")
-        out.rows += await cluster.rows(workdir, sizes.cluster)
-    out.rows += await workspaces.rows(workdir, sizes.workspaces)
+        with part(f"cluster: {sizes.cluster.replicas} replicas on PostgreSQL and NATS"):
+            out.rows += await cluster.rows(workdir, sizes.cluster)
+    with part("workspaces"):
+        out.rows += await workspaces.rows(workdir, sizes.workspaces)
     # On one database, as the workspaces rows: a feature's share of a cycle, not the store's.
-    await _feature_costs(dbs[0], workdir, sizes, out, "all")
-    progress("langgraph peer")
-    _peer(workdir, sizes, out)
-    progress("service peers: Restate, LangGraph Server")
-    await _service_peers(workdir, sizes, out)
+    with part(f"{dbs[0]}: feature costs (telemetry, Slack)"):
+        await _feature_costs(dbs[0], workdir, sizes, out, "all")
+    with part("langgraph peer"):
+        _peer(workdir, sizes, out)
+    with part("service peers: Restate, LangGraph Server"):
+        await _service_peers(workdir, sizes, out)
     return out
 
 
@@ -588,6 +593,7 @@ def main(argv: list[str] | None = None) -> int:
         sizes = replace(sizes, idle_stop_s=args.idle_stop)
     with tempfile.TemporaryDirectory(prefix="clarion-bench-") as tmp:
         results = asyncio.run(main_async(sizes, args.db.split(","), Path(tmp), only=args.only))
+    parts_summary()
     table = render(results.rows)
     print(table, flush=True)
     if args.out:
