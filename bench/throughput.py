@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from bench import agent_procs
 from bench.agent_procs import Agent, AgentProcesses
-from bench.client import api_bases, ask_and_wait, new_asking_session
+from bench.client import api_bases, ask_and_wait, finish_sessions, new_asking_session
 from bench.context import Ctx, freeze_heap, progress
 from bench.footprint import cpu_seconds
 from bench.latency import answer_live
@@ -66,7 +66,7 @@ async def cycles_per_second(ctx: Ctx, n: int, duration: float) -> tuple[float, i
     await gather_within(duration + 120, *(worker(s) for s in sessions))
     elapsed = max(last - began, 1e-9)
     progress(f"{ctx.db}: throughput, {n} sessions: {done} cycles in {elapsed:.1f}s")
-    await _finish(ctx, sessions)
+    await finish_sessions(ctx.api, sessions)
     return done / elapsed, done
 
 
@@ -172,18 +172,5 @@ async def mcp_cycles_per_second(
         f"server CPU {result.server_cpu_per_cycle * 1000:.2f} ms/cycle, "
         f"client {result.client_cpu_per_cycle * 1000:.2f} ms/cycle"
     )
-    await _finish(ctx, [a.session_id for a in agents])
+    await finish_sessions(ctx.api, [a.session_id for a in agents])
     return result
-
-
-async def _finish(ctx: Ctx, sessions: list[str]) -> None:
-    """End the sessions so their agent processes exit before the next measurement."""
-    gate = asyncio.Semaphore(SPAWN_CONCURRENCY)
-
-    async def one(session_id: str) -> None:
-        async with gate:
-            await ctx.api.ok(
-                "POST", f"/task-sessions/{session_id}/finish", json={"state": "completed"}
-            )
-
-    await asyncio.gather(*(one(s) for s in sessions))
