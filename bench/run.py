@@ -55,9 +55,9 @@ class Sizes:
     throughput_s: float = 5.0
     # MCP throughput windows per session count, the counts taken in turn (bench.cpu_rows).
     throughput_rounds: int = 3
-    # Each MCP throughput size first runs this long on sessions of its own, not counted: the
-    # measured window then starts on a server already carrying that load (its pool connections
-    # open, their statements prepared, its heap grown), as bench.compare's does.
+    # Each MCP throughput size's first window runs this long before it on its own sessions, not
+    # counted: the measured window then starts on a server already carrying that load (its pool
+    # connections open, their statements prepared, its heap grown), as bench.compare's does.
     throughput_warmup_s: float = 1.0
     history: tuple[int, ...] = (10, 1_000, 100_000)
     history_samples: int = 15

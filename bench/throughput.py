@@ -91,6 +91,7 @@ async def mcp_cycles_per_second(
     processes: int = agent_procs.PROCESSES,
     counters: Callable[[], Awaitable[tuple[float, ...]]] | None = None,
     settle: Callable[[int], Awaitable[None]] | None = None,
+    warmup_s: float = 0.0,
 ) -> McpThroughput:
     """Cycles per second with `n` simulated MCP agents, and the CPU each cycle cost the server
     and the benchmark client (process CPU time from the start signal to the last cycle).
@@ -105,7 +106,9 @@ async def mcp_cycles_per_second(
     awaited before the window's CPU is first read and again before it is last read, with the
     cycles completed so far (each agent's warm-up cycle included), to wait for work the cycles
     left behind them (an outbox's messages): what the warm-ups queued stays out of the window,
-    and what the window's cycles queued is in it."""
+    and what the window's cycles queued is in it. `warmup_s`: the same agents first cycle this
+    long, uncounted, so that the window starts on a server already carrying its load (pool
+    connections open, statements prepared, heap grown) without a second set of sessions."""
     gate = asyncio.Semaphore(SPAWN_CONCURRENCY)
 
     async def relay(i: int) -> Agent:
@@ -133,20 +136,24 @@ async def mcp_cycles_per_second(
             processes,
             follow_redirects=ctx.api.http.follow_redirects,
         ) as workers:
+            warm = 0
+            if warmup_s > 0:
+                workers.go(warmup_s, more=True)
+                warm = sum(r.cycles for r in await workers.results())
             freeze_heap()
             progress(
                 f"{ctx.db}: throughput (MCP), {n} sessions ready in "
                 f"{min(processes, n)} processes; measuring for {duration:g}s"
             )
             if settle is not None:
-                await settle(n)
+                await settle(n + warm)
             counted0 = await counters() if counters is not None else ()
             server_cpu0 = server_cpu()
             began = time.monotonic()
             workers.go(duration)
             results = await workers.results()
             if settle is not None:
-                await settle(n + sum(r.cycles for r in results))
+                await settle(n + warm + sum(r.cycles for r in results))
             server_cpu1 = server_cpu()
             counted1 = await counters() if counters is not None else ()
     finally:
