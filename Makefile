@@ -99,6 +99,13 @@ test:
 	$(BIN)/coverage combine --quiet
 	$(BIN)/python scripts/coverage_floor.py $(if $(PYTEST_ARGS),,--check)
 
+# The benchmark (docs/benchmarks.md): every row but the idle-agent ones, on both databases, the
+# cluster and the peers, sized for about 15 minutes on an idle 2-core machine; each part's wall
+# and CPU seconds go to stderr as it ends. The idle-agent rows (1,000 sessions: tens of minutes)
+# run on their own: `.venv/bin/python -m bench.run --only idle-agents [--sessions N]`. The bench
+# modules are compiled too: each agent worker process the run starts imports them, and would
+# compile them again where PYTHONDONTWRITEBYTECODE is set.
 bench: install
 	UV_PYTHON=$(PYTHON) $(UV) sync --frozen --quiet --compile-bytecode --extra bench
+	$(BIN)/python -m compileall -q bench
 	$(BIN)/python -m bench.run

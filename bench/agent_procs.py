@@ -13,7 +13,9 @@ servers' URLs (and whether to follow a replica's redirect to a session's owner) 
 sessions; the worker connects every agent, runs one warm-up cycle each and says "ready"; the
 parent says "go" with the duration; the worker runs cycles until then and answers with its
 count, the monotonic instant its last cycle ended (CLOCK_MONOTONIC, the same in every process),
-and its own CPU seconds over the run.
+and its own CPU seconds over the run. A "go" with "more" is a window another follows on the same
+agents (an uncounted warm-up before the measured one): the agents stay connected, where after
+the last window they close their MCP clients before the worker answers.
 """
 
 from __future__ import annotations
@@ -103,9 +105,10 @@ class AgentProcesses:
                     proc.kill()
                 await proc.wait()
 
-    def go(self, duration: float) -> None:
+    def go(self, duration: float, *, more: bool = False) -> None:
+        """Run cycles for `duration` seconds; `more`: another window follows this one."""
         for proc in self._procs:
-            _send(proc, {"go": duration})
+            _send(proc, {"go": duration, "more": more})
 
     async def results(self) -> list[WorkerResult]:
         replies = await asyncio.gather(*(_receive(p) for p in self._procs))
@@ -146,31 +149,52 @@ async def _worker() -> None:
     # The agents never read the server's relay directory: a placeholder stands in.
     ctx = Ctx("agents", BenchServer("", Path(".")), api, feed)
     ready = asyncio.Barrier(len(agents) + 1)
-    start = asyncio.Event()
-    stop_at = last = cpu0 = cpu_at_last = 0.0
+    # Each agent's orders, one per window: whether another window follows it.
+    orders: list[asyncio.Queue[bool]] = [asyncio.Queue() for _ in agents]
+    # One per agent per window as it ends it: None, or what stopped the agent.
+    ended: asyncio.Queue[BaseException | None] = asyncio.Queue()
+    stop_at = last = cpu_at_last = 0.0
     done = 0
 
-    async def run(agent: Agent) -> None:
+    async def run(agent: Agent, order: asyncio.Queue[bool]) -> None:
         nonlocal done, last, cpu_at_last
-        async with SimulatedAgent.connect(ctx, agent.session_id, agent.endpoint) as simulated:
-            await simulated.cycle()  # warm-up
-            await ready.wait()
-            await start.wait()
-            while time.monotonic() < stop_at:
-                await simulated.cycle()
-                done += 1
-                last = time.monotonic()
-                cpu_at_last = time.process_time()
+        try:
+            async with SimulatedAgent.connect(ctx, agent.session_id, agent.endpoint) as simulated:
+                await simulated.cycle()  # warm-up
+                await ready.wait()
+                while True:
+                    more = await order.get()
+                    while time.monotonic() < stop_at:
+                        await simulated.cycle()
+                        done += 1
+                        last = time.monotonic()
+                        cpu_at_last = time.process_time()
+                    if not more:
+                        break  # the last window ends once the client is closed, as it was
+                    ended.put_nowait(None)
+        except Exception as error:
+            ended.put_nowait(error)
+            raise
+        ended.put_nowait(None)
 
-    tasks = [asyncio.ensure_future(run(a)) for a in agents]
+    tasks = [asyncio.ensure_future(run(a, q)) for a, q in zip(agents, orders, strict=True)]
     await asyncio.wait_for(ready.wait(), _LIMIT_S)
     say("ready")
-    duration = float((await receive())["go"])
-    cpu0 = time.process_time()
-    stop_at = time.monotonic() + duration
-    start.set()
-    await gather_within(duration + 120, *tasks)
-    say({"cycles": done, "last": last, "cpu": max(cpu_at_last - cpu0, 0.0)})
+    more = True
+    while more:
+        order = await receive()
+        duration, more = float(order["go"]), bool(order.get("more"))
+        done, last, cpu_at_last = 0, 0.0, 0.0
+        cpu0 = time.process_time()
+        stop_at = time.monotonic() + duration
+        for queue in orders:
+            queue.put_nowait(more)
+        async with asyncio.timeout(duration + 120):
+            for _ in agents:
+                if (error := await ended.get()) is not None:
+                    raise error
+        say({"cycles": done, "last": last, "cpu": max(cpu_at_last - cpu0, 0.0)})
+    await gather_within(60, *tasks)
     await feed.close()
     for one in apis:
         await one.close()

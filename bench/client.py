@@ -303,3 +303,17 @@ async def ask_detaching(api: Api, feed: Feed, session_id: str, seconds: float = 
             break
         question.cancel()
     raise RuntimeError(f"session {session_id} never asked")
+
+
+async def finish_sessions(api: Api, session_ids: Sequence[str]) -> None:
+    """End the sessions, all at once, so their agent processes are gone when this returns.
+
+    Each finish waits for its agent process to exit; one at a time (or eight) those waits add
+    up: 100 relay sessions took 200 s one by one while each agent still waited out the server's
+    stop grace (2 s)."""
+    await asyncio.gather(
+        *(
+            api.ok("POST", f"/task-sessions/{s}/finish", json={"state": "completed"})
+            for s in session_ids
+        )
+    )

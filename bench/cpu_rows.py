@@ -1,7 +1,7 @@
 """The MCP throughput rows: cycles per second and server CPU per cycle at each session count.
 
 The session counts are taken in turn, round after round, on one server (`rounds` windows each;
-the first window of each count follows a warm-up window on sessions of its own), and each row
+the first window of each count follows an uncounted warm-up on the same sessions), and each row
 is the median of its count's windows. Growth from 10 sessions to 100 is the median of the
 rounds' own ratios: the host's speed drifts by tens of percent within minutes here, and two
 single windows minutes apart read that drift as growth, or hide it (1.32x, then 0.91x, in
@@ -55,10 +55,14 @@ async def mcp_rows(
 
     for round_no in range(rounds):
         for n in sessions:
-            if round_no == 0:
-                await throughput.mcp_cycles_per_second(ctx, n, warmup_s)
             windows[n].append(
-                await throughput.mcp_cycles_per_second(ctx, n, seconds, counters=gc_seconds)
+                await throughput.mcp_cycles_per_second(
+                    ctx,
+                    n,
+                    seconds,
+                    counters=gc_seconds,
+                    warmup_s=warmup_s if round_no == 0 else 0.0,
+                )
             )
     return throughput_rows(db, windows, seconds, warmup_s)
 

@@ -63,9 +63,8 @@ async def measure(
         # The servers have stopped, each sending its last batch of spans first.
         if "telemetry" in features:
             exported.spans, exported.exports = sink.counts.get("spans"), sink.counts.get("exports")
-    delivered = []
-    if drained is not None:  # a warm-up window, when there was one, came first
-        delivered = drained.windows[len(drained.windows) - len(windows["slack"]) :]
+    # One per measured window: a warm-up runs before its window's first settle.
+    delivered = drained.windows if drained is not None else []
     return FeatureCosts(sizes.sessions, windows, exported, delivered)
 
 

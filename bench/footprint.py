@@ -15,7 +15,7 @@ import asyncio
 import contextlib
 import os
 
-from bench.client import is_question, wait
+from bench.client import finish_sessions, is_question, wait
 from bench.context import Ctx, freeze_heap, progress
 from bench.simulated import QUESTION, TOOL, SimulatedAgent, relay_session
 from bench.waits import gather_within
@@ -82,8 +82,5 @@ async def idle_memory(ctx: Ctx, counts: tuple[int, ...]) -> dict[int, int]:
     finally:
         release.set()
         await asyncio.gather(*holders, return_exceptions=True)
-        for session_id in sessions:
-            await ctx.api.ok(
-                "POST", f"/task-sessions/{session_id}/finish", json={"state": "completed"}
-            )
+        await finish_sessions(ctx.api, sessions)
     return out

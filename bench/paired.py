@@ -71,21 +71,21 @@ class Side:
 
 
 async def interleaved(sides: dict[str, Side], sizes: PairSizes) -> dict[str, list[McpThroughput]]:
-    """`sizes.rounds` windows on each side; in the first round each side first runs
-    `sizes.warmup_s` uncounted (none when 0) on sessions of its own."""
+    """`sizes.rounds` windows on each side; in the first round each side's window follows
+    `sizes.warmup_s` uncounted (none when 0) on the same sessions."""
     windows: dict[str, list[McpThroughput]] = {name: [] for name in sides}
     names = list(sides)
     for round_no in range(sizes.rounds):
         first = round_no % len(names)
         for name in names[first:] + names[:first]:
             side = sides[name]
-            if round_no == 0 and sizes.warmup_s > 0:
-                await throughput.mcp_cycles_per_second(
-                    side.ctx, sizes.sessions, sizes.warmup_s, settle=side.settle
-                )
             windows[name].append(
                 await throughput.mcp_cycles_per_second(
-                    side.ctx, sizes.sessions, sizes.seconds, settle=side.settle
+                    side.ctx,
+                    sizes.sessions,
+                    sizes.seconds,
+                    settle=side.settle,
+                    warmup_s=sizes.warmup_s if round_no == 0 else 0.0,
                 )
             )
     return windows

@@ -99,13 +99,14 @@ def _patch() -> None:
             _pending.clear()
             _collect()
 
-    def going(self: agent_procs.AgentProcesses, duration: float) -> None:
-        for label, pid in _pending.items():
-            _start(label, pid, round(duration), python=True)
-        go(self, duration)
+    def going(self: agent_procs.AgentProcesses, duration: float, *, more: bool = False) -> None:
+        if not more:  # a warm-up on the same agents goes first, unprofiled
+            for label, pid in _pending.items():
+                _start(label, pid, round(duration), python=True)
+        go(self, duration, more=more)
 
     @functools.wraps(window)
-    async def peer_window(peer: Any, n: int, seconds: float) -> Any:
+    async def peer_window(peer: Any, n: int, seconds: float, warmup_s: float = 0.0) -> Any:
         if seconds >= MIN_WINDOW_S:
             server, *services = peer.pids()
             python = peer.name != "restate"  # restate-server is a Rust binary
@@ -113,7 +114,7 @@ def _patch() -> None:
             for i, pid in enumerate(services):
                 _start(f"{peer.name}-n{n}-service{i}", pid, round(seconds), python=True)
         try:
-            return await window(peer, n, seconds)
+            return await window(peer, n, seconds, warmup_s)
         finally:
             _collect()
 

@@ -35,7 +35,11 @@ RELAY_DIR_ENV = "CLARION_BENCH_RELAY_DIR"
 class RelayAgent:
     def __init__(self, relay_dir: Path) -> None:
         self._relay_dir = relay_dir
-        self._running: dict[str, asyncio.Task[Any]] = {}
+        # Set by the session's `session/cancel`: its held prompt then ends as cancelled. Only
+        # that ends it; the task's own cancellation (the connection closed as the server
+        # stops the agent) is left to end the task, so the agent exits at once, not at the
+        # end of the server's stop grace (2 s a session).
+        self._cancelled: dict[str, asyncio.Event] = {}
 
     def on_connect(self, conn: acp.Client) -> None:
         pass
@@ -60,21 +64,17 @@ class RelayAgent:
         return NewSessionResponse(session_id=session_id)
 
     async def prompt(self, session_id: str, prompt: list[Any], **kwargs: Any) -> PromptResponse:
-        task = asyncio.current_task()
-        assert task is not None
-        self._running[session_id] = task
+        cancelled = self._cancelled[session_id] = asyncio.Event()
         try:
-            await asyncio.Event().wait()
-        except asyncio.CancelledError:
-            task.uncancel()
+            await cancelled.wait()
         finally:
-            self._running.pop(session_id, None)
+            self._cancelled.pop(session_id, None)
         return PromptResponse(stop_reason="cancelled")
 
     async def cancel(self, session_id: str, **kwargs: Any) -> None:
-        task = self._running.get(session_id)
-        if task is not None:
-            task.cancel()
+        cancelled = self._cancelled.get(session_id)
+        if cancelled is not None:
+            cancelled.set()
 
 
 def main() -> None:

@@ -1,10 +1,12 @@
 """`python -m bench.run`: every measurement on SQLite and (when reachable) PostgreSQL, one table.
 
-Progress goes to stderr, the table to stdout (and to --out as Markdown when given). Sizes
-are bounded so the rest of the default run finishes in about ten minutes on a 2-core machine;
-the idle-agent rows' 1,000 sessions take longer (`--sessions`, `--setup-budget` bound them);
-`--quick` shrinks every size so the code paths can be exercised in seconds (the smoke test
-does that).
+Progress goes to stderr, each part's wall and CPU seconds as it ends and all of them, longest
+first, at the end; the table goes to stdout (and to --out as Markdown when given). The default
+run is every row but the idle-agent ones, both databases, the cluster and the peers, its sizes
+bounded for about 15 minutes on an idle 2-core machine. The idle-agent rows run on their own,
+`--only idle-agents`: the issue's 1,000 sessions take tens of minutes (`--sessions` shrinks
+them, `--setup-budget` bounds them on a loaded host). `--quick` shrinks every size so the code
+paths can be exercised in seconds (the smoke test does that).
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ from bench import (
     workspaces,
 )
 from bench.cluster import ClusterSizes
-from bench.context import Ctx, progress
+from bench.context import Ctx, part, parts_summary, progress
 from bench.idle_agents import WAVE as IDLE_WAVE
 from bench.idle_rows import idle_agents_rows
 from bench.server import BenchServer, fresh_database, postgres_reachable
@@ -55,9 +57,9 @@ class Sizes:
     throughput_s: float = 5.0
     # MCP throughput windows per session count, the counts taken in turn (bench.cpu_rows).
     throughput_rounds: int = 3
-    # Each MCP throughput size first runs this long on sessions of its own, not counted: the
-    # measured window then starts on a server already carrying that load (its pool connections
-    # open, their statements prepared, its heap grown), as bench.compare's does.
+    # Each MCP throughput size's first window runs this long before it on its own sessions, not
+    # counted: the measured window then starts on a server already carrying that load (its pool
+    # connections open, their statements prepared, its heap grown), as bench.compare's does.
     throughput_warmup_s: float = 1.0
     history: tuple[int, ...] = (10, 1_000, 100_000)
     history_samples: int = 15
@@ -74,7 +76,8 @@ class Sizes:
     service_peer_rounds: int = 3
     cluster: ClusterSizes = field(default_factory=ClusterSizes)  # 1, 2, 3 replicas
     # Sessions whose built-in agent holds a detached question, before and after the idle stop,
-    # set up in waves of `idle_wave` so that at most twice that many agents run at once.
+    # set up in waves of `idle_wave` so that at most twice that many agents run at once. Only
+    # with `--only idle-agents`, 1,000 taking tens of minutes: the default run leaves them out.
     idle_agents: int = 1_000
     idle_wave: int = IDLE_WAVE
     idle_cpu_window_s: float = 30.0  # the server's CPU read over this much quiet after the stop
@@ -454,23 +457,26 @@ _PEER_RESUME = {
 async def main_async(sizes: Sizes, dbs: list[str], workdir: Path, *, only: str = "all") -> Results:
     out = Results()
     if only == "workspaces":
-        out.rows += await workspaces.rows(workdir, sizes.workspaces)
+        with part("workspaces"):
+            out.rows += await workspaces.rows(workdir, sizes.workspaces)
         return out
     if only == "sessions1k":
         for db in dbs:
-            await _live_sessions(db, workdir, sizes, out)
+            with part(f"{db}: {sizes.live_sessions.sessions} live sessions"):
+                await _live_sessions(db, workdir, sizes, out)
         return out
     if only in ("telemetry", "slack"):
         for db in dbs:
-            await _feature_costs(db, workdir, sizes, out, only)
+            with part(f"{db}: feature costs ({only})"):
+                await _feature_costs(db, workdir, sizes, out, only)
         return out
     if only == "peers":  # Clarion's online rows and the service peers, with the goals between
         for db in dbs:
             if db == "sqlite" or await postgres_reachable():
-                progress(f"{db}: latency, commits, throughput")
-                await _online(db, workdir, sizes, out)
-        progress("service peers: Restate, LangGraph Server")
-        await _service_peers(workdir, sizes, out)
+                with part(f"{db}: latency, commits, throughput"):
+                    await _online(db, workdir, sizes, out)
+        with part("service peers: Restate, LangGraph Server"):
+            await _service_peers(workdir, sizes, out)
         return out
     for db in dbs:
         if db == "postgres" and not await postgres_reachable():
@@ -480,38 +486,40 @@ async def main_async(sizes: Sizes, dbs: list[str], workdir: Path, *, only: str =
         if only == "sandbox":
             break
         if only == "growth":
-            progress(f"{db}: cost growth")
-            await _growth(db, workdir, sizes, out)
+            with part(f"{db}: cost growth"):
+                await _growth(db, workdir, sizes, out)
             continue
-        progress(f"{db}: {sizes.idle_agents} idle agents, before and after the idle stop")
-        await _idle_agents(db, workdir, sizes, out)
         if only == "idle-agents":
+            with part(f"{db}: {sizes.idle_agents} idle agents, before and after the idle stop"):
+                await _idle_agents(db, workdir, sizes, out)
             continue
-        progress(f"{db}: memory of idle sessions, fresh server")
-        await _memory(db, workdir, sizes, out)
-        progress(f"{db}: latency, commits, throughput")
-        await _online(db, workdir, sizes, out)
-        progress(f"{db}: statements per cycle")
-        out.rows += await statements.rows(db, workdir, sizes.statement_cycles)
-        progress(f"{db}: cost growth")
-        await _growth(db, workdir, sizes, out)
-        progress(f"{db}: startup recovery")
-        await _recovery(db, workdir, sizes, out)
+        with part(f"{db}: memory of idle sessions, fresh server"):
+            await _memory(db, workdir, sizes, out)
+        with part(f"{db}: latency, commits, throughput"):
+            await _online(db, workdir, sizes, out)
+        with part(f"{db}: statements per cycle"):
+            out.rows += await statements.rows(db, workdir, sizes.statement_cycles)
+        with part(f"{db}: cost growth"):
+            await _growth(db, workdir, sizes, out)
+        with part(f"{db}: startup recovery"):
+            await _recovery(db, workdir, sizes, out)
     if only in ("all", "sandbox"):
-        progress("agent starts with and without the sandbox")
-        out.rows += await sandbox_start.rows(workdir, sizes.sandbox_starts)
+        with part("agent starts with and without the sandbox"):
+            out.rows += await sandbox_start.rows(workdir, sizes.sandbox_starts)
     if only != "all":
         return out
     if "postgres" in dbs:
-        progress(f"cluster: {sizes.cluster.replicas} replicas on PostgreSQL and NATS")
-        out.rows += await cluster.rows(workdir, sizes.cluster)
-    out.rows += await workspaces.rows(workdir, sizes.workspaces)
+        with part(f"cluster: {sizes.cluster.replicas} replicas on PostgreSQL and NATS"):
+            out.rows += await cluster.rows(workdir, sizes.cluster)
+    with part("workspaces"):
+        out.rows += await workspaces.rows(workdir, sizes.workspaces)
     # On one database, as the workspaces rows: a feature's share of a cycle, not the store's.
-    await _feature_costs(dbs[0], workdir, sizes, out, "all")
-    progress("langgraph peer")
-    _peer(workdir, sizes, out)
-    progress("service peers: Restate, LangGraph Server")
-    await _service_peers(workdir, sizes, out)
+    with part(f"{dbs[0]}: feature costs (telemetry, Slack)"):
+        await _feature_costs(dbs[0], workdir, sizes, out, "all")
+    with part("langgraph peer"):
+        _peer(workdir, sizes, out)
+    with part("service peers: Restate, LangGraph Server"):
+        await _service_peers(workdir, sizes, out)
     return out
 
 
@@ -523,7 +531,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--sessions",
         type=int,
-        help="sessions holding a detached question in the idle-agents rows (default 1000)",
+        help="sessions holding a detached question in the idle-agents rows, which run only with "
+        "--only idle-agents (default 1000)",
     )
     parser.add_argument(
         "--wave",
@@ -588,6 +597,7 @@ def main(argv: list[str] | None = None) -> int:
         sizes = replace(sizes, idle_stop_s=args.idle_stop)
     with tempfile.TemporaryDirectory(prefix="clarion-bench-") as tmp:
         results = asyncio.run(main_async(sizes, args.db.split(","), Path(tmp), only=args.only))
+    parts_summary()
     table = render(results.rows)
     print(table, flush=True)
     if args.out:

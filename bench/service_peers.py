@@ -5,7 +5,8 @@ rows drive `clarion serve`. A loop is one workflow or thread that asks again as 
 answered; a cycle answers the open question and ends when the next one is out. Figures:
 - the round trip of one cycle from 1 client (p50, p99), after 3 warm-up cycles;
 - cycles per second with 1, 10 and 100 loops running at once, each count's windows taken in
-  turn round after round after a warm-up window (as Clarion's), the median of its windows;
+  turn round after round, the first after an uncounted warm-up on the same loops (as Clarion's),
+  the median of its windows;
 - the server side's CPU per cycle over each window: the CPU seconds of its process tree (for
   Restate, the Rust server and the Python service), as Clarion's server process is counted.
 The bench client's own CPU per cycle is given beside it.
@@ -101,18 +102,11 @@ async def round_trip(peer: ServicePeer, samples: int) -> list[float]:
     return times
 
 
-async def window(peer: ServicePeer, n: int, seconds: float) -> Window:
-    """Cycles per second and CPU per cycle with `n` loops cycling for `seconds`."""
-    loops = await _open(peer, n)
-    freeze_heap()
-    pids = peer.pids()
+async def _cycle_for(loops: list[Loop], seconds: float) -> tuple[int, float, float]:
+    """Every loop cycling until `seconds` passed, each at least once: (cycles, start, end of
+    the last cycle) in perf_counter seconds."""
     done = 0
-    # The window starts once the CPU is read (reading a process tree can outlast a short
-    # window on a loaded host), and each loop cycles at least once: every window has a figure.
-    cpu0 = [_tree_cpu(pid) for pid in pids]
-    client0 = time.process_time()
-    began = time.perf_counter()
-    last = began
+    began = last = time.perf_counter()
     stop_at = began + seconds
 
     async def run(loop: Loop) -> None:
@@ -125,6 +119,22 @@ async def window(peer: ServicePeer, n: int, seconds: float) -> Window:
                 return
 
     await gather_within(seconds + 120, *(run(loop) for loop in loops))
+    return done, began, last
+
+
+async def window(peer: ServicePeer, n: int, seconds: float, warmup_s: float = 0.0) -> Window:
+    """Cycles per second and CPU per cycle with `n` loops cycling for `seconds`; `warmup_s`:
+    the same loops first cycle that long, uncounted."""
+    loops = await _open(peer, n)
+    if warmup_s > 0:
+        await _cycle_for(loops, warmup_s)
+    freeze_heap()
+    pids = peer.pids()
+    # The window starts once the CPU is read (reading a process tree can outlast a short
+    # window on a loaded host), and each loop cycles at least once: every window has a figure.
+    cpu0 = [_tree_cpu(pid) for pid in pids]
+    client0 = time.process_time()
+    done, began, last = await _cycle_for(loops, seconds)
     client = time.process_time() - client0
     per_process = tuple((_tree_cpu(p) - c) / max(done, 1) for p, c in zip(pids, cpu0, strict=True))
     await gather_within(60, *(loop.close() for loop in loops))
@@ -158,9 +168,8 @@ async def measure(
         figures.round_trip = await round_trip(peer, samples)
         for round_no in range(rounds):
             for n in counts:
-                if round_no == 0 and warmup_s > 0:
-                    await window(peer, n, warmup_s)
-                figures.windows[n].append(await window(peer, n, seconds))
+                warm = warmup_s if round_no == 0 else 0.0
+                figures.windows[n].append(await window(peer, n, seconds, warm))
     finally:
         peer.stop()
     return figures

@@ -242,11 +242,14 @@ async def _live(
     session_id, endpoint = await relay_session(ctx, task_id)
     seen: list[Counts] = []
     async with SimulatedAgent.connect(ctx, session_id, endpoint) as agent:
+        # One cycle's quiet end is the next one's start: nothing runs between them.
+        quiet = await counter.quiet()
         for i in range(WARMUP + cycles):
-            before = await counter.quiet()
+            before = quiet
             await agent.cycle(quiet_task_id=task_id)
+            quiet = await counter.quiet()
             if i >= WARMUP:
-                seen.append(await counter.quiet() - before)
+                seen.append(quiet - before)
     await ctx.api.ok("POST", f"/task-sessions/{session_id}/finish", json={"state": "completed"})
     return seen
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from bench import agent_procs
 from bench.agent_procs import Agent, AgentProcesses
-from bench.client import api_bases, ask_and_wait, new_asking_session
+from bench.client import api_bases, ask_and_wait, finish_sessions, new_asking_session
 from bench.context import Ctx, freeze_heap, progress
 from bench.footprint import cpu_seconds
 from bench.latency import answer_live
@@ -66,7 +66,7 @@ async def cycles_per_second(ctx: Ctx, n: int, duration: float) -> tuple[float, i
     await gather_within(duration + 120, *(worker(s) for s in sessions))
     elapsed = max(last - began, 1e-9)
     progress(f"{ctx.db}: throughput, {n} sessions: {done} cycles in {elapsed:.1f}s")
-    await _finish(ctx, sessions)
+    await finish_sessions(ctx.api, sessions)
     return done / elapsed, done
 
 
@@ -91,6 +91,7 @@ async def mcp_cycles_per_second(
     processes: int = agent_procs.PROCESSES,
     counters: Callable[[], Awaitable[tuple[float, ...]]] | None = None,
     settle: Callable[[int], Awaitable[None]] | None = None,
+    warmup_s: float = 0.0,
 ) -> McpThroughput:
     """Cycles per second with `n` simulated MCP agents, and the CPU each cycle cost the server
     and the benchmark client (process CPU time from the start signal to the last cycle).
@@ -105,7 +106,9 @@ async def mcp_cycles_per_second(
     awaited before the window's CPU is first read and again before it is last read, with the
     cycles completed so far (each agent's warm-up cycle included), to wait for work the cycles
     left behind them (an outbox's messages): what the warm-ups queued stays out of the window,
-    and what the window's cycles queued is in it."""
+    and what the window's cycles queued is in it. `warmup_s`: the same agents first cycle this
+    long, uncounted, so that the window starts on a server already carrying its load (pool
+    connections open, statements prepared, heap grown) without a second set of sessions."""
     gate = asyncio.Semaphore(SPAWN_CONCURRENCY)
 
     async def relay(i: int) -> Agent:
@@ -133,20 +136,24 @@ async def mcp_cycles_per_second(
             processes,
             follow_redirects=ctx.api.http.follow_redirects,
         ) as workers:
+            warm = 0
+            if warmup_s > 0:
+                workers.go(warmup_s, more=True)
+                warm = sum(r.cycles for r in await workers.results())
             freeze_heap()
             progress(
                 f"{ctx.db}: throughput (MCP), {n} sessions ready in "
                 f"{min(processes, n)} processes; measuring for {duration:g}s"
             )
             if settle is not None:
-                await settle(n)
+                await settle(n + warm)
             counted0 = await counters() if counters is not None else ()
             server_cpu0 = server_cpu()
             began = time.monotonic()
             workers.go(duration)
             results = await workers.results()
             if settle is not None:
-                await settle(n + sum(r.cycles for r in results))
+                await settle(n + warm + sum(r.cycles for r in results))
             server_cpu1 = server_cpu()
             counted1 = await counters() if counters is not None else ()
     finally:
@@ -172,18 +179,5 @@ async def mcp_cycles_per_second(
         f"server CPU {result.server_cpu_per_cycle * 1000:.2f} ms/cycle, "
         f"client {result.client_cpu_per_cycle * 1000:.2f} ms/cycle"
     )
-    await _finish(ctx, [a.session_id for a in agents])
+    await finish_sessions(ctx.api, [a.session_id for a in agents])
     return result
-
-
-async def _finish(ctx: Ctx, sessions: list[str]) -> None:
-    """End the sessions so their agent processes exit before the next measurement."""
-    gate = asyncio.Semaphore(SPAWN_CONCURRENCY)
-
-    async def one(session_id: str) -> None:
-        async with gate:
-            await ctx.api.ok(
-                "POST", f"/task-sessions/{session_id}/finish", json={"state": "completed"}
-            )
-
-    await asyncio.gather(*(one(s) for s in sessions))

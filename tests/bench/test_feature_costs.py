@@ -34,29 +34,29 @@ def _window(cpu_ms: float, cycles: int = 100, rate: float = 50.0) -> McpThroughp
 async def test_each_round_starts_one_server_later_and_only_the_first_warms_up(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    taken: list[tuple[str, float]] = []
+    taken: list[tuple[str, float, float]] = []
 
-    async def window(ctx: Any, n: int, seconds: float, **kwargs: Any) -> McpThroughput:
-        taken.append((ctx, seconds))
+    async def window(
+        ctx: Any, n: int, seconds: float, *, warmup_s: float = 0.0, **kwargs: Any
+    ) -> McpThroughput:
+        taken.append((ctx, warmup_s, seconds))
         return _window(5.0)
 
     monkeypatch.setattr(throughput, "mcp_cycles_per_second", window)
     # Each side's context stands in by its name: the windows are only recorded.
     sides = {name: Side(cast(Ctx, name)) for name in ("none", "telemetry", "slack")}
     windows = await interleaved(sides, PairSizes(sessions=2, seconds=5, warmup_s=1, rounds=3))
+    # The warm-up runs on the first window's own sessions, before it: (side, warm-up, window).
     assert taken == [
-        ("none", 1),
-        ("none", 5),
-        ("telemetry", 1),
-        ("telemetry", 5),
-        ("slack", 1),
-        ("slack", 5),
-        ("telemetry", 5),
-        ("slack", 5),
-        ("none", 5),
-        ("slack", 5),
-        ("none", 5),
-        ("telemetry", 5),
+        ("none", 1, 5),
+        ("telemetry", 1, 5),
+        ("slack", 1, 5),
+        ("telemetry", 0, 5),
+        ("slack", 0, 5),
+        ("none", 0, 5),
+        ("slack", 0, 5),
+        ("none", 0, 5),
+        ("telemetry", 0, 5),
     ]
     assert {name: len(w) for name, w in windows.items()} == {"none": 3, "telemetry": 3, "slack": 3}
 
