@@ -128,15 +128,16 @@ class OtelTracer:
     ) -> _Span:
         # An empty carrier (no trace where it came from) leaves the current span the parent.
         context = _PROPAGATOR.extract(parent) if parent else None
-        ids: dict[str, AttributeValue] = {}
-        if task_id is not None:
-            ids[_TASK_ID] = task_id
-        if session_id is not None:
-            ids[_SESSION_ID] = session_id
-        if turn_id is not None:
-            ids[_TURN_ID] = turn_id
-        if pending_id is not None:
-            ids[_PENDING_ID] = pending_id
+        ids: dict[str, AttributeValue] = {
+            key: value
+            for key, value in (
+                (_TASK_ID, task_id),
+                (_SESSION_ID, session_id),
+                (_TURN_ID, turn_id),
+                (_PENDING_ID, pending_id),
+            )
+            if value is not None
+        }
         return _Span(self._tracer, name, context, ids)
 
     def carrier(self) -> Carrier:
