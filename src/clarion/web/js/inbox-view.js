@@ -108,11 +108,11 @@ export class InboxView {
     const open = this.expanded.has(item.id);
     // A refresh redraws only what changed: a button drawn anew between the press and the
     // release takes no click, and the decision or answer would silently not be sent.
-    const rowKey = JSON.stringify([open, age(item.created_at), deadlineWords(item, Date.now()), item]);
+    const itemKey = JSON.stringify(item);
+    const rowKey = JSON.stringify([open, age(item.created_at), deadlineWords(item, Date.now())]) + itemKey;
     if (card.rowKey !== rowKey) this.drawRow(card, item, open);
     card.rowKey = rowKey;
     card.body.hidden = !open;
-    const itemKey = JSON.stringify(item);
     if (card.itemKey !== itemKey) this.drawBody(card, item);
     card.itemKey = itemKey;
     return card;
@@ -202,7 +202,7 @@ export class InboxView {
  * @param {HTMLElement} list
  * @param {HTMLElement[]} wanted
  */
-export function keepInPlace(list, wanted) {
+function keepInPlace(list, wanted) {
   const keep = new Set(wanted);
   for (const child of [...list.children]) if (!keep.has(/** @type {HTMLElement} */ (child))) child.remove();
   wanted.forEach((el, i) => {
