@@ -25,6 +25,7 @@ from bench import (
     feature_costs,
     footprint,
     growth,
+    host_speed,
     idle_agents,
     latency,
     paired,
@@ -93,6 +94,8 @@ class Sizes:
     # What a feature adds to a cycle, a server with it beside one without (bench.paired):
     # metrics and tracing (bench.telemetry_cost), Slack's outbox (bench.slack_cost).
     paired: paired.PairSizes = field(default_factory=paired.PairSizes)
+    # The host's speed, read first: whether two tables' hosts compare (bench.host_speed).
+    host: host_speed.Reps = field(default_factory=host_speed.Reps)
 
 
 QUICK = Sizes(
@@ -123,6 +126,7 @@ QUICK = Sizes(
     workspaces=workspaces.QUICK,
     live_sessions=sessions1k.QUICK,
     paired=paired.QUICK,
+    host=host_speed.QUICK,
 )
 
 
@@ -456,6 +460,9 @@ _PEER_RESUME = {
 
 async def main_async(sizes: Sizes, dbs: list[str], workdir: Path, *, only: str = "all") -> Results:
     out = Results()
+    speed = await host_speed.measure(sizes.host)
+    progress(f"host speed: {host_speed.row(speed).value}")
+    out.rows.append(host_speed.row(speed))
     if only == "workspaces":
         with part("workspaces"):
             out.rows += await workspaces.rows(workdir, sizes.workspaces)

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from bench.context import part, parts_summary
 
-from bench import cluster, run, sandbox_start, statements, workspaces
+from bench import cluster, host_speed, run, sandbox_start, statements, workspaces
 
 
 def _record(monkeypatch: pytest.MonkeyPatch) -> list[str]:
@@ -24,7 +24,15 @@ def _record(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
         return measured
 
-    for name in ("_idle_agents", "_memory", "_online", "_growth", "_recovery", "_feature_costs"):
+    for name in (
+        "_idle_agents",
+        "_memory",
+        "_online",
+        "_growth",
+        "_recovery",
+        "_feature_costs",
+        "_live_sessions",
+    ):
         monkeypatch.setattr(run, name, stub(name))
     monkeypatch.setattr(statements, "rows", stub("statements"))
     monkeypatch.setattr(sandbox_start, "rows", stub("sandbox"))
@@ -56,6 +64,32 @@ async def test_the_default_run_leaves_the_idle_agents_to_their_own_flag(
     taken.clear()
     await run.main_async(run.QUICK, ["sqlite"], tmp_path, only="idle-agents")
     assert taken == ["_idle_agents"]
+
+
+async def test_every_run_opens_with_the_hosts_speed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _record(monkeypatch)
+    for only in ("all", "workspaces", "sessions1k"):
+        rows = (await run.main_async(run.QUICK, ["sqlite"], tmp_path, only=only)).rows
+        assert rows, only
+        assert rows[0].db == "host", only
+        assert rows[0].name.startswith("host speed"), only
+
+
+async def test_the_host_speed_figures_are_measured_not_assumed() -> None:
+    speed = await host_speed.measure(host_speed.QUICK)
+    # Each figure is a real duration: positive and finite, the loop's in milliseconds.
+    assert 0 < speed.python_ms < 60_000
+    assert 0 < speed.syscall_us < 1e6
+    assert 0 < speed.echo_us < 1e7
+    row = host_speed.row(speed)
+    figures = [float(part.split()[0]) for part in row.value.split("; ")]
+    assert figures == [
+        pytest.approx(speed.python_ms, abs=0.05),
+        pytest.approx(speed.syscall_us, abs=0.005),
+        pytest.approx(speed.echo_us, abs=0.5),
+    ]
 
 
 def test_a_part_says_its_wall_and_cpu_seconds_and_the_summary_lists_the_longest_first(
