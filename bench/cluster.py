@@ -43,6 +43,7 @@ import argparse
 import asyncio
 import contextlib
 import dataclasses
+import functools
 import os
 import signal
 import tempfile
@@ -58,6 +59,7 @@ from bench import latency, throughput
 from bench.client import Api, RoundRobinApi
 from bench.cluster_rows import ClusterResult, cluster_rows
 from bench.context import Ctx, progress
+from bench.cpu_rows import gc_cpu_seconds
 from bench.server import BenchServer, fresh_database, postgres_reachable
 from bench.stats import Row, render
 
@@ -171,6 +173,16 @@ def _stop_all(servers: Sequence[BenchServer]) -> None:
             server.proc.wait(timeout=10)
 
 
+async def window_counters(c: Cluster) -> tuple[float, ...]:
+    """What a throughput window reads before and after it beside the replicas' CPU: each
+    replica's garbage collector CPU seconds (in replica order), then, with
+    `CLARION_BENCH_NATS_MONITOR` set, the NATS deliveries (`nats_deliveries`); the layout
+    `ClusterResult` reads."""
+    each = await asyncio.gather(*(gc_cpu_seconds(server.url) for server in c.replicas))
+    gc = tuple(seconds for (seconds,) in each)
+    return gc + (await nats_deliveries() if NATS_MONITOR else ())
+
+
 async def carried(c: Cluster) -> int:
     """The requests every replica has carried to another so far."""
     total = 0.0
@@ -239,7 +251,7 @@ async def measure(
                 sizes.sessions,
                 sizes.throughput_s,
                 pids=c.pids,
-                counters=nats_deliveries if NATS_MONITOR else None,
+                counters=functools.partial(window_counters, c),
             )
             moved = await carried(c)
         finally:

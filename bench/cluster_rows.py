@@ -24,10 +24,22 @@ PER_REPLICA_LIMIT_MS = 0.5
 @dataclass(frozen=True)
 class ClusterResult:
     replicas: int
+    # Its `counted_per_cycle`: each replica's garbage collector CPU seconds (replica order),
+    # then the NATS deliveries when they are counted (`bench.cluster.window_counters`).
     throughput: throughput.McpThroughput
     via_owner: tuple[list[float], list[float]]  # (POST -> 200, POST -> tool call returns)
     via_other: tuple[list[float], list[float]] | None
     carried: int | None = None  # requests the replicas carried over the measurement
+
+    @property
+    def gc_per_cycle(self) -> tuple[float, ...]:
+        """Each replica's garbage collector CPU seconds per cycle, in replica order."""
+        return self.throughput.counted_per_cycle[: self.replicas]
+
+    @property
+    def nats_per_cycle(self) -> tuple[float, ...]:
+        """(bus messages, bus bytes, request-reply messages) per cycle, or () if not counted."""
+        return self.throughput.counted_per_cycle[self.replicas :]
 
 
 def _pooled(
@@ -39,9 +51,13 @@ def _pooled(
     return [x for s in present for x in s[0]], [x for s in present for x in s[1]]
 
 
+def _median(taken: list[ClusterResult]) -> ClusterResult:
+    """The result whose window's server CPU per cycle is the median."""
+    return sorted(taken, key=lambda r: r.throughput.server_cpu_per_cycle)[len(taken) // 2]
+
+
 def _median_window(taken: list[ClusterResult]) -> throughput.McpThroughput:
-    windows = [r.throughput for r in taken]
-    return sorted(windows, key=lambda t: t.server_cpu_per_cycle)[len(windows) // 2]
+    return _median(taken).throughput
 
 
 def _cpu_note(taken: list[ClusterResult]) -> str:
@@ -72,12 +88,12 @@ def _answer_row(label: str, where: str, samples: tuple[list[float], list[float]]
 def _count_rows(n: int, taken: list[ClusterResult], sessions: int) -> list[Row]:
     label = f"cluster, {n} replica{'s' if n > 1 else ''}"
     windows = [r.throughput for r in taken]
-    median_window = _median_window(taken)
+    median = _median(taken)
     # Each replica runs its share of the sessions, carries the answers it receives for the
     # others' sessions, and receives every cycle's events over NATS.
     crossed = ""
-    if median_window.counted_per_cycle:
-        events, event_bytes, requests = median_window.counted_per_cycle
+    if median.nats_per_cycle:
+        events, event_bytes, requests = median.nats_per_cycle
         crossed = (
             f"; NATS delivered per cycle: {events:.1f} events ({event_bytes:.0f} B), "
             f"{requests:.1f} request-reply messages"
@@ -95,7 +111,7 @@ def _count_rows(n: int, taken: list[ClusterResult], sessions: int) -> list[Row]:
         Row(
             "postgres",
             f"{label}: server CPU per cycle, {sessions} sessions, all replicas",
-            f"{ms(median_window.server_cpu_per_cycle):.2f} ms",
+            f"{ms(median.throughput.server_cpu_per_cycle):.2f} ms",
             note=_cpu_note(taken),
         ),
     ]
