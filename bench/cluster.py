@@ -13,7 +13,10 @@ replica that runs it over NATS request-reply (docs/cluster.md).
   as a load balancer without stickiness would, so the sessions spread over the replicas and
   an answer reaches its session's replica directly one time in n; the simulated agents' MCP
   calls go to their session's replica, whose URL they were given. CPU is counted for every
-  replica process (utime + stime, children excluded) and reported summed, and per replica.
+  replica process (utime + stime, children excluded) and reported summed, and per replica,
+  each with the part of it that was the garbage collector's: every replica's
+  `clarion_gc_cpu_seconds_total` is read before and after the window (`window_counters`), and
+  the cost of a replica added says how much of its growth was the collector's.
 - Latency: `bench.latency.live_mcp`, one answer at a time on an otherwise idle cluster. Its one
   session goes to the first replica (asked there while no replica has one); the answers are POSTed
   alternately to that replica and to another one (which carries it there), so both sets of
