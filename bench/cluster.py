@@ -13,7 +13,10 @@ replica that runs it over NATS request-reply (docs/cluster.md).
   as a load balancer without stickiness would, so the sessions spread over the replicas and
   an answer reaches its session's replica directly one time in n; the simulated agents' MCP
   calls go to their session's replica, whose URL they were given. CPU is counted for every
-  replica process (utime + stime, children excluded) and reported summed, and per replica.
+  replica process (utime + stime, children excluded) and reported summed, and per replica,
+  each with the part of it that was the garbage collector's: every replica's
+  `clarion_gc_cpu_seconds_total` is read before and after the window (`window_counters`), and
+  the cost of a replica added says how much of its growth was the collector's.
 - Latency: `bench.latency.live_mcp`, one answer at a time on an otherwise idle cluster. Its one
   session goes to the first replica (asked there while no replica has one); the answers are POSTed
   alternately to that replica and to another one (which carries it there), so both sets of
@@ -43,6 +46,7 @@ import argparse
 import asyncio
 import contextlib
 import dataclasses
+import functools
 import os
 import signal
 import tempfile
@@ -58,6 +62,7 @@ from bench import latency, throughput
 from bench.client import Api, RoundRobinApi
 from bench.cluster_rows import ClusterResult, cluster_rows
 from bench.context import Ctx, progress
+from bench.cpu_rows import gc_cpu_seconds
 from bench.server import BenchServer, fresh_database, postgres_reachable
 from bench.stats import Row, render
 
@@ -171,6 +176,16 @@ def _stop_all(servers: Sequence[BenchServer]) -> None:
             server.proc.wait(timeout=10)
 
 
+async def window_counters(c: Cluster) -> tuple[float, ...]:
+    """What a throughput window reads before and after it beside the replicas' CPU: each
+    replica's garbage collector CPU seconds (in replica order), then, with
+    `CLARION_BENCH_NATS_MONITOR` set, the NATS deliveries (`nats_deliveries`); the layout
+    `ClusterResult` reads."""
+    each = await asyncio.gather(*(gc_cpu_seconds(server.url) for server in c.replicas))
+    gc = tuple(seconds for (seconds,) in each)
+    return gc + (await nats_deliveries() if NATS_MONITOR else ())
+
+
 async def carried(c: Cluster) -> int:
     """The requests every replica has carried to another so far."""
     total = 0.0
@@ -239,7 +254,7 @@ async def measure(
                 sizes.sessions,
                 sizes.throughput_s,
                 pids=c.pids,
-                counters=nats_deliveries if NATS_MONITOR else None,
+                counters=functools.partial(window_counters, c),
             )
             moved = await carried(c)
         finally:

@@ -8,6 +8,13 @@ replica added is the median over the rounds of (CPU per cycle at the most replic
 / (replicas added). With redirects to the owner followed, the most replicas' windows are
 compared with the same rounds' one-replica windows the same way; those rows keep to the
 server's CPU and the answer posted to another replica, what the redirect changes.
+
+Each window also reads every replica's `clarion_gc_cpu_seconds_total` before and after it
+(`bench.cluster.window_counters`): the CPU rows say how much of the median window's CPU per
+cycle was the garbage collector's, in all and per replica, and the cost of a replica added
+says how much of it was the collector's growth, the median over the rounds the same way. A
+profile of the added replica's cost found no Python path that grows with replicas, and the
+collector at 4-40% of the samples by window (docs/benchmarks-history.md).
 """
 
 from __future__ import annotations
@@ -24,10 +31,22 @@ PER_REPLICA_LIMIT_MS = 0.5
 @dataclass(frozen=True)
 class ClusterResult:
     replicas: int
+    # Its `counted_per_cycle`: each replica's garbage collector CPU seconds (replica order),
+    # then the NATS deliveries when they are counted (`bench.cluster.window_counters`).
     throughput: throughput.McpThroughput
     via_owner: tuple[list[float], list[float]]  # (POST -> 200, POST -> tool call returns)
     via_other: tuple[list[float], list[float]] | None
     carried: int | None = None  # requests the replicas carried over the measurement
+
+    @property
+    def gc_per_cycle(self) -> tuple[float, ...]:
+        """Each replica's garbage collector CPU seconds per cycle, in replica order."""
+        return self.throughput.counted_per_cycle[: self.replicas]
+
+    @property
+    def nats_per_cycle(self) -> tuple[float, ...]:
+        """(bus messages, bus bytes, request-reply messages) per cycle, or () if not counted."""
+        return self.throughput.counted_per_cycle[self.replicas :]
 
 
 def _pooled(
@@ -39,19 +58,23 @@ def _pooled(
     return [x for s in present for x in s[0]], [x for s in present for x in s[1]]
 
 
-def _median_window(taken: list[ClusterResult]) -> throughput.McpThroughput:
-    windows = [r.throughput for r in taken]
-    return sorted(windows, key=lambda t: t.server_cpu_per_cycle)[len(windows) // 2]
+def _median(taken: list[ClusterResult]) -> ClusterResult:
+    """The result whose window's server CPU per cycle is the median."""
+    return sorted(taken, key=lambda r: r.throughput.server_cpu_per_cycle)[len(taken) // 2]
 
 
 def _cpu_note(taken: list[ClusterResult]) -> str:
-    median_window = _median_window(taken)
+    median = _median(taken)
+    median_window = median.throughput
     each = ", ".join(f"{ms(r.throughput.server_cpu_per_cycle):.2f}" for r in taken)
     per_replica = ", ".join(f"{ms(c):.2f}" for c in median_window.process_cpu_per_cycle)
+    gc_each = ", ".join(f"{ms(c):.2f}" for c in median.gc_per_cycle)
     moved = [r.carried for r in taken if r.carried is not None]
     carried = f"; carried {', '.join(map(str, moved))} requests" if moved else ""
     return (
-        f"windows {each} ms; per replica {per_replica} ms (the median window); "
+        f"windows {each} ms; the median window {ms(median_window.server_cpu_per_cycle):.2f} ms, "
+        f"of which the garbage collector {ms(sum(median.gc_per_cycle)):.2f} ms; "
+        f"per replica {per_replica} ms, of which the garbage collector {gc_each} ms; "
         f"bench client {ms(median_window.client_cpu_per_cycle):.2f} ms/cycle{carried}"
     )
 
@@ -72,12 +95,12 @@ def _answer_row(label: str, where: str, samples: tuple[list[float], list[float]]
 def _count_rows(n: int, taken: list[ClusterResult], sessions: int) -> list[Row]:
     label = f"cluster, {n} replica{'s' if n > 1 else ''}"
     windows = [r.throughput for r in taken]
-    median_window = _median_window(taken)
+    median = _median(taken)
     # Each replica runs its share of the sessions, carries the answers it receives for the
     # others' sessions, and receives every cycle's events over NATS.
     crossed = ""
-    if median_window.counted_per_cycle:
-        events, event_bytes, requests = median_window.counted_per_cycle
+    if median.nats_per_cycle:
+        events, event_bytes, requests = median.nats_per_cycle
         crossed = (
             f"; NATS delivered per cycle: {events:.1f} events ({event_bytes:.0f} B), "
             f"{requests:.1f} request-reply messages"
@@ -95,7 +118,7 @@ def _count_rows(n: int, taken: list[ClusterResult], sessions: int) -> list[Row]:
         Row(
             "postgres",
             f"{label}: server CPU per cycle, {sessions} sessions, all replicas",
-            f"{ms(median_window.server_cpu_per_cycle):.2f} ms",
+            f"{ms(median.throughput.server_cpu_per_cycle):.2f} ms",
             note=_cpu_note(taken),
         ),
     ]
@@ -108,18 +131,34 @@ def _count_rows(n: int, taken: list[ClusterResult], sessions: int) -> list[Row]:
     return rows
 
 
-def _added(
-    ones: list[ClusterResult], bigs: list[ClusterResult], most: int
-) -> tuple[float, list[float]]:
-    """The median over the rounds of each round's CPU per cycle added per replica, and each."""
-    added = [
-        ms(big.throughput.server_cpu_per_cycle - one.throughput.server_cpu_per_cycle) / (most - 1)
-        for one, big in zip(ones, bigs, strict=True)
-    ]
-    return statistics.median(added), added
+@dataclass(frozen=True)
+class _Added:
+    """Each round's CPU per cycle added per replica (ms), and the collector's part of it."""
+
+    cpu: list[float]
+    gc: list[float]
+
+    @property
+    def cost(self) -> float:
+        return statistics.median(self.cpu)
 
 
-def _cost_row(name: str, most: int, cost: float, added: list[float]) -> Row:
+def _added(ones: list[ClusterResult], bigs: list[ClusterResult], most: int) -> _Added:
+    """Each round's (CPU per cycle at `most` replicas - at one) / (replicas added), and the
+    same for the garbage collector's CPU (summed over the replicas)."""
+    pairs = list(zip(ones, bigs, strict=True))
+    return _Added(
+        cpu=[
+            ms(big.throughput.server_cpu_per_cycle - one.throughput.server_cpu_per_cycle)
+            / (most - 1)
+            for one, big in pairs
+        ],
+        gc=[ms(sum(big.gc_per_cycle) - sum(one.gc_per_cycle)) / (most - 1) for one, big in pairs],
+    )
+
+
+def _cost_row(name: str, most: int, added: _Added) -> Row:
+    cost = added.cost
     return Row(
         "postgres",
         name,
@@ -127,7 +166,9 @@ def _cost_row(name: str, most: int, cost: float, added: list[float]) -> Row:
         f"<= +{PER_REPLICA_LIMIT_MS:g} ms",
         cost <= PER_REPLICA_LIMIT_MS,
         f"median of the rounds' (1 -> {most} replicas) / {most - 1} "
-        f"({', '.join(f'{a:+.2f}' for a in added)} ms)",
+        f"({', '.join(f'{a:+.2f}' for a in added.cpu)} ms): {cost:+.2f} ms per cycle, "
+        f"of which the garbage collector {statistics.median(added.gc):+.2f} ms "
+        f"(rounds {', '.join(f'{g:+.2f}' for g in added.gc)} ms)",
     )
 
 
@@ -139,7 +180,7 @@ def _redirect_rows(
         Row(
             "postgres",
             f"{label}: server CPU per cycle, {sessions} sessions, all replicas",
-            f"{ms(_median_window(redirected).server_cpu_per_cycle):.2f} ms",
+            f"{ms(_median(redirected).throughput.server_cpu_per_cycle):.2f} ms",
             note=_cpu_note(redirected),
         )
     ]
@@ -147,11 +188,10 @@ def _redirect_rows(
     if via_other is not None:
         rows.append(_answer_row(label, "another replica", via_other))
     if len(ones) == len(redirected):
-        cost, added = _added(ones, redirected, most)
         name = (
             f"cluster: server CPU per cycle added per replica with redirects, {sessions} sessions"
         )
-        rows.append(_cost_row(name, most, cost, added))
+        rows.append(_cost_row(name, most, _added(ones, redirected, most)))
     return rows
 
 
@@ -165,9 +205,8 @@ def cluster_rows(
     rows = [row for n, results in taken.items() for row in _count_rows(n, results, sessions)]
     fewest, most = min(taken), max(taken)
     if fewest == 1 and most > 1:
-        cost, added = _added(taken[1], taken[most], most)
         name = f"cluster: server CPU per cycle added per replica, {sessions} sessions"
-        rows.append(_cost_row(name, most, cost, added))
+        rows.append(_cost_row(name, most, _added(taken[1], taken[most], most)))
     if redirected and most > 1:
         rows += _redirect_rows(most, redirected, taken.get(1, []), sessions)
     return rows

@@ -199,6 +199,13 @@ async def test_cluster_phase_measures_answers_posted_to_the_sessions_replica_and
     assert all(row.value and row.value != "skipped" for row in rows)
     cpu = next(row for row in rows if "server CPU" in row.name)
     assert "; per replica " in cpu.note and cpu.note.count(" ms") >= 3
+    # Every replica's garbage collector CPU, read around the window beside the replicas' CPU.
+    assert re.search(
+        r"the median window \d+\.\d\d ms, of which the garbage collector \d+\.\d\d ms; "
+        r"per replica \d+\.\d\d, \d+\.\d\d ms, "
+        r"of which the garbage collector \d+\.\d\d, \d+\.\d\d ms; ",
+        cpu.note,
+    ), cpu.note
 
 
 async def test_the_cluster_phases_client_follows_redirects_to_the_owner_nothing_carried(
@@ -213,6 +220,7 @@ async def test_the_cluster_phases_client_follows_redirects_to_the_owner_nothing_
         cluster.measure(2, tmp_path, sizes, redirects=True), smoke_ceiling(240, host_load())
     )
     assert result.via_other is not None and result.throughput.cycles > 0
+    assert len(result.gc_per_cycle) == 2 and all(gc >= 0 for gc in result.gc_per_cycle)
     # Carried: only the placements of its two sessions (the latency's and the window's), none
     # of the answers posted to the replica that does not run the session.
     assert result.carried is not None and result.carried <= 2
