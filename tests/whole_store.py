@@ -21,12 +21,12 @@ from clarion.ports.store import (
     AnswerStore,
     ArchiveStore,
     DeadlineStore,
+    OutboxStore,
     PermissionStore,
     ReadStore,
     RecoveryStore,
     ReviewStore,
     TurnStore,
-    WebhookStore,
     WorktreeStore,
 )
 from clarion.store import SqlStore, Stores, open_store
@@ -41,7 +41,7 @@ class WholeStore(
     ReadStore,
     AccessStore,
     PermissionStore,
-    WebhookStore,
+    OutboxStore,
     DeadlineStore,
     WorktreeStore,
     ArchiveStore,

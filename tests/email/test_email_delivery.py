@@ -64,7 +64,7 @@ async def eventually(check: Callable[[], Awaitable[bool]], within: float = 60.0)
 
 
 async def all_recorded(rig: Linked) -> bool:
-    rows = await rig.life.app.stores.probes.list_webhook_deliveries()
+    rows = await rig.life.app.stores.probes.list_deliveries()
     return bool(rows) and all(r.delivered_at is not None for r in rows)
 
 
@@ -116,11 +116,11 @@ async def test_a_receiver_outage_delays_nothing_and_every_message_arrives_once_a
         assert answered.status_code == 200
         await asyncio.wait_for(call, 60)
         # The question was asked and answered while no message could be sent: nothing waited.
-        pending = await rig.life.app.stores.probes.list_webhook_deliveries()
+        pending = await rig.life.app.stores.probes.list_deliveries()
         assert pending and all(row.delivered_at is None for row in pending)
 
         async def requested_refused_twice() -> bool:
-            rows = await rig.life.app.stores.probes.list_webhook_deliveries()
+            rows = await rig.life.app.stores.probes.list_deliveries()
             return any(
                 row.event == "clarification.requested"
                 and row.attempts >= 2
@@ -132,7 +132,7 @@ async def test_a_receiver_outage_delays_nothing_and_every_message_arrives_once_a
         with mailbox.running():
             received = await _wait(mailbox, 2)
             await eventually(lambda: all_recorded(rig))
-            rows = await rig.life.app.stores.probes.list_webhook_deliveries()
+            rows = await rig.life.app.stores.probes.list_deliveries()
         assert sorted(m.message["X-Clarion-Event"] for m in received) == [
             "clarification.answered",
             "clarification.requested",
@@ -161,7 +161,7 @@ async def test_an_smtp_server_killed_mid_message_gets_it_once_after_it_restarts(
         with mailbox.running():
             [mail] = await _wait(mailbox, 1)
             await eventually(lambda: all_recorded(rig))
-            rows = await rig.life.app.stores.probes.list_webhook_deliveries()
+            rows = await rig.life.app.stores.probes.list_deliveries()
         assert mail.raw.replace(b"\r\n", b"\n").strip() == (
             marker.read_bytes().replace(b"\r\n", b"\n").strip()
         )
@@ -198,11 +198,11 @@ async def test_a_wrong_login_is_retried_and_never_counted_as_delivered(store_url
             call, _ = await rig.life.ask(session_id)
 
             async def refused_twice() -> bool:
-                rows = await rig.life.app.stores.probes.list_webhook_deliveries()
+                rows = await rig.life.app.stores.probes.list_deliveries()
                 return any(r.attempts >= 2 and r.delivered_at is None for r in rows)
 
             await eventually(refused_twice)
-            [row] = await rig.life.app.stores.probes.list_webhook_deliveries()
+            [row] = await rig.life.app.stores.probes.list_deliveries()
             assert row.last_error and "Authentication" in row.last_error
             assert mailbox.received == []
             call.cancel()

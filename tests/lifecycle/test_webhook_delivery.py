@@ -91,7 +91,7 @@ async def hooked(
 
 
 async def _deliveries(life: Lifecycle) -> list[Any]:
-    return await life.app.stores.probes.list_webhook_deliveries()
+    return await life.app.stores.probes.list_deliveries()
 
 
 async def _until(life: Lifecycle, check: Any) -> list[Any]:

@@ -38,7 +38,7 @@ async def test_callers_racing_on_a_new_database_all_get_the_same_key(
 
 
 def _listen(store: WholeStore) -> None:
-    store.configure_webhooks(
+    store.configure_outbox(
         Outbox(
             hooks=(("http://127.0.0.1:9/hook", frozenset(EVENTS)),),
             base_url=lambda: "http://clarion.test",
@@ -58,7 +58,7 @@ async def test_open_question_events_carry_the_answer_link_and_closed_ones_do_not
     await world.store.transition_session_bundles(session.id, lifecycle.DETACH)
     await world.answer(pending_id, "db")
 
-    bodies = {d.event: json.loads(d.body) for d in await world.store.list_webhook_deliveries()}
+    bodies = {d.event: json.loads(d.body) for d in await world.store.list_deliveries()}
     link = f"http://clarion.test/a/token-of-{pending_id}"
     for event in ("clarification.requested", "clarification.detached"):
         assert bodies[event]["answer_url"] == link

@@ -19,7 +19,7 @@ from .conftest import World
 
 
 def _slack(store: WholeStore, events: frozenset[str] = frozenset(EVENTS)) -> None:
-    store.configure_webhooks(
+    store.configure_outbox(
         Outbox(
             base_url=lambda: "http://clarion.test",
             slack_for=lambda workspace: (
@@ -47,7 +47,7 @@ async def test_a_new_bundle_queues_one_slack_row_in_its_own_transaction(world: W
     session = await world.session()
     await world.turn(session)
     rows = await world.bundle(session, ("db", "lang"))
-    [delivery] = await world.store.list_webhook_deliveries()
+    [delivery] = await world.store.list_deliveries()
     assert (delivery.url, delivery.event) == ("slack:default", CLARIFICATION_REQUESTED)
     body = json.loads(delivery.body)
     assert body["pending_id"] == rows[0].metadata["pending_id"]
@@ -63,7 +63,7 @@ async def test_a_workspace_without_slack_queues_nothing(world: World) -> None:
     session = await world.session(task_id=task.id)
     await world.turn(session)
     await world.bundle(session)
-    assert await world.store.list_webhook_deliveries() == []
+    assert await world.store.list_deliveries() == []
 
 
 async def test_a_message_is_recorded_once_and_closed_once(world: World) -> None:

@@ -27,7 +27,7 @@ WAITING_EVENTS = ("clarification.reminder", "clarification.escalated", "clarific
 
 
 async def _events(life: Lifecycle, pending_id: str) -> list[str]:
-    rows = await life.app.stores.probes.list_webhook_deliveries()
+    rows = await life.app.stores.probes.list_deliveries()
     bodies = [json.loads(row.body) for row in rows]
     return [b["event"] for b in bodies if b.get("pending_id") == pending_id]
 

@@ -31,7 +31,7 @@ from clarion.domain.webhooks import (
 )
 from clarion.notifications.mailer import SendMail
 from clarion.notifications.sender import Send
-from clarion.ports import Clock, QueuedDelivery, WebhookStore
+from clarion.ports import Clock, OutboxStore, QueuedDelivery
 from clarion.ports.metrics import NO_METRICS, Metrics, WebhookResult
 from clarion.ports.tracing import NO_TRACER, Tracer
 from clarion.runtime import failpoints
@@ -55,10 +55,13 @@ class ChannelSender(Protocol):
 IDLE_S = 5.0  # how often an idle deliverer looks again without being woken
 
 
-class WebhookDeliverer:
+class Deliverer:
+    """Sends the outbox's due deliveries, each through its channel: a configured webhook's
+    URL, an email channel's key or a `ChannelSender`'s (Slack)."""
+
     def __init__(
         self,
-        store: WebhookStore,
+        store: OutboxStore,
         clock: Clock,
         hooks: tuple[Webhook, ...],
         policy: DeliveryPolicy,
@@ -105,12 +108,12 @@ class WebhookDeliverer:
 
     async def deliver_due(self) -> int:
         """Attempt every delivery due now (at most one batch, concurrently); how many."""
-        due = await self._store.due_webhook_deliveries(self._clock.now(), BATCH)
+        due = await self._store.due_deliveries(self._clock.now(), BATCH)
         await asyncio.gather(*(self._attempt(d) for d in due))
         return len(due)
 
     async def _until_next(self) -> float:
-        soonest = await self._store.next_webhook_attempt_at()
+        soonest = await self._store.next_delivery_at()
         if soonest is None:
             return IDLE_S
         return min(IDLE_S, max(0.0, (soonest - self._clock.now()).total_seconds()))
@@ -126,7 +129,7 @@ class WebhookDeliverer:
         channel = self._mail.get(delivery.url)
         other = self._other if self._other and self._other.handles(delivery.url) else None
         if hook is None and other is None and (channel is None or self._send_mail is None):
-            await self._store.record_webhook_attempt(
+            await self._store.record_delivery_attempt(
                 delivery.id,
                 attempts_before=delivery.attempts,
                 delivered=False,
@@ -141,7 +144,7 @@ class WebhookDeliverer:
         # The lease outlasts the attempt's deadline, so only a deliverer that died mid-attempt
         # lets it lapse (then the delivery is sent again: at least once).
         lease = now + timedelta(seconds=timeout_s * 2 + 1)
-        if not await self._store.claim_webhook_delivery(
+        if not await self._store.claim_delivery(
             delivery.id, attempts_before=delivery.attempts, now=now, lease_until=lease
         ):
             return  # another deliverer took it
@@ -179,20 +182,20 @@ class WebhookDeliverer:
         except Exception as exc:  # a timeout, a refused connection, a broken answer
             error = f"{type(exc).__name__}: {exc}"[:500]
         if error is None:
-            applied = await self._store.record_webhook_attempt(
+            applied = await self._store.record_delivery_attempt(
                 delivery.id, attempts_before=delivery.attempts, delivered=True
             )
             log.info("webhook delivered", extra={**extra, "recorded": applied})
             return "delivered"
         attempts = delivery.attempts + 1
         if attempts >= self._policy.attempts:
-            await self._store.record_webhook_attempt(
+            await self._store.record_delivery_attempt(
                 delivery.id, attempts_before=delivery.attempts, delivered=False, error=error
             )
             log.warning("webhook delivery given up", extra={**extra, "error": error})
             return "failed"
         delay = retry_delay(attempts, self._policy.backoff_s, self._policy.max_delay_s)
-        await self._store.record_webhook_attempt(
+        await self._store.record_delivery_attempt(
             delivery.id,
             attempts_before=delivery.attempts,
             delivered=False,

@@ -31,6 +31,7 @@ from clarion.ports.store import (
     IntentRecovery,
     MessagePage,
     NewMessage,
+    OutboxStore,
     PermissionStore,
     QueuedDelivery,
     ReadStore,
@@ -39,7 +40,6 @@ from clarion.ports.store import (
     SummaryInputs,
     TokenOwner,
     TurnStore,
-    WebhookStore,
     Written,
 )
 
@@ -65,6 +65,7 @@ __all__ = [
     "IntentRecovery",
     "MessagePage",
     "NewMessage",
+    "OutboxStore",
     "PermissionAsk",
     "PermissionStore",
     "ProfileResolver",
@@ -77,6 +78,5 @@ __all__ = [
     "SummaryInputs",
     "TokenOwner",
     "TurnStore",
-    "WebhookStore",
     "Written",
 ]

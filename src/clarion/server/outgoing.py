@@ -1,5 +1,5 @@
-"""The composition root's outgoing half: answer links, and the webhook and email deliveries
-the store queues in the transactions that cause their events (docs/notifications.md).
+"""The composition root's outgoing half: answer links, and the webhook, email and Slack
+deliveries the store queues in the transactions that cause their events (docs/notifications.md).
 
 Only `clarion.server.wiring` imports this module.
 """
@@ -14,10 +14,10 @@ from clarion.config import Settings
 from clarion.config.email import EmailChannel
 from clarion.domain.emails import MailTarget
 from clarion.metrics import PrometheusMetrics
-from clarion.notifications.deliverer import WebhookDeliverer
+from clarion.notifications.deliverer import Deliverer
 from clarion.notifications.mailer import send_mail
 from clarion.notifications.sender import http_sender
-from clarion.ports import Clock, WebhookStore
+from clarion.ports import Clock, OutboxStore
 from clarion.ports.tracing import Tracer
 from clarion.runtime.supervisor import Supervisor
 from clarion.server.slack import SlackParts
@@ -40,7 +40,7 @@ async def answer_links(
 @contextlib.asynccontextmanager
 async def outgoing_deliveries(
     settings: Settings,
-    store: WebhookStore,
+    store: OutboxStore,
     configure: Callable[[Outbox], None],
     clock: Clock,
     base_url: Callable[[], str],
@@ -59,7 +59,7 @@ async def outgoing_deliveries(
         return
     policy = settings.delivery_policy
     async with http_sender(policy.timeout_s) as send:
-        deliverer = WebhookDeliverer(
+        deliverer = Deliverer(
             store,
             clock,
             settings.webhooks,

@@ -112,8 +112,8 @@ async def build(
         ) as slack,
         outgoing_deliveries(
             settings,
-            sql_store.stores.webhooks,
-            sql_store.configure_webhooks,
+            sql_store.stores.outbox,
+            sql_store.configure_outbox,
             clock,
             base_url,
             supervisor,

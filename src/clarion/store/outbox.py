@@ -1,13 +1,13 @@
-"""The notification outbox: webhook deliveries and email messages queued inside the
-transaction that caused their event, and the guarded updates the deliverer records attempts
-with. `OutboxWriter` is given to the port implementations whose writes cause events (they
-call `enqueue` with their open transaction). An email row's destination is its channel's key
-(`email:default`, `email:workspace:NAME`) and its body the whole message; a Slack row's is its
-channel's key (`slack:default`, `slack:workspace:NAME`) and its body what the message is built
-from (domain/slack.py).
+"""The notification outbox: webhook deliveries, email messages and Slack messages queued
+inside the transaction that caused their event (the deliverer's reads and guarded updates of
+them are `SqlDeliveries`, deliveries.py). `OutboxWriter` is given to the port implementations
+whose writes cause events (they call `enqueue` with their open transaction). An email row's
+destination is its channel's key (`email:default`, `email:workspace:NAME`) and its body the
+whole message; a Slack row's is its channel's key (`slack:default`, `slack:workspace:NAME`)
+and its body what the message is built from (domain/slack.py).
 
-With no webhook and no email configured `enqueue` returns before touching the database, so a
-server without them pays nothing.
+With no webhook, email or Slack channel configured `enqueue` returns before touching the
+database, so a server without them pays nothing.
 """
 
 from __future__ import annotations
@@ -43,7 +43,8 @@ OPEN = and_(webhook_deliveries.c.delivered_at.is_(None), webhook_deliveries.c.ga
 
 @dataclass(frozen=True, slots=True)
 class Outbox:
-    """Which webhook wants which events, where links point, and whom to wake after a commit."""
+    """Which webhook and channel wants which events, where links point, and whom to wake after
+    a commit."""
 
     hooks: tuple[tuple[str, frozenset[str]], ...] = ()
     base_url: Callable[[], str] = lambda: "http://127.0.0.1"
@@ -63,11 +64,12 @@ class Outbox:
         return [url for url, events in self.hooks if event in events]
 
     def wants(self, event: str) -> bool:
-        """Whether anything (a webhook, an email channel) would queue a delivery of `event`."""
+        """Whether anything (a webhook, an email or Slack channel) would queue a delivery of
+        `event`."""
         return bool(self.urls_for(event)) or event in self.mail_events or event in self.slack_events
 
 
-NO_WEBHOOKS = Outbox()
+NO_CHANNELS = Outbox()
 
 FactOf = Callable[[str], WebhookFact]  # the task's title -> the fact
 
@@ -75,8 +77,9 @@ FactOf = Callable[[str], WebhookFact]  # the task's title -> the fact
 async def enqueue(
     conn: Tx, outbox: Outbox, event: str, task_id: str, fact_of: FactOf, now: datetime
 ) -> None:
-    """Queue one delivery per webhook and email channel that wants `event`, in the caller's
-    transaction. An email is stored as the whole message, so each retry sends the same one."""
+    """Queue one delivery per webhook, email and Slack channel that wants `event`, in the
+    caller's transaction. An email is stored as the whole message, so each retry sends the
+    same one."""
     urls = outbox.urls_for(event)
     if not outbox.wants(event):
         return
@@ -190,12 +193,12 @@ class OutboxWriter:
     root configures it once, the store's cancellation shield reports each finished call."""
 
     def __init__(self) -> None:
-        self._outbox = NO_WEBHOOKS
+        self._outbox = NO_CHANNELS
         # Store calls (each runs in its own task) that queued a delivery.
         self._writers: set[asyncio.Future[Any]] = set()
 
     def configure(self, outbox: Outbox) -> None:
-        """Which events to queue for which webhook and email channel (set once, at start)."""
+        """Which events to queue for which webhook, email and Slack channel (set once, at start)."""
         self._outbox = outbox
 
     async def enqueue(
@@ -209,7 +212,8 @@ class OutboxWriter:
             self._writers.add(task)
 
     def wants(self, event: str) -> bool:
-        """Whether a webhook or an email channel would queue `event` (skip building it if not)."""
+        """Whether a webhook, an email or a Slack channel would queue `event` (skip building it if
+        not)."""
         return self._outbox.wants(event)
 
     def after_call(self, task: asyncio.Future[Any]) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from clarion.store.access import SqlAccess
 from clarion.store.answers import SqlAnswers
 from clarion.store.deadlines import SqlDeadlines
+from clarion.store.deliveries import SqlDeliveries
 from clarion.store.lookups import SqlLookups
 from clarion.store.permissions import SqlPermissions
 from clarion.store.reads import SqlReads
@@ -18,12 +19,11 @@ from clarion.store.recovery import SqlRecovery
 from clarion.store.review_turns import SqlReviews
 from clarion.store.shielding import InFlight
 from clarion.store.turns import SqlTurns
-from clarion.store.webhooks import SqlWebhooks
 from clarion.store.worktrees import SqlWorktrees
 
 
 class LookupCalls:
-    """`Lookups`: the reads every narrow port but the webhooks' and the deadlines' includes."""
+    """`Lookups`: the reads every narrow port but the outbox's and the deadlines' includes."""
 
     def __init__(self, lookups: SqlLookups, calls: InFlight) -> None:
         shield = calls.shield
@@ -144,15 +144,15 @@ class PermissionCalls(LookupCalls):
         self.get_message = shield(turns.get_message)
 
 
-class WebhookCalls:
-    """`WebhookStore`: the deliverer's queue."""
+class OutboxCalls:
+    """`OutboxStore`: the deliverer's queue (every channel's deliveries)."""
 
-    def __init__(self, webhooks: SqlWebhooks, calls: InFlight) -> None:
+    def __init__(self, deliveries: SqlDeliveries, calls: InFlight) -> None:
         shield = calls.shield
-        self.due_webhook_deliveries = shield(webhooks.due_webhook_deliveries)
-        self.next_webhook_attempt_at = shield(webhooks.next_webhook_attempt_at)
-        self.claim_webhook_delivery = shield(webhooks.claim_webhook_delivery)
-        self.record_webhook_attempt = shield(webhooks.record_webhook_attempt)
+        self.due_deliveries = shield(deliveries.due_deliveries)
+        self.next_delivery_at = shield(deliveries.next_delivery_at)
+        self.claim_delivery = shield(deliveries.claim_delivery)
+        self.record_delivery_attempt = shield(deliveries.record_delivery_attempt)
 
 
 class DeadlineCalls:

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from clarion.store.deliveries import SqlDeliveries
 from clarion.store.figures import SqlFigures
 from clarion.store.link_secret import AnswerLinkSecret
 from clarion.store.ownership import SqlOwnership
 from clarion.store.probes import RowProbes
 from clarion.store.retention import SqlRetention
 from clarion.store.shielding import InFlight
-from clarion.store.webhooks import SqlWebhooks
 from clarion.store.worktrees import SqlWorktrees
 
 
@@ -70,7 +70,7 @@ class ProbeCalls:
     through; no service is handed this."""
 
     def __init__(
-        self, probes: RowProbes, webhooks: SqlWebhooks, engine: AsyncEngine, calls: InFlight
+        self, probes: RowProbes, deliveries: SqlDeliveries, engine: AsyncEngine, calls: InFlight
     ) -> None:
         self.engine = engine
         shield = calls.shield
@@ -78,4 +78,4 @@ class ProbeCalls:
         self.find_live_reservation = shield(probes.find_live_reservation)
         self.clear_start_marker = shield(probes.clear_start_marker)
         self.list_detachable_bundles = shield(probes.list_detachable_bundles)
-        self.list_webhook_deliveries = shield(webhooks.list_webhook_deliveries)
+        self.list_deliveries = shield(deliveries.list_deliveries)

@@ -36,8 +36,9 @@ class SqlStore:
         self._parts = Parts.over(db, clock, outbox)
         self.stores = Stores.over(self._parts, db, clock, self._inflight)
 
-    def configure_webhooks(self, outbox: Outbox) -> None:
-        """Which events to queue for which webhook (set once, by the composition root)."""
+    def configure_outbox(self, outbox: Outbox) -> None:
+        """Which events to queue for which webhook, email and Slack channel (set once, by the
+        composition root)."""
         self._outbox.configure(outbox)
 
     async def _drain(self, within: float = 10.0) -> None:

@@ -21,18 +21,19 @@ from clarion.ports.store import (
     ArchiveStore,
     DeadlineStore,
     Lookups,
+    OutboxStore,
     PermissionStore,
     ReadStore,
     RecoveryStore,
     ReviewStore,
     TurnStore,
-    WebhookStore,
     WorktreeStore,
 )
 from clarion.store.access import SqlAccess
 from clarion.store.answers import SqlAnswers
 from clarion.store.db.engine import Db
 from clarion.store.deadlines import SqlDeadlines
+from clarion.store.deliveries import SqlDeliveries
 from clarion.store.figures import SqlFigures
 from clarion.store.link_secret import AnswerLinkSecret
 from clarion.store.lookups import SqlLookups
@@ -45,12 +46,12 @@ from clarion.store.port_calls import (
     ArchiveCalls,
     DeadlineCalls,
     LookupCalls,
+    OutboxCalls,
     PermissionCalls,
     ReadCalls,
     RecoveryCalls,
     ReviewCalls,
     TurnCalls,
-    WebhookCalls,
     WorktreeCalls,
 )
 from clarion.store.probes import RowProbes
@@ -68,7 +69,6 @@ from clarion.store.server_calls import (
 from clarion.store.shielding import InFlight
 from clarion.store.slack import SqlSlack
 from clarion.store.turns import SqlTurns
-from clarion.store.webhooks import SqlWebhooks
 from clarion.store.worktrees import SqlWorktrees
 
 
@@ -84,7 +84,7 @@ class Parts:
     reads: SqlReads
     access: SqlAccess
     permissions: SqlPermissions
-    webhooks: SqlWebhooks
+    deliveries: SqlDeliveries
     deadlines: SqlDeadlines
     worktrees: SqlWorktrees
     reviews: SqlReviews
@@ -104,7 +104,7 @@ class Parts:
             reads=SqlReads(db, clock),
             access=SqlAccess(db, clock),
             permissions=SqlPermissions(db, clock, outbox),
-            webhooks=SqlWebhooks(db, clock),
+            deliveries=SqlDeliveries(db, clock),
             deadlines=SqlDeadlines(db, clock, outbox),
             worktrees=SqlWorktrees(db, clock),
             reviews=SqlReviews(db, clock),
@@ -131,7 +131,7 @@ class Stores:
     reads: ReadStore
     access: AccessStore
     permissions: PermissionStore
-    webhooks: WebhookStore
+    outbox: OutboxStore
     deadlines: DeadlineStore
     worktrees: WorktreeStore
     archive: ArchiveStore
@@ -154,7 +154,7 @@ class Stores:
             reads=ReadCalls(p.lookups, p.reads, p.deadlines, calls),
             access=AccessCalls(p.lookups, p.access, calls),
             permissions=PermissionCalls(p.lookups, p.permissions, p.turns, calls),
-            webhooks=WebhookCalls(p.webhooks, calls),
+            outbox=OutboxCalls(p.deliveries, calls),
             deadlines=DeadlineCalls(p.deadlines, calls),
             worktrees=WorktreeCalls(p.lookups, p.worktrees, calls),
             archive=ArchiveCalls(p.lookups, p.worktrees, p.turns, calls),
@@ -164,7 +164,7 @@ class Stores:
             retention=RetentionCalls(p.retention, calls),
             link_secret=LinkSecretCalls(p.link_secret, calls),
             slack=SqlSlack(db, clock),
-            probes=ProbeCalls(p.probes, p.webhooks, db.engine, calls),
+            probes=ProbeCalls(p.probes, p.deliveries, db.engine, calls),
         )
 
     def all(self) -> dict[str, object]:

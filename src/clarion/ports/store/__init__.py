@@ -2,7 +2,7 @@
 Clock it writes times with.
 
 One module per consumer's protocol (answers, turns, recovery, reads, access, permissions,
-webhooks, deadlines, worktrees, archive, reviews), each method saying what it guarantees and
+outbox, deadlines, worktrees, archive, reviews), each method saying what it guarantees and
 what None/False/() means; the records they exchange in records.py. The store hands each
 port's object out alone (`clarion.store.Stores`); nothing in the package implements or
 names their union (the store's contract tests see it as `tests/whole_store.py`).
@@ -18,6 +18,7 @@ from clarion.ports.store.answers import AnswerStore
 from clarion.ports.store.archive import ArchiveStore
 from clarion.ports.store.deadlines import DeadlineStore
 from clarion.ports.store.lookups import Lookups
+from clarion.ports.store.outbox import OutboxStore
 from clarion.ports.store.permissions import PermissionStore
 from clarion.ports.store.reads import ReadStore
 from clarion.ports.store.records import (
@@ -37,7 +38,6 @@ from clarion.ports.store.records import (
 from clarion.ports.store.recovery import RecoveryStore
 from clarion.ports.store.reviews import ReviewStore
 from clarion.ports.store.turns import TurnStore
-from clarion.ports.store.webhooks import WebhookStore
 from clarion.ports.store.worktrees import WorktreeStore
 
 __all__ = [
@@ -54,6 +54,7 @@ __all__ = [
     "Lookups",
     "MessagePage",
     "NewMessage",
+    "OutboxStore",
     "PermissionStore",
     "QueuedDelivery",
     "ReadStore",
@@ -63,7 +64,6 @@ __all__ = [
     "SummaryInputs",
     "TokenOwner",
     "TurnStore",
-    "WebhookStore",
     "WorktreeStore",
     "Written",
 ]

@@ -1,4 +1,4 @@
-"""Store contract for the webhook outbox, on SQLite and PostgreSQL: each event's delivery is
+"""Store contract for the notification outbox, on SQLite and PostgreSQL: each event's delivery is
 written by the write that caused it (and only when it applied), a failed write queues nothing,
 nothing is queued without webhooks, attempts are recorded by guarded updates, and migration 5
 adds the table to an existing database."""
@@ -39,7 +39,7 @@ HOOK = "http://127.0.0.1:9/hook"
 
 def _listen(store: WholeStore, events: frozenset[str] = ALL) -> list[int]:
     woken: list[int] = []
-    store.configure_webhooks(
+    store.configure_outbox(
         Outbox(
             hooks=((HOOK, events),),
             base_url=lambda: "http://clarion.test",
@@ -50,14 +50,14 @@ def _listen(store: WholeStore, events: frozenset[str] = ALL) -> list[int]:
 
 
 async def _bodies(store: WholeStore) -> list[dict[str, Any]]:
-    return [json.loads(d.body) for d in await store.list_webhook_deliveries()]
+    return [json.loads(d.body) for d in await store.list_deliveries()]
 
 
 async def test_nothing_is_queued_without_webhooks(world: World) -> None:
     session = await world.session()
     await world.turn(session)
     await world.bundle(session)
-    assert await world.store.list_webhook_deliveries() == []
+    assert await world.store.list_deliveries() == []
 
 
 async def test_a_new_bundle_queues_one_requested_delivery_in_its_own_write(world: World) -> None:
@@ -67,7 +67,7 @@ async def test_a_new_bundle_queues_one_requested_delivery_in_its_own_write(world
 
     rows = await world.bundle(session, ("db", "orm"))
 
-    [queued] = await world.store.list_webhook_deliveries()
+    [queued] = await world.store.list_deliveries()
     body = json.loads(queued.body)
     assert queued.event == "clarification.requested" and queued.url == HOOK
     assert queued.attempts == 0 and queued.delivered_at is None
@@ -89,7 +89,7 @@ async def test_a_refused_write_queues_nothing(world: World) -> None:
     pending_id = str(rows[0].metadata["pending_id"])
     with pytest.raises(Conflict):
         await world.bundle(session, pending_id=pending_id)
-    assert len(await world.store.list_webhook_deliveries()) == 1
+    assert len(await world.store.list_deliveries()) == 1
 
 
 async def test_only_the_events_a_webhook_asked_for_are_queued(world: World) -> None:
@@ -103,9 +103,7 @@ async def test_only_the_events_a_webhook_asked_for_are_queued(world: World) -> N
     stale = await world.answer(pending_id, "db")  # lost: claims nothing, queues nothing
 
     assert stale.claimed == ()
-    assert [d.event for d in await world.store.list_webhook_deliveries()] == [
-        "clarification.answered"
-    ]
+    assert [d.event for d in await world.store.list_deliveries()] == ["clarification.answered"]
 
 
 async def test_detaching_queues_one_delivery_per_bundle_once(world: World) -> None:
@@ -143,7 +141,7 @@ async def test_startup_detach_queues_no_email_the_question_stays_answerable_by_i
     mail = MailTarget(
         key="email:test", events=detached, sender="clarion@example.com", to=("a@example.com",)
     )
-    world.store.configure_webhooks(Outbox(mail_for=lambda workspace: mail, mail_events=detached))
+    world.store.configure_outbox(Outbox(mail_for=lambda workspace: mail, mail_events=detached))
     session = await world.session()
     await world.turn(session)
     await world.bundle(session)
@@ -151,7 +149,7 @@ async def test_startup_detach_queues_no_email_the_question_stays_answerable_by_i
     [changed] = await world.store.transition_all_bundles(lifecycle.DETACH)
 
     assert changed.pending_id
-    assert await world.store.list_webhook_deliveries() == []
+    assert await world.store.list_deliveries() == []
 
 
 async def test_permission_requests_and_decisions_and_failures_queue_their_events(
@@ -201,23 +199,23 @@ async def test_attempts_are_recorded_by_guarded_updates(world: World) -> None:
     await world.turn(session)
     await world.bundle(session)
     now = world.clock.now()
-    [due] = await world.store.due_webhook_deliveries(now, 10)
+    [due] = await world.store.due_deliveries(now, 10)
 
     later = now + timedelta(seconds=30)
-    retried = await world.store.record_webhook_attempt(
+    retried = await world.store.record_delivery_attempt(
         due.id, attempts_before=0, delivered=False, next_attempt_at=later, error="HTTP 500"
     )
-    stale = await world.store.record_webhook_attempt(due.id, attempts_before=0, delivered=True)
+    stale = await world.store.record_delivery_attempt(due.id, attempts_before=0, delivered=True)
 
     assert retried and not stale
-    assert await world.store.due_webhook_deliveries(now, 10) == []
-    assert await world.store.next_webhook_attempt_at() == later
-    assert [d.id for d in await world.store.due_webhook_deliveries(later, 10)] == [due.id]
-    assert await world.store.record_webhook_attempt(due.id, attempts_before=1, delivered=True)
-    [done] = await world.store.list_webhook_deliveries()
+    assert await world.store.due_deliveries(now, 10) == []
+    assert await world.store.next_delivery_at() == later
+    assert [d.id for d in await world.store.due_deliveries(later, 10)] == [due.id]
+    assert await world.store.record_delivery_attempt(due.id, attempts_before=1, delivered=True)
+    [done] = await world.store.list_deliveries()
     assert done.attempts == 2 and done.delivered_at is not None and done.last_error is None
-    assert await world.store.next_webhook_attempt_at() is None
-    assert not await world.store.record_webhook_attempt(due.id, attempts_before=2, delivered=True)
+    assert await world.store.next_delivery_at() is None
+    assert not await world.store.record_delivery_attempt(due.id, attempts_before=2, delivered=True)
 
 
 async def test_only_one_of_two_concurrent_claims_takes_a_delivery_until_its_lease_passes(
@@ -228,22 +226,20 @@ async def test_only_one_of_two_concurrent_claims_takes_a_delivery_until_its_leas
     await world.turn(session)
     await world.bundle(session)
     now = world.clock.now()
-    [due] = await world.store.due_webhook_deliveries(now, 10)
+    [due] = await world.store.due_deliveries(now, 10)
     lease = now + timedelta(seconds=11)
 
     won = await asyncio.gather(
         *(
-            world.store.claim_webhook_delivery(
-                due.id, attempts_before=0, now=now, lease_until=lease
-            )
+            world.store.claim_delivery(due.id, attempts_before=0, now=now, lease_until=lease)
             for _ in range(2)
         )
     )
 
     assert sorted(won) == [False, True]
-    assert await world.store.due_webhook_deliveries(now, 10) == []
+    assert await world.store.due_deliveries(now, 10) == []
     # The claimer died: after the lease the delivery is due again, attempts unchanged.
-    [again] = await world.store.due_webhook_deliveries(lease, 10)
+    [again] = await world.store.due_deliveries(lease, 10)
     assert again.id == due.id and again.attempts == 0
 
 
@@ -276,9 +272,7 @@ async def test_migration_five_adds_the_outbox_to_a_version_four_database_with_ro
         session = await world.session()
         await world.turn(session)
         await world.bundle(session)
-        assert [d.event for d in await store.list_webhook_deliveries()] == [
-            "clarification.requested"
-        ]
+        assert [d.event for d in await store.list_deliveries()] == ["clarification.requested"]
     engine = open_engine(db_url)
     try:
         assert await migrate(engine) == LATEST_VERSION

@@ -1,4 +1,5 @@
-"""WebhookStore: the deliverer's reads and guarded updates of the notification outbox.
+"""OutboxStore: the deliverer's reads and guarded updates of the notification outbox's
+deliveries, every channel's (the table keeps its first name, `webhook_deliveries`).
 
 Built and composed by `clarion.store.sql_store.SqlStore`; what it needs it is given.
 """
@@ -20,14 +21,14 @@ from clarion.store.outbox import OPEN, queued_delivery
 log = logging.getLogger(__name__)
 
 
-class SqlWebhooks:
-    """`clarion.ports.store.webhooks.WebhookStore` on SQL."""
+class SqlDeliveries:
+    """`clarion.ports.store.outbox.OutboxStore` on SQL."""
 
     def __init__(self, db: Db, clock: Clock) -> None:
         self._db = db
         self._clock = clock
 
-    async def due_webhook_deliveries(self, now: datetime, limit: int) -> list[QueuedDelivery]:
+    async def due_deliveries(self, now: datetime, limit: int) -> list[QueuedDelivery]:
         query = (
             select(webhook_deliveries)
             .where(OPEN, webhook_deliveries.c.next_attempt_at <= now)
@@ -37,7 +38,7 @@ class SqlWebhooks:
         async with self._db.read() as conn:
             return [queued_delivery(row) for row in await conn.execute(query)]
 
-    async def next_webhook_attempt_at(self) -> datetime | None:
+    async def next_delivery_at(self) -> datetime | None:
         query = (
             select(webhook_deliveries.c.next_attempt_at)
             .where(OPEN)
@@ -48,7 +49,7 @@ class SqlWebhooks:
             value = (await conn.execute(query)).scalar()
         return value if isinstance(value, datetime) else None
 
-    async def claim_webhook_delivery(
+    async def claim_delivery(
         self, delivery_id: str, *, attempts_before: int, now: datetime, lease_until: datetime
     ) -> bool:
         statement = (
@@ -65,7 +66,7 @@ class SqlWebhooks:
             result = await conn.execute(statement)
         return bool(result.rowcount)
 
-    async def record_webhook_attempt(
+    async def record_delivery_attempt(
         self,
         delivery_id: str,
         *,
@@ -95,9 +96,7 @@ class SqlWebhooks:
             result = await conn.execute(statement)
         return bool(result.rowcount)
 
-    async def list_webhook_deliveries(
-        self, ids: Sequence[str] | None = None
-    ) -> list[QueuedDelivery]:
+    async def list_deliveries(self, ids: Sequence[str] | None = None) -> list[QueuedDelivery]:
         query = select(webhook_deliveries).order_by(
             webhook_deliveries.c.created_at, webhook_deliveries.c.id
         )

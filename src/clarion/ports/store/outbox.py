@@ -1,4 +1,4 @@
-"""The webhook outbox, as the deliverer sees it (WebhookStore)."""
+"""The notification outbox, as the deliverer sees it (OutboxStore)."""
 
 from __future__ import annotations
 
@@ -10,20 +10,21 @@ from clarion.ports.store.records import (
 )
 
 
-class WebhookStore(Protocol):
-    """The webhook outbox, as the deliverer sees it. Deliveries are queued by the writes that
-    cause their events, in the same transaction; nothing else adds them."""
+class OutboxStore(Protocol):
+    """The notification outbox, as the deliverer sees it: every channel's deliveries (a
+    webhook POST, an email, a Slack message). Deliveries are queued by the writes that cause
+    their events, in the same transaction; nothing else adds them."""
 
-    async def due_webhook_deliveries(self, now: datetime, limit: int) -> list[QueuedDelivery]:
+    async def due_deliveries(self, now: datetime, limit: int) -> list[QueuedDelivery]:
         """Up to `limit` deliveries neither delivered nor given up whose next attempt is due at
         `now`, soonest first."""
         ...
 
-    async def next_webhook_attempt_at(self) -> datetime | None:
+    async def next_delivery_at(self) -> datetime | None:
         """When the soonest open delivery is due; None when none is open."""
         ...
 
-    async def claim_webhook_delivery(
+    async def claim_delivery(
         self, delivery_id: str, *, attempts_before: int, now: datetime, lease_until: datetime
     ) -> bool:
         """Guarded: take an open delivery that is due at `now` and still has `attempts_before`
@@ -32,7 +33,7 @@ class WebhookStore(Protocol):
         the lease passes. Returns whether it applied."""
         ...
 
-    async def record_webhook_attempt(
+    async def record_delivery_attempt(
         self,
         delivery_id: str,
         *,
