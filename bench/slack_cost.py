@@ -21,7 +21,7 @@ from bench.loopback_sinks import SlackStandIn
 from bench.paired import Setup
 from bench.stats import Row, ms
 from bench.throughput import McpThroughput
-from clarion.domain.webhooks import CLARIFICATION_ANSWERED, CLARIFICATION_REQUESTED
+from clarion.domain.notification_events import CLARIFICATION_ANSWERED, CLARIFICATION_REQUESTED
 
 POST, UPDATE = "chat.postMessage", "chat.update"
 DRAIN_LIMIT_S = 120.0

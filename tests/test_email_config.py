@@ -10,7 +10,7 @@ import pytest
 
 from clarion.config import Settings
 from clarion.config.email import load_email
-from clarion.domain.webhooks import EVENTS
+from clarion.domain.notification_events import EVENTS
 
 CONFIG = """
 [notifications.email]

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from clarion.domain.emails import checked_address, email_message, one_line, subject_of
-from clarion.domain.webhooks import WebhookFact
+from clarion.domain.notification_events import NotificationFact
 
 AT = datetime(2026, 5, 1, 9, 0, tzinfo=UTC)
 DB = {
@@ -27,7 +27,7 @@ DB = {
 }
 
 
-def _fact(title: str = "Pick a database", **changes: Any) -> WebhookFact:
+def _fact(title: str = "Pick a database", **changes: Any) -> NotificationFact:
     values: dict[str, Any] = {
         "event": "clarification.requested",
         "task_id": "t1",
@@ -37,10 +37,10 @@ def _fact(title: str = "Pick a database", **changes: Any) -> WebhookFact:
         "questions": (DB,),
     }
     values.update(changes)
-    return WebhookFact(**values)
+    return NotificationFact(**values)
 
 
-def _build(fact: WebhookFact, answer_url: str | None = "https://c.example/a/TOKEN") -> str:
+def _build(fact: NotificationFact, answer_url: str | None = "https://c.example/a/TOKEN") -> str:
     return email_message(
         fact,
         delivery_id="0190-d1",
@@ -215,7 +215,7 @@ def test_markdown_renders_to_html_with_a_plain_text_fallback_and_the_default_is_
     assert "No cache (default)" in text and "(default)</span>" in html
 
 
-def _answered(event: str, response: dict[str, Any], **changes: Any) -> WebhookFact:
+def _answered(event: str, response: dict[str, Any], **changes: Any) -> NotificationFact:
     return _fact(event=event, response=response, questions=(MARKDOWN_Q,), **changes)
 
 

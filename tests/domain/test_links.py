@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from clarion.domain.links import ANSWER, DECISION, answer_url, decision_url, sign, verify
-from clarion.domain.webhooks import EVENTS, WebhookFact, wants_answer_url
+from clarion.domain.notification_events import EVENTS, NotificationFact, wants_answer_url
 
 KEY = b"k" * 32
 NOW = datetime(2026, 5, 1, 9, 0, tzinfo=UTC)
@@ -65,8 +65,10 @@ def test_the_answer_url_puts_the_token_under_a() -> None:
 
 
 def test_only_events_whose_question_is_still_open_carry_the_answer_link() -> None:
-    def fact(event: str) -> WebhookFact:
-        return WebhookFact(event=event, task_id="t", task_title="", session_id="s", pending_id="p")
+    def fact(event: str) -> NotificationFact:
+        return NotificationFact(
+            event=event, task_id="t", task_title="", session_id="s", pending_id="p"
+        )
 
     carrying = {event for event in EVENTS if wants_answer_url(fact(event))}
     assert carrying == {

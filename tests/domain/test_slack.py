@@ -12,6 +12,11 @@ import pytest
 from clarion.domain.bundles import answered_by
 from clarion.domain.lifecycle import claim_values
 from clarion.domain.models import Answer, BundleState, ClarificationResponse
+from clarion.domain.notification_events import (
+    CLARIFICATION_REQUESTED,
+    PERMISSION_REQUESTED,
+    NotificationFact,
+)
 from clarion.domain.slack import (
     OPEN_ACTION,
     OPTION_ACTION,
@@ -24,14 +29,13 @@ from clarion.domain.slack import (
     outcome_line,
     slack_body,
 )
-from clarion.domain.webhooks import CLARIFICATION_REQUESTED, PERMISSION_REQUESTED, WebhookFact
 from clarion.slack.poster import _line as slack_line
 
 from .builders import PENDING_ID, bundle, question, question_meta, row
 
 
 def test_the_outbox_body_keeps_what_the_message_is_built_from() -> None:
-    fact = WebhookFact(
+    fact = NotificationFact(
         CLARIFICATION_REQUESTED,
         "t1",
         "Billing",
@@ -47,7 +51,7 @@ def test_the_outbox_body_keeps_what_the_message_is_built_from() -> None:
 
 
 def test_a_permission_request_s_slack_line_links_its_decision_page() -> None:
-    fact = WebhookFact(
+    fact = NotificationFact(
         PERMISSION_REQUESTED, "t1", "Billing", "s1", message_id="m1", tool_call={"title": "Run"}
     )
     stored = slack_body(

@@ -6,23 +6,19 @@ import hashlib
 import hmac
 from datetime import UTC, datetime
 
-from clarion.domain.webhooks import (
+from clarion.domain.notification_events import (
     PERMISSION_DECIDED,
     PERMISSION_REQUESTED,
-    WebhookFact,
-    encode_body,
-    retry_delay,
-    signature,
-    text_of,
+    NotificationFact,
     wants_decision_url,
-    webhook_body,
 )
+from clarion.domain.webhooks import encode_body, signature, text_of, webhook_body
 
 WHEN = datetime(2026, 5, 1, 9, 0, tzinfo=UTC)
 
 
-def _asked() -> WebhookFact:
-    return WebhookFact(
+def _asked() -> NotificationFact:
+    return NotificationFact(
         "clarification.requested",
         "t1",
         "Pick a database",
@@ -49,7 +45,7 @@ def test_the_body_carries_the_contract_fields_and_a_link_to_the_session() -> Non
 
 
 def test_the_readable_line_is_one_line_for_every_event() -> None:
-    fact = WebhookFact(
+    fact = NotificationFact(
         "permission.requested",
         "t1",
         "Fix\nbug",
@@ -59,7 +55,7 @@ def test_the_readable_line_is_one_line_for_every_event() -> None:
     )
     line = text_of(fact, "L")
     assert line == "Agent asks permission in Fix bug: rm -rf L"
-    failed = WebhookFact("session.failed", "t1", "", "s1", detail="exit 7")
+    failed = NotificationFact("session.failed", "t1", "", "s1", detail="exit 7")
     assert text_of(failed, "L") == "Session failed in t1: exit 7 L"
 
 
@@ -67,10 +63,6 @@ def test_the_signature_is_the_hex_hmac_sha256_of_the_raw_body() -> None:
     raw = encode_body({"a": "é"}).encode()
     expected = hmac.new(b"k", raw, hashlib.sha256).hexdigest()
     assert signature("k", raw) == f"sha256={expected}"
-
-
-def test_retry_delays_double_up_to_the_cap() -> None:
-    assert [retry_delay(n, 1.0, 5.0) for n in range(1, 6)] == [1.0, 2.0, 4.0, 5.0, 5.0]
 
 
 CONTRACT_KEYS = {
@@ -90,9 +82,11 @@ CONTRACT_KEYS = {
 
 def test_every_event_body_has_only_the_contract_fields_and_says_how_it_ended() -> None:
     facts = [
-        WebhookFact("clarification.answered", "t1", "T", "s1", pending_id="p", detail="skipped"),
-        WebhookFact("permission.decided", "t1", "T", "s1", message_id="m", detail="rejected"),
-        WebhookFact("session.failed", "t1", "T", "s1", message_id="m", detail="exit 7"),
+        NotificationFact(
+            "clarification.answered", "t1", "T", "s1", pending_id="p", detail="skipped"
+        ),
+        NotificationFact("permission.decided", "t1", "T", "s1", message_id="m", detail="rejected"),
+        NotificationFact("session.failed", "t1", "T", "s1", message_id="m", detail="exit 7"),
     ]
     lines = []
     for fact in facts:
@@ -105,7 +99,7 @@ def test_every_event_body_has_only_the_contract_fields_and_says_how_it_ended() -
 
 
 def test_the_readable_line_skips_questions_without_text() -> None:
-    fact = WebhookFact(
+    fact = NotificationFact(
         "clarification.requested",
         "t1",
         "Pick a database",
@@ -117,7 +111,7 @@ def test_the_readable_line_skips_questions_without_text() -> None:
 
 
 def test_only_a_permission_request_s_body_and_line_carry_its_decision_link() -> None:
-    asked = WebhookFact(
+    asked = NotificationFact(
         PERMISSION_REQUESTED,
         "t1",
         "Ship it",
@@ -138,7 +132,7 @@ def test_only_a_permission_request_s_body_and_line_carry_its_decision_link() -> 
         " Decide: https://c.example/p/TOKEN Open: http://x:1/#/tasks/t1/sessions/s1"
     )
     assert wants_decision_url(asked)
-    decided = WebhookFact(PERMISSION_DECIDED, "t1", "Ship it", "s1", message_id="m1")
+    decided = NotificationFact(PERMISSION_DECIDED, "t1", "Ship it", "s1", message_id="m1")
     assert not wants_decision_url(decided)
     assert not wants_decision_url(_asked())
     plain = webhook_body(_asked(), delivery_id="d1", occurred_at=WHEN, base_url="http://x:1")

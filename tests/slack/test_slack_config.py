@@ -9,7 +9,7 @@ import pytest
 
 from clarion.config import Settings
 from clarion.config.slack import DEFAULT_API_URL, load_slack
-from clarion.domain.webhooks import EVENTS
+from clarion.domain.notification_events import EVENTS
 from tests import forkserver
 
 CONFIG = """

@@ -8,7 +8,7 @@ import asyncio
 import json
 
 from clarion.domain import lifecycle
-from clarion.domain.webhooks import EVENTS
+from clarion.domain.notification_events import EVENTS
 from clarion.runtime.clock import ManualClock
 from clarion.store.outbox import Outbox
 from tests.whole_store import WholeStore, open_whole_store

@@ -17,13 +17,13 @@ from clarion.domain import lifecycle
 from clarion.domain.emails import MailTarget
 from clarion.domain.errors import Conflict
 from clarion.domain.models import AuthorType, MessageType, SessionState
+from clarion.domain.notification_events import EVENTS
 from clarion.domain.permissions import (
     PermissionOption,
     PermissionStatus,
     ToolCallInfo,
     request_metadata,
 )
-from clarion.domain.webhooks import EVENTS
 from clarion.ports import NewMessage
 from clarion.runtime.clock import ManualClock
 from clarion.store.db.engine import open_engine

@@ -10,8 +10,8 @@ import dataclasses
 import json
 from datetime import timedelta
 
+from clarion.domain.notification_events import CLARIFICATION_REQUESTED, EVENTS
 from clarion.domain.slack import SlackInteraction, SlackMessage, SlackTarget
-from clarion.domain.webhooks import CLARIFICATION_REQUESTED, EVENTS
 from clarion.store.outbox import Outbox
 from tests.whole_store import WholeStore
 

@@ -16,7 +16,7 @@ from pydantic import BeforeValidator, ConfigDict, Field, field_validator, model_
 from clarion.config.defaults import DEFAULT_SLACK_API_URL
 from clarion.config.spec import TABLE, HttpUrl, PositiveNumber, Spec, event_names
 from clarion.domain.emails import checked_address
-from clarion.domain.webhooks import EVENTS
+from clarion.domain.notification_events import EVENTS
 
 KINDS = ("email", "slack")
 

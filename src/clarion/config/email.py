@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from clarion.config.load import read_document
-from clarion.domain.webhooks import EVENTS
+from clarion.domain.notification_events import EVENTS
 
 if TYPE_CHECKING:
     from clarion.config.channels import EmailSpec

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from clarion.config.defaults import DEFAULT_SLACK_API_URL as DEFAULT_API_URL
 from clarion.config.files import positive
 from clarion.config.load import read_document
-from clarion.domain.webhooks import EVENTS
+from clarion.domain.notification_events import EVENTS
 
 if TYPE_CHECKING:
     from clarion.config.channels import SlackSpec

@@ -12,7 +12,7 @@ from pydantic import AfterValidator, BeforeValidator, Field, field_validator, mo
 from clarion.config.spec import DurationValue, HttpUrl, NonEmptyString, Spec, event_names
 from clarion.config.telemetry import Exporter, TelemetrySettings, traces_url
 from clarion.config.webhooks import Webhook
-from clarion.domain.webhooks import EVENTS as WEBHOOK_EVENTS
+from clarion.domain.notification_events import EVENTS
 
 
 class WebhookSpec(Spec):
@@ -22,9 +22,7 @@ class WebhookSpec(Spec):
 
     url: HttpUrl = Field(default=None, validate_default=True)
     secret: NonEmptyString = Field(default=None, validate_default=True)
-    events: Annotated[frozenset[str], event_names(WEBHOOK_EVENTS, list_known=True)] = frozenset(
-        WEBHOOK_EVENTS
-    )
+    events: Annotated[frozenset[str], event_names(EVENTS, list_known=True)] = frozenset(EVENTS)
 
     def webhook(self) -> Webhook:
         return Webhook(url=self.url, secret=self.secret, events=self.events)

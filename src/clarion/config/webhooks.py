@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from clarion.config.files import http_url, positive
-from clarion.domain.webhooks import EVENTS as WEBHOOK_EVENTS
+from clarion.domain.notification_events import EVENTS
 
 
 @dataclass(frozen=True, slots=True)
@@ -19,7 +19,7 @@ class Webhook:
 
     url: str
     secret: str
-    events: frozenset[str] = frozenset(WEBHOOK_EVENTS)
+    events: frozenset[str] = frozenset(EVENTS)
 
 
 @dataclass(frozen=True, slots=True)

@@ -38,11 +38,11 @@ from clarion.domain.email_parts import (
     pre_html,
     tool_preview,
 )
-from clarion.domain.webhooks import (
+from clarion.domain.notification_events import (
     CLARIFICATION_EXPIRED,
     CLARIFICATION_REQUESTED,
     PERMISSION_REQUESTED,
-    WebhookFact,
+    NotificationFact,
     headline_of,
 )
 
@@ -84,13 +84,13 @@ def envelope_address(configured: str) -> str:
     return parseaddr(configured)[1]
 
 
-def _headline(fact: WebhookFact) -> str:
+def _headline(fact: NotificationFact) -> str:
     """The event's line with a question's Markdown read as words (`**` gone, links as
     "text (address)"): the subject and the first line show it as text."""
     return inline_text(headline_of(fact))
 
 
-def subject_of(fact: WebhookFact) -> str:
+def subject_of(fact: NotificationFact) -> str:
     """The subject: what happened, naming the task, on one line. An RFC 2047 encoded word in
     the text (`=?utf-8?q?...=0D=0A...?=`) is broken up: the email package would decode it, and
     the line break inside would reach the header."""
@@ -109,7 +109,7 @@ def _options(question: Mapping[str, Any]) -> list[tuple[str, str, bool]]:
     ]
 
 
-def _chosen(fact: WebhookFact) -> list[tuple[str, str]]:
+def _chosen(fact: NotificationFact) -> list[tuple[str, str]]:
     if fact.response is None:
         return []
     return chosen_answers(
@@ -117,11 +117,11 @@ def _chosen(fact: WebhookFact) -> list[tuple[str, str]]:
     )
 
 
-def _chosen_heading(fact: WebhookFact) -> str:
+def _chosen_heading(fact: NotificationFact) -> str:
     return "The expiry policy chose" if fact.event == CLARIFICATION_EXPIRED else "Chosen"
 
 
-def _deadline(fact: WebhookFact, answer_url: str | None) -> str | None:
+def _deadline(fact: NotificationFact, answer_url: str | None) -> str | None:
     """ "Answer by 2026-12-07 14:05 UTC. If no one answers by then, the agent gets the default
     answer: SQLite." for an open question with a deadline (None otherwise)."""
     if fact.expires_at is None or answer_url is None:
@@ -132,7 +132,7 @@ def _deadline(fact: WebhookFact, answer_url: str | None) -> str | None:
 
 
 def _text_body(
-    fact: WebhookFact, link: str, answer_url: str | None, decision_url: str | None = None
+    fact: NotificationFact, link: str, answer_url: str | None, decision_url: str | None = None
 ) -> str:
     lines = [_headline(fact), ""]
     deadline = _deadline(fact, answer_url)
@@ -177,7 +177,7 @@ def _link_button(url: str, words: str) -> str:
 
 
 def _html_body(
-    fact: WebhookFact, link: str, answer_url: str | None, decision_url: str | None = None
+    fact: NotificationFact, link: str, answer_url: str | None, decision_url: str | None = None
 ) -> str:
     e = html.escape
     parts = [
@@ -239,7 +239,7 @@ def _html_body(
 
 
 def email_message(
-    fact: WebhookFact,
+    fact: NotificationFact,
     *,
     delivery_id: str,
     occurred_at: datetime,
@@ -278,7 +278,7 @@ def email_message(
 _THREAD_STARTERS = frozenset({CLARIFICATION_REQUESTED, PERMISSION_REQUESTED})
 
 
-def thread_root(fact: WebhookFact, domain: str) -> str | None:
+def thread_root(fact: NotificationFact, domain: str) -> str | None:
     """The Message-ID of the first message about the fact's question or permission request
     (the one its `requested` event sent), or None for a fact about neither. Derived, not
     looked up: each question is asked once, so its id names that message alone."""

@@ -14,7 +14,7 @@ from typing import Any
 
 from clarion.domain.bundles import questions_of
 from clarion.domain.models import Bundle, BundleState, ClarificationResponse
-from clarion.domain.webhooks import WebhookFact, headline_of
+from clarion.domain.notification_events import NotificationFact, headline_of
 
 # action_id prefixes of the elements Clarion posts (the suffix keeps them unique in a block).
 OPTION_ACTION = "clarion_option"
@@ -69,7 +69,7 @@ class SlackInteraction:
 
 
 def slack_body(
-    fact: WebhookFact,
+    fact: NotificationFact,
     *,
     link: str,
     answer_url: str | None,

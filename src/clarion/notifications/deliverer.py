@@ -22,13 +22,8 @@ from typing import Protocol
 
 from clarion.config.email import EmailChannel
 from clarion.config.webhooks import DeliveryPolicy, Webhook
-from clarion.domain.webhooks import (
-    DELIVERY_HEADER,
-    EVENT_HEADER,
-    SIGNATURE_HEADER,
-    retry_delay,
-    signature,
-)
+from clarion.domain.notification_events import retry_delay
+from clarion.domain.webhooks import DELIVERY_HEADER, EVENT_HEADER, SIGNATURE_HEADER, signature
 from clarion.notifications.mailer import SendMail
 from clarion.notifications.sender import Send
 from clarion.ports import Clock, OutboxStore, QueuedDelivery

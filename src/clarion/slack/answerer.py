@@ -30,8 +30,8 @@ from clarion.domain.errors import (
     NotFound,
     RetryableFailure,
 )
+from clarion.domain.notification_events import retry_delay
 from clarion.domain.slack import SlackInteraction
-from clarion.domain.webhooks import retry_delay
 from clarion.ports import Clock
 from clarion.ports.slack import SlackStore
 from clarion.runtime import failpoints

@@ -19,8 +19,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from clarion.config.slack import SlackSettings
-from clarion.domain.slack import SlackMessage
-from clarion.domain.webhooks import (
+from clarion.domain.notification_events import (
     CLARIFICATION_ANSWERED,
     CLARIFICATION_DETACHED,
     CLARIFICATION_ESCALATED,
@@ -28,6 +27,7 @@ from clarion.domain.webhooks import (
     CLARIFICATION_REMINDER,
     CLARIFICATION_REQUESTED,
 )
+from clarion.domain.slack import SlackMessage
 from clarion.ports import Clock, QueuedDelivery
 from clarion.ports.slack import SlackStore
 from clarion.runtime import failpoints

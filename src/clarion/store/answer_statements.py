@@ -25,14 +25,14 @@ from clarion.domain.models import (
     MessageType,
     MetaKey,
 )
-from clarion.domain.waiting import ANSWERED_BY_POLICY
-from clarion.domain.webhooks import (
+from clarion.domain.notification_events import (
     CLARIFICATION_ANSWERED,
     CLARIFICATION_DETACHED,
     CLARIFICATION_EXPIRED,
-    WebhookFact,
+    NotificationFact,
     questions_of_rows,
 )
+from clarion.domain.waiting import ANSWERED_BY_POLICY
 from clarion.ports import ClaimResult, NewMessage
 from clarion.store.bundle_rows import (
     bundle_order,
@@ -67,9 +67,9 @@ ACTIVE_IDS = (
 )
 
 
-def detached_fact(pending_id: str, rows: Sequence[Message], title: str) -> WebhookFact:
+def detached_fact(pending_id: str, rows: Sequence[Message], title: str) -> NotificationFact:
     first = rows[0]
-    return WebhookFact(
+    return NotificationFact(
         CLARIFICATION_DETACHED,
         first.task_id,
         title,
@@ -202,7 +202,7 @@ async def claim_response(
                 conn,
                 event,
                 session.task_id,
-                lambda title: WebhookFact(
+                lambda title: NotificationFact(
                     event,
                     session.task_id,
                     title,

@@ -23,12 +23,12 @@ from clarion.domain.models import (
     SessionState,
     Turn,
 )
-from clarion.domain.waiting import Deadlines
-from clarion.domain.webhooks import (
+from clarion.domain.notification_events import (
     CLARIFICATION_REQUESTED,
-    WebhookFact,
+    NotificationFact,
     questions_of_rows,
 )
+from clarion.domain.waiting import Deadlines
 from clarion.ports import ClaimResult, Clock, NewMessage, Written
 from clarion.store import answer_statements, bundle_transitions, successor_turns
 from clarion.store.answer_statements import bundle_identity
@@ -86,7 +86,7 @@ class SqlAnswers:
                 conn,
                 CLARIFICATION_REQUESTED,
                 task_id,
-                lambda title: WebhookFact(
+                lambda title: NotificationFact(
                     CLARIFICATION_REQUESTED,
                     task_id,
                     title,

@@ -34,7 +34,7 @@ from clarion.domain.lifecycle import (
     Transition,
 )
 from clarion.domain.models import Message, SessionState
-from clarion.domain.webhooks import CLARIFICATION_DETACHED
+from clarion.domain.notification_events import CLARIFICATION_DETACHED
 from clarion.ports import Clock, Written
 from clarion.store.answer_statements import detached_fact, pending_id_of
 from clarion.store.bundle_rows import lock_bundle_session, rewrite, run_rows

@@ -12,10 +12,10 @@ from typing import Any
 
 from sqlalchemy import select, update
 
-from clarion.domain.webhooks import (
+from clarion.domain.notification_events import (
     CLARIFICATION_ESCALATED,
     CLARIFICATION_REMINDER,
-    WebhookFact,
+    NotificationFact,
 )
 from clarion.ports import Clock
 from clarion.ports.store.records import DeadlineRecord
@@ -127,7 +127,7 @@ class SqlDeadlines:
             conn,
             event,
             record.task_id,
-            lambda title: WebhookFact(
+            lambda title: NotificationFact(
                 event,
                 record.task_id,
                 title,

@@ -23,15 +23,14 @@ from sqlalchemy import and_, insert, select
 
 from clarion.domain.emails import MailTarget, email_message
 from clarion.domain.ids import new_id
-from clarion.domain.slack import SlackTarget, slack_body
-from clarion.domain.webhooks import (
-    WebhookFact,
-    encode_body,
+from clarion.domain.notification_events import (
+    NotificationFact,
     link_for,
     wants_answer_url,
     wants_decision_url,
-    webhook_body,
 )
+from clarion.domain.slack import SlackTarget, slack_body
+from clarion.domain.webhooks import encode_body, webhook_body
 from clarion.ports import QueuedDelivery
 from clarion.store.db.schema import tasks, webhook_deliveries, workspaces
 from clarion.store.db.transactions import Tx
@@ -71,7 +70,7 @@ class Outbox:
 
 NO_CHANNELS = Outbox()
 
-FactOf = Callable[[str], WebhookFact]  # the task's title -> the fact
+FactOf = Callable[[str], NotificationFact]  # the task's title -> the fact
 
 
 async def enqueue(
@@ -144,7 +143,13 @@ async def enqueue(
 
 
 async def _insert(
-    conn: Tx, delivery_id: str, url: str, event: str, body: str, now: datetime, fact: WebhookFact
+    conn: Tx,
+    delivery_id: str,
+    url: str,
+    event: str,
+    body: str,
+    now: datetime,
+    fact: NotificationFact,
 ) -> None:
     await conn.execute(
         insert(webhook_deliveries).values(

@@ -13,8 +13,8 @@ from datetime import datetime
 from sqlalchemy import bindparam, select, update
 
 from clarion.domain.models import Message, MessageType
+from clarion.domain.notification_events import NotificationFact
 from clarion.domain.permissions import PermissionKey, PermissionStatus, status_of
-from clarion.domain.webhooks import WebhookFact
 from clarion.store.db.row_conversion import to_message
 from clarion.store.db.schema import task_session_messages as messages
 from clarion.store.db.schema import task_session_turns as turns
@@ -60,9 +60,9 @@ async def settle_requests(
     return tuple(changed)
 
 
-def permission_fact(event: str, row: Message, title: str, detail: str = "") -> WebhookFact:
+def permission_fact(event: str, row: Message, title: str, detail: str = "") -> NotificationFact:
     meta = row.metadata
-    return WebhookFact(
+    return NotificationFact(
         event,
         row.task_id,
         title,

@@ -15,13 +15,13 @@ from sqlalchemy import insert, update
 from clarion.domain.errors import NotFound
 from clarion.domain.ids import new_id
 from clarion.domain.models import Message, MessageType, MetaKey, Session, SessionState, Turn
-from clarion.domain.permissions import PermissionKey, PermissionStatus, status_of
-from clarion.domain.webhooks import (
+from clarion.domain.notification_events import (
     PERMISSION_DECIDED,
     PERMISSION_REQUESTED,
     SESSION_FAILED,
-    WebhookFact,
+    NotificationFact,
 )
+from clarion.domain.permissions import PermissionKey, PermissionStatus, status_of
 from clarion.ports import Clock, NewMessage, Written
 from clarion.store.db.engine import Db
 from clarion.store.db.row_conversion import to_message
@@ -209,7 +209,7 @@ class SqlPermissions:
                     conn,
                     SESSION_FAILED,
                     session.task_id,
-                    lambda title: WebhookFact(
+                    lambda title: NotificationFact(
                         SESSION_FAILED,
                         session.task_id,
                         title,

@@ -12,8 +12,12 @@ from typing import Any
 from sqlalchemy import bindparam, tuple_, update
 
 from clarion.domain.lifecycle import DETACH
+from clarion.domain.notification_events import (
+    CLARIFICATION_DETACHED,
+    NotificationFact,
+    questions_of_rows,
+)
 from clarion.domain.scope import EVERY_SESSION, SessionScope
-from clarion.domain.webhooks import CLARIFICATION_DETACHED, WebhookFact, questions_of_rows
 from clarion.ports import ChangedBundle, Clock
 from clarion.store.bundle_rows import bundle_rows, change_in_sql
 from clarion.store.db.engine import Db
@@ -56,8 +60,8 @@ def _detached_fact(
     pending_id: str,
     questions: tuple[dict[str, Any], ...],
     title: str,
-) -> WebhookFact:
-    return WebhookFact(
+) -> NotificationFact:
+    return NotificationFact(
         CLARIFICATION_DETACHED,
         task_id,
         title,
