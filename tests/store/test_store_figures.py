@@ -17,7 +17,7 @@ async def test_figures_of_an_empty_database_are_all_zero(world: World) -> None:
     assert figures.waiting == ()
     assert dict(figures.sessions) == {}
     assert figures.permissions_pending == 0
-    assert dict(figures.webhooks) == {"pending": 0, "failed": 0}
+    assert dict(figures.deliveries) == {"pending": 0, "failed": 0}
     assert figures.replicas == 0
     assert figures.now == world.clock.now()
 
@@ -67,4 +67,4 @@ async def test_figures_count_open_and_given_up_webhook_deliveries_only(world: Wo
             ],
         )
     figures = await world.store.operational_figures()
-    assert dict(figures.webhooks) == {"pending": 2, "failed": 1}
+    assert dict(figures.deliveries) == {"pending": 2, "failed": 1}

@@ -81,14 +81,14 @@ class _Gauges(Collector):
             "Permission requests waiting for a decision",
             value=figures.permissions_pending,
         )
-        hooks = GaugeMetricFamily(
+        deliveries = GaugeMetricFamily(
             "clarion_webhook_deliveries",
             "Webhook deliveries still to send (pending) or given up (failed)",
             labels=["state"],
         )
         for state in ("pending", "failed"):
-            hooks.add_metric([state], figures.webhooks.get(state, 0))
-        yield hooks
+            deliveries.add_metric([state], figures.deliveries.get(state, 0))
+        yield deliveries
         yield GaugeMetricFamily(
             "clarion_replicas", "Cluster: live replicas (0 on a single server)", figures.replicas
         )

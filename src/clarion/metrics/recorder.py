@@ -12,7 +12,7 @@ from typing import get_args
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
 from clarion.metrics.gc_time import process_gc_time
-from clarion.ports.metrics import AnswerOutcome, RespondPath, WebhookResult
+from clarion.ports.metrics import AnswerOutcome, DeliveryResult, RespondPath
 
 # From a millisecond (a live answer on a quiet server) to the resume bound's order (30 s).
 _RESPOND_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
@@ -46,10 +46,10 @@ class PrometheusMetrics:
             "Answers startup recovery found possibly undelivered",
             registry=r,
         )
-        webhooks = Counter(
+        attempts = Counter(
             "clarion_webhook_attempts", "Webhook POSTs by result", ["result"], registry=r
         )
-        self._webhooks = {w: webhooks.labels(w) for w in get_args(WebhookResult)}
+        self._attempts = {w: attempts.labels(w) for w in get_args(DeliveryResult)}
         self._carried = Counter(
             "clarion_carried_requests",
             "Cluster: requests carried to the replica that owns their session",
@@ -79,8 +79,8 @@ class PrometheusMetrics:
         if count:
             self._ambiguous.inc(count)
 
-    def webhook_attempt(self, result: WebhookResult) -> None:
-        self._webhooks[result].inc()
+    def delivery_attempt(self, result: DeliveryResult) -> None:
+        self._attempts[result].inc()
 
     def carried_request(self) -> None:
         self._carried.inc()

@@ -27,7 +27,7 @@ from clarion.domain.webhooks import DELIVERY_HEADER, EVENT_HEADER, SIGNATURE_HEA
 from clarion.notifications.mailer import SendMail
 from clarion.notifications.sender import Send
 from clarion.ports import Clock, OutboxStore, QueuedDelivery
-from clarion.ports.metrics import NO_METRICS, Metrics, WebhookResult
+from clarion.ports.metrics import NO_METRICS, DeliveryResult, Metrics
 from clarion.ports.tracing import NO_TRACER, Tracer
 from clarion.runtime import failpoints
 
@@ -150,7 +150,7 @@ class Deliverer:
             span.set("attempt", delivery.attempts + 1)
             result = await self._send_and_record(delivery, hook, channel, timeout_s, extra, other)
             span.set("outcome", result)
-        self._metrics.webhook_attempt(result)
+        self._metrics.delivery_attempt(result)
 
     async def _send_and_record(
         self,
@@ -160,7 +160,7 @@ class Deliverer:
         timeout_s: float,
         extra: dict[str, object],
         other: ChannelSender | None = None,
-    ) -> WebhookResult:
+    ) -> DeliveryResult:
         """One attempt of a claimed delivery, recorded; what came of it."""
         try:
             if other is not None:

@@ -15,7 +15,7 @@ from typing import Literal, Protocol
 
 AnswerOutcome = Literal["accepted", "conflict", "invalid", "retryable_error", "error"]
 RespondPath = Literal["live", "detached"]
-WebhookResult = Literal["delivered", "retry", "failed"]
+DeliveryResult = Literal["delivered", "retry", "failed"]
 
 
 class Metrics(Protocol):
@@ -38,8 +38,9 @@ class Metrics(Protocol):
     def ambiguous_deliveries(self, count: int) -> None:
         """Startup recovery found answers the agent may or may not have received."""
 
-    def webhook_attempt(self, result: WebhookResult) -> None:
-        """One webhook POST ended: delivered, to be retried, or given up."""
+    def delivery_attempt(self, result: DeliveryResult) -> None:
+        """One attempt of an outbox delivery ended (a webhook POST, an email, a Slack message):
+        delivered, to be retried, or given up."""
 
     def carried_request(self) -> None:
         """Cluster mode: a request was carried to the replica that owns its session."""
@@ -69,7 +70,7 @@ class NoMetrics:
     def ambiguous_deliveries(self, count: int) -> None:
         pass
 
-    def webhook_attempt(self, result: WebhookResult) -> None:
+    def delivery_attempt(self, result: DeliveryResult) -> None:
         pass
 
     def carried_request(self) -> None:
@@ -98,7 +99,8 @@ class OperationalFigures:
     waiting: tuple[WaitingQuestion, ...] = ()
     sessions: Mapping[str, int] = field(default_factory=dict)  # state -> count
     permissions_pending: int = 0
-    webhooks: Mapping[str, int] = field(default_factory=dict)  # pending|failed -> count
+    # The outbox's deliveries, every channel's: pending|failed -> count.
+    deliveries: Mapping[str, int] = field(default_factory=dict)
     replicas: int = 0  # live rows in clarion_replicas (cluster mode)
     now: datetime | None = None  # the database's clock when read
 
@@ -106,8 +108,8 @@ class OperationalFigures:
 class FiguresStore(Protocol):
     async def operational_figures(self) -> OperationalFigures:
         """One read-only snapshot for the gauges: waiting questions (with workspace and asked
-        time), sessions by state, pending permission requests, open and given-up webhook
-        deliveries, live replicas. Never writes, never takes a lock."""
+        time), sessions by state, pending permission requests, open and given-up outbox
+        deliveries (every channel's), live replicas. Never writes, never takes a lock."""
 
 
 class Exposition(Protocol):

@@ -22,10 +22,10 @@ _WORKSPACES_OF_TASKS = (
     .join(workspaces, workspaces.c.id == tasks.c.workspace_id)
     .where(tasks.c.id.in_(bindparam("ids", expanding=True)))
 )
-_OPEN_WEBHOOKS = select(func.count()).where(
+_OPEN_DELIVERIES = select(func.count()).where(
     webhook_deliveries.c.delivered_at.is_(None), webhook_deliveries.c.gave_up_at.is_(None)
 )
-_FAILED_WEBHOOKS = select(func.count()).where(webhook_deliveries.c.gave_up_at.is_not(None))
+_FAILED_DELIVERIES = select(func.count()).where(webhook_deliveries.c.gave_up_at.is_not(None))
 _REPLICAS = select(func.count()).select_from(replicas)
 
 
@@ -45,8 +45,8 @@ class SqlFigures:
                 rows = await conn.execute(_WORKSPACES_OF_TASKS, {"ids": part})
                 workspace_of.update((str(task), str(name)) for task, name in rows)
             sessions = {str(state): int(n) for state, n in await conn.execute(_SESSIONS_BY_STATE)}
-            open_hooks = (await conn.execute(_OPEN_WEBHOOKS)).scalar() or 0
-            failed_hooks = (await conn.execute(_FAILED_WEBHOOKS)).scalar() or 0
+            open_deliveries = (await conn.execute(_OPEN_DELIVERIES)).scalar() or 0
+            failed_deliveries = (await conn.execute(_FAILED_DELIVERIES)).scalar() or 0
             live_replicas = (await conn.execute(_REPLICAS)).scalar() or 0
         return OperationalFigures(
             waiting=tuple(
@@ -55,7 +55,7 @@ class SqlFigures:
             ),
             sessions=sessions,
             permissions_pending=sum(e.kind == "permission" for e in entries),
-            webhooks={"pending": int(open_hooks), "failed": int(failed_hooks)},
+            deliveries={"pending": int(open_deliveries), "failed": int(failed_deliveries)},
             replicas=int(live_replicas),
             now=self._clock.now(),
         )

@@ -6,7 +6,8 @@ not even its old finished sessions. Its messages, turns, waiting-policy timers a
 row go, in batches, one transaction each, the predicate checked again inside the transaction
 under the sessions' write locks, so a session that an answer or a new prompt revived between
 the listing and the delete is skipped. Tasks themselves stay (a person may still open them);
-webhook deliveries that were delivered or given up before the cutoff go too.
+the outbox's deliveries (every channel's) that were delivered or given up before the cutoff go
+too.
 
 Store-internal.
 """
@@ -34,6 +35,9 @@ from clarion.store.db.schema import (
 
 @dataclass(frozen=True, slots=True)
 class Pruned:
+    """Rows pruned (or counted), by table: the outbox's count keeps its table's name
+    (`webhook_deliveries`, every channel's rows), which the retention log line shows."""
+
     sessions: int = 0
     turns: int = 0
     messages: int = 0
@@ -65,7 +69,7 @@ _CANDIDATES = (
 _STILL_PRUNABLE = select(task_sessions.c.id).where(
     task_sessions.c.id.in_(bindparam("ids", expanding=True)), _prunable(bindparam("cutoff"))
 )
-_FINISHED_WEBHOOKS = or_(
+_FINISHED_DELIVERIES = or_(
     webhook_deliveries.c.delivered_at < bindparam("cutoff"),
     webhook_deliveries.c.gave_up_at < bindparam("cutoff"),
 )
@@ -78,7 +82,7 @@ def _count(table: Table, column: ColumnElement[str]) -> Select[int]:
 
 
 class SqlRetention:
-    """Pruning finished sessions' rows and finished webhook deliveries."""
+    """Pruning finished sessions' rows and the outbox's finished deliveries."""
 
     def __init__(self, db: Db) -> None:
         self._db = db
@@ -133,18 +137,20 @@ class SqlRetention:
             sessions = await conn.execute(delete(task_sessions).where(task_sessions.c.id.in_(ids)))
         return Pruned(sessions.rowcount, turns.rowcount, messages.rowcount, 0)
 
-    async def prune_webhook_deliveries(self, cutoff: datetime, *, dry_run: bool) -> int:
-        """Delivered or given-up webhook deliveries older than `cutoff`: deleted (or counted)."""
+    async def prune_deliveries(self, cutoff: datetime, *, dry_run: bool) -> int:
+        """Delivered or given-up outbox deliveries older than `cutoff`: deleted (or counted)."""
         if dry_run:
             async with self._db.read() as conn:
                 found = await conn.execute(
-                    select(func.count()).select_from(webhook_deliveries).where(_FINISHED_WEBHOOKS),
+                    select(func.count())
+                    .select_from(webhook_deliveries)
+                    .where(_FINISHED_DELIVERIES),
                     {"cutoff": cutoff},
                 )
                 return int(found.scalar() or 0)
         async with self._db.write() as conn:
             result = await conn.execute(
-                delete(webhook_deliveries).where(_FINISHED_WEBHOOKS), {"cutoff": cutoff}
+                delete(webhook_deliveries).where(_FINISHED_DELIVERIES), {"cutoff": cutoff}
             )
             return int(result.rowcount)
 
@@ -158,7 +164,7 @@ class Prunable(Protocol):
 
     async def prune_sessions(self, session_ids: Sequence[str], cutoff: datetime) -> Pruned: ...
 
-    async def prune_webhook_deliveries(self, cutoff: datetime, *, dry_run: bool) -> int: ...
+    async def prune_deliveries(self, cutoff: datetime, *, dry_run: bool) -> int: ...
 
 
 Progress = Callable[[int, int], None]  # (sessions done, sessions in all)
@@ -185,5 +191,5 @@ async def prune(
             total += await store.prune_sessions(part, cutoff)
         if progress is not None:
             progress(min(start + batch, len(ids)), len(ids))
-    hooks = await store.prune_webhook_deliveries(cutoff, dry_run=dry_run)
-    return total + Pruned(webhook_deliveries=hooks)
+    deliveries = await store.prune_deliveries(cutoff, dry_run=dry_run)
+    return total + Pruned(webhook_deliveries=deliveries)

@@ -55,7 +55,7 @@ class RetentionCalls:
         self.prunable_sessions = shield(retention.prunable_sessions)
         self.count_pruned = shield(retention.count_pruned)
         self.prune_sessions = shield(retention.prune_sessions)
-        self.prune_webhook_deliveries = shield(retention.prune_webhook_deliveries)
+        self.prune_deliveries = shield(retention.prune_deliveries)
 
 
 class LinkSecretCalls:
