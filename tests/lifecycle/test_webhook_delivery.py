@@ -1,4 +1,4 @@
-"""The webhook deliverer through the real services, on both databases, against a real HTTP
+"""The deliverer's webhook channel through the real services, on both databases, against a real HTTP
 receiver on loopback: a hanging receiver never slows the request that caused the event, failed
 and timed-out attempts are retried under the same delivery id and body, and a delivery is given
 up after the configured number of attempts."""

@@ -1,6 +1,6 @@
 """Store contract for the notification outbox, on SQLite and PostgreSQL: each event's delivery is
 written by the write that caused it (and only when it applied), a failed write queues nothing,
-nothing is queued without webhooks, attempts are recorded by guarded updates, and migration 5
+nothing is queued without a channel, attempts are recorded by guarded updates, and migration 5
 adds the table to an existing database."""
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ async def _bodies(store: WholeStore) -> list[dict[str, Any]]:
     return [json.loads(d.body) for d in await store.list_deliveries()]
 
 
-async def test_nothing_is_queued_without_webhooks(world: World) -> None:
+async def test_nothing_is_queued_without_a_channel(world: World) -> None:
     session = await world.session()
     await world.turn(session)
     await world.bundle(session)

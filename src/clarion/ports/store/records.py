@@ -69,7 +69,8 @@ class InboxEntry:
 
 @dataclass(frozen=True, slots=True)
 class QueuedDelivery:
-    """One webhook delivery in the outbox: `body` is the exact text to send and sign."""
+    """One delivery in the outbox (a webhook POST, an email, a Slack message): `url` is the
+    webhook's URL or the channel's key, `body` the exact text to send (and a webhook's to sign)."""
 
     id: str
     url: str

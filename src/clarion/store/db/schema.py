@@ -158,9 +158,11 @@ api_tokens = Table(
     Column("created_at", UtcDateTime, nullable=False),
 )
 
-# Outgoing webhooks (migration 5): the durable outbox. A row is written in the transaction that
-# caused its event and stays until it was delivered or given up; `body` is the exact text sent,
-# so every retry sends (and signs) the same bytes under the same delivery id.
+# Outgoing webhooks (migration 5): the durable outbox, named when webhooks were its only channel;
+# it holds every channel's deliveries (webhook, email, Slack; `url` a webhook's URL or a
+# channel's key). A row is written in the transaction that caused its event and stays until it
+# was delivered or given up; `body` is the exact text sent, so every retry sends (and signs) the
+# same bytes under the same delivery id.
 webhook_schema = MetaData()
 
 webhook_deliveries = Table(
