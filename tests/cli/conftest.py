@@ -19,7 +19,14 @@ __all__ = ["make_server", "server", "shared_server"]
 @pytest.fixture(scope="module")
 def shared_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     workdir = tmp_path_factory.mktemp("cli-server")
-    proc = ServerProcess(database_url=f"sqlite:///{workdir / 'clarion.db'}", workdir=workdir)
+    # The tests answer live questions, some through a terminal dialogue of several prompts: on
+    # a loaded or slow host that outlasted the harness's 30 s wait limit, the question detached
+    # and the answer resumed a new turn instead. Live questions here stay live.
+    proc = ServerProcess(
+        database_url=f"sqlite:///{workdir / 'clarion.db'}",
+        workdir=workdir,
+        env={"CLARION_CLARIFICATION_WAIT_S": "600"},
+    )
     proc.start()
     try:
         yield proc
