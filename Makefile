@@ -101,7 +101,7 @@ test:
 
 # The benchmark (docs/benchmarks.md): every row but the idle-agent ones, on both databases, the
 # cluster and the peers, sized for about 15 minutes on an idle 2-core machine like the table's (its
-# first row, the host's speed, says whether this one is: a nested VM took 40-50); each part's wall
+# first row, the host's speed, says whether this one is: a nested VM took 40-50 minutes); each part's wall
 # and CPU seconds go to stderr as it ends. The idle-agent rows (1,000 sessions: tens of minutes)
 # run on their own: `.venv/bin/python -m bench.run --only idle-agents [--sessions N]`. The bench
 # modules are compiled too: each agent worker process the run starts imports them, and would
