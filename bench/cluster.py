@@ -145,21 +145,14 @@ class Cluster:
 async def wait_role(server: BenchServer, role: str, limit: float = 120.0) -> str:
     """Poll /healthz until it answers 200 in `role`; returns the replica's id."""
     deadline = time.perf_counter() + limit
-    last = ""
-    listening = False
+    last = "not listening"
+    await server.until_listening(deadline, every=0.05)
     async with httpx.AsyncClient(timeout=2) as client:
         while time.perf_counter() < deadline:
             if server.proc is not None and server.proc.poll() is not None:
                 raise RuntimeError(
                     f"replica exited with {server.proc.returncode}:\n{server.logs()}"
                 )
-            # A bare connect until the port accepts (BenchServer.listening): cheaper than a
-            # refused request through httpx.
-            listening = listening or server.listening()
-            if not listening:
-                last = "not listening"
-                await asyncio.sleep(0.05)
-                continue
             try:
                 response = await client.get(f"{server.url}/healthz")
                 last = f"{response.status_code} {response.text[:200]}"
