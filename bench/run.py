@@ -460,9 +460,9 @@ _PEER_RESUME = {
 
 async def main_async(sizes: Sizes, dbs: list[str], workdir: Path, *, only: str = "all") -> Results:
     out = Results()
-    speed = await host_speed.measure(sizes.host)
-    progress(f"host speed: {host_speed.row(speed).value}")
-    out.rows.append(host_speed.row(speed))
+    host = host_speed.row(await host_speed.measure(sizes.host))
+    progress(f"host speed: {host.value}")
+    out.rows.append(host)
     if only == "workspaces":
         with part("workspaces"):
             out.rows += await workspaces.rows(workdir, sizes.workspaces)
